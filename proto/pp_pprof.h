@@ -1,0 +1,69 @@
+/* pprof helpers shared by the SDK and the sidecar: a builder that interns
+ * strings and dedups mappings/functions/locations/samples and emits dense ids
+ * 1..N; validation with the rules `go tool pprof` applies; merge (a real
+ * remapping merge built on the builder); gzip. Not async-signal-safe (they
+ * allocate). A builder is used by one thread at a time. */
+#ifndef PP_PPROF_H
+#define PP_PPROF_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.pb-c.h"
+
+typedef struct pp_builder pp_builder;
+
+typedef struct pp_label {
+  const char *key;
+  const char *str; /* string label; NULL for a numeric one */
+  int64_t num;
+  const char *num_unit; /* may be NULL */
+} pp_label;
+
+pp_builder *pp_builder_new(void); /* NULL on ENOMEM */
+void pp_builder_free(pp_builder *b);
+/* Interns s (NULL means ""); returns its string-table index, or -1 on ENOMEM. */
+int64_t pp_builder_string(pp_builder *b, const char *s);
+int pp_builder_add_sample_type(pp_builder *b, const char *type, const char *unit);
+int pp_builder_set_period(pp_builder *b, const char *type, const char *unit, int64_t period);
+void pp_builder_set_time(pp_builder *b, int64_t time_nanos, int64_t duration_nanos);
+int pp_builder_add_comment(pp_builder *b, const char *comment);
+/* Each returns an id >= 1 (identical arguments return the same id), 0 on ENOMEM. */
+uint64_t pp_builder_mapping(pp_builder *b, uint64_t start, uint64_t limit, uint64_t offset,
+                            const char *file, const char *build_id, bool has_functions);
+uint64_t pp_builder_function(pp_builder *b, const char *name, const char *system_name,
+                             const char *filename, int64_t start_line);
+/* mapping_id may be 0 (none). function_ids/lines: nlines entries, innermost first. */
+uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t address,
+                             const uint64_t *function_ids, const int64_t *lines, size_t nlines);
+/* Adds values to the sample with the same locations and labels (label order
+ * does not matter), creating it if new. nvalues must equal the sample types
+ * count. Returns 0 or -1 (ENOMEM / bad nvalues). */
+int pp_builder_sample(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                      const int64_t *values, size_t nvalues, const pp_label *labels,
+                      size_t nlabels);
+size_t pp_builder_sample_count(const pp_builder *b);
+/* Serializes (uncompressed). *out is malloc'ed, caller frees. 0 or -1. */
+int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len);
+
+/* Validation: 0 if p is a profile go tool pprof accepts, else -1 with a
+ * one-line reason written to why. */
+int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t whylen);
+
+/* Unpacks (gunzipping first if the data starts with the gzip magic, up to
+ * max_size bytes uncompressed) and validates. NULL with why set on failure.
+ * Free with perftools__profiles__profile__free_unpacked(p, NULL). */
+Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, size_t max_size,
+                                             char *why, size_t whylen);
+
+/* Merges a validated src into b: strings, mappings, functions, locations
+ * remapped, identical samples summed, labels kept. On the first add b takes
+ * src's sample types and period; later adds must match them (else -1 with
+ * why). time = earliest start, duration covers every input. */
+int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why, size_t whylen);
+
+/* gzip (RFC 1952) via zlib. *out malloc'ed. 0 or -1. */
+int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen);
+/* Fails (-1) if the output would exceed max_out. */
+int pp_gunzip(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size_t *outlen);
+#endif

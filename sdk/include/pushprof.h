@@ -1,0 +1,85 @@
+/* pushprof.h: the one public header of the pushprof SDK.
+ *
+ * pushprof samples every thread of the process with per-thread CPU-time
+ * timers (SIGPROF by default), records stacks and the thread's labels, and
+ * writes pprof profiles (standalone: a file at exit; pushed: to a
+ * pushprof-sidecar over a Unix socket).
+ *
+ * Conventions: 0 is success, failures are negative PUSHPROF_E* codes (never
+ * renumbered); pushprof_strerror() names them. Unless a comment says
+ * otherwise a function is thread-safe and NOT async-signal-safe.
+ */
+#ifndef PUSHPROF_H
+#define PUSHPROF_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PUSHPROF_BUILDING)
+#define PUSHPROF_API __attribute__((visibility("default")))
+#else
+#define PUSHPROF_API
+#endif
+
+#define PUSHPROF_VERSION_MAJOR 0
+#define PUSHPROF_VERSION_MINOR 1
+#define PUSHPROF_VERSION_PATCH 0
+#define PUSHPROF_VERSION_NUMBER \
+  (PUSHPROF_VERSION_MAJOR * 10000 + PUSHPROF_VERSION_MINOR * 100 + PUSHPROF_VERSION_PATCH)
+#define PUSHPROF_VERSION_STRING "0.1.0"
+
+/* Error codes. Append only; never renumber or reuse a retired slot. */
+#define PUSHPROF_OK 0
+#define PUSHPROF_EINVAL (-1)     /* an argument or option is invalid */
+#define PUSHPROF_ENOMEM (-2)     /* out of memory */
+#define PUSHPROF_EALREADY (-3)   /* already started */
+#define PUSHPROF_ENOTSTARTED (-4) /* not started */
+#define PUSHPROF_ESYS (-5)       /* a system call failed (see the logged line) */
+#define PUSHPROF_ECONFIG (-6)    /* an environment variable is invalid */
+#define PUSHPROF_ELIMIT (-7)     /* a documented limit was exceeded */
+#define PUSHPROF_ETIMEDOUT (-8)  /* the deadline passed */
+#define PUSHPROF_EREFUSED (-9)   /* the sidecar refused the push */
+#define PUSHPROF_EUNAVAILABLE (-10) /* the sidecar could not be reached */
+#define PUSHPROF_ESETUID (-11)   /* refused to run in a setuid/setgid program */
+
+/* Options for pushprof_start(). Zero-initialise; every unset field (0 or
+ * NULL) means "from the environment (PUSHPROF_*), else the default". */
+typedef struct pushprof_options {
+  int hz;                  /* samples per second per thread, 1..1000 (default 100) */
+  const char *service;     /* service name (default: program name) */
+  const char *output_path; /* standalone: write a gzip pprof at exit; %p = pid */
+  int signal_number;       /* sampling signal (default SIGPROF) */
+  const char *socket_path; /* push to the sidecar at this Unix socket */
+  int upload_period_s;     /* seconds between pushes (default 10) */
+  int exit_timeout_ms;     /* bound on the flush at exit (default 2000) */
+  int handle_term_signals; /* 1: flush on SIGTERM/SIGINT/SIGHUP left at default */
+  const char *spool_dir;   /* sidecar spool to write into if it is down at exit */
+  int backlog;             /* unsent profiles kept in memory (default 6) */
+} pushprof_options;
+
+/* Starts profiling every thread. opts NULL: everything from the environment.
+ * Returns PUSHPROF_EALREADY if running. Thread-safe. */
+PUSHPROF_API int pushprof_start(const pushprof_options *opts);
+
+/* Stops sampling and writes/pushes the final profile (bounded by the exit
+ * timeout). Safe to call when not started (returns PUSHPROF_ENOTSTARTED). */
+PUSHPROF_API int pushprof_stop(void);
+
+/* Registers the calling thread for sampling. Needed only with the static
+ * library for threads created before interposition could see them; the .so
+ * files register new threads themselves. Idempotent. */
+PUSHPROF_API int pushprof_thread_register(void);
+
+/* Static text for an error code; never NULL. Async-signal-safe. */
+PUSHPROF_API const char *pushprof_strerror(int code);
+
+/* Runtime version string, e.g. "0.1.0". Async-signal-safe. */
+PUSHPROF_API const char *pushprof_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

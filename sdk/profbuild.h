@@ -1,0 +1,39 @@
+/* Interface between the sampler (collector thread) and symbolization: turns
+ * aggregated stacks into an uncompressed pprof with mappings (file, offset,
+ * build id from /proc/self/maps and ELF notes), locations and demangled
+ * function names. Collector thread only; never from a signal handler. */
+#ifndef PUSHPROF_PROFBUILD_H
+#define PUSHPROF_PROFBUILD_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp_pprof.h"
+
+typedef struct profbuild_stack {
+  const uintptr_t *pcs; /* leaf first: pcs[0] is the interrupted pc, the rest return addresses */
+  uint32_t depth;
+  const pp_label *labels; /* per-sample string labels (trace_id, ...) */
+  size_t nlabels;
+  int64_t count;       /* samples; cpu/nanoseconds = count * period */
+  const char *special; /* non-NULL: one pseudo-frame with this name, e.g.
+                          "[pushprof] ring full"; pcs are then ignored */
+} profbuild_stack;
+
+typedef struct profbuild_meta {
+  int64_t period_ns; /* 1e9 / hz */
+  int64_t time_nanos;
+  int64_t duration_nanos;
+  const char *const *comments;
+  size_t ncomments;
+} profbuild_meta;
+
+typedef struct profbuild profbuild; /* caches mappings and ELF symbols by build id */
+
+profbuild *profbuild_new(void);
+void profbuild_free(profbuild *pb);
+/* Re-reads /proc/self/maps (call before build so dlopen'ed code is known). */
+int profbuild_refresh_maps(profbuild *pb);
+/* Builds the pprof. *out malloc'ed, caller frees. Returns 0 or -1. */
+int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
+                    const profbuild_meta *meta, uint8_t **out, size_t *len);
+#endif

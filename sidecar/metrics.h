@@ -1,0 +1,40 @@
+/* Process-wide counters and gauges rendered as Prometheus text on /metrics.
+ * All functions are thread-safe. Reason strings must be static (string
+ * literals) and in snake_case: they become label values. */
+#ifndef SIDECAR_METRICS_H
+#define SIDECAR_METRICS_H
+#include <stdint.h>
+
+typedef enum metric_counter {
+  M_PUSHES_RECEIVED,   /* pushprof_pushes_received_total: frames read */
+  M_PUSHES_ACCEPTED,   /* pushprof_pushes_accepted_total: acked (durable) */
+  M_PUSH_BYTES,        /* pushprof_push_bytes_total */
+  M_BATCHES_EXPORTED,  /* pushprof_batches_exported_total */
+  M_EXPORT_BYTES,      /* pushprof_export_bytes_total */
+  M_EXPORT_FAILURES,   /* pushprof_export_failures_total */
+  M_EXPORT_RETRIES,    /* pushprof_export_retries_total */
+  M_SPOOL_QUARANTINED, /* pushprof_spool_quarantined_total */
+  M_CONNECTIONS,       /* pushprof_connections_total */
+  M_COUNTER_MAX
+} metric_counter;
+
+typedef enum metric_gauge {
+  G_SPOOL_BYTES,        /* pushprof_spool_bytes */
+  G_SPOOL_FILES,        /* pushprof_spool_files */
+  G_OPEN_CONNECTIONS,   /* pushprof_open_connections */
+  G_PENDING_BATCHES,    /* pushprof_pending_batches */
+  G_OLDEST_PENDING_AGE, /* pushprof_oldest_pending_age_seconds */
+  G_GAUGE_MAX
+} metric_gauge;
+
+void metrics_add(metric_counter c, uint64_t n);
+void metrics_set(metric_gauge g, int64_t v);
+/* pushprof_pushes_rejected_total{reason="..."} */
+void metrics_reject(const char *reason);
+/* pushprof_drops_total{reason="..."}: data given up on (not refused at the door) */
+void metrics_drop(const char *reason, uint64_t n);
+/* Renders everything; malloc'ed, caller frees. NULL on ENOMEM. */
+char *metrics_render(void);
+/* Test helper: the current value of a rejected/drop reason (0 if never seen). */
+uint64_t metrics_reason_value(const char *family, const char *reason);
+#endif

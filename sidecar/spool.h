@@ -1,0 +1,46 @@
+/* The durable spool: one file per acknowledged push, holding the push frame
+ * exactly as received (PROTOCOL.md), so an SDK can also drop a frame file in
+ * directly. Writes are temp file + fsync + rename + fsync(dir). Files that
+ * fail to parse are moved to <dir>/quarantine/; batches refused permanently
+ * go to <dir>/failed/ with a .reason file beside them. Thread-safe. */
+#ifndef SIDECAR_SPOOL_H
+#define SIDECAR_SPOOL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pushprof.pb-c.h"
+
+#define SPOOL_ID_MAX 64
+#define SPOOL_OK 0
+#define SPOOL_EIO (-1)   /* disk error: answer UNAVAILABLE */
+#define SPOOL_FULL (-2)  /* over max_bytes: answer RESOURCE_EXHAUSTED */
+
+typedef struct spool spool;
+
+typedef struct spool_config {
+  const char *dir;
+  uint64_t max_bytes;
+  bool drop_oldest; /* full: delete the oldest pending file (counted) instead of refusing */
+} spool_config;
+
+spool *spool_open(const spool_config *cfg, char *err, size_t errlen);
+void spool_close(spool *s);
+/* Makes frame durable; on success writes its id (a file name) to id. */
+int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]);
+/* Calls cb for every valid pending file (oldest first); quarantines bad ones.
+ * cb takes ownership of req. Returns the number of files handed over. */
+typedef void (*spool_scan_cb)(void *arg, const char *id, Pushprof__V1__PushRequest *req,
+                              size_t bytes);
+int spool_scan(spool *s, spool_scan_cb cb, void *arg);
+/* Rescans for files that appeared since the last scan (SDK spool writes). */
+int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);
+int spool_remove(spool *s, const char *id);
+int spool_move_failed(spool *s, const char *id, const char *reason);
+uint64_t spool_bytes(spool *s);
+size_t spool_files(spool *s);
+/* Decodes a whole frame file's bytes into a validated PushRequest (pprof
+ * checked too). NULL with why on failure. Shared by the listener and scans. */
+Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
+                                              int *reply_code, char *why, size_t whylen);
+#endif
