@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pushprof builds and tests with, if missing.
+# Shared by the README's two commands (examples/demo.sh and tests/ci.sh).
+set -euo pipefail
+pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
+  libelf-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev
+  golang-go libgoogle-perftools-dev python3 python3-yaml clang libclang-rt-14-dev curl
+  util-linux procps xz-utils)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "pushprof: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
