@@ -1,0 +1,40 @@
+/* Interface between the SDK's public API (api.c, preload.c) and the sampler
+ * (timers, signal handler, rings, unwinder, collector thread). The sampler
+ * knows nothing of environment variables, files or sockets: it samples and
+ * turns what it sampled into pprof bytes on request.
+ * None of these functions is async-signal-safe; all are thread-safe. */
+#ifndef PUSHPROF_SAMPLER_H
+#define PUSHPROF_SAMPLER_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sampler_config {
+  int hz;    /* 1..1000, already validated */
+  int signo; /* SIGPROF or another signal, already validated */
+} sampler_config;
+
+/* Installs the handler, arms a per-thread CPU timer for every live thread
+ * (falling back to setitimer(ITIMER_PROF) with one logged line) and starts
+ * the collector thread. 0, or a negative PUSHPROF_E* code with a one-line
+ * reason in err. */
+int sampler_start(const sampler_config *cfg, char *err, size_t errlen);
+
+/* Cuts a window: everything sampled since the previous cut (or the start)
+ * becomes one uncompressed pprof (*out malloc'ed, caller frees); the next
+ * cut starts where this one ended, so no sample is counted twice or lost.
+ * Window bounds are returned in ns since the epoch. Works after
+ * sampler_stop() too (returns what was left). 0 or a negative code. */
+int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+
+/* Stops all timers and the collector thread. The handler stays installed
+ * (forwarding to the previous one) so a late signal never hits SIG_DFL.
+ * Idempotent. */
+void sampler_stop(void);
+
+/* Registers the calling thread (idempotent); called by the pthread_create
+ * interposer in new threads and by pushprof_thread_register(). */
+int sampler_thread_register(void);
+
+/* 1 while started and not stopped. */
+int sampler_running(void);
+#endif
