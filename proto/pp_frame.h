@@ -15,6 +15,19 @@
 #define PP_FRAME_HEADER_SIZE 12
 #define PP_FRAME_MAX_DEFAULT (16u << 20)
 
+/* PushRequest limits (PROTOCOL.md); the sidecar refuses pushes beyond them. */
+#define PP_SERVICE_MAX 128      /* bytes; at least 1 */
+#define PP_LABELS_MAX 64        /* process labels per push */
+#define PP_LABEL_KEY_MAX 128    /* bytes; at least 1 */
+#define PP_LABEL_VALUE_MAX 1024 /* bytes */
+#define PP_HOSTNAME_MAX 255
+
+/* Spool drop-in (PROTOCOL.md): a client that cannot reach the sidecar may
+ * write one complete frame per file into the sidecar's spool directory:
+ * write "." + name, fsync, rename to name. Names end in PP_SPOOL_SUFFIX;
+ * names starting with '.' are ignored by the sidecar. */
+#define PP_SPOOL_SUFFIX ".push"
+
 enum pp_frame_type { PP_FRAME_PUSH = 1, PP_FRAME_REPLY = 2 };
 
 typedef struct pp_frame_header {
