@@ -596,6 +596,7 @@ static void run_locked(batcher *b) {
   for (;;) {
     int64_t now = mono_ns();
     int64_t now_wall = wall_ns();
+    drop_expired(b, now_wall);
     if (b->stopping && (!b->groups || now >= b->stop_deadline_mono))
       break;
     if (!b->stopping && b->sp && now - b->last_rescan_mono >= RESCAN_INTERVAL_NS) {
@@ -605,7 +606,6 @@ static void run_locked(batcher *b) {
       pthread_mutex_lock(&b->mu);
       continue;
     }
-    drop_expired(b, now_wall);
     group *due = NULL;
     int64_t wake = now + IDLE_WAKE_NS;
     if (b->stopping && b->stop_deadline_mono < wake)

@@ -141,7 +141,7 @@ static void test_put_then_scan_after_reopen_hands_over_oldest_first(void) {
 
 static void test_scan_quarantines_truncated_and_garbage_files(void) {
   setup();
-  size_t len;
+  size_t len = 0;
   uint8_t *f = btu_frame("svc", 5, &len);
   PP_CHECK(f != NULL);
   if (!f)
@@ -188,7 +188,7 @@ static void test_scan_quarantines_truncated_and_garbage_files(void) {
 
 static void test_open_removes_stale_temps_and_scan_ignores_dotfiles(void) {
   setup();
-  size_t len;
+  size_t len = 0;
   uint8_t *f = btu_frame("svc", 5, &len);
   PP_CHECK(f != NULL);
   if (!f)
@@ -222,7 +222,7 @@ static void test_rescan_new_picks_up_drop_ins_once(void) {
     return;
   seen got = {0};
   PP_CHECK_INT(spool_scan(s, collect, &got), ==, 0);
-  size_t len;
+  size_t len = 0;
   uint8_t *f = btu_frame("dropped", 7, &len);
   PP_CHECK(f != NULL);
   PP_CHECK_INT(btu_write_file(sub(".sdk-1-1.push"), f, len), ==, 0);
@@ -245,7 +245,7 @@ static void test_rescan_new_picks_up_drop_ins_once(void) {
 
 static void test_full_spool_refuses_then_accepts_after_remove(void) {
   setup();
-  size_t len;
+  size_t len = 0;
   uint8_t *f = btu_frame("svc", 5, &len);
   PP_CHECK(f != NULL);
   if (!f)
@@ -275,7 +275,7 @@ static void test_full_spool_refuses_then_accepts_after_remove(void) {
 
 static void test_drop_oldest_makes_room_and_counts(void) {
   setup();
-  size_t len;
+  size_t len = 0;
   uint8_t *f = btu_frame("svc", 5, &len);
   PP_CHECK(f != NULL);
   if (!f)
