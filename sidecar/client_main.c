@@ -238,19 +238,8 @@ static int cmd_push(int argc, char **argv) {
             reply.reason);
     rc = 1;
     break;
-  case PP_CLIENT_UNAVAILABLE:
-    fprintf(stderr,
-            "pushprof: cannot connect to %s: %s (is the sidecar running? set --socket or "
-            "PUSHPROF_SOCKET)\n",
-            sock, reply.reason);
-    rc = 3;
-    break;
-  case PP_CLIENT_TIMEOUT:
-    fprintf(stderr, "pushprof: no answer from %s within %d s: %s\n", sock, timeout_s, reply.reason);
-    rc = 3;
-    break;
-  default:
-    fprintf(stderr, "pushprof: push to %s failed: %s\n", sock, reply.reason);
+  default: /* unavailable, timeout, broken connection: the reason names the socket */
+    fprintf(stderr, "pushprof: %s\n", reply.reason[0] ? reply.reason : "push failed");
     rc = 3;
     break;
   }

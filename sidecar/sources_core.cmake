@@ -1,2 +1,6 @@
 # Owned by listener/config/metrics/main/client.
-list(APPEND PUSHPROF_SIDECAR_CORE_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/config.c)
+list(APPEND PUSHPROF_SIDECAR_CORE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/config.c
+  ${CMAKE_CURRENT_LIST_DIR}/listener.c
+  ${CMAKE_CURRENT_LIST_DIR}/http_metrics.c)
+set(PUSHPROF_CLIENT_SOURCES ${CMAKE_CURRENT_LIST_DIR}/client_main.c)
