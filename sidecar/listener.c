@@ -348,7 +348,7 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
     pushprof__v1__push_request__free_unpacked(req, NULL);
     if (rc == SPOOL_FULL) {
       snprintf(why, sizeof why,
-               "spool full (max %llu bytes): retry later; the sidecar frees space as batches export "
+               "spool full (%llu bytes pending): retry later; space frees as batches export "
                "(raise --max-spool-bytes or check the export target)",
                (unsigned long long)spool_bytes(l->sp));
       reject(c, "spool_full", RC_EXHAUSTED, why, seq, deadline);
