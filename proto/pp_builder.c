@@ -369,8 +369,8 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
     return 0;
   bline *tmp = b->scratch_lines.v;
   for (size_t i = 0; i < nlines; i++) {
-    if (function_ids[i] > b->funcs.n)
-      return 0; /* 0 means "no function" in pprof; anything else must exist */
+    if (function_ids[i] == 0 || function_ids[i] > b->funcs.n)
+      return 0; /* go tool pprof rejects a line without a function */
     tmp[i].function_id = function_ids[i];
     tmp[i].line = lines ? lines[i] : 0;
   }
@@ -453,8 +453,8 @@ static int64_t add_wrap(int64_t a, int64_t c) {
 /* labels must already sit in b->scratch_labels (they get sorted there). */
 static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                               const int64_t *values, size_t nvalues, size_t nlabels) {
-  if (nvalues != b->sample_types.n / 2 || (nvalues && !values) || (nlocs && !location_ids))
-    return -1;
+  if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (nlocs && !location_ids))
+    return -1; /* go tool pprof rejects samples in a profile without sample types */
   for (size_t i = 0; i < nlocs; i++)
     if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
       return -1;

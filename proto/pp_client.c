@@ -77,8 +77,8 @@ static int connect_to(const char *path, int64_t deadline, int *status, pp_client
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   size_t plen = strlen(path);
   if (plen == 0 || plen >= sizeof sa.sun_path) {
-    say(r, "socket path \"%s\" is %s (at most %zu bytes)", path, plen ? "too long" : "empty",
-        sizeof sa.sun_path - 1);
+    say(r, "socket path is %s (%zu bytes, at most %zu): \"%s\"", plen ? "too long" : "empty", plen,
+        sizeof sa.sun_path - 1, path);
     *status = PP_CLIENT_UNAVAILABLE;
     return -1;
   }

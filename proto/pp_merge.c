@@ -271,17 +271,13 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     }
     for (size_t j = 0; j < l->n_line; j++) {
       uint64_t fid = l->line[j]->function_id;
-      tmp[j] = 0;
-      if (fid) {
-        int64_t pos = pp_idmap_find(&funcs, fid);
-        if (pos < 0) {
-          say(why, whylen,
-              "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64, l->id,
-              fid);
-          goto fail;
-        }
-        tmp[j] = fx[pos];
+      int64_t pos = fid ? pp_idmap_find(&funcs, fid) : -1;
+      if (pos < 0) {
+        say(why, whylen, "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64,
+            l->id, fid);
+        goto fail;
       }
+      tmp[j] = fx[pos];
       lines[j] = l->line[j]->line;
     }
     lx[i] = pp_builder_location(b, mid, l->address, tmp, lines, l->n_line);

@@ -128,12 +128,21 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
     }
     for (size_t j = 0; j < l->n_line; j++) {
       uint64_t fid = l->line[j]->function_id;
-      if (fid != 0 && pp_idmap_find(&funcs, fid) < 0) {
+      if (fid == 0) { /* go tool pprof: "has a line with nil function" */
+        say(why, whylen, "location %" PRIu64 " line %zu has no function (function_id 0)", l->id,
+            j);
+        goto fail;
+      }
+      if (pp_idmap_find(&funcs, fid) < 0) {
         say(why, whylen, "location %" PRIu64 " line %zu refers to function %" PRIu64
             ", which is missing", l->id, j, fid);
         goto fail;
       }
     }
+  }
+  if (p->n_sample > 0 && p->n_sample_type == 0) {
+    say(why, whylen, "profile has %zu samples but no sample_type", p->n_sample);
+    goto fail;
   }
   for (size_t i = 0; i < p->n_sample; i++) {
     const Perftools__Profiles__Sample *s = p->sample[i];

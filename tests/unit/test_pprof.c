@@ -179,6 +179,8 @@ static void test_builder_dedups_with_dense_ids(void) {
   PP_CHECK_INT(pp_builder_location(b, 9, 0x20, NULL, NULL, 0), ==, 0); /* no mapping 9 */
   uint64_t bad_fn = 99;
   PP_CHECK_INT(pp_builder_location(b, 0, 0x20, &bad_fn, NULL, 1), ==, 0);
+  bad_fn = 0; /* pprof has no "line without a function" */
+  PP_CHECK_INT(pp_builder_location(b, 0, 0x20, &bad_fn, NULL, 1), ==, 0);
 
   uint64_t st[] = {1, 4};
   pp_label ab[] = {{"a", "1", 0, NULL}, {"b", NULL, 2, "bytes"}};
@@ -344,6 +346,9 @@ static void test_validate_value_count(void) {
   p->sample[1]->n_value = 1;
   expect_invalid(p, "sample 1 has 1 values, want 2 (one per sample_type)");
   p->sample[1]->n_value = 2;
+  p->n_sample_type = 0; /* samples without any sample type */
+  expect_invalid(p, "profile has 2 samples but no sample_type");
+  p->n_sample_type = 2;
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
@@ -356,6 +361,9 @@ static void test_validate_references(void) {
   keep = p->location[1]->line[0]->function_id;
   p->location[1]->line[0]->function_id = 43;
   expect_invalid(p, "location 2 line 0 refers to function 43, which is missing");
+  p->location[1]->line[0]->function_id = keep;
+  p->location[1]->line[0]->function_id = 0;
+  expect_invalid(p, "location 2 line 0 has no function");
   p->location[1]->line[0]->function_id = keep;
   keep = p->sample[1]->location_id[1];
   p->sample[1]->location_id[1] = 44;
