@@ -36,6 +36,7 @@
 #define NMAPPINGS 4
 #define NROUTES 24
 #define MAX_DEPTH 48
+#define WINDOW_NS (60 * NSEC_PER_SEC) /* one push per minute per process */
 
 typedef struct options {
   const char *socket_path;
@@ -184,7 +185,7 @@ static int add_samples(pp_builder *b, const pool *p, uint64_t *seed, size_t n) {
     stack[depth] = p->roots[2];
     stack[depth + 1] = p->roots[1];
     stack[depth + 2] = p->roots[0];
-    int64_t count = 1 + (int64_t)(rnd(seed) % 20);
+    int64_t count = 1 + (int64_t)(rnd(seed) % 3);
     int64_t values[2] = {count, count * PERIOD_NS};
     snprintf(route, sizeof route, "/api/v1/resource%02d", (int)(rnd(seed) % NROUTES));
     snprintf(trace, sizeof trace, "%016" PRIx64 "%016" PRIx64, rnd(seed), rnd(seed));
@@ -216,7 +217,7 @@ static int build_profile(size_t target, uint64_t variant, uint8_t **out, size_t 
       pp_builder_set_period(b, "cpu", "nanoseconds", PERIOD_NS) != 0 ||
       pp_builder_add_comment(b, "pushprof bench_sidecar synthetic profile") != 0)
     goto fail;
-  pp_builder_set_time(b, wall_ns(), 10 * NSEC_PER_SEC);
+  pp_builder_set_time(b, wall_ns() - WINDOW_NS, WINDOW_NS);
   if (build_pool(b, target, &p) != 0)
     goto fail;
   if (pp_builder_pack(b, &buf, &blen) != 0)
@@ -299,7 +300,7 @@ static void *client_main(void *arg) {
     req.labels = labels;
     req.pid = 100000u + (uint32_t)c->id;
     req.hostname = host;
-    req.start_time_nanos = end - 10 * NSEC_PER_SEC;
+    req.start_time_nanos = end - WINDOW_NS;
     req.end_time_nanos = end;
     req.sequence = ++seq;
     req.pprof.data = c->payloads[v];

@@ -90,7 +90,7 @@ cpu_ticks() {
 }
 # Files still waiting in the spool (dot files are temporaries, quarantine aside).
 spool_files() {
-  find "$1" -type f ! -name '.*' ! -path '*/quarantine*' 2>/dev/null | wc -l
+  { find "$1" -type f ! -name '.*' ! -path '*/quarantine*' 2>/dev/null || true; } | wc -l
 }
 # $1 spool dir, $2 seconds: waits until the spool is empty, or gives up.
 drain() {
@@ -197,14 +197,14 @@ for r in $(seq "$runs"); do
     grep -Ei '^pushprof_[a-z_]*(push|export|drop|reject)[a-z_]*(\{[^}]*\})? ' "$dir/metrics" | sed 's/^/  metrics: /' >&2 || true
   fi
   stop_sidecar
-  r_exported+=("$(find "$dir/out" -type f -name '*.pb.gz' 2>/dev/null | wc -l)")
+  r_exported+=("$({ find "$dir/out" -type f -name '*.pb.gz' 2>/dev/null || true; } | wc -l)")
   if grep -Eiq 'level=(error|warn)' "$dir/sidecar.log"; then
     log "run $r: the sidecar logged warnings/errors:"
     grep -Ei 'level=(error|warn)' "$dir/sidecar.log" | sort | uniq -c | sort -rn | head -5 >&2
   fi
 done
 
-mib() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
+mib() { awk -v k="$1" 'BEGIN {printf "%.1f\n", k / 1024}'; }
 kib_list() { for k in "$@"; do mib "$k"; done; }
 # $1 median, $2 op (ge/le), $3 target: "yes" or "NO (by how much)".
 verdict() {
@@ -222,7 +222,7 @@ lat_rss=$(mib "$(median "${r_lat_rss[@]}")") idle_m=$(median "${r_idle_m[@]}")
 load_cores=$(median "${r_load_cores[@]}") cpu_push=$(median "${r_cpu_push[@]}")
 
 echo
-echo "pushprof-sidecar, $runs runs, medians (run range); $(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1))."
+echo "pushprof-sidecar, $runs runs, medians (run range); $ncpu CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1))."
 echo "Sidecar $([ -n "$sidecar_cpus" ] && echo "pinned to CPU $sidecar_cpus, clients on CPU $client_cpus" || echo "unpinned"); spool and export on $fs; --batch-window $window."
 echo "Throughput: 8 clients, 100 KiB pprof, closed loop for ${load_s}s. Latency: 1 client, 1 MiB pprof, $lat_n pushes at $lat_rate/s."
 echo "Push failures per run: ${r_errors[*]}; objects exported per run: ${r_exported[*]}."
