@@ -1,2 +1,7 @@
-# Owned by listener/config/metrics/main/client. Set PUSHPROF_SIDECAR_MAIN_SOURCES (main.c) and PUSHPROF_CLIENT_SOURCES.
-list(APPEND PUSHPROF_SIDECAR_CORE_SOURCES)
+# Owned by listener/config/metrics/main/client.
+list(APPEND PUSHPROF_SIDECAR_CORE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/config.c
+  ${CMAKE_CURRENT_LIST_DIR}/listener.c
+  ${CMAKE_CURRENT_LIST_DIR}/http_metrics.c)
+set(PUSHPROF_CLIENT_SOURCES ${CMAKE_CURRENT_LIST_DIR}/client_main.c)
+set(PUSHPROF_SIDECAR_MAIN_SOURCES ${CMAKE_CURRENT_LIST_DIR}/main.c)

@@ -1,0 +1,292 @@
+/* The public API: pushprof_start/stop, standalone output at exit, strerror,
+ * version. Configuration comes from env_config; sampling from the sampler. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_internal.h"
+#include "env_config.h"
+#include "pp_pprof.h"
+#include "pushprof.h"
+#include "sampler.h"
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+static env_config api_cfg;       /* guarded by api_lock */
+static atomic_int api_started;   /* written under api_lock */
+static atomic_int api_pid;       /* the process that started profiling */
+static int api_atexit_installed; /* guarded by api_lock */
+
+void api_log(const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  if ((size_t)n > sizeof line - 2)
+    n = (int)(sizeof line - 2);
+  line[n++] = '\n';
+  /* One write(2), so the line is not interleaved with the host's output. */
+  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+  (void)w;
+}
+
+static const char *getenv_cb(void *ctx, const char *name) {
+  (void)ctx;
+  return getenv(name);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Temp file then rename, so a reader never sees half a profile. No fsync:
+ * standalone files are the ad-hoc path; the sidecar path is the durable one. */
+static int write_profile(const char *tmpl, const uint8_t *data, size_t len) {
+  char path[PATH_MAX], tmp[PATH_MAX];
+  pid_t pid = getpid();
+  int fd = -1;
+  if (env_config_expand_output(tmpl, pid, path, sizeof path) != 0) {
+    api_log("pushprof: PUSHPROF_OUTPUT=\"%s\" expands to an invalid path; profile not written",
+            tmpl);
+    return PUSHPROF_EINVAL;
+  }
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    api_log("pushprof: cannot write the profile to %s: path too long (set PUSHPROF_OUTPUT to a "
+            "shorter path)",
+            path);
+    return PUSHPROF_EINVAL;
+  }
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    goto fail;
+  if (write_all(fd, data, len) != 0)
+    goto fail;
+  if (close(fd) != 0) {
+    fd = -1;
+    goto fail;
+  }
+  fd = -1;
+  if (rename(tmp, path) != 0)
+    goto fail;
+  return 0;
+fail:;
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  unlink(tmp);
+  api_log("pushprof: cannot write the profile to %s: %s (set PUSHPROF_OUTPUT to a writable path)",
+          path, strerror(e));
+  return PUSHPROF_ESYS;
+}
+
+/* Stops sampling and writes the last window. Caller holds api_lock. */
+static int stop_locked(void) {
+  uint8_t *raw = NULL, *gz = NULL;
+  size_t rawlen = 0, gzlen = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  int rc;
+  sampler_stop();
+  atomic_store(&api_started, 0);
+  rc = sampler_cut(&raw, &rawlen, &start_ns, &end_ns);
+  if (rc != 0) {
+    api_log("pushprof: cannot build the final profile: %s", pushprof_strerror(rc));
+    goto done;
+  }
+  if (!api_cfg.output_path[0])
+    goto done; /* nothing to write to (rejected at start; kept for safety) */
+  if (pp_gzip(raw, rawlen, &gz, &gzlen) != 0) {
+    api_log("pushprof: cannot compress the final profile: out of memory");
+    rc = PUSHPROF_ENOMEM;
+    goto done;
+  }
+  rc = write_profile(api_cfg.output_path, gz, gzlen);
+done:
+  free(raw);
+  free(gz);
+  return rc;
+}
+
+/* Exit: the flush runs on a helper thread so the exiting thread can give up
+ * after the exit timeout; a stuck flush never hangs the host's exit. */
+static struct {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  int done;
+} exit_wait = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+static void *exit_flush(void *arg) {
+  (void)arg;
+  if (pthread_mutex_lock(&api_lock) == 0) {
+    if (atomic_load(&api_started))
+      stop_locked();
+    pthread_mutex_unlock(&api_lock);
+  }
+  pthread_mutex_lock(&exit_wait.m);
+  exit_wait.done = 1;
+  pthread_cond_signal(&exit_wait.c);
+  pthread_mutex_unlock(&exit_wait.m);
+  return NULL;
+}
+
+static void api_at_exit(void) {
+  /* A forked child inherits this handler but not the sampler's threads:
+   * its profile is not ours to write (the parent writes its own). */
+  if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
+    return;
+  int timeout_ms = api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms
+                                               : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
+  pthread_t t;
+  pthread_attr_t ta;
+  struct timespec deadline;
+  int waited_out = 0;
+  if (pthread_attr_init(&ta) != 0)
+    goto inline_flush;
+  pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &ta, exit_flush, NULL);
+  pthread_attr_destroy(&ta);
+  if (rc != 0)
+    goto inline_flush;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&exit_wait.m);
+  while (!exit_wait.done) {
+    if (pthread_cond_clockwait(&exit_wait.c, &exit_wait.m, CLOCK_MONOTONIC, &deadline) == ETIMEDOUT) {
+      waited_out = !exit_wait.done;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&exit_wait.m);
+  if (waited_out)
+    api_log("pushprof: the final profile was not written within %d ms; giving up (raise "
+            "PUSHPROF_EXIT_TIMEOUT_MS)",
+            timeout_ms);
+  return;
+inline_flush:
+  exit_flush(NULL);
+}
+
+int pushprof_start(const pushprof_options *opts) {
+  char err[512];
+  env_config cfg;
+  int rc = env_config_resolve(opts, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
+                              sizeof err);
+  if (rc != 0) {
+    api_log("pushprof: %s; profiling is off", err);
+    return rc;
+  }
+  if (!cfg.output_path[0]) {
+    if (cfg.socket_path[0])
+      api_log("pushprof: PUSHPROF_SOCKET is set but this build cannot push to the sidecar yet; "
+              "profiling is off (set PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
+    else
+      api_log("pushprof: neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET is set; profiling is off "
+              "(set PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
+    return PUSHPROF_EINVAL;
+  }
+  if (pthread_mutex_lock(&api_lock) != 0)
+    return PUSHPROF_ESYS;
+  if (atomic_load(&api_started)) {
+    pthread_mutex_unlock(&api_lock);
+    return PUSHPROF_EALREADY;
+  }
+  sampler_config sc = {.hz = cfg.hz, .signo = cfg.signo};
+  rc = sampler_start(&sc, err, sizeof err);
+  if (rc != 0) {
+    api_log("pushprof: cannot start sampling: %s; profiling is off",
+            err[0] ? err : pushprof_strerror(rc));
+    goto out;
+  }
+  api_cfg = cfg;
+  atomic_store(&api_pid, (int)getpid());
+  atomic_store(&api_started, 1);
+  if (!api_atexit_installed) {
+    if (atexit(api_at_exit) != 0)
+      api_log("pushprof: cannot register the exit handler; call pushprof_stop() to write %s",
+              cfg.output_path);
+    else
+      api_atexit_installed = 1;
+  }
+  if (cfg.socket_path[0])
+    api_log("pushprof: PUSHPROF_SOCKET is ignored: this build cannot push to the sidecar yet; "
+            "writing PUSHPROF_OUTPUT at exit");
+out:
+  pthread_mutex_unlock(&api_lock);
+  return rc;
+}
+
+int pushprof_stop(void) {
+  if (pthread_mutex_lock(&api_lock) != 0)
+    return PUSHPROF_ESYS;
+  int rc = PUSHPROF_ENOTSTARTED;
+  if (atomic_load(&api_started))
+    rc = stop_locked();
+  pthread_mutex_unlock(&api_lock);
+  return rc;
+}
+
+int pushprof_thread_register(void) {
+  if (!sampler_running())
+    return PUSHPROF_ENOTSTARTED;
+  return sampler_thread_register();
+}
+
+const char *pushprof_strerror(int code) {
+  switch (code) {
+  case PUSHPROF_OK:
+    return "success";
+  case PUSHPROF_EINVAL:
+    return "an argument or option is invalid";
+  case PUSHPROF_ENOMEM:
+    return "out of memory";
+  case PUSHPROF_EALREADY:
+    return "profiling is already started";
+  case PUSHPROF_ENOTSTARTED:
+    return "profiling is not started";
+  case PUSHPROF_ESYS:
+    return "a system call failed";
+  case PUSHPROF_ECONFIG:
+    return "an environment variable is invalid";
+  case PUSHPROF_ELIMIT:
+    return "a documented limit was exceeded";
+  case PUSHPROF_ETIMEDOUT:
+    return "the deadline passed";
+  case PUSHPROF_EREFUSED:
+    return "the sidecar refused the push";
+  case PUSHPROF_EUNAVAILABLE:
+    return "the sidecar could not be reached";
+  case PUSHPROF_ESETUID:
+    return "refused to run in a setuid/setgid program";
+  default:
+    return "unknown pushprof error code";
+  }
+}
+
+const char *pushprof_version(void) {
+  return PUSHPROF_VERSION_STRING_BUILD;
+}

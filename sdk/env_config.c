@@ -1,0 +1,298 @@
+/* PUSHPROF_* configuration: options over environment over defaults. */
+#include "env_config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SIGNAL_ACCEPTED \
+  "SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2, SIGRTMIN, SIGRTMIN+n, SIGRTMAX-n or their numbers"
+
+/* Empty values count as unset, as a shell's `VAR=` usually means "none". */
+static const char *env_value(env_config_getenv_fn get, void *ctx, const char *name) {
+  const char *v = get ? get(ctx, name) : NULL;
+  return v && v[0] ? v : NULL;
+}
+
+/* Decimal integer, optional leading '+', nothing else; -1 if not one. */
+static int parse_int(const char *s, long lo, long hi, int *out) {
+  const char *p = s;
+  if (*p == '+')
+    p++;
+  if (!isdigit((unsigned char)*p))
+    return -1;
+  errno = 0;
+  char *end = NULL;
+  long v = strtol(p, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+int env_config_signal_ok(int signo) {
+  if (signo == SIGPROF || signo == SIGVTALRM || signo == SIGUSR1 || signo == SIGUSR2)
+    return 1;
+  return signo >= SIGRTMIN && signo <= SIGRTMAX;
+}
+
+int env_config_parse_signal(const char *s) {
+  int n;
+  if (!s)
+    return -1;
+  if (parse_int(s, 1, 1024, &n) == 0)
+    return env_config_signal_ok(n) ? n : -1;
+  if (strncasecmp(s, "SIG", 3) == 0)
+    s += 3;
+  static const struct {
+    const char *name;
+    int signo;
+  } fixed[] = {{"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    if (strcasecmp(s, fixed[i].name) == 0)
+      return fixed[i].signo;
+  int base, sign;
+  if (strncasecmp(s, "RTMIN", 5) == 0) {
+    base = SIGRTMIN;
+    sign = 1;
+  } else if (strncasecmp(s, "RTMAX", 5) == 0) {
+    base = SIGRTMAX;
+    sign = -1;
+  } else {
+    return -1;
+  }
+  s += 5;
+  if (*s == '\0')
+    return base;
+  if (*s != (sign > 0 ? '+' : '-') || parse_int(s + 1, 0, SIGRTMAX - SIGRTMIN, &n) != 0)
+    return -1;
+  int signo = base + sign * n;
+  return env_config_signal_ok(signo) ? signo : -1;
+}
+
+int env_config_expand_output(const char *tmpl, pid_t pid, char *out, size_t outlen) {
+  size_t o = 0;
+  if (!tmpl || outlen == 0)
+    return -1;
+  for (const char *p = tmpl; *p; p++) {
+    char num[24];
+    const char *piece = num;
+    size_t n;
+    if (*p != '%') {
+      num[0] = *p;
+      n = 1;
+    } else if (p[1] == '%') {
+      num[0] = '%';
+      n = 1;
+      p++;
+    } else if (p[1] == 'p') {
+      int w = snprintf(num, sizeof num, "%ld", (long)pid);
+      if (w < 0 || (size_t)w >= sizeof num)
+        return -1;
+      n = (size_t)w;
+      p++;
+    } else {
+      return -1;
+    }
+    if (o + n >= outlen)
+      return -1;
+    memcpy(out + o, piece, n);
+    o += n;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+static int copy_str(char *dst, size_t dstlen, const char *src) {
+  size_t n = strlen(src);
+  if (n >= dstlen)
+    return -1;
+  memcpy(dst, src, n + 1);
+  return 0;
+}
+
+static int service_ok(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > ENV_CONFIG_SERVICE_MAX)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+      return 0;
+  return 1;
+}
+
+/* Where a setting came from, for the error line. */
+typedef struct source {
+  const char *opt_name; /* "pushprof_options.hz" */
+  const char *env_name; /* "PUSHPROF_HZ" */
+  int from_env;
+} source;
+
+static int fail(const source *src, const char *value, const char *accepted, char *err,
+                size_t errlen) {
+  if (err && errlen) {
+    if (src->from_env)
+      snprintf(err, errlen, "%s=\"%.200s\" is invalid (accepted: %s)", src->env_name, value,
+               accepted);
+    else
+      snprintf(err, errlen, "%s=\"%.200s\" is invalid (accepted: %s)", src->opt_name, value,
+               accepted);
+  }
+  return src->from_env ? PUSHPROF_ECONFIG : PUSHPROF_EINVAL;
+}
+
+static int fail_int(const source *src, long value, const char *accepted, char *err,
+                    size_t errlen) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%ld", value);
+  return fail(src, buf, accepted, err, errlen);
+}
+
+/* An int setting: opts value (0 = unset) over the environment over def. */
+static int resolve_int(int optval, const char *env, const source *src_in, long lo, long hi,
+                       int def, const char *accepted, int *out, char *err, size_t errlen) {
+  source src = *src_in;
+  if (optval != 0) {
+    if (optval < lo || optval > hi)
+      return fail_int(&src, optval, accepted, err, errlen);
+    *out = optval;
+    return 0;
+  }
+  if (env) {
+    src.from_env = 1;
+    if (parse_int(env, lo, hi, out) != 0)
+      return fail(&src, env, accepted, err, errlen);
+    return 0;
+  }
+  *out = def;
+  return 0;
+}
+
+/* A path setting: opts value over the environment; "" if neither. */
+static int resolve_path(const char *optval, const char *env, const source *src_in, char *dst,
+                        size_t dstlen, const char *accepted, char *err, size_t errlen) {
+  source src = *src_in;
+  const char *v = optval && optval[0] ? optval : NULL;
+  if (!v && env) {
+    v = env;
+    src.from_env = 1;
+  }
+  dst[0] = '\0';
+  if (!v)
+    return 0;
+  if (copy_str(dst, dstlen, v) != 0)
+    return fail(&src, v, accepted, err, errlen);
+  return 0;
+}
+
+int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, void *ctx,
+                       const char *prog_name, env_config *cfg, char *err, size_t errlen) {
+  static const pushprof_options none;
+  const pushprof_options *o = opts ? opts : &none;
+  int rc;
+  if (err && errlen)
+    err[0] = '\0';
+  memset(cfg, 0, sizeof *cfg);
+
+  source s = {"pushprof_options.hz", "PUSHPROF_HZ", 0};
+  rc = resolve_int(o->hz, env_value(get, ctx, "PUSHPROF_HZ"), &s, 1, ENV_CONFIG_HZ_MAX,
+                   ENV_CONFIG_HZ_DEFAULT, "an integer 1..1000 samples per second; default 100",
+                   &cfg->hz, err, errlen);
+  if (rc)
+    return rc;
+
+  s = (source){"pushprof_options.signal_number", "PUSHPROF_SIGNAL", 0};
+  if (o->signal_number != 0) {
+    if (!env_config_signal_ok(o->signal_number))
+      return fail_int(&s, o->signal_number, SIGNAL_ACCEPTED, err, errlen);
+    cfg->signo = o->signal_number;
+  } else {
+    const char *v = env_value(get, ctx, "PUSHPROF_SIGNAL");
+    cfg->signo = SIGPROF;
+    if (v) {
+      s.from_env = 1;
+      cfg->signo = env_config_parse_signal(v);
+      if (cfg->signo < 0)
+        return fail(&s, v, SIGNAL_ACCEPTED "; default SIGPROF", err, errlen);
+    }
+  }
+
+  /* Service: option, PUSHPROF_SERVICE, OTEL_SERVICE_NAME, program name. */
+  const char *svc_accepted = "1..128 bytes without control characters; default the program name";
+  s = (source){"pushprof_options.service", "PUSHPROF_SERVICE", 0};
+  const char *svc = o->service && o->service[0] ? o->service : NULL;
+  if (!svc && (svc = env_value(get, ctx, "PUSHPROF_SERVICE")) != NULL)
+    s.from_env = 1;
+  if (!svc && (svc = env_value(get, ctx, "OTEL_SERVICE_NAME")) != NULL) {
+    s.from_env = 1;
+    s.env_name = "OTEL_SERVICE_NAME";
+  }
+  if (svc) {
+    if (!service_ok(svc))
+      return fail(&s, svc, svc_accepted, err, errlen);
+    memcpy(cfg->service, svc, strlen(svc) + 1);
+  } else {
+    /* A default is ours to fix up: truncate and replace control bytes. */
+    const char *p = prog_name && prog_name[0] ? prog_name : "unknown";
+    size_t n = strnlen(p, ENV_CONFIG_SERVICE_MAX);
+    for (size_t i = 0; i < n; i++)
+      cfg->service[i] = ((unsigned char)p[i] < 0x20 || p[i] == 0x7f) ? '_' : p[i];
+    cfg->service[n] = '\0';
+  }
+
+  s = (source){"pushprof_options.output_path", "PUSHPROF_OUTPUT", 0};
+  rc = resolve_path(o->output_path, env_value(get, ctx, "PUSHPROF_OUTPUT"), &s, cfg->output_path,
+                    sizeof cfg->output_path, "a file path shorter than PATH_MAX", err, errlen);
+  if (rc)
+    return rc;
+  if (cfg->output_path[0]) {
+    char probe[PATH_MAX];
+    s.from_env = !(o->output_path && o->output_path[0]);
+    if (env_config_expand_output(cfg->output_path, 2147483647, probe, sizeof probe) != 0)
+      return fail(&s, cfg->output_path,
+                  "a file path; %p is replaced by the pid and %% by a '%', no other % sequence",
+                  err, errlen);
+  }
+
+  s = (source){"pushprof_options.socket_path", "PUSHPROF_SOCKET", 0};
+  rc = resolve_path(o->socket_path, env_value(get, ctx, "PUSHPROF_SOCKET"), &s, cfg->socket_path,
+                    sizeof cfg->socket_path, "a Unix socket path of at most 107 bytes", err,
+                    errlen);
+  if (rc)
+    return rc;
+
+  s = (source){"pushprof_options.upload_period_s", "PUSHPROF_UPLOAD_PERIOD", 0};
+  rc = resolve_int(o->upload_period_s, env_value(get, ctx, "PUSHPROF_UPLOAD_PERIOD"), &s, 1,
+                   ENV_CONFIG_PERIOD_MAX_S, ENV_CONFIG_PERIOD_DEFAULT_S,
+                   "an integer 1..3600 seconds; default 10", &cfg->upload_period_s, err, errlen);
+  if (rc)
+    return rc;
+
+  s = (source){"pushprof_options.exit_timeout_ms", "PUSHPROF_EXIT_TIMEOUT_MS", 0};
+  rc = resolve_int(o->exit_timeout_ms, env_value(get, ctx, "PUSHPROF_EXIT_TIMEOUT_MS"), &s, 1,
+                   ENV_CONFIG_EXIT_TIMEOUT_MAX_MS, ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS,
+                   "an integer 1..60000 milliseconds; default 2000", &cfg->exit_timeout_ms, err,
+                   errlen);
+  if (rc)
+    return rc;
+
+  s = (source){"pushprof_options.spool_dir", "PUSHPROF_SPOOL_DIR", 0};
+  rc = resolve_path(o->spool_dir, env_value(get, ctx, "PUSHPROF_SPOOL_DIR"), &s, cfg->spool_dir,
+                    sizeof cfg->spool_dir, "a directory path shorter than PATH_MAX", err, errlen);
+  if (rc)
+    return rc;
+
+  s = (source){"pushprof_options.backlog", "PUSHPROF_BACKLOG", 0};
+  rc = resolve_int(o->backlog, env_value(get, ctx, "PUSHPROF_BACKLOG"), &s, 1,
+                   ENV_CONFIG_BACKLOG_MAX, ENV_CONFIG_BACKLOG_DEFAULT,
+                   "an integer 1..1000 profiles; default 6", &cfg->backlog, err, errlen);
+  if (rc)
+    return rc;
+
+  cfg->handle_term_signals = o->handle_term_signals != 0;
+  return 0;
+}

@@ -1,0 +1,21 @@
+/* libpushprof_preload.so: starts profiling from the environment in a
+ * constructor, so unmodified programs are profiled with
+ *   LD_PRELOAD=libpushprof_preload.so PUSHPROF_OUTPUT=/tmp/prof-%p.pb.gz prog
+ * Without PUSHPROF_OUTPUT (or PUSHPROF_SOCKET) it stays off and says so in one
+ * line, like gperftools' libprofiler without CPUPROFILE (which is silent; a
+ * preloaded profiler that does nothing deserves a word). */
+#include <sys/auxv.h>
+
+#include "api_internal.h"
+#include "pushprof.h"
+
+__attribute__((constructor)) static void preload_init(void) {
+  /* AT_SECURE: setuid/setgid or file capabilities. Never run inside them:
+   * the environment is the caller's, the output path would be written with
+   * the program's privileges. */
+  if (getauxval(AT_SECURE)) {
+    api_log("pushprof: refusing to profile a setuid/setgid program; profiling is off");
+    return;
+  }
+  (void)pushprof_start(NULL); /* logs its own line on failure */
+}

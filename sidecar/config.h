@@ -1,0 +1,58 @@
+/* The sidecar's settings: defaults, then the --config FILE (INI, parsed by
+ * libinih), then command-line flags, each later source overriding the
+ * earlier. Every flag is also a key in the file (see the README's Sidecar
+ * section). Not thread-safe: load once in main() before starting threads. */
+#ifndef SIDECAR_CONFIG_H
+#define SIDECAR_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CONFIG_DEFAULT_SOCKET "/run/pushprof/pushprof.sock"
+#define CONFIG_DEFAULT_SPOOL "/var/lib/pushprof/spool"
+#define CONFIG_DEFAULT_EXPORT "file:///var/lib/pushprof/profiles"
+#define CONFIG_MAX_UIDS 64
+
+typedef struct sidecar_config {
+  char *socket_path;        /* --socket / socket ($PUSHPROF_SOCKET, else the default) */
+  char *spool_dir;          /* --spool / spool */
+  char *export_url;         /* --export / export_to */
+  int batch_window_s;       /* --batch-window / dump_duration_seconds (60) */
+  uint64_t max_spool_bytes; /* --max-spool-bytes / max_spool_bytes (512 MiB) */
+  bool spool_drop_oldest;   /* --spool-drop-oldest / spool_drop_oldest */
+  char *metrics_addr;       /* --metrics-addr / metrics_addr, HOST:PORT; "" = off */
+  char *node_name;          /* --node-name / node_name ($NODE_NAME, else the host name) */
+  uid_t allow_uids[CONFIG_MAX_UIDS]; /* --allow-uid / allow_uid */
+  size_t n_allow_uids;      /* 0: every peer is allowed */
+  int shutdown_grace_s;     /* --shutdown-grace / shutdown_grace (10) */
+  char *bucket_subdir;      /* --bucket-subdirectory / bucket_subdirectory ("") */
+  int max_dumps_retained;   /* --max-dumps-retained / max_dumps_retained (0 = all) */
+  uint32_t max_frame_bytes; /* --max-frame-bytes / max_frame_bytes (16 MiB) */
+  int max_connections;      /* --max-connections / max_connections (256) */
+  int read_timeout_ms;      /* --read-timeout / read_timeout (10 s) */
+  int rescan_interval_s;    /* --rescan-interval / rescan_interval (5 s) */
+  int max_batch_age_s;      /* --max-batch-age / max_batch_age (86400) */
+  char *config_file;        /* --config, NULL if none */
+} sidecar_config;
+
+enum config_status {
+  CONFIG_OK = 0,
+  CONFIG_DONE = 1,  /* --help or --version printed: exit 0 */
+  CONFIG_ERROR = 2, /* err holds one line naming the flag/key and the accepted values: exit 2 */
+};
+
+/* Fills c from the defaults, the environment, the --config file and argv.
+ * On CONFIG_ERROR err says what was wrong. c must be freed with config_free
+ * whatever the result. */
+int config_load(sidecar_config *c, int argc, char **argv, char *err, size_t errlen);
+void config_free(sidecar_config *c);
+
+/* Value parsers, exposed for the tests. 0 or -1. */
+/* Bytes with an optional suffix: K/KiB, M/MiB, G/GiB (x1024), KB/MB/GB (x1000), B. */
+int config_parse_size(const char *s, uint64_t *out);
+/* A duration: whole seconds, optionally suffixed s, m or h; written in ms. */
+int config_parse_duration_ms(const char *s, int64_t *out_ms);
+/* Comma-separated uids or user names. */
+int config_parse_uids(const char *s, uid_t *out, size_t max, size_t *n);
+#endif

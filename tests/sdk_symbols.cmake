@@ -1,0 +1,28 @@
+# Symbolization: /proc/self/maps parsing, ELF symbols, pprof building.
+# The modules are compiled into each test directly so the tests do not depend
+# on the rest of the SDK.
+set(PP_SYM_DIR ${CMAKE_SOURCE_DIR}/sdk)
+
+pushprof_unit_test(NAME test_procmaps
+  SOURCES unit/test_procmaps.c ${PP_SYM_DIR}/procmaps_linux.c)
+target_include_directories(test_procmaps PRIVATE ${PP_SYM_DIR})
+
+pushprof_unit_test(NAME test_elfsym
+  SOURCES unit/test_elfsym.c ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/procmaps_linux.c
+  LIBS PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
+target_include_directories(test_elfsym PRIVATE ${PP_SYM_DIR})
+# zlibVersion must be resolvable with dlsym(RTLD_DEFAULT) even under --as-needed
+target_link_options(test_elfsym PRIVATE -Wl,--no-as-needed)
+
+# C++ helper: a mangled function name, and libstdc++ really linked so
+# __cxa_demangle is found with dlsym as in a C++ program.
+pushprof_unit_test(NAME test_profbuild
+  SOURCES unit/test_profbuild.c unit/profbuild_cxx_helper.cpp ${PP_SYM_DIR}/profbuild.c
+    ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/procmaps_linux.c
+  LIBS pushprof_proto PkgConfig::LIBELF ${CMAKE_DL_LIBS})
+target_include_directories(test_profbuild PRIVATE ${PP_SYM_DIR})
+target_link_options(test_profbuild PRIVATE -Wl,--no-as-needed)
+
+pushprof_script_test(NAME it_profbuild_go_pprof
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/profbuild_go_pprof.sh
+    $<TARGET_FILE:test_profbuild>)
