@@ -213,7 +213,7 @@ verdict() {
     ok = (op == "ge") ? (m >= t) : (m <= t)
     if (ok) print "yes"; else printf "NO (%+.0f%%)\n", (m - t) / t * 100 }'
 }
-row() { printf '| %-44s | %-10s | %-10s | %-14s | %-9s |\n' "$@"; }
+row() { printf '| %-44s | %-6s | %-8s | %-16s | %-10s |\n' "$@"; }
 
 rate=$(median "${r_rate[@]}") tp50=$(median "${r_tp50[@]}") tp99=$(median "${r_tp99[@]}")
 lp50=$(median "${r_lp50[@]}") lp99=$(median "${r_lp99[@]}") lmax=$(median "${r_lmax[@]}")
@@ -228,7 +228,7 @@ echo "Throughput: 8 clients, 100 KiB pprof, closed loop for ${load_s}s. Latency:
 echo "Push failures per run: ${r_errors[*]}; objects exported per run: ${r_exported[*]}."
 echo
 row "Figure" "Target" "Median" "Runs" "Met"
-row "--------------------------------------------" "----------" "----------" "--------------" "---------"
+row "--------------------------------------------" "------" "--------" "----------------" "----------"
 row "Ingest, 100 KiB pushes, 8 clients (pushes/s)" ">= 200" "$rate" "$(range "${r_rate[@]}")" "$(verdict "$rate" ge 200)"
 row "Ack latency p50, 100 KiB, 8 clients (ms)" "" "$tp50" "$(range "${r_tp50[@]}")" ""
 row "Ack latency p99, 100 KiB, 8 clients (ms)" "" "$tp99" "$(range "${r_tp99[@]}")" ""
