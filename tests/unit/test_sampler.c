@@ -17,7 +17,6 @@
 #define HZ 100
 #define BURN_S 1.0
 
-static volatile uint64_t sink;
 static atomic_int go;
 static atomic_int foreign_signals;
 static double cpu_alpha, cpu_beta;
@@ -29,6 +28,7 @@ static double thread_cpu_s(void) {
 }
 
 __attribute__((noinline)) static double spin_cpu(double secs) {
+  volatile uint64_t sink = 0;
   double t0 = thread_cpu_s(), t;
   do {
     for (int i = 0; i < 20000; i++)
