@@ -20,12 +20,6 @@
 #include "pushprof.h"
 #include "threads_linux.h"
 
-/* TEMPORARY until sdk/profbuild.c is in the build: weak references, checked
- * before use, so the libraries link without it. */
-#pragma weak profbuild_new
-#pragma weak profbuild_refresh_maps
-#pragma weak profbuild_build
-
 ring collector_ring;
 static ring_cell g_cells[COLLECTOR_RING_CELLS];
 
@@ -445,10 +439,6 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
                          .duration_nanos = t1 - t0,
                          .comments = cp,
                          .ncomments = nc};
-  if (!profbuild_new) {
-    rc = PUSHPROF_ESYS;
-    goto fail;
-  }
   if (!g_pb && !(g_pb = profbuild_new())) {
     rc = PUSHPROF_ENOMEM;
     goto fail;

@@ -22,11 +22,3 @@ if(TARGET pushprof_sdk_objs)
     PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads ${CMAKE_DL_LIBS} rt)
 endif()
 
-# Until sdk/profbuild.c is part of pushprof_sdk_objs, link it in directly.
-if(TARGET pushprof_sdk_objs AND EXISTS ${PP_CORE_DIR}/profbuild.c)
-  get_target_property(_pp_objs_srcs pushprof_sdk_objs SOURCES)
-  if(NOT _pp_objs_srcs MATCHES "profbuild\\.c")
-    target_sources(test_sampler PRIVATE ${PP_CORE_DIR}/profbuild.c)
-    target_sources(bench_handler PRIVATE ${PP_CORE_DIR}/profbuild.c)
-  endif()
-endif()
