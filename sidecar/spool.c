@@ -207,8 +207,8 @@ static void quarantine_locked(spool *s, const char *name, const char *why) {
     if (fsync(s->dirfd) != 0 || fsync(s->qfd) != 0)
       log_event(LOG_WARN, "fsync after quarantine failed", "file=%s err=%s", name,
                 log_quote(strerror(errno), qerr, sizeof qerr));
-    log_event(LOG_WARN, "spool file quarantined", "file=%s/%s/%s reason=%s", s->dir,
-              QUARANTINE_DIR, name, log_quote(why, qwhy, sizeof qwhy));
+    log_event(LOG_WARN, "spool file quarantined", "file=%s/%s/%s reason=%s", s->dir, QUARANTINE_DIR,
+              name, log_quote(why, qwhy, sizeof qwhy));
     return;
   }
   int e = errno;
@@ -276,8 +276,8 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     goto fail;
   }
   if (mkdir_p(s->dir) != 0) {
-    snprintf(err, errlen, "cannot create spool directory %s: %s (create it or set --spool)",
-             s->dir, strerror(errno));
+    snprintf(err, errlen, "cannot create spool directory %s: %s (create it or set --spool)", s->dir,
+             strerror(errno));
     goto fail;
   }
   s->dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -299,8 +299,8 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     goto fail;
   }
   if (faccessat(s->dirfd, ".", W_OK, AT_EACCESS) != 0) {
-    snprintf(err, errlen, "spool directory %s is not writable: %s (fix its owner or mode)",
-             s->dir, strerror(errno));
+    snprintf(err, errlen, "spool directory %s is not writable: %s (fix its owner or mode)", s->dir,
+             strerror(errno));
     goto fail;
   }
   remove_stale_temps(s);
@@ -349,8 +349,9 @@ static int reserve_locked(spool *s, uint64_t len) {
     set_erase(&s->pending, victim.id, NULL);
     s->bytes -= victim.bytes;
     metrics_drop("spool_full_drop_oldest", 1);
-    log_event(LOG_WARN, "spool full: dropped oldest push", "file=%s bytes=%" PRIu64
-              " max_bytes=%" PRIu64, victim.id, victim.bytes, s->max_bytes);
+    log_event(LOG_WARN, "spool full: dropped oldest push",
+              "file=%s bytes=%" PRIu64 " max_bytes=%" PRIu64, victim.id, victim.bytes,
+              s->max_bytes);
   }
 ok:
   s->bytes += len;
@@ -562,7 +563,8 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
     char why[256];
     int code = 0;
     Pushprof__V1__PushRequest *req = NULL;
-    if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf, &len, why, sizeof why) == 0)
+    if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf,
+                     &len, why, sizeof why) == 0)
       req = spool_decode_frame(buf, len, scan_frame_limit(s), &code, why, sizeof why);
     free(buf);
     if (!req) {
@@ -669,7 +671,7 @@ size_t spool_files(spool *s) {
 
 #define FAIL(c, ...)                                                                               \
   do {                                                                                             \
-    *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__##c;                                              \
+    *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__##c;                                             \
     snprintf(why, whylen, __VA_ARGS__);                                                            \
     goto fail;                                                                                     \
   } while (0)

@@ -369,7 +369,8 @@ static void test_decode_frame_validates_every_layer(void) {
     return;
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
   /* framing */
-  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
   PP_CHECK_INT(decode_code(f, len - 1, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
   uint8_t *bad = malloc(len);
@@ -402,7 +403,8 @@ static void test_decode_frame_validates_every_layer(void) {
   free(f);
   req.service = "";
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   PP_CHECK(strstr(why, "service") != NULL);
   free(f);
   char longsvc[PP_SERVICE_MAX + 2];
@@ -410,13 +412,15 @@ static void test_decode_frame_validates_every_layer(void) {
   longsvc[sizeof longsvc - 1] = '\0';
   req.service = longsvc;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.service = "svc";
   req.start_time_nanos = 10;
   req.end_time_nanos = 5;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.end_time_nanos = 10;
   /* labels: too many, empty key, long value */
@@ -430,7 +434,8 @@ static void test_decode_frame_validates_every_layer(void) {
   req.labels = lp;
   req.n_labels = PP_LABELS_MAX + 1;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.n_labels = PP_LABELS_MAX;
   f = frame_with(&req, &len);
@@ -438,27 +443,31 @@ static void test_decode_frame_validates_every_layer(void) {
   free(f);
   ls[3].key = "";
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   ls[3].key = "k";
   static char longval[PP_LABEL_VALUE_MAX + 2];
   memset(longval, 'v', sizeof longval - 1);
   ls[5].value = longval;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.n_labels = 0;
   /* no pprof */
   req.pprof.len = 0;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   /* a pprof go tool pprof would reject: not a protobuf at all */
   uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   req.pprof.data = junk;
   req.pprof.len = sizeof junk;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
   free(f);
   /* a valid protobuf but an invalid pprof: string_table[0] not empty */
   Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -471,7 +480,8 @@ static void test_decode_frame_validates_every_layer(void) {
   req.pprof.data = pb;
   req.pprof.len = pl;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
   free(f);
   free(pb);
   free(pprof);
