@@ -403,9 +403,10 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
       break;
     }
     /* Does not fit its group: close that one now and start a new one. */
-    char q[300];
+    char q[300], qs[300];
     log_event(LOG_INFO, "push does not merge into its batch; starting a new batch",
-              "id=%s service=%s reason=%s", id, g->service, log_quote(why, q, sizeof q));
+              "id=%s service=%s reason=%s", id, log_quote(g->service, qs, sizeof qs),
+              log_quote(why, q, sizeof q));
     g->sealed = true;
     g->next_attempt_mono = 0;
     g = NULL;
