@@ -1,2 +1,9 @@
 # Owned by the proto library (frame codec, pprof builder/validate/merge, gzip, client).
-set(PUSHPROF_PROTO_SOURCES)
+set(PUSHPROF_PROTO_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/pp_frame.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_hash.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_builder.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_validate.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_merge.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_gzip.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_client.c)

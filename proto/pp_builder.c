@@ -1,0 +1,681 @@
+/* The pprof builder: interned strings and deduplicated mappings, functions,
+ * locations and samples, each in a flat array indexed by a hash table
+ * (O(1) average per add), ids dense 1..N in insertion order. Variable-length
+ * parts (lines, sample locations, labels, values) live in shared pools
+ * addressed by offset, so an add costs no allocation once the pools grew. */
+#include "pp_builder_int.h"
+#include "pp_hash.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_COMMENTS 256
+
+typedef struct bmapping {
+  uint64_t start, limit, offset;
+  int64_t file, build_id;
+  unsigned flags;
+} bmapping;
+
+typedef struct bfunction {
+  int64_t name, system_name, filename, start_line;
+} bfunction;
+
+typedef struct bline {
+  uint64_t function_id;
+  int64_t line;
+} bline;
+
+typedef struct blocation {
+  uint64_t mapping_id, address;
+  size_t line_off;
+  size_t nlines;
+} blocation;
+
+typedef struct bsample {
+  size_t loc_off, lab_off, val_off;
+  size_t nlocs, nlabels;
+} bsample;
+
+/* A growable array: n used, cap allocated, of elements of one size. */
+#define VEC(T)                                                                                     \
+  struct {                                                                                         \
+    T *v;                                                                                          \
+    size_t n, cap;                                                                                 \
+  }
+
+struct pp_builder {
+  VEC(char *) strs;
+  pp_htab str_ix;
+  VEC(bmapping) maps;
+  pp_htab map_ix;
+  VEC(bfunction) funcs;
+  pp_htab func_ix;
+  VEC(blocation) locs;
+  VEC(bline) lines;
+  pp_htab loc_ix;
+  VEC(bsample) samples;
+  VEC(uint64_t) sample_locs;
+  VEC(pp_ilabel) sample_labels;
+  VEC(int64_t) sample_values;
+  pp_htab sample_ix;
+  VEC(int64_t) sample_types; /* type, unit pairs */
+  VEC(int64_t) comments;
+  VEC(pp_ilabel) scratch_labels;
+  VEC(bline) scratch_lines;
+  int64_t period_type, period_unit, period;
+  bool has_period_type;
+  int64_t time_nanos, duration_nanos;
+  int64_t drop_frames, keep_frames, default_sample_type, doc_url;
+  bool merge_started;
+};
+
+/* Makes room for `more` elements in the vector at (*v, n, *cap). */
+static int vec_reserve(void **v, size_t n, size_t *cap, size_t more, size_t elem) {
+  if (more > SIZE_MAX / elem - n)
+    return -1;
+  size_t need = n + more;
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap ? *cap : 16;
+  while (ncap < need)
+    ncap = ncap > SIZE_MAX / 2 / elem ? need : ncap * 2;
+  void *p = realloc(*v, ncap * elem);
+  if (!p)
+    return -1;
+  *v = p;
+  *cap = ncap;
+  return 0;
+}
+
+#define RESERVE(vec, more)                                                                         \
+  vec_reserve((void **)&(vec).v, (vec).n, &(vec).cap, (more), sizeof *(vec).v)
+
+pp_builder *pp_builder_new(void) {
+  pp_builder *b = calloc(1, sizeof *b);
+  if (!b)
+    return NULL;
+  if (pp_htab_init(&b->str_ix, 64) != 0 || pp_htab_init(&b->map_ix, 16) != 0 ||
+      pp_htab_init(&b->func_ix, 64) != 0 || pp_htab_init(&b->loc_ix, 64) != 0 ||
+      pp_htab_init(&b->sample_ix, 64) != 0)
+    goto fail;
+  if (pp_builder_string(b, "") != 0)
+    goto fail;
+  return b;
+fail:
+  pp_builder_free(b);
+  return NULL;
+}
+
+void pp_builder_free(pp_builder *b) {
+  if (!b)
+    return;
+  for (size_t i = 0; i < b->strs.n; i++)
+    free(b->strs.v[i]);
+  free(b->strs.v);
+  pp_htab_free(&b->str_ix);
+  free(b->maps.v);
+  pp_htab_free(&b->map_ix);
+  free(b->funcs.v);
+  pp_htab_free(&b->func_ix);
+  free(b->locs.v);
+  free(b->lines.v);
+  pp_htab_free(&b->loc_ix);
+  free(b->samples.v);
+  free(b->sample_locs.v);
+  free(b->sample_labels.v);
+  free(b->sample_values.v);
+  pp_htab_free(&b->sample_ix);
+  free(b->sample_types.v);
+  free(b->comments.v);
+  free(b->scratch_labels.v);
+  free(b->scratch_lines.v);
+  free(b);
+}
+
+/* ---- strings ---- */
+
+typedef struct str_key {
+  const pp_builder *b;
+  const char *s;
+  size_t len;
+} str_key;
+
+static bool str_eq(const void *ctx, uint32_t idx) {
+  const str_key *k = ctx;
+  const char *t = k->b->strs.v[idx];
+  return memcmp(t, k->s, k->len) == 0 && t[k->len] == '\0';
+}
+
+int64_t pp_builder_string(pp_builder *b, const char *s) {
+  if (!s)
+    s = "";
+  str_key k = {b, s, strlen(s)};
+  uint64_t h = pp_hash_bytes(s, k.len, 0x5157);
+  int64_t found = pp_htab_find(&b->str_ix, h, str_eq, &k);
+  if (found >= 0)
+    return found;
+  if (RESERVE(b->strs, 1) != 0)
+    return -1;
+  char *copy = malloc(k.len + 1);
+  if (!copy)
+    return -1;
+  memcpy(copy, s, k.len + 1);
+  if (pp_htab_insert(&b->str_ix, h, (uint32_t)b->strs.n) != 0) {
+    free(copy);
+    return -1;
+  }
+  b->strs.v[b->strs.n] = copy;
+  return (int64_t)b->strs.n++;
+}
+
+size_t pp_builder_string_count(const pp_builder *b) {
+  return b->strs.n;
+}
+
+const char *pp_builder_string_at(const pp_builder *b, int64_t ix) {
+  return ix >= 0 && (size_t)ix < b->strs.n ? b->strs.v[ix] : NULL;
+}
+
+static bool string_ok(const pp_builder *b, int64_t ix) {
+  return ix >= 0 && (size_t)ix < b->strs.n;
+}
+
+/* ---- profile-level fields ---- */
+
+int pp_builder_add_sample_type_ix(pp_builder *b, int64_t type, int64_t unit) {
+  if (!string_ok(b, type) || !string_ok(b, unit) || RESERVE(b->sample_types, 2) != 0)
+    return -1;
+  /* Samples already added would have too few values. */
+  if (b->samples.n > 0)
+    return -1;
+  b->sample_types.v[b->sample_types.n++] = type;
+  b->sample_types.v[b->sample_types.n++] = unit;
+  return 0;
+}
+
+int pp_builder_add_sample_type(pp_builder *b, const char *type, const char *unit) {
+  int64_t t = pp_builder_string(b, type), u = pp_builder_string(b, unit);
+  if (t < 0 || u < 0)
+    return -1;
+  return pp_builder_add_sample_type_ix(b, t, u);
+}
+
+void pp_builder_set_period_ix(pp_builder *b, int64_t type, int64_t unit, int64_t period) {
+  b->period_type = type;
+  b->period_unit = unit;
+  b->period = period;
+  b->has_period_type = true;
+}
+
+int pp_builder_set_period(pp_builder *b, const char *type, const char *unit, int64_t period) {
+  int64_t t = pp_builder_string(b, type), u = pp_builder_string(b, unit);
+  if (t < 0 || u < 0)
+    return -1;
+  pp_builder_set_period_ix(b, t, u, period);
+  return 0;
+}
+
+void pp_builder_set_time(pp_builder *b, int64_t time_nanos, int64_t duration_nanos) {
+  b->time_nanos = time_nanos;
+  b->duration_nanos = duration_nanos;
+}
+
+int pp_builder_add_comment_ix(pp_builder *b, int64_t ix) {
+  if (!string_ok(b, ix))
+    return -1;
+  for (size_t i = 0; i < b->comments.n; i++)
+    if (b->comments.v[i] == ix)
+      return 0;
+  if (b->comments.n >= MAX_COMMENTS)
+    return 0;
+  if (RESERVE(b->comments, 1) != 0)
+    return -1;
+  b->comments.v[b->comments.n++] = ix;
+  return 0;
+}
+
+int pp_builder_add_comment(pp_builder *b, const char *comment) {
+  int64_t ix = pp_builder_string(b, comment);
+  return ix < 0 ? -1 : pp_builder_add_comment_ix(b, ix);
+}
+
+void pp_builder_set_extras_ix(pp_builder *b, int64_t drop_frames, int64_t keep_frames,
+                              int64_t default_sample_type, int64_t doc_url) {
+  if (!b->drop_frames && string_ok(b, drop_frames))
+    b->drop_frames = drop_frames;
+  if (!b->keep_frames && string_ok(b, keep_frames))
+    b->keep_frames = keep_frames;
+  if (!b->default_sample_type && string_ok(b, default_sample_type))
+    b->default_sample_type = default_sample_type;
+  if (!b->doc_url && string_ok(b, doc_url))
+    b->doc_url = doc_url;
+}
+
+void pp_builder_get_meta(const pp_builder *b, pp_builder_meta *m) {
+  m->nsample_types = b->sample_types.n / 2;
+  m->sample_types = b->sample_types.v;
+  m->period_type = b->period_type;
+  m->period_unit = b->period_unit;
+  m->period = b->period;
+  m->has_period_type = b->has_period_type;
+  m->time_nanos = b->time_nanos;
+  m->duration_nanos = b->duration_nanos;
+}
+
+bool pp_builder_merge_started(const pp_builder *b) {
+  return b->merge_started;
+}
+
+void pp_builder_set_merge_started(pp_builder *b) {
+  b->merge_started = true;
+}
+
+/* ---- mappings ---- */
+
+static bool mapping_eq(const void *ctx, uint32_t idx) {
+  const bmapping *k = ((const bmapping *const *)ctx)[0];
+  const bmapping *m = &((const pp_builder *)((const void *const *)ctx)[1])->maps.v[idx];
+  return m->start == k->start && m->limit == k->limit && m->offset == k->offset &&
+         m->file == k->file && m->build_id == k->build_id &&
+         ((m->flags ^ k->flags) & PP_MAPPING_HAS_FUNCTIONS) == 0;
+}
+
+uint64_t pp_builder_mapping_ix(pp_builder *b, uint64_t start, uint64_t limit, uint64_t offset,
+                               int64_t file, int64_t build_id, unsigned flags) {
+  if (!string_ok(b, file) || !string_ok(b, build_id))
+    return 0;
+  bmapping k = {start, limit, offset, file, build_id, flags};
+  uint64_t words[6] = {start, limit, offset, (uint64_t)file, (uint64_t)build_id,
+                       flags & PP_MAPPING_HAS_FUNCTIONS};
+  uint64_t h = pp_hash_bytes(words, sizeof words, 0x3a9);
+  const void *ctx[2] = {&k, b};
+  int64_t found = pp_htab_find(&b->map_ix, h, mapping_eq, ctx);
+  if (found >= 0) {
+    b->maps.v[found].flags |= flags;
+    return (uint64_t)found + 1;
+  }
+  if (RESERVE(b->maps, 1) != 0 || pp_htab_insert(&b->map_ix, h, (uint32_t)b->maps.n) != 0)
+    return 0;
+  b->maps.v[b->maps.n++] = k;
+  return b->maps.n;
+}
+
+uint64_t pp_builder_mapping(pp_builder *b, uint64_t start, uint64_t limit, uint64_t offset,
+                            const char *file, const char *build_id, bool has_functions) {
+  int64_t f = pp_builder_string(b, file), id = pp_builder_string(b, build_id);
+  if (f < 0 || id < 0)
+    return 0;
+  return pp_builder_mapping_ix(b, start, limit, offset, f, id,
+                               has_functions ? PP_MAPPING_HAS_FUNCTIONS : 0);
+}
+
+/* ---- functions ---- */
+
+static bool function_eq(const void *ctx, uint32_t idx) {
+  const bfunction *k = ((const void *const *)ctx)[0];
+  const pp_builder *b = ((const void *const *)ctx)[1];
+  return memcmp(&b->funcs.v[idx], k, sizeof *k) == 0;
+}
+
+uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name,
+                                int64_t filename, int64_t start_line) {
+  if (!string_ok(b, name) || !string_ok(b, system_name) || !string_ok(b, filename))
+    return 0;
+  bfunction k = {name, system_name, filename, start_line};
+  uint64_t h = pp_hash_bytes(&k, sizeof k, 0xf7);
+  const void *ctx[2] = {&k, b};
+  int64_t found = pp_htab_find(&b->func_ix, h, function_eq, ctx);
+  if (found >= 0)
+    return (uint64_t)found + 1;
+  if (RESERVE(b->funcs, 1) != 0 || pp_htab_insert(&b->func_ix, h, (uint32_t)b->funcs.n) != 0)
+    return 0;
+  b->funcs.v[b->funcs.n++] = k;
+  return b->funcs.n;
+}
+
+uint64_t pp_builder_function(pp_builder *b, const char *name, const char *system_name,
+                             const char *filename, int64_t start_line) {
+  int64_t n = pp_builder_string(b, name), s = pp_builder_string(b, system_name),
+          f = pp_builder_string(b, filename);
+  if (n < 0 || s < 0 || f < 0)
+    return 0;
+  return pp_builder_function_ix(b, n, s, f, start_line);
+}
+
+/* ---- locations ---- */
+
+typedef struct loc_key {
+  const pp_builder *b;
+  uint64_t mapping_id, address;
+  const bline *lines;
+  size_t nlines;
+} loc_key;
+
+static bool location_eq(const void *ctx, uint32_t idx) {
+  const loc_key *k = ctx;
+  const blocation *l = &k->b->locs.v[idx];
+  return l->mapping_id == k->mapping_id && l->address == k->address &&
+         l->nlines == k->nlines &&
+         (k->nlines == 0 ||
+          memcmp(&k->b->lines.v[l->line_off], k->lines, k->nlines * sizeof *k->lines) == 0);
+}
+
+uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t address,
+                             const uint64_t *function_ids, const int64_t *lines, size_t nlines) {
+  if (mapping_id > b->maps.n || (nlines && !function_ids))
+    return 0;
+  if (RESERVE(b->scratch_lines, nlines) != 0)
+    return 0;
+  bline *tmp = b->scratch_lines.v;
+  for (size_t i = 0; i < nlines; i++) {
+    if (function_ids[i] > b->funcs.n)
+      return 0; /* 0 means "no function" in pprof; anything else must exist */
+    tmp[i].function_id = function_ids[i];
+    tmp[i].line = lines ? lines[i] : 0;
+  }
+  loc_key k = {b, mapping_id, address, tmp, nlines};
+  uint64_t head[2] = {mapping_id, address};
+  uint64_t h = pp_hash_bytes(head, sizeof head, 0x10c);
+  h = pp_hash_bytes(tmp, nlines * sizeof *tmp, h);
+  int64_t found = pp_htab_find(&b->loc_ix, h, location_eq, &k);
+  if (found >= 0)
+    return (uint64_t)found + 1;
+  if (RESERVE(b->locs, 1) != 0 || RESERVE(b->lines, nlines) != 0 ||
+      pp_htab_insert(&b->loc_ix, h, (uint32_t)b->locs.n) != 0)
+    return 0;
+  blocation *l = &b->locs.v[b->locs.n++];
+  l->mapping_id = mapping_id;
+  l->address = address;
+  l->line_off = b->lines.n;
+  l->nlines = nlines;
+  if (nlines)
+    memcpy(&b->lines.v[b->lines.n], tmp, nlines * sizeof *tmp);
+  b->lines.n += nlines;
+  return b->locs.n;
+}
+
+/* ---- samples ---- */
+
+typedef struct sample_key {
+  const pp_builder *b;
+  const uint64_t *locs;
+  size_t nlocs;
+  const pp_ilabel *labels;
+  size_t nlabels;
+} sample_key;
+
+static bool sample_eq(const void *ctx, uint32_t idx) {
+  const sample_key *k = ctx;
+  const bsample *s = &k->b->samples.v[idx];
+  return s->nlocs == k->nlocs && s->nlabels == k->nlabels &&
+         (k->nlocs == 0 ||
+          memcmp(&k->b->sample_locs.v[s->loc_off], k->locs, k->nlocs * sizeof *k->locs) == 0) &&
+         (k->nlabels == 0 || memcmp(&k->b->sample_labels.v[s->lab_off], k->labels,
+                                    k->nlabels * sizeof *k->labels) == 0);
+}
+
+static int label_cmp(const pp_ilabel *a, const pp_ilabel *c) {
+  if (a->key != c->key)
+    return a->key < c->key ? -1 : 1;
+  if (a->str != c->str)
+    return a->str < c->str ? -1 : 1;
+  if (a->num != c->num)
+    return a->num < c->num ? -1 : 1;
+  if (a->num_unit != c->num_unit)
+    return a->num_unit < c->num_unit ? -1 : 1;
+  return 0;
+}
+
+static int label_qcmp(const void *a, const void *c) {
+  return label_cmp(a, c);
+}
+
+static void sort_labels(pp_ilabel *l, size_t n) {
+  if (n > 16) {
+    qsort(l, n, sizeof *l, label_qcmp);
+    return;
+  }
+  for (size_t i = 1; i < n; i++) {
+    pp_ilabel x = l[i];
+    size_t j = i;
+    for (; j > 0 && label_cmp(&l[j - 1], &x) > 0; j--)
+      l[j] = l[j - 1];
+    l[j] = x;
+  }
+}
+
+/* Adds with wrap-around instead of signed overflow (which is undefined). */
+static int64_t add_wrap(int64_t a, int64_t c) {
+  return (int64_t)((uint64_t)a + (uint64_t)c);
+}
+
+/* labels must already sit in b->scratch_labels (they get sorted there). */
+static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                              const int64_t *values, size_t nvalues, size_t nlabels) {
+  if (nvalues != b->sample_types.n / 2 || (nvalues && !values) || (nlocs && !location_ids))
+    return -1;
+  for (size_t i = 0; i < nlocs; i++)
+    if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
+      return -1;
+  pp_ilabel *labels = b->scratch_labels.v;
+  sort_labels(labels, nlabels);
+  sample_key k = {b, location_ids, nlocs, labels, nlabels};
+  uint64_t h = pp_hash_bytes(location_ids, nlocs * sizeof *location_ids, 0x5a);
+  h = pp_hash_bytes(labels, nlabels * sizeof *labels, h);
+  int64_t found = pp_htab_find(&b->sample_ix, h, sample_eq, &k);
+  if (found >= 0) {
+    int64_t *v = &b->sample_values.v[b->samples.v[found].val_off];
+    for (size_t i = 0; i < nvalues; i++)
+      v[i] = add_wrap(v[i], values[i]);
+    return 0;
+  }
+  if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_locs, nlocs) != 0 ||
+      RESERVE(b->sample_labels, nlabels) != 0 || RESERVE(b->sample_values, nvalues) != 0 ||
+      pp_htab_insert(&b->sample_ix, h, (uint32_t)b->samples.n) != 0)
+    return -1;
+  bsample *s = &b->samples.v[b->samples.n++];
+  s->loc_off = b->sample_locs.n;
+  s->nlocs = nlocs;
+  s->lab_off = b->sample_labels.n;
+  s->nlabels = nlabels;
+  s->val_off = b->sample_values.n;
+  if (nlocs)
+    memcpy(&b->sample_locs.v[s->loc_off], location_ids, nlocs * sizeof *location_ids);
+  if (nlabels)
+    memcpy(&b->sample_labels.v[s->lab_off], labels, nlabels * sizeof *labels);
+  if (nvalues)
+    memcpy(&b->sample_values.v[s->val_off], values, nvalues * sizeof *values);
+  b->sample_locs.n += nlocs;
+  b->sample_labels.n += nlabels;
+  b->sample_values.n += nvalues;
+  return 0;
+}
+
+int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                         const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                         size_t nlabels) {
+  if ((nlabels && !labels) || RESERVE(b->scratch_labels, nlabels) != 0)
+    return -1;
+  for (size_t i = 0; i < nlabels; i++) {
+    if (!string_ok(b, labels[i].key) || !string_ok(b, labels[i].str) ||
+        !string_ok(b, labels[i].num_unit))
+      return -1;
+    b->scratch_labels.v[i] = labels[i];
+  }
+  return sample_add_scratch(b, location_ids, nlocs, values, nvalues, nlabels);
+}
+
+int pp_builder_sample(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                      const int64_t *values, size_t nvalues, const pp_label *labels,
+                      size_t nlabels) {
+  if ((nlabels && !labels) || RESERVE(b->scratch_labels, nlabels) != 0)
+    return -1;
+  for (size_t i = 0; i < nlabels; i++) {
+    pp_ilabel l = {pp_builder_string(b, labels[i].key), 0, 0, 0};
+    if (labels[i].str) {
+      l.str = pp_builder_string(b, labels[i].str);
+    } else {
+      l.num = labels[i].num;
+      l.num_unit = pp_builder_string(b, labels[i].num_unit);
+    }
+    if (l.key < 0 || l.str < 0 || l.num_unit < 0)
+      return -1;
+    b->scratch_labels.v[i] = l;
+  }
+  return sample_add_scratch(b, location_ids, nlocs, values, nvalues, nlabels);
+}
+
+size_t pp_builder_sample_count(const pp_builder *b) {
+  return b->samples.n;
+}
+
+/* ---- serialization ---- */
+
+int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
+  int rc = -1;
+  size_t nst = b->sample_types.n / 2;
+  Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+  Perftools__Profiles__ValueType period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+  Perftools__Profiles__ValueType *st = calloc(nst + 1, sizeof *st);
+  Perftools__Profiles__ValueType **stp = calloc(nst + 1, sizeof *stp);
+  Perftools__Profiles__Mapping *m = calloc(b->maps.n + 1, sizeof *m);
+  Perftools__Profiles__Mapping **mp = calloc(b->maps.n + 1, sizeof *mp);
+  Perftools__Profiles__Function *f = calloc(b->funcs.n + 1, sizeof *f);
+  Perftools__Profiles__Function **fp = calloc(b->funcs.n + 1, sizeof *fp);
+  Perftools__Profiles__Location *l = calloc(b->locs.n + 1, sizeof *l);
+  Perftools__Profiles__Location **lp = calloc(b->locs.n + 1, sizeof *lp);
+  Perftools__Profiles__Line *ln = calloc(b->lines.n + 1, sizeof *ln);
+  Perftools__Profiles__Line **lnp = calloc(b->lines.n + 1, sizeof *lnp);
+  Perftools__Profiles__Sample *s = calloc(b->samples.n + 1, sizeof *s);
+  Perftools__Profiles__Sample **sp = calloc(b->samples.n + 1, sizeof *sp);
+  Perftools__Profiles__Label *lb = calloc(b->sample_labels.n + 1, sizeof *lb);
+  Perftools__Profiles__Label **lbp = calloc(b->sample_labels.n + 1, sizeof *lbp);
+  uint8_t *buf = NULL;
+  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !lb ||
+      !lbp)
+    goto fail;
+
+  for (size_t i = 0; i < nst; i++) {
+    perftools__profiles__value_type__init(&st[i]);
+    st[i].type = b->sample_types.v[2 * i];
+    st[i].unit = b->sample_types.v[2 * i + 1];
+    stp[i] = &st[i];
+  }
+  for (size_t i = 0; i < b->maps.n; i++) {
+    const bmapping *bm = &b->maps.v[i];
+    perftools__profiles__mapping__init(&m[i]);
+    m[i].id = i + 1;
+    m[i].memory_start = bm->start;
+    m[i].memory_limit = bm->limit;
+    m[i].file_offset = bm->offset;
+    m[i].filename = bm->file;
+    m[i].build_id = bm->build_id;
+    m[i].has_functions = (bm->flags & PP_MAPPING_HAS_FUNCTIONS) != 0;
+    m[i].has_filenames = (bm->flags & PP_MAPPING_HAS_FILENAMES) != 0;
+    m[i].has_line_numbers = (bm->flags & PP_MAPPING_HAS_LINE_NUMBERS) != 0;
+    m[i].has_inline_frames = (bm->flags & PP_MAPPING_HAS_INLINE_FRAMES) != 0;
+    mp[i] = &m[i];
+  }
+  for (size_t i = 0; i < b->funcs.n; i++) {
+    const bfunction *bf = &b->funcs.v[i];
+    perftools__profiles__function__init(&f[i]);
+    f[i].id = i + 1;
+    f[i].name = bf->name;
+    f[i].system_name = bf->system_name;
+    f[i].filename = bf->filename;
+    f[i].start_line = bf->start_line;
+    fp[i] = &f[i];
+  }
+  for (size_t i = 0; i < b->lines.n; i++) {
+    perftools__profiles__line__init(&ln[i]);
+    ln[i].function_id = b->lines.v[i].function_id;
+    ln[i].line = b->lines.v[i].line;
+    lnp[i] = &ln[i];
+  }
+  for (size_t i = 0; i < b->locs.n; i++) {
+    const blocation *bl = &b->locs.v[i];
+    perftools__profiles__location__init(&l[i]);
+    l[i].id = i + 1;
+    l[i].mapping_id = bl->mapping_id;
+    l[i].address = bl->address;
+    l[i].n_line = bl->nlines;
+    l[i].line = bl->nlines ? &lnp[bl->line_off] : NULL;
+    lp[i] = &l[i];
+  }
+  for (size_t i = 0; i < b->sample_labels.n; i++) {
+    const pp_ilabel *il = &b->sample_labels.v[i];
+    perftools__profiles__label__init(&lb[i]);
+    lb[i].key = il->key;
+    lb[i].str = il->str;
+    lb[i].num = il->num;
+    lb[i].num_unit = il->num_unit;
+    lbp[i] = &lb[i];
+  }
+  for (size_t i = 0; i < b->samples.n; i++) {
+    const bsample *bs = &b->samples.v[i];
+    perftools__profiles__sample__init(&s[i]);
+    s[i].n_location_id = bs->nlocs;
+    s[i].location_id = bs->nlocs ? &b->sample_locs.v[bs->loc_off] : NULL;
+    s[i].n_value = nst;
+    s[i].value = nst ? &b->sample_values.v[bs->val_off] : NULL;
+    s[i].n_label = bs->nlabels;
+    s[i].label = bs->nlabels ? &lbp[bs->lab_off] : NULL;
+    sp[i] = &s[i];
+  }
+
+  p.n_sample_type = nst;
+  p.sample_type = stp;
+  p.n_sample = b->samples.n;
+  p.sample = sp;
+  p.n_mapping = b->maps.n;
+  p.mapping = mp;
+  p.n_location = b->locs.n;
+  p.location = lp;
+  p.n_function = b->funcs.n;
+  p.function = fp;
+  p.n_string_table = b->strs.n;
+  p.string_table = b->strs.v;
+  p.drop_frames = b->drop_frames;
+  p.keep_frames = b->keep_frames;
+  p.time_nanos = b->time_nanos;
+  p.duration_nanos = b->duration_nanos;
+  if (b->has_period_type) {
+    period_type.type = b->period_type;
+    period_type.unit = b->period_unit;
+    p.period_type = &period_type;
+  }
+  p.period = b->period;
+  p.n_comment = b->comments.n;
+  p.comment = b->comments.v;
+  p.default_sample_type = b->default_sample_type;
+  p.doc_url = b->doc_url;
+
+  size_t size = perftools__profiles__profile__get_packed_size(&p);
+  buf = malloc(size ? size : 1);
+  if (!buf)
+    goto fail;
+  if (perftools__profiles__profile__pack(&p, buf) != size)
+    goto fail;
+  *out = buf;
+  *len = size;
+  buf = NULL;
+  rc = 0;
+fail:
+  free(buf);
+  free(st);
+  free(stp);
+  free(m);
+  free(mp);
+  free(f);
+  free(fp);
+  free(l);
+  free(lp);
+  free(ln);
+  free(lnp);
+  free(s);
+  free(sp);
+  free(lb);
+  free(lbp);
+  return rc;
+}

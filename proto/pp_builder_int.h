@@ -1,0 +1,54 @@
+/* Internal to the proto library: the builder's index-level entry points
+ * (string-table indices already interned in the same builder), used by
+ * pp_merge.c to avoid re-hashing strings, and a gunzip that says why. */
+#ifndef PP_BUILDER_INT_H
+#define PP_BUILDER_INT_H
+#include "pp_pprof.h"
+
+typedef struct pp_ilabel { /* a label with interned string indices; no padding */
+  int64_t key;
+  int64_t str;
+  int64_t num;
+  int64_t num_unit;
+} pp_ilabel;
+
+#define PP_MAPPING_HAS_FUNCTIONS 1u
+#define PP_MAPPING_HAS_FILENAMES 2u
+#define PP_MAPPING_HAS_LINE_NUMBERS 4u
+#define PP_MAPPING_HAS_INLINE_FRAMES 8u
+
+/* Dedup key: start, limit, offset, file, build id, has_functions; the other
+ * flags are or'ed into an existing entry. */
+uint64_t pp_builder_mapping_ix(pp_builder *b, uint64_t start, uint64_t limit, uint64_t offset,
+                               int64_t file, int64_t build_id, unsigned flags);
+uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name,
+                                int64_t filename, int64_t start_line);
+int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                         const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                         size_t nlabels);
+size_t pp_builder_string_count(const pp_builder *b);
+const char *pp_builder_string_at(const pp_builder *b, int64_t ix);
+
+/* Profile-level fields, as string indices where pprof has them. */
+typedef struct pp_builder_meta {
+  size_t nsample_types;
+  const int64_t *sample_types; /* type, unit pairs */
+  int64_t period_type, period_unit, period;
+  bool has_period_type;
+  int64_t time_nanos, duration_nanos;
+} pp_builder_meta;
+void pp_builder_get_meta(const pp_builder *b, pp_builder_meta *m);
+int pp_builder_add_sample_type_ix(pp_builder *b, int64_t type, int64_t unit);
+void pp_builder_set_period_ix(pp_builder *b, int64_t type, int64_t unit, int64_t period);
+/* Adds comment string ix unless already present (bounded count). */
+int pp_builder_add_comment_ix(pp_builder *b, int64_t ix);
+/* Sets drop_frames/keep_frames/default_sample_type/doc_url where still 0. */
+void pp_builder_set_extras_ix(pp_builder *b, int64_t drop_frames, int64_t keep_frames,
+                              int64_t default_sample_type, int64_t doc_url);
+/* True once pp_merge_add accepted a profile (it then owns the sample types). */
+bool pp_builder_merge_started(const pp_builder *b);
+void pp_builder_set_merge_started(pp_builder *b);
+
+int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size_t *outlen,
+                  char *why, size_t whylen);
+#endif

@@ -1,0 +1,122 @@
+/* Hash index and id map for the pprof builder, validation and merge. */
+#include "pp_hash.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t pp_hash_bytes(const void *data, size_t len, uint64_t seed) {
+  const unsigned char *p = data;
+  uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL);
+  while (len >= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ pp_hash_mix(w)) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    p += 8;
+    len -= 8;
+  }
+  if (len) {
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ pp_hash_mix(w ^ ((uint64_t)len << 56))) * 0x9e3779b97f4a7c15ULL;
+  }
+  return pp_hash_mix(h);
+}
+
+int pp_htab_init(pp_htab *t, size_t expected) {
+  size_t cap = 16;
+  while (cap < expected * 2)
+    cap <<= 1;
+  t->slots = calloc(cap, sizeof *t->slots);
+  if (!t->slots)
+    return -1;
+  t->mask = cap - 1;
+  t->count = 0;
+  return 0;
+}
+
+void pp_htab_free(pp_htab *t) {
+  free(t->slots);
+  t->slots = NULL;
+  t->mask = 0;
+  t->count = 0;
+}
+
+/* The tag (upper half of a well-mixed hash) also picks the position, so the
+ * table can grow without the entries' full hashes. */
+static void place(pp_htab_slot *slots, size_t mask, pp_htab_slot s) {
+  size_t i = (size_t)s.tag & mask;
+  while (slots[i].idx != 0)
+    i = (i + 1) & mask;
+  slots[i] = s;
+}
+
+int pp_htab_insert(pp_htab *t, uint64_t h, uint32_t idx) {
+  if (idx == UINT32_MAX)
+    return -1;
+  if ((t->count + 1) * 2 > t->mask + 1) {
+    size_t ncap = (t->mask + 1) * 2;
+    pp_htab_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+      return -1;
+    for (size_t i = 0; i <= t->mask; i++)
+      if (t->slots[i].idx)
+        place(ns, ncap - 1, t->slots[i]);
+    free(t->slots);
+    t->slots = ns;
+    t->mask = ncap - 1;
+  }
+  pp_htab_slot s = {(uint32_t)(h >> 32), idx + 1};
+  place(t->slots, t->mask, s);
+  t->count++;
+  return 0;
+}
+
+static bool id_eq(const void *ctx, uint32_t idx) {
+  const uint64_t *k = ctx;
+  return ((const uint64_t *)k[0])[idx] == k[1];
+}
+
+int pp_idmap_init(pp_idmap *m, size_t n) {
+  memset(m, 0, sizeof *m);
+  m->n = n;
+  m->keys = malloc((n ? n : 1) * sizeof *m->keys);
+  return m->keys ? 0 : -1;
+}
+
+int pp_idmap_index(pp_idmap *m, uint64_t *bad) {
+  m->dense = true;
+  for (size_t i = 0; i < m->n; i++) {
+    if (m->keys[i] == 0)
+      return 1;
+    if (m->keys[i] != i + 1)
+      m->dense = false;
+  }
+  if (m->dense)
+    return 0;
+  if (m->n >= UINT32_MAX || pp_htab_init(&m->t, m->n) != 0)
+    return -1;
+  for (size_t i = 0; i < m->n; i++) {
+    uint64_t h = pp_hash_mix(m->keys[i]);
+    if (pp_idmap_find(m, m->keys[i]) >= 0) {
+      *bad = m->keys[i];
+      return 2;
+    }
+    if (pp_htab_insert(&m->t, h, (uint32_t)i) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+int64_t pp_idmap_find(const pp_idmap *m, uint64_t id) {
+  if (m->dense)
+    return id >= 1 && id <= m->n ? (int64_t)(id - 1) : -1;
+  uint64_t ctx[2] = {(uint64_t)(uintptr_t)m->keys, id};
+  return pp_htab_find(&m->t, pp_hash_mix(id), id_eq, ctx);
+}
+
+void pp_idmap_free(pp_idmap *m) {
+  free(m->keys);
+  m->keys = NULL;
+  pp_htab_free(&m->t);
+}

@@ -1,0 +1,202 @@
+/* pprof validation with the rules `go tool pprof` applies when it reads a
+ * profile, and parsing (gunzip, unpack, validate). */
+#include "pp_builder_int.h"
+#include "pp_hash.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define GZIP_MAGIC0 0x1f
+#define GZIP_MAGIC1 0x8b
+
+static void say(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t whylen, const char *fmt, ...) {
+  if (!why || whylen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, whylen, fmt, ap);
+  va_end(ap);
+}
+
+typedef struct vctx {
+  const Perftools__Profiles__Profile *p;
+  char *why;
+  size_t whylen;
+} vctx;
+
+/* Checks a string index; what names the field for the reason. */
+static bool str_ok(const vctx *c, int64_t ix, const char *what, size_t n) {
+  if (ix >= 0 && (uint64_t)ix < c->p->n_string_table)
+    return true;
+  if (n == SIZE_MAX)
+    say(c->why, c->whylen, "%s string index %" PRId64 " out of range (string_table has %zu)",
+        what, ix, c->p->n_string_table);
+  else
+    say(c->why, c->whylen, "%s %zu: string index %" PRId64 " out of range (string_table has %zu)",
+        what, n, ix, c->p->n_string_table);
+  return false;
+}
+
+static int index_ids(const vctx *c, pp_idmap *m, const char *what, size_t n,
+                     uint64_t (*get)(const Perftools__Profiles__Profile *, size_t)) {
+  if (pp_idmap_init(m, n) != 0) {
+    say(c->why, c->whylen, "out of memory indexing %s ids", what);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++)
+    m->keys[i] = get(c->p, i);
+  uint64_t bad = 0;
+  switch (pp_idmap_index(m, &bad)) {
+  case 0:
+    return 0;
+  case 1:
+    say(c->why, c->whylen, "a %s has id 0 (ids must be non-zero)", what);
+    return -1;
+  case 2:
+    say(c->why, c->whylen, "%s id %" PRIu64 " is used twice (ids must be unique)", what, bad);
+    return -1;
+  default:
+    say(c->why, c->whylen, "out of memory indexing %s ids", what);
+    return -1;
+  }
+}
+
+static uint64_t mapping_id(const Perftools__Profiles__Profile *p, size_t i) {
+  return p->mapping[i]->id;
+}
+static uint64_t function_id(const Perftools__Profiles__Profile *p, size_t i) {
+  return p->function[i]->id;
+}
+static uint64_t location_id(const Perftools__Profiles__Profile *p, size_t i) {
+  return p->location[i]->id;
+}
+
+static bool value_type_ok(const vctx *c, const Perftools__Profiles__ValueType *vt,
+                          const char *what, size_t n) {
+  return str_ok(c, vt->type, what, n) && str_ok(c, vt->unit, what, n);
+}
+
+int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t whylen) {
+  vctx c = {p, why, whylen};
+  pp_idmap maps = {0}, funcs = {0}, locs = {0};
+  int rc = -1;
+
+  if (p->n_string_table == 0 || p->string_table[0] == NULL || p->string_table[0][0] != '\0') {
+    say(why, whylen, "string_table[0] must be the empty string");
+    return -1;
+  }
+  for (size_t i = 0; i < p->n_sample_type; i++)
+    if (!value_type_ok(&c, p->sample_type[i], "sample_type", i))
+      return -1;
+  if (p->period_type && !value_type_ok(&c, p->period_type, "period_type", SIZE_MAX))
+    return -1;
+  if (!str_ok(&c, p->drop_frames, "drop_frames", SIZE_MAX) ||
+      !str_ok(&c, p->keep_frames, "keep_frames", SIZE_MAX) ||
+      !str_ok(&c, p->default_sample_type, "default_sample_type", SIZE_MAX) ||
+      !str_ok(&c, p->doc_url, "doc_url", SIZE_MAX))
+    return -1;
+  for (size_t i = 0; i < p->n_comment; i++)
+    if (!str_ok(&c, p->comment[i], "comment", i))
+      return -1;
+
+  if (index_ids(&c, &maps, "mapping", p->n_mapping, mapping_id) != 0 ||
+      index_ids(&c, &funcs, "function", p->n_function, function_id) != 0 ||
+      index_ids(&c, &locs, "location", p->n_location, location_id) != 0)
+    goto fail;
+
+  for (size_t i = 0; i < p->n_mapping; i++) {
+    const Perftools__Profiles__Mapping *m = p->mapping[i];
+    if (!str_ok(&c, m->filename, "mapping", i) || !str_ok(&c, m->build_id, "mapping", i))
+      goto fail;
+  }
+  for (size_t i = 0; i < p->n_function; i++) {
+    const Perftools__Profiles__Function *f = p->function[i];
+    if (!str_ok(&c, f->name, "function", i) || !str_ok(&c, f->system_name, "function", i) ||
+        !str_ok(&c, f->filename, "function", i))
+      goto fail;
+  }
+  for (size_t i = 0; i < p->n_location; i++) {
+    const Perftools__Profiles__Location *l = p->location[i];
+    if (l->mapping_id != 0 && pp_idmap_find(&maps, l->mapping_id) < 0) {
+      say(why, whylen, "location %" PRIu64 " refers to mapping %" PRIu64 ", which is missing",
+          l->id, l->mapping_id);
+      goto fail;
+    }
+    for (size_t j = 0; j < l->n_line; j++) {
+      uint64_t fid = l->line[j]->function_id;
+      if (fid != 0 && pp_idmap_find(&funcs, fid) < 0) {
+        say(why, whylen, "location %" PRIu64 " line %zu refers to function %" PRIu64
+            ", which is missing", l->id, j, fid);
+        goto fail;
+      }
+    }
+  }
+  for (size_t i = 0; i < p->n_sample; i++) {
+    const Perftools__Profiles__Sample *s = p->sample[i];
+    if (s->n_value != p->n_sample_type) {
+      say(why, whylen, "sample %zu has %zu values, want %zu (one per sample_type)", i,
+          s->n_value, p->n_sample_type);
+      goto fail;
+    }
+    for (size_t j = 0; j < s->n_location_id; j++) {
+      if (pp_idmap_find(&locs, s->location_id[j]) < 0) {
+        say(why, whylen, "sample %zu refers to location %" PRIu64 ", which is missing", i,
+            s->location_id[j]);
+        goto fail;
+      }
+    }
+    for (size_t j = 0; j < s->n_label; j++) {
+      const Perftools__Profiles__Label *l = s->label[j];
+      if (!str_ok(&c, l->key, "sample label of sample", i) ||
+          !str_ok(&c, l->str, "sample label of sample", i) ||
+          !str_ok(&c, l->num_unit, "sample label of sample", i))
+        goto fail;
+      if (l->key == 0) {
+        say(why, whylen, "sample %zu label %zu has no key", i, j);
+        goto fail;
+      }
+      if (l->str != 0 && (l->num != 0 || l->num_unit != 0)) {
+        say(why, whylen, "sample %zu label \"%s\" has both a string and a number", i,
+            p->string_table[l->key]);
+        goto fail;
+      }
+    }
+  }
+  rc = 0;
+fail:
+  pp_idmap_free(&maps);
+  pp_idmap_free(&funcs);
+  pp_idmap_free(&locs);
+  return rc;
+}
+
+Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, size_t max_size,
+                                             char *why, size_t whylen) {
+  uint8_t *raw = NULL;
+  size_t rawlen = 0;
+  Perftools__Profiles__Profile *p = NULL;
+  if (len >= 2 && data[0] == GZIP_MAGIC0 && data[1] == GZIP_MAGIC1) {
+    if (pp_gunzip_why(data, len, max_size, &raw, &rawlen, why, whylen) != 0)
+      return NULL;
+    data = raw;
+    len = rawlen;
+  } else if (len > max_size) {
+    say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
+    return NULL;
+  }
+  p = perftools__profiles__profile__unpack(NULL, len, data);
+  free(raw);
+  if (!p) {
+    say(why, whylen, "not a pprof profile: protobuf decoding of %zu bytes failed", len);
+    return NULL;
+  }
+  if (pp_pprof_validate(p, why, whylen) != 0) {
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    return NULL;
+  }
+  return p;
+}

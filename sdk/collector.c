@@ -1,0 +1,487 @@
+/* Collector: drains the ring into a hash table of identical samples (same
+ * pcs, flags and label bytes) -> count, rescans threads, publishes stack
+ * bounds of threads found by a scan, and cuts windows into pprof. g_mu
+ * guards the table and ring consumption; g_cut_mu serialises cuts (and the
+ * profbuild cache); g_ctl guards the thread's stop flag. Lock order: g_cut_mu,
+ * then g_mu, then the thread table's lock. */
+#include "collector.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "procmaps.h"
+#include "profbuild.h"
+#include "pushprof.h"
+#include "threads_linux.h"
+
+/* TEMPORARY until sdk/profbuild.c is in the build: weak references, checked
+ * before use, so the libraries link without it. */
+#pragma weak profbuild_new
+#pragma weak profbuild_refresh_maps
+#pragma weak profbuild_build
+
+ring collector_ring;
+static ring_cell g_cells[COLLECTOR_RING_CELLS];
+
+typedef struct agg_entry {
+  uint64_t hash;
+  int64_t count;
+  uint16_t depth, flags, nlabels, labels_len;
+  char *labels; /* points behind pcs */
+  uintptr_t pcs[];
+} agg_entry;
+
+typedef struct agg {
+  agg_entry **tab;
+  size_t cap, n;
+  int64_t samples, truncated, leaf_only, oom;
+} agg;
+
+typedef struct pending_bounds {
+  uint32_t slot, gen;
+  uintptr_t sp;
+} pending_bounds;
+#define PENDING_MAX 32
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_cut_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv;
+/* Under g_mu: */
+static agg g_agg;
+static int g_inited;
+static int64_t g_win_start_ns, g_win_cpu_ns;
+static uint64_t g_drops_seen;
+static int g_hz, g_signo, g_mode;
+/* Under g_ctl: */
+static pthread_t g_thread;
+static int g_thread_running, g_stop;
+/* Under g_cut_mu: */
+static profbuild *g_pb;
+
+static int64_t clock_ns(clockid_t clk) {
+  struct timespec ts;
+  if (clock_gettime(clk, &ts) != 0)
+    return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void init_cv(void) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&g_cv, &ca);
+  pthread_condattr_destroy(&ca);
+}
+
+static void init_once(void) {
+  init_cv();
+  ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);
+}
+
+/* ---- aggregation ---- */
+
+static uint64_t mix64(uint64_t h, uint64_t v) {
+  h ^= v * 0x9E3779B97F4A7C15ULL;
+  h = (h << 27 | h >> 37) * 0xBF58476D1CE4E5B9ULL;
+  return h;
+}
+
+static uint64_t record_hash(const ring_record *r) {
+  uint64_t h = mix64(0x243F6A8885A308D3ULL, (uint64_t)r->depth << 32 | r->flags);
+  for (uint32_t i = 0; i < r->depth; i++)
+    h = mix64(h, r->pcs[i]);
+  for (uint32_t i = 0; i < r->labels_len; i++)
+    h = mix64(h, (unsigned char)r->labels[i]);
+  h ^= h >> 31;
+  return h;
+}
+
+static int entry_matches(const agg_entry *e, uint64_t h, const ring_record *r) {
+  return e->hash == h && e->depth == r->depth && e->flags == r->flags &&
+         e->nlabels == r->nlabels && e->labels_len == r->labels_len &&
+         memcmp(e->pcs, r->pcs, r->depth * sizeof(uintptr_t)) == 0 &&
+         memcmp(e->labels, r->labels, r->labels_len) == 0;
+}
+
+static int agg_grow(agg *a) {
+  size_t ncap = a->cap ? a->cap * 2 : 256;
+  agg_entry **nt = calloc(ncap, sizeof *nt);
+  if (!nt)
+    return -1;
+  for (size_t i = 0; i < a->cap; i++) {
+    agg_entry *e = a->tab[i];
+    if (!e)
+      continue;
+    size_t j = e->hash & (ncap - 1);
+    while (nt[j])
+      j = (j + 1) & (ncap - 1);
+    nt[j] = e;
+  }
+  free(a->tab);
+  a->tab = nt;
+  a->cap = ncap;
+  return 0;
+}
+
+static void agg_add(agg *a, const ring_record *r) {
+  a->samples++;
+  a->truncated += (r->flags & RING_F_TRUNCATED) != 0;
+  a->leaf_only += (r->flags & RING_F_LEAF_ONLY) != 0;
+  uint32_t depth = r->depth <= RING_MAX_DEPTH ? r->depth : RING_MAX_DEPTH;
+  if (depth != r->depth || r->labels_len > RING_LABEL_BYTES) {
+    a->oom++; /* cannot happen with our handler; never trust it blindly */
+    return;
+  }
+  if ((a->n + 1) * 2 > a->cap && agg_grow(a) != 0 && a->n + 1 >= a->cap) {
+    a->oom++;
+    return;
+  }
+  uint64_t h = record_hash(r);
+  size_t i = h & (a->cap - 1);
+  for (agg_entry *e; (e = a->tab[i]) != NULL; i = (i + 1) & (a->cap - 1)) {
+    if (entry_matches(e, h, r)) {
+      e->count++;
+      return;
+    }
+  }
+  agg_entry *e = malloc(sizeof *e + depth * sizeof(uintptr_t) + r->labels_len);
+  if (!e) {
+    a->oom++;
+    return;
+  }
+  e->hash = h;
+  e->count = 1;
+  e->depth = r->depth;
+  e->flags = r->flags;
+  e->nlabels = r->nlabels;
+  e->labels_len = r->labels_len;
+  memcpy(e->pcs, r->pcs, depth * sizeof(uintptr_t));
+  e->labels = (char *)(e->pcs + depth);
+  memcpy(e->labels, r->labels, r->labels_len);
+  a->tab[i] = e;
+  a->n++;
+}
+
+static void agg_free(agg *a) {
+  for (size_t i = 0; i < a->cap; i++)
+    free(a->tab[i]);
+  free(a->tab);
+  memset(a, 0, sizeof *a);
+}
+
+/* ---- draining ---- */
+
+static void drain_locked(pending_bounds *pend, size_t *npend) {
+  const ring_record *r;
+  for (size_t k = 0; k < COLLECTOR_RING_CELLS && (r = ring_peek(&collector_ring)) != NULL; k++) {
+    agg_add(&g_agg, r);
+    if ((r->flags & RING_F_LEAF_ONLY) && r->slot < THREADS_MAX && *npend < PENDING_MAX &&
+        atomic_load_explicit(&threads_table[r->slot].stack_hi, memory_order_relaxed) == 0) {
+      size_t j = 0;
+      while (j < *npend && pend[j].slot != r->slot)
+        j++;
+      if (j == *npend)
+        pend[(*npend)++] = (pending_bounds){r->slot, r->gen, r->sp};
+    }
+    ring_release(&collector_ring);
+  }
+}
+
+/* A thread found by a scan has unknown stack bounds: take the mapping that
+ * holds its sampled sp. Its later samples are then walked in full. */
+static void resolve_bounds(const pending_bounds *pend, size_t n) {
+  if (n == 0)
+    return;
+  procmaps m = {0};
+  if (procmaps_read_self(&m) != 0)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < m.n; j++) {
+      const procmaps_entry *e = &m.v[j];
+      if (e->start <= pend[i].sp && pend[i].sp < e->end && e->readable && e->writable) {
+        threads_publish_bounds(pend[i].slot, pend[i].gen, (uintptr_t)e->start, (uintptr_t)e->end);
+        break;
+      }
+    }
+  }
+  procmaps_free(&m);
+}
+
+void collector_drain(void) {
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  pthread_mutex_lock(&g_mu);
+  if (g_inited)
+    drain_locked(pend, &npend);
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+}
+
+static void *collector_main(void *arg) {
+  (void)arg;
+  threads_exclude_self();
+  int64_t last_scan = clock_ns(CLOCK_MONOTONIC);
+  pthread_mutex_lock(&g_ctl);
+  while (!g_stop) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_nsec += COLLECTOR_DRAIN_MS * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+      dl.tv_sec++;
+      dl.tv_nsec -= 1000000000L;
+    }
+    int rc = pthread_cond_timedwait(&g_cv, &g_ctl, &dl);
+    if (g_stop)
+      break;
+    if (rc != 0 && rc != ETIMEDOUT)
+      continue;
+    pthread_mutex_unlock(&g_ctl);
+    collector_drain();
+    int64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
+      threads_rescan(); /* on failure the next round tries again */
+      last_scan = now;
+    }
+    pthread_mutex_lock(&g_ctl);
+  }
+  pthread_mutex_unlock(&g_ctl);
+  return NULL;
+}
+
+void collector_init(void) {
+  pthread_once(&g_once, init_once);
+}
+
+int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
+  pthread_once(&g_once, init_once);
+  pthread_mutex_lock(&g_mu);
+  if (!g_inited) {
+    g_win_start_ns = clock_ns(CLOCK_REALTIME);
+    g_win_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    g_drops_seen = ring_drops(&collector_ring);
+    g_inited = 1;
+  }
+  g_hz = hz;
+  g_signo = signo;
+  g_mode = mode;
+  pthread_mutex_unlock(&g_mu);
+
+  int rc = 0;
+  pthread_mutex_lock(&g_ctl);
+  if (!g_thread_running) {
+    g_stop = 0;
+    int e = pthread_create(&g_thread, NULL, collector_main, NULL);
+    if (e != 0) {
+      snprintf(err, errlen, "cannot start the collector thread: %s", strerror(e));
+      rc = PUSHPROF_ESYS;
+    } else {
+      g_thread_running = 1;
+    }
+  }
+  pthread_mutex_unlock(&g_ctl);
+  return rc;
+}
+
+void collector_stop(void) {
+  pthread_mutex_lock(&g_ctl);
+  int running = g_thread_running;
+  g_stop = 1;
+  pthread_cond_signal(&g_cv);
+  pthread_mutex_unlock(&g_ctl);
+  if (running) {
+    pthread_join(g_thread, NULL);
+    pthread_mutex_lock(&g_ctl);
+    g_thread_running = 0;
+    pthread_mutex_unlock(&g_ctl);
+  }
+  collector_drain();
+}
+
+/* ---- cut ---- */
+
+/* Splits "k\0v\0k\0v\0" into pp_labels; returns how many were well formed. */
+static size_t decode_labels(const agg_entry *e, pp_label *out) {
+  size_t n = 0, off = 0;
+  while (n < e->nlabels && n < RING_MAX_LABELS && off < e->labels_len) {
+    const char *k = e->labels + off;
+    const char *kend = memchr(k, '\0', e->labels_len - off);
+    if (!kend)
+      break;
+    size_t voff = (size_t)(kend - e->labels) + 1;
+    if (voff >= e->labels_len)
+      break;
+    const char *v = e->labels + voff;
+    const char *vend = memchr(v, '\0', e->labels_len - voff);
+    if (!vend)
+      break;
+    out[n++] = (pp_label){.key = k, .str = v};
+    off = (size_t)(vend - e->labels) + 1;
+  }
+  return n;
+}
+
+#define NCOMMENTS 6
+#define COMMENT_LEN 200
+
+int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  agg a;
+  int64_t t0, t1, cpu0, cpu1;
+  uint64_t drops;
+  int hz, signo, mode;
+  profbuild_stack *st = NULL;
+  pp_label *labs = NULL;
+  int rc = 0;
+
+  *out = NULL;
+  *len = 0;
+  pthread_mutex_lock(&g_cut_mu);
+  pthread_mutex_lock(&g_mu);
+  if (!g_inited) {
+    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&g_cut_mu);
+    return PUSHPROF_ENOTSTARTED;
+  }
+  drain_locked(pend, &npend);
+  a = g_agg;
+  memset(&g_agg, 0, sizeof g_agg);
+  uint64_t d = ring_drops(&collector_ring);
+  drops = d - g_drops_seen;
+  g_drops_seen = d;
+  t0 = g_win_start_ns;
+  t1 = clock_ns(CLOCK_REALTIME);
+  if (t1 < t0)
+    t1 = t0;
+  g_win_start_ns = t1;
+  cpu0 = g_win_cpu_ns;
+  cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  g_win_cpu_ns = cpu1;
+  hz = g_hz;
+  signo = g_signo;
+  mode = g_mode;
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+
+  st = calloc(a.n + 2, sizeof *st);
+  labs = calloc(a.n ? a.n : 1, (RING_MAX_LABELS + 1) * sizeof *labs);
+  if (!st || !labs) {
+    rc = PUSHPROF_ENOMEM;
+    goto fail;
+  }
+  size_t ns = 0;
+  for (size_t i = 0; i < a.cap; i++) {
+    const agg_entry *e = a.tab[i];
+    if (!e)
+      continue;
+    pp_label *l = labs + ns * (RING_MAX_LABELS + 1);
+    size_t nl = decode_labels(e, l);
+    /* Partial stacks stay in the profile, marked, rather than vanish. */
+    if (e->flags & RING_F_TRUNCATED)
+      l[nl++] = (pp_label){.key = "pushprof_stack", .str = "truncated"};
+    else if (e->flags & RING_F_LEAF_ONLY)
+      l[nl++] = (pp_label){.key = "pushprof_stack", .str = "leaf only"};
+    st[ns++] = (profbuild_stack){
+        .pcs = e->pcs, .depth = e->depth, .labels = l, .nlabels = nl, .count = e->count};
+  }
+  if (drops)
+    st[ns++] = (profbuild_stack){.special = "[pushprof] ring full", .count = (int64_t)drops};
+  if (a.oom)
+    st[ns++] = (profbuild_stack){.special = "[pushprof] out of memory", .count = a.oom};
+
+  threads_stats ts;
+  threads_get_stats(&ts);
+  static char comments[NCOMMENTS][COMMENT_LEN]; /* only under g_cut_mu */
+  const char *cp[NCOMMENTS];
+  size_t nc = 0;
+  double cpu_s = (double)(cpu1 - cpu0) / 1e9;
+  double eff = cpu_s > 0 ? (double)(a.samples + (int64_t)drops) / cpu_s : 0;
+  snprintf(comments[nc++], COMMENT_LEN,
+           "pushprof: requested %d Hz; effective %.1f samples per CPU second "
+           "(%" PRId64 " samples in %.3f CPU s; the kernel tick caps the rate)",
+           hz, eff, a.samples + (int64_t)drops, cpu_s);
+  snprintf(comments[nc++], COMMENT_LEN, "pushprof: sampling with %s on signal %d",
+           mode == COLLECTOR_MODE_ITIMER ? "setitimer(ITIMER_PROF), process-wide"
+                                         : "per-thread CPU-time timers",
+           mode == COLLECTOR_MODE_ITIMER ? SIGPROF : signo);
+  if (drops)
+    snprintf(comments[nc++], COMMENT_LEN, "pushprof: %" PRIu64 " samples dropped (ring full)",
+             drops);
+  if (a.truncated)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples truncated at depth %d (label pushprof_stack=truncated)",
+             a.truncated, RING_MAX_DEPTH);
+  if (a.leaf_only)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples with the leaf frame only: stack bounds not yet known "
+             "or another stack in use (label pushprof_stack=leaf only)",
+             a.leaf_only);
+  if (ts.arm_failed || ts.table_full)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRIu64 " timer_create failures, %" PRIu64
+             " threads over the %d-thread table (not sampled)",
+             ts.arm_failed, ts.table_full, THREADS_MAX);
+  for (size_t i = 0; i < nc; i++)
+    cp[i] = comments[i];
+
+  profbuild_meta meta = {.period_ns = 1000000000LL / (hz > 0 ? hz : 100),
+                         .time_nanos = t0,
+                         .duration_nanos = t1 - t0,
+                         .comments = cp,
+                         .ncomments = nc};
+  if (!profbuild_new) {
+    rc = PUSHPROF_ESYS;
+    goto fail;
+  }
+  if (!g_pb && !(g_pb = profbuild_new())) {
+    rc = PUSHPROF_ENOMEM;
+    goto fail;
+  }
+  if (profbuild_refresh_maps(g_pb) != 0 || profbuild_build(g_pb, st, ns, &meta, out, len) != 0) {
+    rc = PUSHPROF_ENOMEM; /* both fail only when memory or /proc/self/maps is short */
+    goto fail;
+  }
+  *start_ns = t0;
+  *end_ns = t1;
+fail:
+  pthread_mutex_unlock(&g_cut_mu);
+  agg_free(&a);
+  free(st);
+  free(labs);
+  return rc;
+}
+
+/* ---- fork ---- */
+
+void collector_atfork_prepare(void) {
+  pthread_mutex_lock(&g_mu);
+}
+
+void collector_atfork_parent(void) {
+  pthread_mutex_unlock(&g_mu);
+}
+
+void collector_atfork_child(void) {
+  /* Only the forking thread survives: no collector thread, no producers
+   * mid-write. Issue 4 restarts sampling in the child; until then it is
+   * simply not started, with nothing inherited. */
+  pthread_mutex_init(&g_mu, NULL);
+  pthread_mutex_init(&g_cut_mu, NULL);
+  pthread_mutex_init(&g_ctl, NULL);
+  init_cv();
+  g_thread_running = 0;
+  g_stop = 0;
+  agg_free(&g_agg);
+  g_pb = NULL; /* may have been mid-build in another thread: abandoned */
+  ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);
+  g_drops_seen = 0;
+  g_inited = 0;
+}

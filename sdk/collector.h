@@ -1,0 +1,36 @@
+/* The collector: owns the ring the signal handler writes into, a thread
+ * that drains it (every COLLECTOR_DRAIN_MS) into a table of identical
+ * stacks -> counts and rescans threads (every second), and the cut that
+ * turns one window of that table into a pprof via profbuild. Not
+ * async-signal-safe except collector_ring, which the handler writes to. */
+#ifndef PUSHPROF_COLLECTOR_H
+#define PUSHPROF_COLLECTOR_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring.h"
+
+#define COLLECTOR_DRAIN_MS 50
+#define COLLECTOR_RESCAN_MS 1000
+#define COLLECTOR_RING_CELLS 512
+
+extern ring collector_ring;
+
+enum { COLLECTOR_MODE_TIMERS = 1, COLLECTOR_MODE_ITIMER = 2 };
+
+/* Initialises the ring (once); before any handler can write to it. */
+void collector_init(void);
+/* Starts the collector thread (first call also opens the first window).
+ * 0 or a negative PUSHPROF_E* code with err set. */
+int collector_start(int hz, int signo, int mode, char *err, size_t errlen);
+/* Stops and joins the thread after a last drain. Idempotent. */
+void collector_stop(void);
+/* See sampler_cut(). PUSHPROF_ENOTSTARTED before the first start. */
+int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* Drains the ring now (also done by the thread). */
+void collector_drain(void);
+
+void collector_atfork_prepare(void);
+void collector_atfork_parent(void);
+void collector_atfork_child(void);
+#endif

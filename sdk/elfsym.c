@@ -1,0 +1,587 @@
+/* ELF reading with libelf (elfutils). Files are opened with ELF_C_READ, not
+ * mmap, so a file truncated under us gives read errors instead of SIGBUS. */
+#include "elfsym.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+typedef struct load_seg {
+  uint64_t offset, vaddr, filesz;
+  bool exec;
+} load_seg;
+
+typedef struct sym {
+  uint64_t addr, size;
+  uint32_t name; /* offset into names */
+} sym;
+
+struct elfsym_image {
+  char *key; /* "b:<build id>" or "f:<path>:<inode>:<size>" */
+  char *build_id;
+  load_seg *loads;
+  size_t nloads;
+  /* where to re-read the symbols from */
+  char *open_path, *alt_path; /* alt: the maps path when opened via map_files */
+  uint64_t st_dev, st_ino;
+  int64_t st_size;
+  uint8_t *mem; /* memory images keep their bytes */
+  size_t memsize;
+  bool syms_loaded;
+  sym *syms;
+  size_t nsyms;
+  char *names;
+  char **dem; /* lazily demangled names; entry == names+off when not mangled */
+  unsigned refs;
+};
+
+typedef struct file_ent {
+  char *path;
+  uint64_t inode;
+  uint32_t dev_major, dev_minor;
+  bool deleted;
+  elfsym_image *img; /* NULL: could not be read (cached failure) */
+  unsigned last_gen;
+} file_ent;
+
+struct elfsym_cache {
+  file_ent *files;
+  size_t nfiles, capfiles;
+  elfsym_image **imgs;
+  size_t nimgs, capimgs;
+  unsigned gen;
+};
+
+static bool g_libelf_ok;
+static void libelf_init(void) { g_libelf_ok = elf_version(EV_CURRENT) != EV_NONE; }
+
+static bool libelf_ready(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  return pthread_once(&once, libelf_init) == 0 && g_libelf_ok;
+}
+
+/* ---- build id and program headers ---- */
+
+static char *hex_string(const uint8_t *p, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  char *s = malloc(2 * n + 1);
+  if (!s) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    s[2 * i] = digits[p[i] >> 4];
+    s[2 * i + 1] = digits[p[i] & 15];
+  }
+  s[2 * n] = '\0';
+  return s;
+}
+
+/* Scans a note data block; returns a malloc'ed hex id, "" duplicate if none
+ * found is signalled by NULL with *found false. */
+static char *build_id_in_notes(Elf_Data *data, bool *oom) {
+  size_t off = 0, name_off, desc_off;
+  GElf_Nhdr nh;
+  if (!data || !data->d_buf) return NULL;
+  while (off < data->d_size) {
+    size_t next = gelf_getnote(data, off, &nh, &name_off, &desc_off);
+    if (next == 0 || next <= off) break;
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
+        nh.n_descsz <= 64 && name_off + 4 <= data->d_size &&
+        desc_off + nh.n_descsz <= data->d_size &&
+        memcmp((const char *)data->d_buf + name_off, "GNU", 4) == 0) {
+      char *s = hex_string((const uint8_t *)data->d_buf + desc_off, nh.n_descsz);
+      if (!s) *oom = true;
+      return s;
+    }
+    off = next;
+  }
+  return NULL;
+}
+
+static char *read_build_id(Elf *elf, bool *oom) {
+  size_t nph = 0;
+  if (elf_getphdrnum(elf, &nph) == 0) {
+    for (size_t i = 0; i < nph; i++) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0) continue;
+      Elf_Type t = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
+      Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, t);
+      char *s = build_id_in_notes(d, oom);
+      if (s || *oom) return s;
+    }
+  }
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(elf, scn)) != NULL) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    char *s = build_id_in_notes(elf_getdata(scn, NULL), oom);
+    if (s || *oom) return s;
+  }
+  return NULL;
+}
+
+static int read_loads(Elf *elf, elfsym_image *img) {
+  size_t nph = 0;
+  if (elf_getphdrnum(elf, &nph) != 0 || nph == 0) return 0;
+  if (nph > 65535) return 0;
+  img->loads = calloc(nph, sizeof *img->loads);
+  if (!img->loads) return -1;
+  for (size_t i = 0; i < nph; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+    load_seg *l = &img->loads[img->nloads++];
+    l->offset = ph.p_offset;
+    l->vaddr = ph.p_vaddr;
+    l->filesz = ph.p_filesz;
+    l->exec = (ph.p_flags & PF_X) != 0;
+  }
+  return 0;
+}
+
+/* ---- symbols ---- */
+
+typedef struct sym_tmp {
+  uint64_t addr, size;
+  uint32_t name;
+  uint8_t bind_rank;
+} sym_tmp;
+
+static int underscores(const char *s) {
+  int n = 0;
+  while (s[n] == '_') n++;
+  return n;
+}
+
+/* By address; within an address the preferred alias first: sized, global
+ * before weak before local, fewer leading underscores, shorter, then name. */
+static int sym_tmp_cmp(const void *a, const void *b, void *names) {
+  const sym_tmp *x = a, *y = b;
+  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+  if ((x->size != 0) != (y->size != 0)) return x->size != 0 ? -1 : 1;
+  if (x->bind_rank != y->bind_rank) return x->bind_rank < y->bind_rank ? -1 : 1;
+  const char *nx = (const char *)names + x->name, *ny = (const char *)names + y->name;
+  int ux = underscores(nx), uy = underscores(ny);
+  if (ux != uy) return ux < uy ? -1 : 1;
+  size_t lx = strlen(nx), ly = strlen(ny);
+  if (lx != ly) return lx < ly ? -1 : 1;
+  return strcmp(nx, ny);
+}
+
+static bool section_has_symbols(const GElf_Shdr *sh) {
+  return sh->sh_entsize != 0 && sh->sh_size / sh->sh_entsize >= 2;
+}
+
+static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, elfsym_image *img) {
+  Elf_Data *data = elf_getdata(scn, NULL);
+  if (!data || sh->sh_entsize == 0) return 0;
+  size_t n = sh->sh_size / sh->sh_entsize;
+  size_t cap_names = 4096, nnames = 1, ntmp = 0;
+  sym_tmp *tmp = NULL;
+  char *names = NULL;
+  if (n > (size_t)1 << 26) n = (size_t)1 << 26;
+  tmp = malloc((n ? n : 1) * sizeof *tmp);
+  names = malloc(cap_names);
+  if (!tmp || !names) goto fail;
+  names[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    GElf_Sym s;
+    if (!gelf_getsym(data, (int)i, &s)) break;
+    int type = GELF_ST_TYPE(s.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+    const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
+    if (!name || !name[0]) continue;
+    size_t len = strlen(name) + 1;
+    if (nnames + len > UINT32_MAX) break;
+    if (nnames + len > cap_names) {
+      size_t nc = cap_names;
+      while (nnames + len > nc) nc *= 2;
+      char *nn = realloc(names, nc);
+      if (!nn) goto fail;
+      names = nn;
+      cap_names = nc;
+    }
+    memcpy(names + nnames, name, len);
+    int bind = GELF_ST_BIND(s.st_info);
+    tmp[ntmp].addr = s.st_value;
+    tmp[ntmp].size = s.st_size;
+    tmp[ntmp].name = (uint32_t)nnames;
+    tmp[ntmp].bind_rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+    ntmp++;
+    nnames += len;
+  }
+  if (ntmp == 0) {
+    free(tmp);
+    free(names);
+    return 0;
+  }
+  qsort_r(tmp, ntmp, sizeof *tmp, sym_tmp_cmp, names);
+  img->syms = malloc(ntmp * sizeof *img->syms);
+  if (!img->syms) goto fail;
+  size_t k = 0;
+  for (size_t i = 0; i < ntmp; i++) {
+    if (k > 0 && img->syms[k - 1].addr == tmp[i].addr) continue; /* alias: first is preferred */
+    img->syms[k].addr = tmp[i].addr;
+    img->syms[k].size = tmp[i].size;
+    img->syms[k].name = tmp[i].name;
+    k++;
+  }
+  img->nsyms = k;
+  img->names = names;
+  free(tmp);
+  return 0;
+fail:
+  free(tmp);
+  free(names);
+  return -1;
+}
+
+static void load_symbols_from(Elf *elf, elfsym_image *img) {
+  Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+  GElf_Shdr symsh, dynsh;
+  while ((scn = elf_nextscn(elf, scn)) != NULL) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    if (sh.sh_type == SHT_SYMTAB && !symtab && section_has_symbols(&sh)) {
+      symtab = scn;
+      symsh = sh;
+    } else if (sh.sh_type == SHT_DYNSYM && !dynsym && section_has_symbols(&sh)) {
+      dynsym = scn;
+      dynsh = sh;
+    }
+  }
+  if (symtab) {
+    if (load_symtab(elf, symtab, &symsh, img) != 0) return;
+    if (img->nsyms > 0) return;
+  }
+  if (dynsym) (void)load_symtab(elf, dynsym, &dynsh, img);
+}
+
+/* Re-opens the file the image came from (only if it is still the same file). */
+static void load_symbols(elfsym_image *img) {
+  if (img->syms_loaded) return;
+  img->syms_loaded = true;
+  if (!libelf_ready()) return;
+  if (img->mem) {
+    Elf *elf = elf_memory((char *)img->mem, img->memsize);
+    if (!elf) return;
+    if (elf_kind(elf) == ELF_K_ELF) load_symbols_from(elf, img);
+    elf_end(elf);
+    return;
+  }
+  const char *paths[2] = {img->open_path, img->alt_path};
+  for (int i = 0; i < 2; i++) {
+    if (!paths[i]) continue;
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    bool same = fstat(fd, &st) == 0 && (uint64_t)st.st_dev == img->st_dev &&
+                (uint64_t)st.st_ino == img->st_ino && (int64_t)st.st_size == img->st_size;
+    if (same) {
+      Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+      if (elf) {
+        if (elf_kind(elf) == ELF_K_ELF) load_symbols_from(elf, img);
+        elf_end(elf);
+      }
+    }
+    close(fd);
+    if (same) return;
+  }
+}
+
+/* ---- images ---- */
+
+void elfsym_image_free(elfsym_image *img) {
+  if (!img) return;
+  if (img->dem) {
+    for (size_t i = 0; i < img->nsyms; i++)
+      if (img->dem[i] && img->dem[i] != img->names + img->syms[i].name) free(img->dem[i]);
+    free(img->dem);
+  }
+  free(img->key);
+  free(img->build_id);
+  free(img->loads);
+  free(img->open_path);
+  free(img->alt_path);
+  free(img->mem);
+  free(img->syms);
+  free(img->names);
+  free(img);
+}
+
+/* Reads build id and PT_LOADs; the symbols wait for the first lookup. */
+static elfsym_image *image_from_elf(Elf *elf) {
+  bool oom = false;
+  if (elf_kind(elf) != ELF_K_ELF) return NULL;
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh)) return NULL;
+  elfsym_image *img = calloc(1, sizeof *img);
+  if (!img) return NULL;
+  img->build_id = read_build_id(elf, &oom);
+  if (oom) goto fail;
+  if (!img->build_id && !(img->build_id = strdup(""))) goto fail;
+  if (read_loads(elf, img) != 0) goto fail;
+  return img;
+fail:
+  elfsym_image_free(img);
+  return NULL;
+}
+
+/* open_path: what to re-open for the symbols; key_path names the file in the key
+ * and is the second choice for re-opening. */
+static elfsym_image *image_open_fd(int fd, const char *open_path, const char *key_path) {
+  const char *path = key_path;
+  struct stat st;
+  elfsym_image *img = NULL;
+  if (!libelf_ready() || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
+  Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+  if (!elf) return NULL;
+  img = image_from_elf(elf);
+  elf_end(elf);
+  if (!img) return NULL;
+  img->open_path = strdup(open_path);
+  if (strcmp(open_path, key_path) != 0 && key_path[0] == '/' && !(img->alt_path = strdup(key_path)))
+    goto fail;
+  img->st_dev = (uint64_t)st.st_dev;
+  img->st_ino = (uint64_t)st.st_ino;
+  img->st_size = (int64_t)st.st_size;
+  char key[64];
+  snprintf(key, sizeof key, ":%" PRIu64 ":%" PRId64, img->st_ino, img->st_size);
+  size_t klen = strlen(path) + strlen(key) + 3 + 2 * strlen(img->build_id);
+  img->key = malloc(klen);
+  if (!img->open_path || !img->key) goto fail;
+  if (img->build_id[0])
+    snprintf(img->key, klen, "b:%s", img->build_id);
+  else
+    snprintf(img->key, klen, "f:%s%s", path, key);
+  return img;
+fail:
+  elfsym_image_free(img);
+  return NULL;
+}
+
+elfsym_image *elfsym_image_open(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  elfsym_image *img = image_open_fd(fd, path, path);
+  close(fd);
+  return img;
+}
+
+elfsym_image *elfsym_image_from_memory(const void *data, size_t size) {
+  if (!libelf_ready() || !data || size < 64) return NULL;
+  uint8_t *copy = malloc(size);
+  if (!copy) return NULL;
+  memcpy(copy, data, size);
+  Elf *elf = elf_memory((char *)copy, size);
+  elfsym_image *img = NULL;
+  if (elf) {
+    img = image_from_elf(elf);
+    elf_end(elf);
+  }
+  if (!img) {
+    free(copy);
+    return NULL;
+  }
+  img->mem = copy;
+  img->memsize = size;
+  img->key = malloc(2 * strlen(img->build_id) + 32);
+  if (!img->key) {
+    elfsym_image_free(img);
+    return NULL;
+  }
+  if (img->build_id[0])
+    sprintf(img->key, "b:%s", img->build_id);
+  else
+    sprintf(img->key, "m:%p", (void *)img);
+  return img;
+}
+
+const char *elfsym_build_id(const elfsym_image *img) { return img->build_id; }
+
+bool elfsym_pc_to_vaddr(const elfsym_image *img, uint64_t map_start, uint64_t map_offset,
+                        uint64_t pc, uint64_t *vaddr) {
+  if (pc < map_start) return false;
+  uint64_t off = pc - map_start + map_offset;
+  const load_seg *hit = NULL;
+  for (size_t i = 0; i < img->nloads; i++) {
+    const load_seg *l = &img->loads[i];
+    if (off < l->offset || off - l->offset >= l->filesz) continue;
+    if (!hit || (l->exec && !hit->exec)) hit = l;
+  }
+  if (!hit) return false;
+  *vaddr = off - hit->offset + hit->vaddr;
+  return true;
+}
+
+size_t elfsym_symbol_count(elfsym_image *img) {
+  load_symbols(img);
+  return img->nsyms;
+}
+
+bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangle,
+                   elfsym_symbol *out) {
+  load_symbols(img);
+  if (img->nsyms == 0 || vaddr < img->syms[0].addr) return false;
+  size_t lo = 0, hi = img->nsyms; /* last symbol with addr <= vaddr */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (img->syms[mid].addr <= vaddr)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  const sym *s = &img->syms[lo];
+  if (s->size > 0) {
+    if (vaddr - s->addr >= s->size) return false;
+  } else {
+    /* unsized: up to the next symbol, and not absurdly far */
+    if (lo + 1 < img->nsyms && vaddr >= img->syms[lo + 1].addr) return false;
+    if (vaddr - s->addr >= ((uint64_t)1 << 20)) return false;
+  }
+  const char *name = img->names + s->name;
+  out->name = name;
+  out->demangled = name;
+  out->addr = s->addr;
+  out->size = s->size;
+  if (demangle && name[0] == '_' && name[1] == 'Z') {
+    if (!img->dem) img->dem = calloc(img->nsyms, sizeof *img->dem);
+    if (img->dem) {
+      if (!img->dem[lo]) {
+        int status = -1;
+        char *d = demangle(name, NULL, NULL, &status);
+        if (d && status == 0) {
+          img->dem[lo] = d;
+        } else {
+          free(d);
+          img->dem[lo] = (char *)name;
+        }
+      }
+      out->demangled = img->dem[lo];
+    }
+  }
+  return true;
+}
+
+/* ---- cache ---- */
+
+elfsym_cache *elfsym_cache_new(void) { return calloc(1, sizeof(elfsym_cache)); }
+
+void elfsym_cache_free(elfsym_cache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->nfiles; i++) free(c->files[i].path);
+  for (size_t i = 0; i < c->nimgs; i++) elfsym_image_free(c->imgs[i]);
+  free(c->files);
+  free(c->imgs);
+  free(c);
+}
+
+/* Tries the exact mapped file first (works for deleted and replaced files),
+ * then the path. */
+static elfsym_image *open_mapped(const elfsym_fileid *id) {
+  char mf[96];
+  snprintf(mf, sizeof mf, "/proc/self/map_files/%" PRIx64 "-%" PRIx64, id->map_start,
+           id->map_end);
+  if (id->map_end > id->map_start) {
+    int fd = open(mf, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      elfsym_image *img = image_open_fd(fd, mf, id->path ? id->path : "");
+      close(fd);
+      if (img) return img;
+    }
+  }
+  if (id->deleted || !id->path || id->path[0] != '/') return NULL;
+  return elfsym_image_open(id->path);
+}
+
+static elfsym_image *intern_image(elfsym_cache *c, elfsym_image *img) {
+  for (size_t i = 0; i < c->nimgs; i++) {
+    if (strcmp(c->imgs[i]->key, img->key) == 0) {
+      elfsym_image_free(img);
+      return c->imgs[i];
+    }
+  }
+  if (c->nimgs == c->capimgs) {
+    size_t cap = c->capimgs ? c->capimgs * 2 : 16;
+    elfsym_image **v = realloc(c->imgs, cap * sizeof *v);
+    if (!v) {
+      elfsym_image_free(img);
+      return NULL;
+    }
+    c->imgs = v;
+    c->capimgs = cap;
+  }
+  c->imgs[c->nimgs++] = img;
+  return img;
+}
+
+elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id) {
+  const char *path = id->path ? id->path : "";
+  for (size_t i = 0; i < c->nfiles; i++) {
+    file_ent *f = &c->files[i];
+    if (f->inode == id->inode && f->dev_major == id->dev_major && f->dev_minor == id->dev_minor &&
+        f->deleted == id->deleted && strcmp(f->path, path) == 0) {
+      f->last_gen = c->gen;
+      return f->img;
+    }
+  }
+  if (c->nfiles == c->capfiles) {
+    size_t cap = c->capfiles ? c->capfiles * 2 : 16;
+    file_ent *v = realloc(c->files, cap * sizeof *v);
+    if (!v) return NULL;
+    c->files = v;
+    c->capfiles = cap;
+  }
+  char *pcopy = strdup(path);
+  if (!pcopy) return NULL;
+  elfsym_image *img = open_mapped(id);
+  if (img) {
+    img = intern_image(c, img);
+    if (img) img->refs++;
+  }
+  file_ent *f = &c->files[c->nfiles++];
+  f->path = pcopy;
+  f->inode = id->inode;
+  f->dev_major = id->dev_major;
+  f->dev_minor = id->dev_minor;
+  f->deleted = id->deleted;
+  f->img = img;
+  f->last_gen = c->gen;
+  return img;
+}
+
+void elfsym_cache_sweep(elfsym_cache *c, unsigned keep) {
+  size_t k = 0;
+  for (size_t i = 0; i < c->nfiles; i++) {
+    file_ent *f = &c->files[i];
+    if (c->gen - f->last_gen > keep) {
+      if (f->img) f->img->refs--;
+      free(f->path);
+      continue;
+    }
+    c->files[k++] = *f;
+  }
+  c->nfiles = k;
+  k = 0;
+  for (size_t i = 0; i < c->nimgs; i++) {
+    if (c->imgs[i]->refs == 0) {
+      elfsym_image_free(c->imgs[i]);
+      continue;
+    }
+    c->imgs[k++] = c->imgs[i];
+  }
+  c->nimgs = k;
+  c->gen++;
+}
+
+size_t elfsym_cache_images(const elfsym_cache *c) { return c->nimgs; }

@@ -1,0 +1,69 @@
+/* ELF symbol tables and build ids via libelf, cached per file: a file (path,
+ * device, inode) resolves to an image keyed by its GNU build id (or by path,
+ * inode and size when it has none), so a library mapped again, or the same
+ * build at another path, is read once. Symbols are read on first lookup.
+ * Odd files (stripped, truncated, unreadable, deleted) never crash: they give
+ * an image without symbols, or none at all.
+ * Not async-signal-safe (allocates, does I/O). An elfsym_cache and everything
+ * it returns belong to one thread at a time (the collector thread). */
+#ifndef PUSHPROF_ELFSYM_H
+#define PUSHPROF_ELFSYM_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct elfsym_cache elfsym_cache;
+typedef struct elfsym_image elfsym_image; /* owned by the cache */
+
+/* Identifies a mapped file as /proc/self/maps describes it. */
+typedef struct elfsym_fileid {
+  const char *path;
+  uint64_t inode;
+  uint32_t dev_major, dev_minor;
+  bool deleted;
+  uint64_t map_start, map_end; /* to open /proc/self/map_files/<start>-<end> */
+} elfsym_fileid;
+
+/* Returns (a pointer into) the demangled form of a mangled name, malloc'ed,
+ * or NULL when it is not a mangled name. Matches __cxa_demangle's contract. */
+typedef char *(*elfsym_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+elfsym_cache *elfsym_cache_new(void); /* NULL on ENOMEM */
+void elfsym_cache_free(elfsym_cache *c);
+
+/* The image of a mapped file; NULL if it cannot be opened or is not ELF (the
+ * failure is cached too). Valid until the next elfsym_cache_sweep. */
+elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id);
+
+/* Opens a file by path without the cache (tests, tools). Free with
+ * elfsym_image_free. NULL if unreadable or not ELF. */
+elfsym_image *elfsym_image_open(const char *path);
+/* An ELF image in memory (e.g. the vDSO); the bytes are copied. */
+elfsym_image *elfsym_image_from_memory(const void *data, size_t size);
+void elfsym_image_free(elfsym_image *img);
+
+/* Starts a new generation: files not looked up again in the last `keep`
+ * generations are dropped. */
+void elfsym_cache_sweep(elfsym_cache *c, unsigned keep);
+size_t elfsym_cache_images(const elfsym_cache *c); /* live images (tests) */
+
+/* Lower-case hex GNU build id, "" if the file has none. */
+const char *elfsym_build_id(const elfsym_image *img);
+
+/* Converts a runtime address inside a mapping (start, file offset) to the
+ * ELF virtual address via the PT_LOAD headers. false if no segment covers it. */
+bool elfsym_pc_to_vaddr(const elfsym_image *img, uint64_t map_start, uint64_t map_offset,
+                        uint64_t pc, uint64_t *vaddr);
+
+typedef struct elfsym_symbol {
+  const char *name;      /* as in the symbol table (mangled) */
+  const char *demangled; /* demangled if a demangler was given and it is mangled, else name */
+  uint64_t addr, size;   /* ELF virtual address of the symbol */
+} elfsym_symbol;
+
+/* Finds the function containing vaddr (reads the symbols on first use).
+ * demangle may be NULL. false if none. */
+bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangle,
+                   elfsym_symbol *out);
+size_t elfsym_symbol_count(elfsym_image *img); /* reads the symbols if needed */
+#endif

@@ -1,0 +1,49 @@
+/* pthread_create interposition (only in the .so files): every new thread
+ * registers itself with the sampler before running its start routine, with
+ * exact stack bounds; it deregisters at exit (the thread table's key
+ * destructor). Threads made any other way are found by the periodic rescan. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "sampler.h"
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+typedef struct trampoline_arg {
+  void *(*fn)(void *);
+  void *arg;
+} trampoline_arg;
+
+static _Atomic(pthread_create_fn) g_real;
+
+static void *trampoline(void *p) {
+  trampoline_arg t = *(trampoline_arg *)p;
+  free(p);
+  if (sampler_running())
+    sampler_thread_register(); /* failure: the rescan still finds the thread */
+  return t.fn(t.arg);
+}
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t *thread,
+                                                          const pthread_attr_t *attr,
+                                                          void *(*fn)(void *), void *arg) {
+  pthread_create_fn real = atomic_load_explicit(&g_real, memory_order_acquire);
+  if (!real) {
+    real = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (!real)
+      return EAGAIN; /* cannot happen with a working libc */
+    atomic_store_explicit(&g_real, real, memory_order_release);
+  }
+  trampoline_arg *t = malloc(sizeof *t);
+  if (!t)
+    return real(thread, attr, fn, arg); /* unsampled until the rescan, but created */
+  t->fn = fn;
+  t->arg = arg;
+  int rc = real(thread, attr, trampoline, t);
+  if (rc != 0)
+    free(t);
+  return rc;
+}

@@ -1,0 +1,318 @@
+/* Aggregated stacks -> pprof. A build runs in passes so ids come out dense and
+ * mappings know whether they have functions before they are added:
+ *   1. collect every (pc, is-return-address) frame, sort, dedup;
+ *   2. symbolize each distinct frame once (return addresses as pc-1);
+ *   3. add mappings (the main executable first, as pprof expects);
+ *   4. add functions and locations; 5. add samples (frames found by bsearch). */
+#include "profbuild.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "procmaps.h"
+
+/* Generations a file may stay out of /proc/self/maps before its symbols are
+ * dropped: a library dlclose'd and dlopen'ed again soon is not re-read. */
+#define PROFBUILD_CACHE_KEEP 16
+
+typedef struct pmap {
+  uint64_t start, end, offset;
+  const char *path; /* points into pb->maps */
+  elfsym_image *img; /* NULL: no symbols (unreadable, not ELF, anonymous) */
+  bool is_main;
+} pmap;
+
+struct profbuild {
+  procmaps maps;
+  pmap *pm; /* executable regions, sorted by start */
+  size_t npm;
+  elfsym_cache *cache;
+  elfsym_image *vdso; /* owned, read once from memory */
+  uint64_t vdso_start;
+  bool maps_loaded;
+  char *exe_path; /* readlink /proc/self/exe, " (deleted)" stripped */
+  uint64_t exe_ino;
+};
+
+typedef struct frame_key {
+  uint64_t pc;
+  uint64_t ret; /* 1 for return addresses (symbolized as pc-1) */
+} frame_key;
+
+typedef struct frame_info {
+  int64_t pm;           /* index in pb->pm, -1 if the pc is in no known mapping */
+  elfsym_symbol sym;    /* valid if found */
+  bool found;
+  uint64_t location_id;
+} frame_info;
+
+static char *read_exe_path(void) {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return NULL;
+  buf[n] = '\0';
+  static const char del[] = " (deleted)";
+  size_t dl = sizeof del - 1;
+  if ((size_t)n > dl && strcmp(buf + n - dl, del) == 0) buf[n - dl] = '\0';
+  return strdup(buf);
+}
+
+profbuild *profbuild_new(void) {
+  profbuild *pb = calloc(1, sizeof *pb);
+  if (!pb) return NULL;
+  pb->cache = elfsym_cache_new();
+  if (!pb->cache) goto fail;
+  pb->exe_path = read_exe_path(); /* NULL is fine: no main mapping preference */
+  struct stat st;
+  if (stat("/proc/self/exe", &st) == 0) pb->exe_ino = (uint64_t)st.st_ino;
+  return pb;
+fail:
+  profbuild_free(pb);
+  return NULL;
+}
+
+void profbuild_free(profbuild *pb) {
+  if (!pb) return;
+  free(pb->pm);
+  procmaps_free(&pb->maps);
+  elfsym_cache_free(pb->cache);
+  elfsym_image_free(pb->vdso);
+  free(pb->exe_path);
+  free(pb);
+}
+
+static elfsym_image *vdso_image(profbuild *pb, const procmaps_entry *e) {
+  uint64_t base = (uint64_t)getauxval(AT_SYSINFO_EHDR);
+  if (base == 0 || base != e->start || e->end <= e->start || e->end - e->start > (1u << 20))
+    return NULL;
+  if (!pb->vdso || pb->vdso_start != base) {
+    elfsym_image_free(pb->vdso);
+    pb->vdso = elfsym_image_from_memory((const void *)(uintptr_t)base, e->end - e->start);
+    pb->vdso_start = base;
+  }
+  return pb->vdso;
+}
+
+static int pmap_cmp(const void *a, const void *b) {
+  const pmap *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int profbuild_refresh_maps(profbuild *pb) {
+  procmaps m;
+  if (procmaps_read_self(&m) != 0) return -1;
+  size_t nexec = 0;
+  for (size_t i = 0; i < m.n; i++)
+    if (m.v[i].executable) nexec++;
+  pmap *pm = calloc(nexec ? nexec : 1, sizeof *pm);
+  if (!pm) {
+    procmaps_free(&m);
+    return -1;
+  }
+  elfsym_cache_sweep(pb->cache, PROFBUILD_CACHE_KEEP);
+  size_t n = 0;
+  for (size_t i = 0; i < m.n; i++) {
+    const procmaps_entry *e = &m.v[i];
+    if (!e->executable) continue;
+    bool file = procmaps_is_file(e);
+    bool vdso = strcmp(e->path, "[vdso]") == 0;
+    if (!file && !vdso) continue; /* JIT code, anonymous: pcs there stay address-only */
+    pmap *p = &pm[n++];
+    p->start = e->start;
+    p->end = e->end;
+    p->offset = e->offset;
+    p->path = e->path;
+    if (vdso) {
+      p->img = vdso_image(pb, e);
+    } else {
+      elfsym_fileid id = {e->path, e->inode, e->dev_major, e->dev_minor, e->deleted,
+                          e->start, e->end};
+      p->img = elfsym_cache_get(pb->cache, &id);
+      p->is_main = (pb->exe_path && strcmp(pb->exe_path, e->path) == 0) ||
+                   (pb->exe_ino != 0 && pb->exe_ino == e->inode);
+    }
+  }
+  qsort(pm, n, sizeof *pm, pmap_cmp); /* the kernel sorts already; find_pmap relies on it */
+  free(pb->pm);
+  procmaps_free(&pb->maps);
+  pb->maps = m;
+  pb->pm = pm;
+  pb->npm = n;
+  pb->maps_loaded = true;
+  return 0;
+}
+
+static int frame_key_cmp(const void *a, const void *b) {
+  const frame_key *x = a, *y = b;
+  if (x->pc != y->pc) return x->pc < y->pc ? -1 : 1;
+  if (x->ret != y->ret) return x->ret < y->ret ? -1 : 1;
+  return 0;
+}
+
+static int64_t find_pmap(const profbuild *pb, uint64_t pc) {
+  size_t lo = 0, hi = pb->npm;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (pc < pb->pm[mid].start)
+      hi = mid;
+    else if (pc >= pb->pm[mid].end)
+      lo = mid + 1;
+    else
+      return (int64_t)mid;
+  }
+  return -1;
+}
+
+static elfsym_demangle_fn find_demangler(void) {
+  /* Present exactly in processes that link libstdc++, which are those with
+   * mangled names; the SDK itself needs no C++ runtime. */
+  union {
+    void *p;
+    elfsym_demangle_fn fn;
+  } u;
+  u.p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  return u.fn;
+}
+
+static int add_header(pp_builder *b, const profbuild_meta *meta) {
+  if (pp_builder_add_sample_type(b, "samples", "count") != 0) return -1;
+  if (pp_builder_add_sample_type(b, "cpu", "nanoseconds") != 0) return -1;
+  if (pp_builder_set_period(b, "cpu", "nanoseconds", meta->period_ns) != 0) return -1;
+  pp_builder_set_time(b, meta->time_nanos, meta->duration_nanos);
+  for (size_t i = 0; i < meta->ncomments; i++)
+    if (meta->comments[i] && pp_builder_add_comment(b, meta->comments[i]) != 0) return -1;
+  return 0;
+}
+
+static uint64_t pseudo_location(pp_builder *b, const char *name) {
+  uint64_t fid = pp_builder_function(b, name, name, "", 0);
+  if (fid == 0) return 0;
+  int64_t line = 0;
+  return pp_builder_location(b, 0, 0, &fid, &line, 1);
+}
+
+static int frame_index(const frame_key *keys, size_t n, const frame_key *k, size_t *idx) {
+  const frame_key *f = bsearch(k, keys, n, sizeof *keys, frame_key_cmp);
+  if (!f) return -1;
+  *idx = (size_t)(f - keys);
+  return 0;
+}
+
+int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
+                    const profbuild_meta *meta, uint8_t **out, size_t *len) {
+  pp_builder *b = NULL;
+  frame_key *keys = NULL;
+  frame_info *info = NULL;
+  uint64_t *map_ids = NULL, *locs = NULL;
+  bool *map_funcs = NULL;
+  int rc = -1;
+  if (!pb || !meta || !out || !len || (n && !stacks)) return -1;
+  if (!pb->maps_loaded) (void)profbuild_refresh_maps(pb); /* without maps: address-only */
+  elfsym_demangle_fn demangle = find_demangler();
+
+  /* 1. distinct frames */
+  size_t nframes = 0, maxdepth = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (stacks[i].special || !stacks[i].pcs) continue;
+    nframes += stacks[i].depth;
+    if (stacks[i].depth > maxdepth) maxdepth = stacks[i].depth;
+  }
+  keys = malloc((nframes ? nframes : 1) * sizeof *keys);
+  locs = malloc(maxdepth * sizeof *locs);
+  if (!keys || !locs) goto done;
+  size_t nk = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (stacks[i].special || !stacks[i].pcs) continue;
+    for (uint32_t d = 0; d < stacks[i].depth; d++) {
+      keys[nk].pc = (uint64_t)stacks[i].pcs[d];
+      keys[nk].ret = d > 0;
+      nk++;
+    }
+  }
+  qsort(keys, nk, sizeof *keys, frame_key_cmp);
+  size_t nu = 0;
+  for (size_t i = 0; i < nk; i++)
+    if (nu == 0 || frame_key_cmp(&keys[nu - 1], &keys[i]) != 0) keys[nu++] = keys[i];
+
+  /* 2. symbolize */
+  info = calloc(nu ? nu : 1, sizeof *info);
+  map_funcs = calloc(pb->npm ? pb->npm : 1, sizeof *map_funcs);
+  map_ids = calloc(pb->npm ? pb->npm : 1, sizeof *map_ids);
+  if (!info || !map_funcs || !map_ids) goto done;
+  for (size_t i = 0; i < nu; i++) {
+    frame_info *fi = &info[i];
+    uint64_t q = keys[i].ret && keys[i].pc > 0 ? keys[i].pc - 1 : keys[i].pc;
+    fi->pm = find_pmap(pb, q);
+    if (fi->pm < 0) continue;
+    const pmap *p = &pb->pm[fi->pm];
+    uint64_t vaddr;
+    if (p->img && elfsym_pc_to_vaddr(p->img, p->start, p->offset, q, &vaddr) &&
+        elfsym_lookup(p->img, vaddr, demangle, &fi->sym)) {
+      fi->found = true;
+      map_funcs[fi->pm] = true;
+    }
+  }
+
+  /* 3. header and mappings, main executable first */
+  b = pp_builder_new();
+  if (!b || add_header(b, meta) != 0) goto done;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < pb->npm; i++) {
+      const pmap *p = &pb->pm[i];
+      if (p->is_main != (pass == 0)) continue;
+      map_ids[i] = pp_builder_mapping(b, p->start, p->end, p->offset, p->path,
+                                      p->img ? elfsym_build_id(p->img) : "", map_funcs[i]);
+      if (map_ids[i] == 0) goto done;
+    }
+  }
+
+  /* 4. functions and locations */
+  for (size_t i = 0; i < nu; i++) {
+    frame_info *fi = &info[i];
+    uint64_t mid = fi->pm >= 0 ? map_ids[fi->pm] : 0;
+    if (fi->found) {
+      uint64_t fid = pp_builder_function(b, fi->sym.demangled, fi->sym.name, "", 0);
+      int64_t line = 0;
+      if (fid == 0) goto done;
+      fi->location_id = pp_builder_location(b, mid, keys[i].pc, &fid, &line, 1);
+    } else {
+      fi->location_id = pp_builder_location(b, mid, keys[i].pc, NULL, NULL, 0);
+    }
+    if (fi->location_id == 0) goto done;
+  }
+
+  /* 5. samples */
+  for (size_t i = 0; i < n; i++) {
+    const profbuild_stack *s = &stacks[i];
+    int64_t values[2] = {s->count, s->count * meta->period_ns};
+    size_t nlocs = 0;
+    if (s->special || !s->pcs || s->depth == 0) {
+      locs[0] = pseudo_location(b, s->special ? s->special : "[pushprof] no stack");
+      if (locs[0] == 0) goto done;
+      nlocs = 1;
+    } else {
+      for (uint32_t d = 0; d < s->depth; d++) {
+        frame_key k = {(uint64_t)s->pcs[d], d > 0};
+        size_t idx;
+        if (frame_index(keys, nu, &k, &idx) != 0) goto done; /* cannot happen */
+        locs[nlocs++] = info[idx].location_id;
+      }
+    }
+    if (pp_builder_sample(b, locs, nlocs, values, 2, s->labels, s->nlabels) != 0) goto done;
+  }
+  rc = pp_builder_pack(b, out, len);
+done:
+  if (b) pp_builder_free(b);
+  free(keys);
+  free(info);
+  free(map_ids);
+  free(map_funcs);
+  free(locs);
+  return rc;
+}

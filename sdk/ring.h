@@ -1,0 +1,62 @@
+/* Bounded multi-producer, single-consumer ring of fixed-size sample records
+ * with a sequence number per cell. Producers are signal handlers on any
+ * thread; the consumer is whoever holds the collector's lock.
+ * ring_reserve/ring_commit are async-signal-safe and lock-free; a full ring
+ * (or too much contention) increments the drop counter instead of waiting. */
+#ifndef PUSHPROF_RING_H
+#define PUSHPROF_RING_H
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RING_MAX_DEPTH 128
+/* Room for the thread's labels, copied by value (issue 4): up to
+ * RING_MAX_LABELS pairs encoded as "key\0value\0" within RING_LABEL_BYTES. */
+#define RING_MAX_LABELS 8
+#define RING_LABEL_BYTES 512
+
+#define RING_F_TRUNCATED 1u /* depth cap reached with frames left */
+#define RING_F_LEAF_ONLY 2u /* stack bounds unknown or sp outside them */
+
+typedef struct ring_record {
+  uint32_t slot; /* thread-table slot index */
+  uint32_t gen;  /* that slot's generation when sampled */
+  uintptr_t sp;  /* interrupted stack pointer */
+  uint16_t depth;
+  uint16_t flags;
+  uint16_t nlabels;
+  uint16_t labels_len;
+  uintptr_t pcs[RING_MAX_DEPTH]; /* leaf first */
+  char labels[RING_LABEL_BYTES];
+} ring_record;
+
+typedef struct ring_cell {
+  _Atomic uint64_t seq;
+  ring_record rec;
+} ring_cell;
+
+typedef struct ring {
+  _Alignas(64) _Atomic uint64_t head; /* next position producers claim */
+  _Alignas(64) uint64_t tail;         /* next position the consumer reads */
+  _Alignas(64) _Atomic uint64_t drops;
+  uint64_t mask;
+  ring_cell *cells;
+} ring;
+
+/* ncells must be a power of two >= 2; cells is owned by the caller and must
+ * outlive every producer. Not thread-safe (no producer may run). */
+int ring_init(ring *r, ring_cell *cells, size_t ncells);
+
+/* Claims the next cell; NULL (drop counted) if full or contended. On success
+ * the caller fills the record and calls ring_commit(r, *pos). */
+ring_record *ring_reserve(ring *r, uint64_t *pos);
+void ring_commit(ring *r, uint64_t pos);
+
+/* Consumer only: next committed record in order, or NULL if none is ready
+ * (a producer may still be filling it). ring_release frees it. */
+const ring_record *ring_peek(ring *r);
+void ring_release(ring *r);
+
+/* Drops since ring_init. Async-signal-safe. */
+uint64_t ring_drops(const ring *r);
+#endif

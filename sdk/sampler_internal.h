@@ -1,0 +1,12 @@
+/* Sampler internals shared with tests and benchmarks (not the public API). */
+#ifndef PUSHPROF_SAMPLER_INTERNAL_H
+#define PUSHPROF_SAMPLER_INTERNAL_H
+#include <signal.h>
+
+#include "sampler.h"
+
+/* The signal handler (see the protocol comment in sampler_linux.c).
+ * Async-signal-safe. Exposed so bench_handler can call it with a forged
+ * siginfo (si_code SI_TIMER, sival_ptr = threads_cookie(...)). */
+void sampler_handle_signal(int signo, siginfo_t *si, void *uc);
+#endif

@@ -1,0 +1,263 @@
+/* The sampler on Linux: installs the signal handler, arms per-thread CPU
+ * timers (or setitimer as a fallback) and drives the collector. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "collector.h"
+#include "pushprof.h"
+#include "ring.h"
+#include "sampler_internal.h"
+#include "threads_linux.h"
+#include "unwind.h"
+
+#define SIGNO_MAX 65 /* _NSIG on Linux */
+
+static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_running;  /* samples are recorded only while set */
+static _Atomic int g_itimer;   /* setitimer was used: SI_KERNEL SIGPROFs are ours */
+static struct sigaction g_prev[SIGNO_MAX];
+static _Atomic int g_installed[SIGNO_MAX];
+static int g_started, g_mode; /* under g_api_mu */
+
+/* Emulates SIG_DFL for a signal that was not ours, exactly as if we had
+ * never been installed: ignore-by-default signals are ignored, others get
+ * their default action once the handler returns (the signal is blocked
+ * while we run, so raise() leaves it pending). */
+static void default_action(int signo) {
+  if (signo == SIGCHLD || signo == SIGURG || signo == SIGWINCH || signo == SIGCONT)
+    return;
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(signo, &dfl, NULL);
+  raise(signo);
+}
+
+static void forward(int signo, siginfo_t *si, void *uc) {
+  const struct sigaction *p = &g_prev[signo];
+  if (p->sa_handler == SIG_IGN)
+    return;
+  if (p->sa_handler == SIG_DFL)
+    default_action(signo);
+  else if (p->sa_flags & SA_SIGINFO)
+    p->sa_sigaction(signo, si, uc);
+  else
+    p->sa_handler(signo);
+}
+
+/* Handler <-> collector protocol.
+ * - Which signals are ours: si_code == SI_TIMER and sival_ptr a cookie with
+ *   our magic (threads_cookie: magic | slot generation | slot index); or, in
+ *   setitimer fallback mode only, a SIGPROF with si_code == SI_KERNEL.
+ *   Everything else goes to the handler installed before us (g_prev, written
+ *   before we were installed and never changed after).
+ * - A cookie whose generation no longer matches its slot is a stale signal
+ *   from a deleted timer: swallowed. So are our signals after sampler_stop
+ *   (g_running == 0); the handler is never uninstalled, so a late timer
+ *   signal can never reach SIG_DFL and kill the process.
+ * - The slot gives the thread's stack bounds without TLS or syscalls. They
+ *   are written before the slot's generation is published (self
+ *   registration) or published later by the collector, hi last, with
+ *   release; we read hi with acquire, then lo. Unknown bounds (0): only the
+ *   leaf pc and sp are recorded (RING_F_LEAF_ONLY) and the collector looks
+ *   up the mapping that holds sp, so later samples of that thread are full.
+ * - The record is written in place into a ring cell claimed with one CAS
+ *   (ring_reserve) and published by a release store of the cell's sequence
+ *   number (ring_commit). The collector reads cells in order with acquire
+ *   and hands them back; a full ring or a lost CAS race beyond a few tries
+ *   counts a drop, reported as "[pushprof] ring full" in the next cut.
+ * - Issue 4: the thread's labels are copied by value into rec->labels from
+ *   slot->labels (seqlock on the writer's side, so no torn values).
+ * - No locks, no malloc, no stdio; errno saved; work bounded by
+ *   RING_MAX_DEPTH frames and the ring's retry cap. */
+void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
+  int saved_errno = errno;
+  threads_slot *slot = NULL;
+  uint32_t idx = UINT32_MAX, gen = 0;
+  int ours = 0;
+  if (si && si->si_code == SI_TIMER) {
+    slot = threads_from_cookie(si->si_value.sival_ptr, &ours, &idx, &gen);
+  } else if (si && si->si_code == SI_KERNEL && signo == SIGPROF &&
+             atomic_load_explicit(&g_itimer, memory_order_relaxed)) {
+    ours = 1;
+    slot = threads_self;
+    if (slot) {
+      idx = (uint32_t)(slot - threads_table);
+      gen = atomic_load_explicit(&slot->gen, memory_order_acquire);
+    }
+  }
+  if (!ours) {
+    forward(signo, si, uc);
+    goto out;
+  }
+  if (!atomic_load_explicit(&g_running, memory_order_acquire) || !uc)
+    goto out;
+  if (si->si_code == SI_TIMER && !slot)
+    goto out; /* stale */
+
+  uint64_t pos;
+  ring_record *rec = ring_reserve(&collector_ring, &pos);
+  if (!rec)
+    goto out;
+  unwind_regs regs;
+  unwind_regs_from_ucontext(uc, &regs);
+  uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
+  uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
+  int truncated;
+  rec->depth = (uint16_t)unwind_fp(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &truncated);
+  rec->flags = truncated ? RING_F_TRUNCATED : 0;
+  if (hi == 0 || regs.sp < lo || regs.sp >= hi)
+    rec->flags |= RING_F_LEAF_ONLY;
+  rec->slot = idx;
+  rec->gen = gen;
+  rec->sp = regs.sp;
+  rec->nlabels = 0;
+  rec->labels_len = 0;
+  ring_commit(&collector_ring, pos);
+out:
+  errno = saved_errno;
+}
+
+static int install_handler(int signo, char *err, size_t errlen) {
+  if (atomic_load(&g_installed[signo]))
+    return 0;
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = sampler_handle_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(signo, NULL, &old) != 0)
+    goto fail;
+  g_prev[signo] = old; /* before we can run: the handler reads it */
+  atomic_store(&g_installed[signo], 1);
+  if (sigaction(signo, &sa, NULL) != 0) {
+    atomic_store(&g_installed[signo], 0);
+    goto fail;
+  }
+  return 0;
+fail:
+  snprintf(err, errlen, "cannot install the handler for signal %d: %s", signo, strerror(errno));
+  return PUSHPROF_ESYS;
+}
+
+static void atfork_prepare(void) {
+  collector_atfork_prepare();
+  threads_atfork_prepare();
+}
+
+static void atfork_parent(void) {
+  threads_atfork_parent();
+  collector_atfork_parent();
+}
+
+static void atfork_child(void) {
+  /* No timer survives fork and there is no collector thread: the child is
+   * not sampling (issue 4 restarts it there). */
+  threads_atfork_child();
+  collector_atfork_child();
+  atomic_store(&g_running, 0);
+  pthread_mutex_init(&g_api_mu, NULL);
+  g_started = 0;
+}
+
+static void register_atfork(void) {
+  if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
+    fprintf(stderr, "pushprof: cannot register fork handlers; a forked child may be unprofiled\n");
+}
+
+int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
+  char why[160] = "";
+  int rc = 0;
+  if (errlen)
+    err[0] = '\0';
+  if (!cfg || cfg->hz < 1 || cfg->hz > 1000 || cfg->signo < 1 || cfg->signo >= SIGNO_MAX ||
+      cfg->signo == SIGKILL || cfg->signo == SIGSTOP) {
+    snprintf(err, errlen, "invalid sampler configuration (hz 1..1000, a catchable signal)");
+    return PUSHPROF_EINVAL;
+  }
+  pthread_mutex_lock(&g_api_mu);
+  if (g_started) {
+    rc = PUSHPROF_EALREADY;
+    goto out;
+  }
+  collector_init();
+  pthread_once(&g_atfork_once, register_atfork);
+  rc = install_handler(cfg->signo, err, errlen);
+  if (rc < 0)
+    goto out;
+  int64_t period_ns = 1000000000LL / cfg->hz;
+  atomic_store(&g_running, 1);
+  g_mode = COLLECTOR_MODE_TIMERS;
+  if (threads_arm_all(cfg->signo, period_ns, why, sizeof why) != 0) {
+    rc = install_handler(SIGPROF, err, errlen);
+    if (rc < 0)
+      goto fail;
+    atomic_store(&g_itimer, 1);
+    struct itimerval it = {.it_interval = {.tv_sec = period_ns / 1000000000,
+                                           .tv_usec = (period_ns % 1000000000) / 1000},
+                           .it_value = {0}};
+    it.it_value = it.it_interval;
+    if (setitimer(ITIMER_PROF, &it, NULL) != 0) {
+      snprintf(err, errlen, "%s, and setitimer(ITIMER_PROF) failed: %s", why, strerror(errno));
+      rc = PUSHPROF_ESYS;
+      goto fail;
+    }
+    g_mode = COLLECTOR_MODE_ITIMER;
+    fprintf(stderr,
+            "pushprof: per-thread CPU timers unavailable (%s); sampling with "
+            "setitimer(ITIMER_PROF) on SIGPROF instead (per-thread fairness is lost)\n",
+            why);
+  }
+  rc = collector_start(cfg->hz, cfg->signo, g_mode, err, errlen);
+  if (rc < 0)
+    goto fail;
+  g_started = 1;
+out:
+  pthread_mutex_unlock(&g_api_mu);
+  return rc;
+fail:
+  atomic_store(&g_running, 0);
+  threads_disarm_all();
+  if (g_mode == COLLECTOR_MODE_ITIMER || atomic_load(&g_itimer)) {
+    struct itimerval off = {0};
+    setitimer(ITIMER_PROF, &off, NULL);
+  }
+  pthread_mutex_unlock(&g_api_mu);
+  return rc;
+}
+
+void sampler_stop(void) {
+  pthread_mutex_lock(&g_api_mu);
+  if (g_started) {
+    atomic_store(&g_running, 0);
+    threads_disarm_all();
+    if (g_mode == COLLECTOR_MODE_ITIMER) {
+      struct itimerval off = {0};
+      setitimer(ITIMER_PROF, &off, NULL); /* g_itimer stays: late SIGPROFs are swallowed */
+    }
+    collector_stop();
+    g_started = 0;
+  }
+  pthread_mutex_unlock(&g_api_mu);
+}
+
+int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+  if (!out || !len || !start_ns || !end_ns)
+    return PUSHPROF_EINVAL;
+  return collector_cut(out, len, start_ns, end_ns);
+}
+
+int sampler_thread_register(void) {
+  return threads_register_self();
+}
+
+int sampler_running(void) {
+  return atomic_load(&g_running);
+}

@@ -1,0 +1,397 @@
+/* Per-thread CPU-time timers on Linux: timer_create on the clock id the
+ * kernel derives from a tid (MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)),
+ * delivered with SIGEV_THREAD_ID to that very thread. */
+#include "threads_linux.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pushprof.h"
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+_Static_assert(sizeof(void *) == 8, "the timer cookie needs 64-bit pointers");
+_Static_assert(THREADS_MAX < (1 << 24), "slot index must fit the cookie");
+
+#define COOKIE_MAGIC 0x7070ULL /* "pp" in the top 16 bits of sival_ptr */
+#define GEN_MASK 0xffffffu
+
+threads_slot threads_table[THREADS_MAX];
+__thread threads_slot *threads_self __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static int g_key_ok;
+/* Under g_lock: */
+static int g_armed;
+static int g_signo;
+static int64_t g_period_ns;
+static pid_t g_excluded_tid;
+static uint32_t g_hint;
+static uint64_t g_arm_failed, g_table_full, g_rng;
+
+void *threads_cookie(uint32_t idx, uint32_t gen) {
+  return (void *)(uintptr_t)((COOKIE_MAGIC << 48) | ((uint64_t)(gen & GEN_MASK) << 24) | idx);
+}
+
+threads_slot *threads_from_cookie(const void *cookie, int *ours, uint32_t *idx, uint32_t *gen) {
+  uint64_t v = (uintptr_t)cookie;
+  *ours = (v >> 48) == COOKIE_MAGIC;
+  if (!*ours)
+    return NULL;
+  uint32_t i = (uint32_t)(v & GEN_MASK);
+  if (i >= THREADS_MAX)
+    return NULL;
+  uint32_t cur = atomic_load_explicit(&threads_table[i].gen, memory_order_acquire);
+  if ((cur & GEN_MASK) != (uint32_t)((v >> 24) & GEN_MASK))
+    return NULL; /* the slot was freed (and maybe reused) since the timer was made */
+  *idx = i;
+  *gen = cur;
+  return &threads_table[i];
+}
+
+static uint32_t slot_index(const threads_slot *s) {
+  return (uint32_t)(s - threads_table);
+}
+
+static uint64_t rng_next(void) {
+  /* xorshift64*: only for spreading first expiries */
+  if (g_rng == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g_rng = (((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)getpid()) | 1;
+  }
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return g_rng * 0x2545F4914F6CDD1DULL;
+}
+
+static struct timespec ns_to_ts(int64_t ns) {
+  struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+  return ts;
+}
+
+static int arm_locked(threads_slot *s) {
+  if (s->armed)
+    return 0;
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = g_signo;
+  sev.sigev_notify_thread_id = s->tid;
+  sev.sigev_value.sival_ptr =
+      threads_cookie(slot_index(s), atomic_load_explicit(&s->gen, memory_order_relaxed));
+  clockid_t clk = (clockid_t)((~(uint32_t)s->tid << 3) | 6u); /* per-thread, SCHED */
+  if (timer_create(clk, &sev, &s->timer) != 0) {
+    g_arm_failed++;
+    return -errno;
+  }
+  /* A random first expiry within one period: short threads are sampled fairly. */
+  struct itimerspec its = {.it_interval = ns_to_ts(g_period_ns),
+                           .it_value = ns_to_ts(1 + (int64_t)(rng_next() % (uint64_t)g_period_ns))};
+  if (timer_settime(s->timer, 0, &its, NULL) != 0) {
+    int e = errno;
+    timer_delete(s->timer);
+    g_arm_failed++;
+    return -e;
+  }
+  s->armed = 1;
+  return 0;
+}
+
+static void disarm_locked(threads_slot *s) {
+  if (s->armed) {
+    timer_delete(s->timer); /* also discards a signal still pending from it */
+    s->armed = 0;
+  }
+}
+
+static threads_slot *alloc_locked(pid_t tid, uintptr_t lo, uintptr_t hi) {
+  for (uint32_t n = 0; n < THREADS_MAX; n++) {
+    uint32_t i = (g_hint + n) % THREADS_MAX;
+    threads_slot *s = &threads_table[i];
+    if (s->state != THREADS_FREE)
+      continue;
+    g_hint = i + 1;
+    s->state = THREADS_LIVE;
+    s->tid = tid;
+    s->armed = 0;
+    atomic_store_explicit(&s->labels, NULL, memory_order_relaxed);
+    atomic_store_explicit(&s->stack_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&s->stack_hi, hi, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
+    return s;
+  }
+  g_table_full++;
+  return NULL;
+}
+
+static void free_locked(threads_slot *s) {
+  disarm_locked(s);
+  atomic_fetch_add_explicit(&s->gen, 1, memory_order_release); /* stale cookies miss */
+  atomic_store_explicit(&s->stack_hi, 0, memory_order_relaxed);
+  atomic_store_explicit(&s->stack_lo, 0, memory_order_relaxed);
+  s->state = THREADS_FREE;
+  s->tid = 0;
+}
+
+static threads_slot *find_locked(pid_t tid) {
+  for (uint32_t i = 0; i < THREADS_MAX; i++)
+    if (threads_table[i].state == THREADS_LIVE && threads_table[i].tid == tid)
+      return &threads_table[i];
+  return NULL;
+}
+
+static void on_thread_exit(void *p) {
+  threads_slot *s = p;
+  pthread_mutex_lock(&g_lock);
+  if (s->state == THREADS_LIVE && s->tid == gettid())
+    free_locked(s);
+  pthread_mutex_unlock(&g_lock);
+  threads_self = NULL;
+}
+
+static void init_once(void) {
+  g_key_ok = pthread_key_create(&g_key, on_thread_exit) == 0;
+}
+
+static int register_self_locked(uintptr_t lo, uintptr_t hi) {
+  pid_t tid = gettid();
+  if (tid == g_excluded_tid)
+    return 0;
+  threads_slot *s = threads_self;
+  if (!s || s->state != THREADS_LIVE || s->tid != tid)
+    s = find_locked(tid); /* found by a scan before it registered */
+  if (s) {
+    if (lo && hi && atomic_load_explicit(&s->stack_hi, memory_order_relaxed) == 0) {
+      atomic_store_explicit(&s->stack_lo, lo, memory_order_relaxed);
+      atomic_store_explicit(&s->stack_hi, hi, memory_order_release);
+    }
+  } else {
+    s = alloc_locked(tid, lo, hi);
+    if (!s)
+      return PUSHPROF_ELIMIT;
+  }
+  threads_self = s;
+  if (g_key_ok)
+    pthread_setspecific(g_key, s);
+  if (g_armed) {
+    int rc = arm_locked(s);
+    if (rc < 0)
+      return PUSHPROF_ESYS;
+  }
+  return 0;
+}
+
+static void self_bounds(uintptr_t *lo, uintptr_t *hi) {
+  pthread_attr_t attr;
+  void *addr;
+  size_t size;
+  *lo = *hi = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0)
+    return; /* the collector finds them in /proc/self/maps instead */
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr && size) {
+    *lo = (uintptr_t)addr;
+    *hi = (uintptr_t)addr + size;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+int threads_register_self(void) {
+  uintptr_t lo, hi;
+  pthread_once(&g_once, init_once);
+  self_bounds(&lo, &hi);
+  pthread_mutex_lock(&g_lock);
+  int rc = register_self_locked(lo, hi);
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+void threads_exclude_self(void) {
+  pthread_mutex_lock(&g_lock);
+  g_excluded_tid = gettid();
+  threads_slot *s = find_locked(g_excluded_tid);
+  if (s)
+    free_locked(s);
+  pthread_mutex_unlock(&g_lock);
+}
+
+static int cmp_tid(const void *a, const void *b) {
+  pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int scan_locked(void) {
+  pid_t *tids = NULL, *known = NULL;
+  size_t n = 0, cap = 0, nknown = 0;
+  int rc = 0;
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return PUSHPROF_ESYS;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long t = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || t <= 0)
+      continue; /* "." and ".." */
+    if (n == cap) {
+      size_t ncap = cap ? cap * 2 : 64;
+      pid_t *p = realloc(tids, ncap * sizeof *p);
+      if (!p) {
+        rc = PUSHPROF_ENOMEM;
+        goto fail;
+      }
+      tids = p;
+      cap = ncap;
+    }
+    tids[n++] = (pid_t)t;
+  }
+  qsort(tids, n, sizeof *tids, cmp_tid);
+  known = malloc(THREADS_MAX * sizeof *known);
+  if (!known) {
+    rc = PUSHPROF_ENOMEM;
+    goto fail;
+  }
+  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+    threads_slot *s = &threads_table[i];
+    if (s->state != THREADS_LIVE)
+      continue;
+    if (!bsearch(&s->tid, tids, n, sizeof *tids, cmp_tid))
+      free_locked(s); /* gone without telling us (not made by pthread_create) */
+    else
+      known[nknown++] = s->tid;
+  }
+  qsort(known, nknown, sizeof *known, cmp_tid);
+  for (size_t i = 0; i < n; i++) {
+    if (tids[i] == g_excluded_tid || bsearch(&tids[i], known, nknown, sizeof *known, cmp_tid))
+      continue;
+    if (!alloc_locked(tids[i], 0, 0))
+      break;
+  }
+fail:
+  closedir(d);
+  free(tids);
+  free(known);
+  return rc;
+}
+
+/* Arms every live slot that has no timer yet (new, or registered while
+ * sampling was off). A slot whose timer cannot be made is freed: its thread
+ * most likely exited; if not, the next rescan tries again. */
+static void arm_pending_locked(void) {
+  if (!g_armed)
+    return;
+  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+    threads_slot *s = &threads_table[i];
+    if (s->state == THREADS_LIVE && !s->armed && arm_locked(s) < 0)
+      free_locked(s);
+  }
+}
+
+int threads_rescan(void) {
+  pthread_mutex_lock(&g_lock);
+  int rc = scan_locked();
+  arm_pending_locked();
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+int threads_arm_all(int signo, int64_t period_ns, char *err, size_t errlen) {
+  uintptr_t lo, hi;
+  pthread_once(&g_once, init_once);
+  self_bounds(&lo, &hi);
+  pthread_mutex_lock(&g_lock);
+  g_signo = signo;
+  g_period_ns = period_ns;
+  int rc = register_self_locked(lo, hi);
+  if (rc == 0 && !threads_self)
+    rc = PUSHPROF_EINVAL; /* the collector thread cannot start sampling */
+  if (rc < 0)
+    goto fail;
+  g_armed = 1;
+  rc = arm_locked(threads_self);
+  if (rc < 0) {
+    snprintf(err, errlen, "timer_create on the thread CPU clock: %s", strerror(-rc));
+    g_armed = 0;
+    goto fail;
+  }
+  if (scan_locked() < 0)
+    snprintf(err, errlen, "cannot list /proc/self/task: threads alive now are found later");
+  arm_pending_locked();
+  pthread_mutex_unlock(&g_lock);
+  return 0;
+fail:
+  pthread_mutex_unlock(&g_lock);
+  if (rc == PUSHPROF_ELIMIT)
+    snprintf(err, errlen, "thread table full (%d threads)", THREADS_MAX);
+  return -1;
+}
+
+void threads_disarm_all(void) {
+  pthread_mutex_lock(&g_lock);
+  g_armed = 0;
+  for (uint32_t i = 0; i < THREADS_MAX; i++)
+    if (threads_table[i].state == THREADS_LIVE)
+      disarm_locked(&threads_table[i]);
+  pthread_mutex_unlock(&g_lock);
+}
+
+void threads_publish_bounds(uint32_t idx, uint32_t gen, uintptr_t lo, uintptr_t hi) {
+  if (idx >= THREADS_MAX || !lo || hi <= lo)
+    return;
+  threads_slot *s = &threads_table[idx];
+  pthread_mutex_lock(&g_lock);
+  if (s->state == THREADS_LIVE && atomic_load_explicit(&s->gen, memory_order_relaxed) == gen &&
+      atomic_load_explicit(&s->stack_hi, memory_order_relaxed) == 0) {
+    atomic_store_explicit(&s->stack_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&s->stack_hi, hi, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+void threads_get_stats(threads_stats *st) {
+  memset(st, 0, sizeof *st);
+  pthread_mutex_lock(&g_lock);
+  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+    if (threads_table[i].state == THREADS_LIVE) {
+      st->live++;
+      st->armed += threads_table[i].armed;
+    }
+  }
+  st->arm_failed = g_arm_failed;
+  st->table_full = g_table_full;
+  pthread_mutex_unlock(&g_lock);
+}
+
+void threads_atfork_prepare(void) {
+  pthread_mutex_lock(&g_lock);
+}
+
+void threads_atfork_parent(void) {
+  pthread_mutex_unlock(&g_lock);
+}
+
+void threads_atfork_child(void) {
+  pthread_mutex_init(&g_lock, NULL);
+  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+    threads_slot *s = &threads_table[i];
+    if (s->state == THREADS_FREE)
+      continue;
+    s->armed = 0; /* POSIX timers are not inherited across fork */
+    free_locked(s);
+  }
+  g_armed = 0;
+  g_excluded_tid = 0;
+  g_rng = 0;
+  threads_self = NULL;
+}

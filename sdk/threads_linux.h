@@ -1,0 +1,71 @@
+/* Thread table of the sampler: one preallocated slot per sampled thread, its
+ * per-thread CPU-time timer (timer_create + SIGEV_THREAD_ID) and its stack
+ * bounds. Registration, scans and timer changes take the table lock; the
+ * signal handler only reads slots through atomics (threads_from_cookie). */
+#ifndef PUSHPROF_THREADS_LINUX_H
+#define PUSHPROF_THREADS_LINUX_H
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define THREADS_MAX 4096
+
+typedef struct threads_slot {
+  _Atomic uint32_t gen;                  /* bumped at each allocation and free */
+  _Atomic uintptr_t stack_lo, stack_hi;  /* 0: unknown (hi published last) */
+  _Atomic(const void *) labels;          /* issue 4: the thread's label block */
+  /* Below: only under the table lock. */
+  int state; /* THREADS_FREE, THREADS_LIVE */
+  pid_t tid;
+  int armed;
+  timer_t timer;
+} threads_slot;
+
+enum { THREADS_FREE = 0, THREADS_LIVE };
+
+extern threads_slot threads_table[THREADS_MAX];
+
+/* The calling thread's slot when it registered itself, else NULL.
+ * Async-signal-safe to read (initial-exec TLS). */
+extern __thread threads_slot *threads_self
+    __attribute__((tls_model("initial-exec")));
+
+/* The cookie our timers carry in sigev_value, and its inverse for the
+ * handler: *ours = 1 if the cookie has our magic; returns the slot if its
+ * generation still matches (else NULL: a stale signal). Async-signal-safe. */
+void *threads_cookie(uint32_t idx, uint32_t gen);
+threads_slot *threads_from_cookie(const void *cookie, int *ours, uint32_t *idx, uint32_t *gen);
+
+/* Arms a timer on every live thread (the caller registers with exact stack
+ * bounds; others are found in /proc/self/task). Returns 0, or -1 with err
+ * set if not even the caller's timer could be made (use setitimer then). */
+int threads_arm_all(int signo, int64_t period_ns, char *err, size_t errlen);
+/* Deletes every timer; slots stay so a restart can re-arm. */
+void threads_disarm_all(void);
+
+/* Registers the calling thread (idempotent), arming it if sampling is on.
+ * Deregisters itself at thread exit. 0 or a negative PUSHPROF_E* code. */
+int threads_register_self(void);
+/* The collector thread: never sampled. */
+void threads_exclude_self(void);
+
+/* Collector: adds threads not yet known, drops slots of threads gone. */
+int threads_rescan(void);
+/* Collector: publishes stack bounds found for a slot from /proc/self/maps. */
+void threads_publish_bounds(uint32_t idx, uint32_t gen, uintptr_t lo, uintptr_t hi);
+
+typedef struct threads_stats {
+  int live;            /* slots in use */
+  int armed;           /* timers running */
+  uint64_t arm_failed; /* timer_create failures since start (thread unsampled) */
+  uint64_t table_full; /* threads not sampled because THREADS_MAX was reached */
+} threads_stats;
+void threads_get_stats(threads_stats *st);
+
+/* fork(): prepare takes the table lock, parent releases it, child resets
+ * the table (its timers were not inherited). */
+void threads_atfork_prepare(void);
+void threads_atfork_parent(void);
+void threads_atfork_child(void);
+#endif

@@ -1,0 +1,305 @@
+/* ELF symbols and build ids of real files: this test binary, libc, a deleted
+ * library copy, and broken files. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "pp_test.h"
+#include "procmaps.h"
+
+static volatile int g_sink;
+
+/* A real function with a known name and a body long enough to point inside. */
+__attribute__((noinline, used)) static int elfsym_probe_target(int n) {
+  int acc = 0;
+  for (int i = 0; i < n; i++) acc += i * g_sink + (acc >> 3);
+  return acc;
+}
+
+static char g_tmpdir[PATH_MAX];
+
+/* The executable file mapping holding pc, from /proc/self/maps. */
+static int mapping_of(uint64_t pc, procmaps *m, const procmaps_entry **e) {
+  if (procmaps_read_self(m) != 0) return -1;
+  for (size_t i = 0; i < m->n; i++) {
+    if (pc >= m->v[i].start && pc < m->v[i].end && m->v[i].executable) {
+      *e = &m->v[i];
+      return 0;
+    }
+  }
+  procmaps_free(m);
+  return -1;
+}
+
+static elfsym_fileid fileid_of(const procmaps_entry *e) {
+  elfsym_fileid id = {e->path, e->inode, e->dev_major, e->dev_minor, e->deleted, e->start, e->end};
+  return id;
+}
+
+/* Symbolizes a runtime pc through the cache; name or NULL. */
+static const char *symbolize(elfsym_cache *c, uint64_t pc, elfsym_symbol *sym,
+                             const char **build_id) {
+  procmaps m;
+  const procmaps_entry *e;
+  const char *name = NULL;
+  if (mapping_of(pc, &m, &e) != 0) return NULL;
+  elfsym_fileid id = fileid_of(e);
+  elfsym_image *img = elfsym_cache_get(c, &id);
+  uint64_t vaddr;
+  if (img && elfsym_pc_to_vaddr(img, e->start, e->offset, pc, &vaddr) &&
+      elfsym_lookup(img, vaddr, NULL, sym)) {
+    name = sym->name;
+    if (build_id) *build_id = elfsym_build_id(img);
+  }
+  procmaps_free(&m);
+  return name;
+}
+
+/* The build id `readelf -n` prints for path, or "" (independent reader). */
+static void readelf_build_id(const char *path, char *out, size_t outlen) {
+  char cmd[PATH_MAX + 64], line[512];
+  out[0] = '\0';
+  snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", path);
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  while (fgets(line, sizeof line, p)) {
+    char *s = strstr(line, "Build ID: ");
+    if (s && !out[0]) {
+      snprintf(out, outlen, "%s", s + strlen("Build ID: "));
+      out[strcspn(out, " \r\n")] = '\0';
+    }
+  }
+  pclose(p);
+}
+
+static void test_elfsym_resolves_function_in_this_binary(void) {
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_symbol sym;
+  const char *bid = NULL;
+  uint64_t pc = (uint64_t)(uintptr_t)&elfsym_probe_target;
+  PP_CHECK_STR(symbolize(c, pc, &sym, &bid), "elfsym_probe_target");
+  PP_CHECK(sym.size > 8);
+  PP_CHECK_STR(symbolize(c, pc + 5, &sym, NULL), "elfsym_probe_target");
+  PP_CHECK_STR(symbolize(c, pc + sym.size - 1, &sym, NULL), "elfsym_probe_target");
+  PP_CHECK(elfsym_probe_target(3) >= 0);
+
+  char exe[PATH_MAX], want[256];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PP_CHECK(n > 0);
+  exe[n > 0 ? n : 0] = '\0';
+  readelf_build_id(exe, want, sizeof want);
+  PP_CHECK(strlen(want) >= 16);
+  PP_CHECK_STR(bid, want);
+  elfsym_cache_free(c);
+}
+
+static void test_elfsym_resolves_libc_write(void) {
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_symbol sym;
+  const char *bid = NULL;
+  void *w = dlsym(RTLD_DEFAULT, "write");
+  PP_CHECK(w != NULL);
+  if (!w) return;
+  uint64_t pc = (uint64_t)(uintptr_t)w;
+  PP_CHECK_STR(symbolize(c, pc, &sym, &bid), "write");
+  PP_CHECK_STR(symbolize(c, pc + 3, &sym, NULL), "write");
+
+  Dl_info info;
+  char want[256];
+  PP_CHECK(dladdr(w, &info) != 0 && info.dli_fname);
+  readelf_build_id(info.dli_fname, want, sizeof want);
+  PP_CHECK(strlen(want) >= 16);
+  PP_CHECK_STR(bid, want);
+  elfsym_cache_free(c);
+}
+
+static int copy_file(const char *from, const char *to, long limit) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  char buf[65536];
+  long total = 0;
+  int rc = -1;
+  if (!in || !out) goto done;
+  for (;;) {
+    size_t want = sizeof buf;
+    if (limit >= 0 && (long)want > limit - total) want = (size_t)(limit - total);
+    if (want == 0) break;
+    size_t r = fread(buf, 1, want, in);
+    if (r == 0) break;
+    if (fwrite(buf, 1, r, out) != r) goto done;
+    total += (long)r;
+  }
+  rc = 0;
+done:
+  if (in) fclose(in);
+  if (out && fclose(out) != 0) rc = -1;
+  return rc;
+}
+
+static void test_elfsym_cache_shares_images_by_build_id(void) {
+  char exe[PATH_MAX], copy[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PP_CHECK(n > 0);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  snprintf(copy, sizeof copy, "%s/copy-of-test", g_tmpdir);
+  PP_CHECK_INT(copy_file(exe, copy, -1), ==, 0);
+  struct stat a, b;
+  PP_CHECK(stat(exe, &a) == 0 && stat(copy, &b) == 0);
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_fileid ia = {exe, (uint64_t)a.st_ino, 1, 1, false, 0, 0};
+  elfsym_fileid ib = {copy, (uint64_t)b.st_ino, 1, 1, false, 0, 0};
+  elfsym_image *x = elfsym_cache_get(c, &ia), *y = elfsym_cache_get(c, &ib);
+  PP_CHECK(x != NULL);
+  PP_CHECK(x == y);
+  PP_CHECK(elfsym_cache_get(c, &ia) == x);
+  PP_CHECK_INT(elfsym_cache_images(c), ==, 1);
+  PP_CHECK(elfsym_symbol_count(x) > 10);
+  /* files not seen for more than `keep` generations are dropped */
+  for (int i = 0; i < 3; i++) elfsym_cache_sweep(c, 1);
+  PP_CHECK_INT(elfsym_cache_images(c), ==, 0);
+  elfsym_cache_free(c);
+  unlink(copy);
+}
+
+static void test_elfsym_survives_broken_files(void) {
+  char exe[PATH_MAX], path[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PP_CHECK(n > 0);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  struct stat st;
+  PP_CHECK(stat(exe, &st) == 0);
+  long sizes[] = {0, 1, 16, 63, 64, 100, 1000, 4096, st.st_size / 2, st.st_size - 1};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    snprintf(path, sizeof path, "%s/trunc-%ld", g_tmpdir, sizes[i]);
+    PP_CHECK_INT(copy_file(exe, path, sizes[i]), ==, 0);
+    elfsym_image *img = elfsym_image_open(path);
+    if (img) {
+      elfsym_symbol sym;
+      uint64_t vaddr = 0;
+      (void)elfsym_pc_to_vaddr(img, 0x1000, 0, 0x1234, &vaddr);
+      (void)elfsym_lookup(img, vaddr, NULL, &sym);
+      (void)elfsym_build_id(img);
+      elfsym_image_free(img);
+    }
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/text", g_tmpdir);
+  FILE *f = fopen(path, "w");
+  PP_CHECK(f != NULL);
+  if (f) {
+    fputs("#!/bin/sh\necho not elf\n", f);
+    fclose(f);
+  }
+  PP_CHECK(elfsym_image_open(path) == NULL);
+  PP_CHECK(elfsym_image_open(g_tmpdir) == NULL); /* a directory */
+  PP_CHECK(elfsym_image_open("/nonexistent/pushprof") == NULL);
+  unlink(path);
+
+  /* stripped: no .symtab, falls back to .dynsym without trouble */
+  snprintf(path, sizeof path, "%s/stripped", g_tmpdir);
+  char cmd[2 * PATH_MAX + 64];
+  snprintf(cmd, sizeof cmd, "strip -o '%s' '%s'", path, exe);
+  PP_CHECK_INT(system(cmd), ==, 0);
+  elfsym_image *img = elfsym_image_open(path);
+  elfsym_image *orig = elfsym_image_open(exe);
+  PP_CHECK(img != NULL && orig != NULL);
+  if (img && orig) {
+    PP_CHECK_STR(elfsym_build_id(img), elfsym_build_id(orig));
+    PP_CHECK(elfsym_symbol_count(img) < elfsym_symbol_count(orig));
+  }
+  elfsym_image_free(img);
+  elfsym_image_free(orig);
+  unlink(path);
+}
+
+static void test_elfsym_reads_deleted_library_through_map_files(void) {
+  void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
+  Dl_info info;
+  PP_CHECK(z && dladdr(z, &info) != 0 && info.dli_fname);
+  if (!z) return;
+  char copy[PATH_MAX + 32];
+  snprintf(copy, sizeof copy, "%s/libz copy.so", g_tmpdir);
+  PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
+  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  PP_CHECK(h != NULL);
+  if (!h) return;
+  void *fn = dlsym(h, "zlibVersion");
+  PP_CHECK(fn != NULL && fn != z);
+  PP_CHECK_INT(unlink(copy), ==, 0);
+
+  procmaps m;
+  const procmaps_entry *e;
+  PP_CHECK_INT(mapping_of((uint64_t)(uintptr_t)fn, &m, &e), ==, 0);
+  PP_CHECK(e->deleted);
+  PP_CHECK(strstr(e->path, "libz copy.so") != NULL);
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_fileid id = fileid_of(e);
+  elfsym_image *img = elfsym_cache_get(c, &id);
+  elfsym_symbol sym;
+  uint64_t vaddr;
+  PP_CHECK(img != NULL);
+  if (img) {
+    PP_CHECK(elfsym_pc_to_vaddr(img, e->start, e->offset, (uint64_t)(uintptr_t)fn, &vaddr));
+    PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
+    PP_CHECK_STR(sym.name, "zlibVersion");
+  }
+  elfsym_cache_free(c);
+  procmaps_free(&m);
+  dlclose(h);
+}
+
+static void test_elfsym_reads_vdso_from_memory(void) {
+  uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  if (!base) {
+    fprintf(stderr, "no vDSO in this process: nothing to check\n");
+    return;
+  }
+  procmaps m;
+  PP_CHECK_INT(procmaps_read_self(&m), ==, 0);
+  for (size_t i = 0; i < m.n; i++) {
+    if (m.v[i].start != base) continue;
+    PP_CHECK_STR(m.v[i].path, "[vdso]");
+    elfsym_image *img = elfsym_image_from_memory((const void *)base, m.v[i].end - m.v[i].start);
+    PP_CHECK(img != NULL);
+    if (img) {
+      PP_CHECK(elfsym_symbol_count(img) > 0);
+      void *h = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+      void *gt = h ? dlsym(h, "__vdso_clock_gettime") : NULL;
+      if (gt) {
+        uint64_t vaddr;
+        elfsym_symbol sym;
+        PP_CHECK(elfsym_pc_to_vaddr(img, base, 0, (uint64_t)(uintptr_t)gt + 1, &vaddr));
+        PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
+        PP_CHECK(strstr(sym.name, "clock_gettime") != NULL);
+      }
+      if (h) dlclose(h);
+      elfsym_image_free(img);
+    }
+  }
+  procmaps_free(&m);
+}
+
+int main(void) {
+  snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/pp-elfsym-XXXXXX");
+  if (!mkdtemp(g_tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  PP_RUN(test_elfsym_resolves_function_in_this_binary);
+  PP_RUN(test_elfsym_resolves_libc_write);
+  PP_RUN(test_elfsym_cache_shares_images_by_build_id);
+  PP_RUN(test_elfsym_survives_broken_files);
+  PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
+  PP_RUN(test_elfsym_reads_vdso_from_memory);
+  rmdir(g_tmpdir);
+  PP_DONE();
+}

@@ -1,0 +1,656 @@
+/* pprof builder, validation, parse, merge and gzip.
+ * With "--write-merged FILE" it writes a gzipped merge of two test profiles
+ * (used by it_proto_pprof_raw.sh to check it with `go tool pprof -raw`). */
+#include "pp_pprof.h"
+#include "pp_test.h"
+
+static const char *str(const Perftools__Profiles__Profile *p, int64_t ix) {
+  return ix >= 0 && (uint64_t)ix < p->n_string_table ? p->string_table[ix] : "<bad>";
+}
+
+static const Perftools__Profiles__Location *find_loc(const Perftools__Profiles__Profile *p,
+                                                     uint64_t id) {
+  for (size_t i = 0; i < p->n_location; i++)
+    if (p->location[i]->id == id)
+      return p->location[i];
+  return NULL;
+}
+
+static const Perftools__Profiles__Function *find_fn(const Perftools__Profiles__Profile *p,
+                                                    uint64_t id) {
+  for (size_t i = 0; i < p->n_function; i++)
+    if (p->function[i]->id == id)
+      return p->function[i];
+  return NULL;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "leaf;work;main|k=v,k2=12unit", labels sorted by text (order-insensitive). */
+static void sample_key(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s,
+                       char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < s->n_location_id && off < len; i++) {
+    const Perftools__Profiles__Location *l = find_loc(p, s->location_id[i]);
+    const Perftools__Profiles__Function *f =
+        l && l->n_line ? find_fn(p, l->line[0]->function_id) : NULL;
+    off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ";" : "", f ? str(p, f->name) : "?");
+  }
+  char labels[8][128];
+  char *sorted[8];
+  size_t n = s->n_label < 8 ? s->n_label : 8;
+  for (size_t i = 0; i < n; i++) {
+    const Perftools__Profiles__Label *l = s->label[i];
+    if (l->str)
+      snprintf(labels[i], sizeof labels[i], "%s=%s", str(p, l->key), str(p, l->str));
+    else
+      snprintf(labels[i], sizeof labels[i], "%s=%lld%s", str(p, l->key), (long long)l->num,
+               str(p, l->num_unit));
+    sorted[i] = labels[i];
+  }
+  qsort(sorted, n, sizeof *sorted, cmp_str);
+  for (size_t i = 0; i < n && off < len; i++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "|", sorted[i]);
+}
+
+/* Sum of value[vi] over samples whose key equals want; -1 if none. */
+static long long value_of(const Perftools__Profiles__Profile *p, const char *want, size_t vi) {
+  long long sum = -1;
+  char key[512];
+  for (size_t i = 0; i < p->n_sample; i++) {
+    sample_key(p, p->sample[i], key, sizeof key);
+    if (strcmp(key, want) == 0)
+      sum = (sum < 0 ? 0 : sum) + p->sample[i]->value[vi];
+  }
+  return sum;
+}
+
+static pp_builder *typed_builder(void) {
+  pp_builder *b = pp_builder_new();
+  PP_CHECK(b != NULL);
+  PP_CHECK_INT(pp_builder_add_sample_type(b, "samples", "count"), ==, 0);
+  PP_CHECK_INT(pp_builder_add_sample_type(b, "cpu", "nanoseconds"), ==, 0);
+  PP_CHECK_INT(pp_builder_set_period(b, "cpu", "nanoseconds", 10000000), ==, 0);
+  return b;
+}
+
+static Perftools__Profiles__Profile *pack_unpack(pp_builder *b) {
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(pp_builder_pack(b, &buf, &len), ==, 0);
+  Perftools__Profiles__Profile *p = perftools__profiles__profile__unpack(NULL, len, buf);
+  PP_CHECK(p != NULL);
+  free(buf);
+  return p;
+}
+
+/* Profile A: main -> work -> leaf (route=/a) twice, and main -> work. */
+static Perftools__Profiles__Profile *profile_a(void) {
+  pp_builder *b = typed_builder();
+  pp_builder_set_time(b, 1000, 500);
+  uint64_t m = pp_builder_mapping(b, 0x400000, 0x500000, 0, "/bin/app", "abc", true);
+  uint64_t fmain = pp_builder_function(b, "main", "main", "app.c", 1);
+  uint64_t fwork = pp_builder_function(b, "work", "work", "app.c", 10);
+  uint64_t fleaf = pp_builder_function(b, "leaf", "_Z4leafv", "app.c", 20);
+  uint64_t lmain = pp_builder_location(b, m, 0x401000, &fmain, NULL, 1);
+  uint64_t lwork = pp_builder_location(b, m, 0x402000, &fwork, NULL, 1);
+  uint64_t lleaf = pp_builder_location(b, m, 0x403000, &fleaf, NULL, 1);
+  uint64_t stack3[] = {lleaf, lwork, lmain}, stack2[] = {lwork, lmain};
+  pp_label route = {"route", "/a", 0, NULL};
+  PP_CHECK_INT(pp_builder_sample(b, stack3, 3, (int64_t[]){3, 30}, 2, &route, 1), ==, 0);
+  PP_CHECK_INT(pp_builder_sample(b, stack2, 2, (int64_t[]){2, 20}, 2, NULL, 0), ==, 0);
+  PP_CHECK_INT(pp_builder_sample(b, stack3, 3, (int64_t[]){1, 10}, 2, &route, 1), ==, 0);
+  PP_CHECK_INT(pp_builder_add_comment(b, "from a"), ==, 0);
+  Perftools__Profiles__Profile *p = pack_unpack(b);
+  pp_builder_free(b);
+  return p;
+}
+
+/* Profile B: other strings order and ids; leaf stack again, plus a labelled one. */
+static Perftools__Profiles__Profile *profile_b(void) {
+  pp_builder *b = typed_builder();
+  pp_builder_set_time(b, 900, 1000);
+  pp_builder_string(b, "padding to shift every index");
+  uint64_t m0 = pp_builder_mapping(b, 0x7f0000, 0x7f1000, 0, "/lib/libc.so", "", false);
+  uint64_t m = pp_builder_mapping(b, 0x400000, 0x500000, 0, "/bin/app", "abc", true);
+  uint64_t fother = pp_builder_function(b, "other", "other", "other.c", 5);
+  uint64_t fleaf = pp_builder_function(b, "leaf", "_Z4leafv", "app.c", 20);
+  uint64_t fwork = pp_builder_function(b, "work", "work", "app.c", 10);
+  uint64_t fmain = pp_builder_function(b, "main", "main", "app.c", 1);
+  uint64_t lother = pp_builder_location(b, m0, 0x7f0100, &fother, (int64_t[]){7}, 1);
+  uint64_t lleaf = pp_builder_location(b, m, 0x403000, &fleaf, NULL, 1);
+  uint64_t lwork = pp_builder_location(b, m, 0x402000, &fwork, NULL, 1);
+  uint64_t lmain = pp_builder_location(b, m, 0x401000, &fmain, NULL, 1);
+  uint64_t stack3[] = {lleaf, lwork, lmain}, stack2[] = {lother, lmain};
+  pp_label route = {"route", "/a", 0, NULL};
+  pp_label two[] = {{"route", "/b", 0, NULL}, {"bytes", NULL, 123, "bytes"}};
+  PP_CHECK_INT(pp_builder_sample(b, stack3, 3, (int64_t[]){5, 50}, 2, &route, 1), ==, 0);
+  PP_CHECK_INT(pp_builder_sample(b, stack2, 2, (int64_t[]){7, 70}, 2, two, 2), ==, 0);
+  PP_CHECK_INT(pp_builder_add_comment(b, "from b"), ==, 0);
+  Perftools__Profiles__Profile *p = pack_unpack(b);
+  pp_builder_free(b);
+  return p;
+}
+
+static void test_builder_interns_strings_with_empty_first(void) {
+  pp_builder *b = pp_builder_new();
+  PP_CHECK_INT(pp_builder_string(b, ""), ==, 0);
+  PP_CHECK_INT(pp_builder_string(b, NULL), ==, 0);
+  int64_t a = pp_builder_string(b, "alpha");
+  PP_CHECK_INT(a, ==, 1);
+  PP_CHECK_INT(pp_builder_string(b, "beta"), ==, 2);
+  PP_CHECK_INT(pp_builder_string(b, "alpha"), ==, a);
+  char many[32];
+  for (int i = 0; i < 5000; i++) { /* forces several table growths */
+    snprintf(many, sizeof many, "s%d", i);
+    PP_CHECK_INT(pp_builder_string(b, many), ==, 3 + i);
+  }
+  for (int i = 0; i < 5000; i += 777) {
+    snprintf(many, sizeof many, "s%d", i);
+    PP_CHECK_INT(pp_builder_string(b, many), ==, 3 + i);
+  }
+  pp_builder_free(b);
+}
+
+static void test_builder_dedups_with_dense_ids(void) {
+  pp_builder *b = typed_builder();
+  uint64_t m1 = pp_builder_mapping(b, 1, 2, 0, "/a", "id", true);
+  uint64_t m2 = pp_builder_mapping(b, 3, 4, 0, "/b", "", false);
+  PP_CHECK_INT(m1, ==, 1);
+  PP_CHECK_INT(m2, ==, 2);
+  PP_CHECK_INT(pp_builder_mapping(b, 1, 2, 0, "/a", "id", true), ==, m1);
+  uint64_t f1 = pp_builder_function(b, "f", "f", "f.c", 1);
+  uint64_t f2 = pp_builder_function(b, "g", "g", "f.c", 1);
+  PP_CHECK_INT(f1, ==, 1);
+  PP_CHECK_INT(f2, ==, 2);
+  PP_CHECK_INT(pp_builder_function(b, "f", "f", "f.c", 1), ==, f1);
+  PP_CHECK_INT(pp_builder_function(b, "f", "f", "f.c", 2), ==, 3); /* start_line differs */
+  uint64_t fs[] = {f1, f2};
+  int64_t lines[] = {10, 20};
+  uint64_t l1 = pp_builder_location(b, m1, 0x10, fs, lines, 2);
+  PP_CHECK_INT(l1, ==, 1);
+  PP_CHECK_INT(pp_builder_location(b, m1, 0x10, fs, lines, 2), ==, l1);
+  PP_CHECK_INT(pp_builder_location(b, m1, 0x10, fs, lines, 1), ==, 2); /* fewer lines */
+  PP_CHECK_INT(pp_builder_location(b, m2, 0x10, fs, lines, 2), ==, 3);  /* other mapping */
+  PP_CHECK_INT(pp_builder_location(b, 0, 0x20, NULL, NULL, 0), ==, 4);
+  PP_CHECK_INT(pp_builder_location(b, 9, 0x20, NULL, NULL, 0), ==, 0); /* no mapping 9 */
+  uint64_t bad_fn = 99;
+  PP_CHECK_INT(pp_builder_location(b, 0, 0x20, &bad_fn, NULL, 1), ==, 0);
+
+  uint64_t st[] = {1, 4};
+  pp_label ab[] = {{"a", "1", 0, NULL}, {"b", NULL, 2, "bytes"}};
+  pp_label ba[] = {{"b", NULL, 2, "bytes"}, {"a", "1", 0, NULL}};
+  pp_label other[] = {{"a", "2", 0, NULL}};
+  PP_CHECK_INT(pp_builder_sample(b, st, 2, (int64_t[]){1, 100}, 2, ab, 2), ==, 0);
+  PP_CHECK_INT(pp_builder_sample(b, st, 2, (int64_t[]){2, 200}, 2, ba, 2), ==, 0);
+  PP_CHECK_INT(pp_builder_sample_count(b), ==, 1);
+  PP_CHECK_INT(pp_builder_sample(b, st, 2, (int64_t[]){4, 400}, 2, other, 1), ==, 0);
+  PP_CHECK_INT(pp_builder_sample(b, st, 1, (int64_t[]){8, 800}, 2, ab, 2), ==, 0);
+  PP_CHECK_INT(pp_builder_sample_count(b), ==, 3);
+  PP_CHECK_INT(pp_builder_sample(b, st, 2, (int64_t[]){1}, 1, NULL, 0), ==, -1); /* nvalues */
+  uint64_t missing = 77;
+  PP_CHECK_INT(pp_builder_sample(b, &missing, 1, (int64_t[]){1, 1}, 2, NULL, 0), ==, -1);
+  PP_CHECK_INT(pp_builder_sample_count(b), ==, 3);
+
+  Perftools__Profiles__Profile *p = pack_unpack(b);
+  char why[256] = "";
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  PP_CHECK_INT(p->n_mapping, ==, 2);
+  PP_CHECK_INT(p->n_function, ==, 3);
+  PP_CHECK_INT(p->n_location, ==, 4);
+  PP_CHECK_INT(p->n_sample, ==, 3);
+  for (size_t i = 0; i < p->n_mapping; i++)
+    PP_CHECK_INT(p->mapping[i]->id, ==, i + 1);
+  for (size_t i = 0; i < p->n_function; i++)
+    PP_CHECK_INT(p->function[i]->id, ==, i + 1);
+  for (size_t i = 0; i < p->n_location; i++)
+    PP_CHECK_INT(p->location[i]->id, ==, i + 1);
+  PP_CHECK_INT(p->sample[0]->value[0], ==, 3);
+  PP_CHECK_INT(p->sample[0]->value[1], ==, 300);
+  PP_CHECK_INT(p->sample[0]->n_label, ==, 2);
+  PP_CHECK_INT(p->sample[1]->value[0], ==, 4);
+  PP_CHECK_INT(p->sample[2]->value[0], ==, 8);
+  PP_CHECK_INT(p->sample[2]->n_location_id, ==, 1);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_builder_free(b);
+}
+
+static void test_pack_unpack_round_trip(void) {
+  Perftools__Profiles__Profile *p = profile_a();
+  char why[256] = "";
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  PP_CHECK_STR(p->string_table[0], "");
+  PP_CHECK_INT(p->n_sample_type, ==, 2);
+  PP_CHECK_STR(str(p, p->sample_type[0]->type), "samples");
+  PP_CHECK_STR(str(p, p->sample_type[0]->unit), "count");
+  PP_CHECK_STR(str(p, p->sample_type[1]->type), "cpu");
+  PP_CHECK_STR(str(p, p->sample_type[1]->unit), "nanoseconds");
+  PP_CHECK(p->period_type != NULL);
+  if (p->period_type)
+    PP_CHECK_STR(str(p, p->period_type->unit), "nanoseconds");
+  PP_CHECK_INT(p->period, ==, 10000000);
+  PP_CHECK_INT(p->time_nanos, ==, 1000);
+  PP_CHECK_INT(p->duration_nanos, ==, 500);
+  PP_CHECK_INT(p->n_comment, ==, 1);
+  if (p->n_comment)
+    PP_CHECK_STR(str(p, p->comment[0]), "from a");
+  PP_CHECK_INT(p->n_mapping, ==, 1);
+  PP_CHECK_STR(str(p, p->mapping[0]->filename), "/bin/app");
+  PP_CHECK_STR(str(p, p->mapping[0]->build_id), "abc");
+  PP_CHECK(p->mapping[0]->has_functions);
+  PP_CHECK_INT(p->mapping[0]->memory_start, ==, 0x400000);
+  PP_CHECK_INT(p->mapping[0]->memory_limit, ==, 0x500000);
+  PP_CHECK_INT(p->n_function, ==, 3);
+  PP_CHECK_STR(str(p, p->function[2]->system_name), "_Z4leafv");
+  PP_CHECK_INT(p->function[2]->start_line, ==, 20);
+  PP_CHECK_INT(p->location[2]->address, ==, 0x403000);
+  PP_CHECK_INT(p->n_sample, ==, 2);
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 0), ==, 4);
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 1), ==, 40);
+  PP_CHECK_INT(value_of(p, "work;main", 1), ==, 20);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* ---- validation: each rule rejects its bad case ---- */
+
+static void expect_invalid(const Perftools__Profiles__Profile *p, const char *want) {
+  char why[256] = "";
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, -1);
+  if (!strstr(why, want)) {
+    fprintf(stderr, "  reason \"%s\" does not contain \"%s\"\n", why, want);
+    pp_test_failures++;
+  }
+}
+
+static void test_validate_accepts_valid(void) {
+  Perftools__Profiles__Profile *p = profile_b();
+  char why[256] = "";
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  if (why[0])
+    fprintf(stderr, "  unexpected reason: %s\n", why);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_string_table(void) {
+  Perftools__Profiles__Profile *p = profile_a();
+  size_t n = p->n_string_table;
+  p->n_string_table = 0;
+  expect_invalid(p, "string_table[0]");
+  p->n_string_table = n;
+  char *first = p->string_table[0];
+  p->string_table[0] = (char *)"x";
+  expect_invalid(p, "string_table[0] must be the empty string");
+  p->string_table[0] = first;
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_string_indices(void) {
+  Perftools__Profiles__Profile *p = profile_a();
+  int64_t n = (int64_t)p->n_string_table, keep;
+  keep = p->function[1]->name;
+  p->function[1]->name = n;
+  expect_invalid(p, "function 1: string index");
+  p->function[1]->name = keep;
+  keep = p->mapping[0]->build_id;
+  p->mapping[0]->build_id = -1;
+  expect_invalid(p, "mapping 0: string index -1");
+  p->mapping[0]->build_id = keep;
+  keep = p->sample_type[1]->unit;
+  p->sample_type[1]->unit = n + 5;
+  expect_invalid(p, "sample_type 1");
+  p->sample_type[1]->unit = keep;
+  keep = p->comment[0];
+  p->comment[0] = n;
+  expect_invalid(p, "comment 0");
+  p->comment[0] = keep;
+  p->drop_frames = n;
+  expect_invalid(p, "drop_frames");
+  p->drop_frames = 0;
+  p->period_type->type = n;
+  expect_invalid(p, "period_type");
+  p->period_type->type = 0;
+  char why[256];
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_ids_nonzero_and_unique(void) {
+  Perftools__Profiles__Profile *p = profile_b();
+  p->mapping[1]->id = 0;
+  expect_invalid(p, "mapping has id 0");
+  p->mapping[1]->id = 1;
+  expect_invalid(p, "mapping id 1 is used twice");
+  p->mapping[1]->id = 2;
+  p->function[3]->id = 0;
+  expect_invalid(p, "function has id 0");
+  p->function[3]->id = 2;
+  expect_invalid(p, "function id 2 is used twice");
+  p->function[3]->id = 4;
+  p->location[0]->id = 0;
+  expect_invalid(p, "location has id 0");
+  p->location[0]->id = 3;
+  expect_invalid(p, "location id 3 is used twice");
+  p->location[0]->id = 1;
+  char why[256];
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_value_count(void) {
+  Perftools__Profiles__Profile *p = profile_a();
+  p->sample[1]->n_value = 1;
+  expect_invalid(p, "sample 1 has 1 values, want 2 (one per sample_type)");
+  p->sample[1]->n_value = 2;
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_references(void) {
+  Perftools__Profiles__Profile *p = profile_b();
+  uint64_t keep = p->location[0]->mapping_id;
+  p->location[0]->mapping_id = 42;
+  expect_invalid(p, "location 1 refers to mapping 42, which is missing");
+  p->location[0]->mapping_id = keep;
+  keep = p->location[1]->line[0]->function_id;
+  p->location[1]->line[0]->function_id = 43;
+  expect_invalid(p, "location 2 line 0 refers to function 43, which is missing");
+  p->location[1]->line[0]->function_id = keep;
+  keep = p->sample[1]->location_id[1];
+  p->sample[1]->location_id[1] = 44;
+  expect_invalid(p, "sample 1 refers to location 44, which is missing");
+  p->sample[1]->location_id[1] = 0;
+  expect_invalid(p, "sample 1 refers to location 0");
+  p->sample[1]->location_id[1] = keep;
+  char why[256];
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_labels(void) {
+  Perftools__Profiles__Profile *p = profile_b();
+  Perftools__Profiles__Label *l = p->sample[1]->label[0];
+  int64_t key = l->key, s = l->str;
+  l->key = 0;
+  expect_invalid(p, "sample 1 label 0 has no key");
+  l->key = key;
+  l->num = 5;
+  expect_invalid(p, "has both a string and a number");
+  l->num = 0;
+  l->str = (int64_t)p->n_string_table;
+  expect_invalid(p, "string index");
+  l->str = s;
+  char why[256];
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+static void test_validate_sparse_ids(void) {
+  /* Ids need not be dense to be valid: renumber to 10, 20, ... */
+  Perftools__Profiles__Profile *p = profile_b();
+  for (size_t i = 0; i < p->n_location; i++)
+    p->location[i]->id *= 10;
+  for (size_t i = 0; i < p->n_sample; i++)
+    for (size_t j = 0; j < p->sample[i]->n_location_id; j++)
+      p->sample[i]->location_id[j] *= 10;
+  char why[256] = "";
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  p->sample[0]->location_id[0] = 15;
+  expect_invalid(p, "refers to location 15");
+  p->sample[0]->location_id[0] = 20;
+
+  /* And merging it gives the same totals as the dense one. */
+  pp_builder *b = pp_builder_new();
+  PP_CHECK_INT(pp_merge_add(b, p, why, sizeof why), ==, 0);
+  Perftools__Profiles__Profile *m = pack_unpack(b);
+  PP_CHECK_INT(value_of(m, "leaf;work;main|route=/a", 0), ==, 5);
+  PP_CHECK_INT(value_of(m, "other;main|bytes=123bytes,route=/b", 1), ==, 70);
+  PP_CHECK_INT(m->location[0]->id, ==, 1);
+  perftools__profiles__profile__free_unpacked(m, NULL);
+  pp_builder_free(b);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* ---- parse and gzip ---- */
+
+static void test_gzip_round_trip_and_limit(void) {
+  size_t n = 200000;
+  uint8_t *in = malloc(n);
+  for (size_t i = 0; i < n; i++)
+    in[i] = (uint8_t)(i * 7 % 251);
+  uint8_t *gz = NULL, *back = NULL;
+  size_t gzlen = 0, backlen = 0;
+  PP_CHECK_INT(pp_gzip(in, n, &gz, &gzlen), ==, 0);
+  PP_CHECK(gzlen > 10 && gz[0] == 0x1f && gz[1] == 0x8b);
+  PP_CHECK_INT(pp_gunzip(gz, gzlen, n, &back, &backlen), ==, 0);
+  PP_CHECK_INT(backlen, ==, n);
+  PP_CHECK(back && memcmp(back, in, n) == 0);
+  free(back);
+  back = NULL;
+  PP_CHECK_INT(pp_gunzip(gz, gzlen, n - 1, &back, &backlen), ==, -1);
+  PP_CHECK(back == NULL);
+  PP_CHECK_INT(pp_gunzip(gz, gzlen / 2, n, &back, &backlen), ==, -1); /* truncated */
+  gz[gzlen / 2] ^= 0xff;
+  gz[gzlen / 2 + 1] ^= 0xff;
+  int rc = pp_gunzip(gz, gzlen, n, &back, &backlen); /* corrupt: data or crc error */
+  PP_CHECK_INT(rc, ==, -1);
+  if (rc == 0)
+    free(back);
+  free(gz);
+
+  /* A bomb: 64 MiB of zeros compresses to ~64 KiB; a 1 MiB limit stops it. */
+  size_t big = 64u << 20;
+  uint8_t *zeros = calloc(big, 1);
+  PP_CHECK_INT(pp_gzip(zeros, big, &gz, &gzlen), ==, 0);
+  free(zeros);
+  PP_CHECK(gzlen < big / 100);
+  back = NULL;
+  PP_CHECK_INT(pp_gunzip(gz, gzlen, 1u << 20, &back, &backlen), ==, -1);
+  PP_CHECK(back == NULL);
+  free(gz);
+
+  PP_CHECK_INT(pp_gzip(in, 0, &gz, &gzlen), ==, 0); /* empty input */
+  PP_CHECK_INT(pp_gunzip(gz, gzlen, 10, &back, &backlen), ==, 0);
+  PP_CHECK_INT(backlen, ==, 0);
+  free(back);
+  free(gz);
+  free(in);
+}
+
+static void test_parse_plain_gzip_and_garbage(void) {
+  pp_builder *b = typed_builder();
+  uint64_t f = pp_builder_function(b, "f", "", "", 0);
+  uint64_t l = pp_builder_location(b, 0, 0x10, &f, NULL, 1);
+  PP_CHECK_INT(pp_builder_sample(b, &l, 1, (int64_t[]){1, 2}, 2, NULL, 0), ==, 0);
+  uint8_t *raw = NULL, *gz = NULL;
+  size_t rawlen = 0, gzlen = 0;
+  PP_CHECK_INT(pp_builder_pack(b, &raw, &rawlen), ==, 0);
+  PP_CHECK_INT(pp_gzip(raw, rawlen, &gz, &gzlen), ==, 0);
+  char why[256] = "";
+  Perftools__Profiles__Profile *p = pp_pprof_parse(raw, rawlen, 1 << 20, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (p) {
+    PP_CHECK_INT(p->n_sample, ==, 1);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  p = pp_pprof_parse(gz, gzlen, 1 << 20, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (p)
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  p = pp_pprof_parse(gz, gzlen, rawlen - 1, why, sizeof why); /* limit applies to the inflated size */
+  PP_CHECK(p == NULL);
+  PP_CHECK(strstr(why, "limit") != NULL);
+  p = pp_pprof_parse(raw, rawlen, rawlen - 1, why, sizeof why);
+  PP_CHECK(p == NULL);
+  const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
+  p = pp_pprof_parse(junk, sizeof junk, 1 << 20, why, sizeof why);
+  PP_CHECK(p == NULL);
+  PP_CHECK(strstr(why, "decod") != NULL);
+  const uint8_t empty_gz[] = {0x1f, 0x8b};
+  p = pp_pprof_parse(empty_gz, sizeof empty_gz, 1 << 20, why, sizeof why);
+  PP_CHECK(p == NULL);
+  /* An empty message decodes but has no string_table[0]. */
+  p = pp_pprof_parse((const uint8_t *)"", 0, 1 << 20, why, sizeof why);
+  PP_CHECK(p == NULL);
+  PP_CHECK(strstr(why, "string_table[0]") != NULL);
+  free(raw);
+  free(gz);
+  pp_builder_free(b);
+}
+
+/* ---- merge ---- */
+
+static void test_merge_sums_values_and_keeps_labels(void) {
+  Perftools__Profiles__Profile *a = profile_a(), *bp = profile_b();
+  pp_builder *m = pp_builder_new();
+  char why[256] = "";
+  PP_CHECK_INT(pp_merge_add(m, a, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_merge_add(m, bp, why, sizeof why), ==, 0);
+  if (why[0])
+    fprintf(stderr, "  merge said: %s\n", why);
+  Perftools__Profiles__Profile *p = pack_unpack(m);
+  PP_CHECK_INT(pp_pprof_validate(p, why, sizeof why), ==, 0);
+  PP_CHECK_INT(p->n_sample_type, ==, 2);
+  PP_CHECK_STR(str(p, p->sample_type[1]->type), "cpu");
+  PP_CHECK_INT(p->period, ==, 10000000);
+  PP_CHECK_INT(p->n_sample, ==, 3);
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 0), ==, 9);
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 1), ==, 90);
+  PP_CHECK_INT(value_of(p, "work;main", 0), ==, 2);
+  PP_CHECK_INT(value_of(p, "other;main|bytes=123bytes,route=/b", 0), ==, 7);
+  PP_CHECK_INT(p->n_mapping, ==, 2);   /* /bin/app shared, libc from b */
+  PP_CHECK_INT(p->n_function, ==, 4);  /* main, work, leaf shared; other */
+  PP_CHECK_INT(p->n_location, ==, 4);
+  PP_CHECK_INT(p->time_nanos, ==, 900);       /* earliest start */
+  PP_CHECK_INT(p->duration_nanos, ==, 1000);  /* b ends at 1900, a at 1500 */
+  PP_CHECK_INT(p->n_comment, ==, 2);
+  long long total = 0;
+  for (size_t i = 0; i < p->n_sample; i++)
+    total += p->sample[i]->value[1];
+  PP_CHECK_INT(total, ==, 40 + 20 + 50 + 70);
+  /* The line number of b's "other" location survived the remap. */
+  const Perftools__Profiles__Location *lo = NULL;
+  for (size_t i = 0; i < p->n_location; i++)
+    if (p->location[i]->address == 0x7f0100)
+      lo = p->location[i];
+  PP_CHECK(lo != NULL && lo->n_line == 1 && lo->line[0]->line == 7);
+
+  /* Merging a again only adds values; nothing new appears. */
+  PP_CHECK_INT(pp_merge_add(m, a, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_builder_sample_count(m), ==, 3);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  p = pack_unpack(m);
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 0), ==, 13);
+  PP_CHECK_INT(p->n_function, ==, 4);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_builder_free(m);
+  perftools__profiles__profile__free_unpacked(a, NULL);
+  perftools__profiles__profile__free_unpacked(bp, NULL);
+}
+
+static void test_merge_rejects_mismatched_types_and_period(void) {
+  Perftools__Profiles__Profile *a = profile_a();
+  pp_builder *m = pp_builder_new();
+  char why[256] = "";
+  PP_CHECK_INT(pp_merge_add(m, a, why, sizeof why), ==, 0);
+
+  pp_builder *ob = pp_builder_new();
+  pp_builder_add_sample_type(ob, "alloc_space", "bytes");
+  pp_builder_set_period(ob, "cpu", "nanoseconds", 10000000);
+  Perftools__Profiles__Profile *other = pack_unpack(ob);
+  PP_CHECK_INT(pp_merge_add(m, other, why, sizeof why), ==, -1);
+  PP_CHECK(strstr(why, "sample types differ") && strstr(why, "alloc_space/bytes") &&
+           strstr(why, "cpu/nanoseconds"));
+  perftools__profiles__profile__free_unpacked(other, NULL);
+  pp_builder_free(ob);
+
+  a->period = 5000000; /* 200 Hz */
+  PP_CHECK_INT(pp_merge_add(m, a, why, sizeof why), ==, -1);
+  PP_CHECK(strstr(why, "periods differ") != NULL);
+  a->period = 10000000;
+  PP_CHECK_INT(pp_merge_add(m, a, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_builder_sample_count(m), ==, 2);
+  pp_builder_free(m);
+  perftools__profiles__profile__free_unpacked(a, NULL);
+}
+
+static void test_merge_many_is_linear(void) {
+  /* 201 profiles of 500 distinct stacks each, overlapping into 700 in all:
+   * the merged totals equal the sum of the inputs. */
+  pp_builder *m = pp_builder_new();
+  long long want = 0;
+  char name[32], why[256] = "";
+  for (int k = 0; k < 201; k++) {
+    pp_builder *b = typed_builder();
+    for (int i = 0; i < 500; i++) {
+      snprintf(name, sizeof name, "fn%d", (i + k) % 700);
+      uint64_t f = pp_builder_function(b, name, name, "x.c", 0);
+      uint64_t l = pp_builder_location(b, 0, (uint64_t)((i + k) % 700) * 16, &f, NULL, 1);
+      uint64_t stack[2] = {l, l};
+      pp_builder_sample(b, stack, 2, (int64_t[]){1, 10000000}, 2, NULL, 0);
+      want += 1;
+    }
+    Perftools__Profiles__Profile *p = pack_unpack(b);
+    PP_CHECK_INT(pp_merge_add(m, p, why, sizeof why), ==, 0);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    pp_builder_free(b);
+  }
+  PP_CHECK_INT(pp_builder_sample_count(m), ==, 700);
+  Perftools__Profiles__Profile *p = pack_unpack(m);
+  long long got = 0;
+  for (size_t i = 0; i < p->n_sample; i++)
+    got += p->sample[i]->value[0];
+  PP_CHECK_INT(got, ==, want);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_builder_free(m);
+}
+
+static int write_merged(const char *path) {
+  Perftools__Profiles__Profile *a = profile_a(), *bp = profile_b();
+  pp_builder *m = pp_builder_new();
+  char why[256] = "";
+  uint8_t *raw = NULL, *gz = NULL;
+  size_t rawlen = 0, gzlen = 0;
+  int rc = 1;
+  if (pp_merge_add(m, a, why, sizeof why) != 0 || pp_merge_add(m, bp, why, sizeof why) != 0 ||
+      pp_builder_pack(m, &raw, &rawlen) != 0 || pp_gzip(raw, rawlen, &gz, &gzlen) != 0) {
+    fprintf(stderr, "merge failed: %s\n", why);
+    goto out;
+  }
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(gz, 1, gzlen, f) != gzlen || fclose(f) != 0) {
+    perror(path);
+    goto out;
+  }
+  rc = 0;
+out:
+  free(raw);
+  free(gz);
+  pp_builder_free(m);
+  perftools__profiles__profile__free_unpacked(a, NULL);
+  perftools__profiles__profile__free_unpacked(bp, NULL);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--write-merged") == 0)
+    return write_merged(argv[2]);
+  PP_RUN(test_builder_interns_strings_with_empty_first);
+  PP_RUN(test_builder_dedups_with_dense_ids);
+  PP_RUN(test_pack_unpack_round_trip);
+  PP_RUN(test_validate_accepts_valid);
+  PP_RUN(test_validate_string_table);
+  PP_RUN(test_validate_string_indices);
+  PP_RUN(test_validate_ids_nonzero_and_unique);
+  PP_RUN(test_validate_value_count);
+  PP_RUN(test_validate_references);
+  PP_RUN(test_validate_labels);
+  PP_RUN(test_validate_sparse_ids);
+  PP_RUN(test_gzip_round_trip_and_limit);
+  PP_RUN(test_parse_plain_gzip_and_garbage);
+  PP_RUN(test_merge_sums_values_and_keeps_labels);
+  PP_RUN(test_merge_rejects_mismatched_types_and_period);
+  PP_RUN(test_merge_many_is_linear);
+  PP_DONE();
+}
