@@ -7,7 +7,11 @@
 # another PUSHPROF_SIGNAL, e.g. SIGRTMIN+3.
 # Expected: 100 Hz of process CPU for the program's itimer, and 100 Hz per
 # thread for us; a pending standard signal absorbs a second one, so a few
-# are lost when both timers fire together: 70% is the floor for each.
+# are lost when both timers fire together: 70% is our floor. The kernel
+# itself delivers a process-wide ITIMER_PROF unevenly on 2 busy cores (113 of
+# 200 measured with no profiler at all while another process spins), so the
+# program's own floor is 30%: what it guards against is 0 (our handler
+# took the signal) or foreign signals (we forwarded our own).
 . "$(dirname "$0")/sdk_lib.sh"
 mode=$1
 sig=${2:-SIGPROF}
@@ -19,8 +23,8 @@ own=$(out_value own_signals)
 foreign=$(out_value foreign_signals)
 echo "cpu ${cpu}s, own signals $own, foreign signals $foreign"
 [ "$foreign" -eq 0 ] || fail "$foreign of our signals reached the program's handler (or its setup failed)"
-python3 -c "import sys; sys.exit(0 if $own >= 0.7*$cpu*100 else 1)" ||
-  fail "the program received $own of its own signals, expected >= 70% of $(calc "$cpu*100")"
+python3 -c "import sys; sys.exit(0 if $own >= 0.3*$cpu*100 else 1)" ||
+  fail "the program received $own of its own signals, expected >= 30% of $(calc "$cpu*100")"
 prof=$(the_profile)
 "${CHECK[@]}" "$prof" --value samples/count --min-samples "$(calc "0.7*$cpu*100")" \
   --shares ownsig_spin --min-attributed 0.9 >"$T/report.json"
