@@ -286,8 +286,8 @@ uint64_t pp_builder_mapping_ix(pp_builder *b, uint64_t start, uint64_t limit, ui
   if (!string_ok(b, file) || !string_ok(b, build_id))
     return 0;
   bmapping k = {start, limit, offset, file, build_id, flags};
-  uint64_t words[6] = {start, limit, offset, (uint64_t)file, (uint64_t)build_id,
-                       flags & PP_MAPPING_HAS_FUNCTIONS};
+  uint64_t words[6] = {
+      start, limit, offset, (uint64_t)file, (uint64_t)build_id, flags & PP_MAPPING_HAS_FUNCTIONS};
   uint64_t h = pp_hash_bytes(words, sizeof words, 0x3a9);
   const void *ctx[2] = {&k, b};
   int64_t found = pp_htab_find(&b->map_ix, h, mapping_eq, ctx);
@@ -318,8 +318,8 @@ static bool function_eq(const void *ctx, uint32_t idx) {
   return memcmp(&b->funcs.v[idx], k, sizeof *k) == 0;
 }
 
-uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name,
-                                int64_t filename, int64_t start_line) {
+uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name, int64_t filename,
+                                int64_t start_line) {
   if (!string_ok(b, name) || !string_ok(b, system_name) || !string_ok(b, filename))
     return 0;
   bfunction k = {name, system_name, filename, start_line};
@@ -355,8 +355,7 @@ typedef struct loc_key {
 static bool location_eq(const void *ctx, uint32_t idx) {
   const loc_key *k = ctx;
   const blocation *l = &k->b->locs.v[idx];
-  return l->mapping_id == k->mapping_id && l->address == k->address &&
-         l->nlines == k->nlines &&
+  return l->mapping_id == k->mapping_id && l->address == k->address && l->nlines == k->nlines &&
          (k->nlines == 0 ||
           memcmp(&k->b->lines.v[l->line_off], k->lines, k->nlines * sizeof *k->lines) == 0);
 }
@@ -369,8 +368,8 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
     return 0;
   bline *tmp = b->scratch_lines.v;
   for (size_t i = 0; i < nlines; i++) {
-    if (function_ids[i] > b->funcs.n)
-      return 0; /* 0 means "no function" in pprof; anything else must exist */
+    if (function_ids[i] == 0 || function_ids[i] > b->funcs.n)
+      return 0; /* go tool pprof rejects a line without a function */
     tmp[i].function_id = function_ids[i];
     tmp[i].line = lines ? lines[i] : 0;
   }
@@ -453,8 +452,8 @@ static int64_t add_wrap(int64_t a, int64_t c) {
 /* labels must already sit in b->scratch_labels (they get sorted there). */
 static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                               const int64_t *values, size_t nvalues, size_t nlabels) {
-  if (nvalues != b->sample_types.n / 2 || (nvalues && !values) || (nlocs && !location_ids))
-    return -1;
+  if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (nlocs && !location_ids))
+    return -1; /* go tool pprof rejects samples in a profile without sample types */
   for (size_t i = 0; i < nlocs; i++)
     if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
       return -1;
@@ -552,8 +551,7 @@ int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
   Perftools__Profiles__Label *lb = calloc(b->sample_labels.n + 1, sizeof *lb);
   Perftools__Profiles__Label **lbp = calloc(b->sample_labels.n + 1, sizeof *lbp);
   uint8_t *buf = NULL;
-  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !lb ||
-      !lbp)
+  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !lb || !lbp)
     goto fail;
 
   for (size_t i = 0; i < nst; i++) {

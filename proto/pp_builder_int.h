@@ -21,8 +21,8 @@ typedef struct pp_ilabel { /* a label with interned string indices; no padding *
  * flags are or'ed into an existing entry. */
 uint64_t pp_builder_mapping_ix(pp_builder *b, uint64_t start, uint64_t limit, uint64_t offset,
                                int64_t file, int64_t build_id, unsigned flags);
-uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name,
-                                int64_t filename, int64_t start_line);
+uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name, int64_t filename,
+                                int64_t start_line);
 int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
                          size_t nlabels);

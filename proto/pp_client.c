@@ -114,8 +114,7 @@ static int connect_to(const char *path, int64_t deadline, int *status, pp_client
     if (err == EAGAIN) {
       /* The sidecar's listen backlog is full: wait a little and retry. */
       if (now_ms() + CONNECT_RETRY_MS >= deadline) {
-        say(r, "cannot connect to %s: the sidecar's backlog stayed full until the deadline",
-            path);
+        say(r, "cannot connect to %s: the sidecar's backlog stayed full until the deadline", path);
         *status = PP_CLIENT_TIMEOUT;
         return -1;
       }
@@ -214,12 +213,11 @@ static int read_reply(int fd, const char *path, int timeout_ms, int64_t deadline
   r->code = (int)rep->code;
   snprintf(r->push_id, sizeof r->push_id, "%s", rep->push_id ? rep->push_id : "");
   const char *reason = rep->reason ? rep->reason : "";
-  int status = rep->code == PUSHPROF__V1__PUSH_REPLY__CODE__OK ? PP_CLIENT_ACKED
-                                                                 : PP_CLIENT_REFUSED;
+  int status =
+      rep->code == PUSHPROF__V1__PUSH_REPLY__CODE__OK ? PP_CLIENT_ACKED : PP_CLIENT_REFUSED;
   if (status == PP_CLIENT_REFUSED && reason[0] == '\0') {
-    const ProtobufCEnumValue *v =
-        protobuf_c_enum_descriptor_get_value(&pushprof__v1__push_reply__code__descriptor,
-                                             rep->code);
+    const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
+        &pushprof__v1__push_reply__code__descriptor, rep->code);
     say(r, "refused by the sidecar: %s", v ? v->name : "unknown code");
   } else {
     say(r, "%s", reason);
@@ -228,8 +226,8 @@ static int read_reply(int fd, const char *path, int timeout_ms, int64_t deadline
   return status;
 }
 
-int pp_client_push_frame(const char *socket_path, const uint8_t *frame, size_t len,
-                         int timeout_ms, pp_client_reply *reply) {
+int pp_client_push_frame(const char *socket_path, const uint8_t *frame, size_t len, int timeout_ms,
+                         pp_client_reply *reply) {
   int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   int status = PP_CLIENT_IO_ERROR;
   memset(reply, 0, sizeof *reply);

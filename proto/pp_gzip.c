@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#define GZIP_WINDOW_BITS (15 + 16) /* 32 KiB window, gzip wrapper */
+#define GZIP_WINDOW_BITS (15 + 16)   /* 32 KiB window, gzip wrapper */
 #define CHUNK_MAX ((size_t)UINT_MAX) /* zlib counts in uInt */
 
 int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {

@@ -24,7 +24,7 @@ static void say(char *why, size_t whylen, const char *fmt, ...) {
 
 static const char *src_str(const Perftools__Profiles__Profile *p, int64_t ix) {
   return ix >= 0 && (uint64_t)ix < p->n_string_table && p->string_table[ix] ? p->string_table[ix]
-                                                                             : "?";
+                                                                            : "?";
 }
 
 /* Writes "type/unit,..." of the builder's sample types into buf. */
@@ -42,9 +42,9 @@ static void describe_src_types(const Perftools__Profiles__Profile *p, char *buf,
   size_t off = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < p->n_sample_type && off < len; i++)
-    off += (size_t)snprintf(buf + off, len - off, "%s%s/%s", i ? "," : "",
-                            src_str(p, p->sample_type[i]->type),
-                            src_str(p, p->sample_type[i]->unit));
+    off +=
+        (size_t)snprintf(buf + off, len - off, "%s%s/%s", i ? "," : "",
+                         src_str(p, p->sample_type[i]->type), src_str(p, p->sample_type[i]->unit));
 }
 
 /* Compares by content: the builder and src have different string tables. */
@@ -78,8 +78,7 @@ static int check_compatible(pp_builder *b, const Perftools__Profiles__Profile *s
 }
 
 /* Takes src's sample types and period: the first add. */
-static int adopt_types(pp_builder *b, const Perftools__Profiles__Profile *src,
-                       const int64_t *sx) {
+static int adopt_types(pp_builder *b, const Perftools__Profiles__Profile *src, const int64_t *sx) {
   for (size_t i = 0; i < src->n_sample_type; i++)
     if (pp_builder_add_sample_type_ix(b, sx[src->sample_type[i]->type],
                                       sx[src->sample_type[i]->unit]) != 0)
@@ -134,8 +133,7 @@ static int index_ids(pp_idmap *m, const Perftools__Profiles__Profile *p, size_t 
   return pp_idmap_index(m, &bad) == 0 ? 0 : -1;
 }
 
-int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why,
-                 size_t whylen) {
+int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why, size_t whylen) {
   int rc = -1;
   int64_t *sx = NULL;   /* src string index -> builder string index */
   uint64_t *mx = NULL;  /* src mapping position -> builder id */
@@ -250,8 +248,8 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     SX(f->name, "function name");
     SX(f->system_name, "function system_name");
     SX(f->filename, "function filename");
-    fx[i] = pp_builder_function_ix(b, sx[f->name], sx[f->system_name], sx[f->filename],
-                                   f->start_line);
+    fx[i] =
+        pp_builder_function_ix(b, sx[f->name], sx[f->system_name], sx[f->filename], f->start_line);
     if (!fx[i]) {
       say(why, whylen, "out of memory merging a profile");
       goto fail;
@@ -271,17 +269,13 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     }
     for (size_t j = 0; j < l->n_line; j++) {
       uint64_t fid = l->line[j]->function_id;
-      tmp[j] = 0;
-      if (fid) {
-        int64_t pos = pp_idmap_find(&funcs, fid);
-        if (pos < 0) {
-          say(why, whylen,
-              "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64, l->id,
-              fid);
-          goto fail;
-        }
-        tmp[j] = fx[pos];
+      int64_t pos = fid ? pp_idmap_find(&funcs, fid) : -1;
+      if (pos < 0) {
+        say(why, whylen, "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64,
+            l->id, fid);
+        goto fail;
       }
+      tmp[j] = fx[pos];
       lines[j] = l->line[j]->line;
     }
     lx[i] = pp_builder_location(b, mid, l->address, tmp, lines, l->n_line);
@@ -313,8 +307,8 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
           src->n_sample_type);
       goto fail;
     }
-    if (pp_builder_sample_ix(b, tmp, s->n_location_id, s->value, s->n_value, labels,
-                             s->n_label) != 0) {
+    if (pp_builder_sample_ix(b, tmp, s->n_location_id, s->value, s->n_value, labels, s->n_label) !=
+        0) {
       say(why, whylen, "out of memory merging a profile");
       goto fail;
     }

@@ -33,8 +33,8 @@ static bool str_ok(const vctx *c, int64_t ix, const char *what, size_t n) {
   if (ix >= 0 && (uint64_t)ix < c->p->n_string_table)
     return true;
   if (n == SIZE_MAX)
-    say(c->why, c->whylen, "%s string index %" PRId64 " out of range (string_table has %zu)",
-        what, ix, c->p->n_string_table);
+    say(c->why, c->whylen, "%s string index %" PRId64 " out of range (string_table has %zu)", what,
+        ix, c->p->n_string_table);
   else
     say(c->why, c->whylen, "%s %zu: string index %" PRId64 " out of range (string_table has %zu)",
         what, n, ix, c->p->n_string_table);
@@ -75,8 +75,8 @@ static uint64_t location_id(const Perftools__Profiles__Profile *p, size_t i) {
   return p->location[i]->id;
 }
 
-static bool value_type_ok(const vctx *c, const Perftools__Profiles__ValueType *vt,
-                          const char *what, size_t n) {
+static bool value_type_ok(const vctx *c, const Perftools__Profiles__ValueType *vt, const char *what,
+                          size_t n) {
   return str_ok(c, vt->type, what, n) && str_ok(c, vt->unit, what, n);
 }
 
@@ -128,18 +128,27 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
     }
     for (size_t j = 0; j < l->n_line; j++) {
       uint64_t fid = l->line[j]->function_id;
-      if (fid != 0 && pp_idmap_find(&funcs, fid) < 0) {
-        say(why, whylen, "location %" PRIu64 " line %zu refers to function %" PRIu64
-            ", which is missing", l->id, j, fid);
+      if (fid == 0) { /* go tool pprof: "has a line with nil function" */
+        say(why, whylen, "location %" PRIu64 " line %zu has no function (function_id 0)", l->id, j);
+        goto fail;
+      }
+      if (pp_idmap_find(&funcs, fid) < 0) {
+        say(why, whylen,
+            "location %" PRIu64 " line %zu refers to function %" PRIu64 ", which is missing", l->id,
+            j, fid);
         goto fail;
       }
     }
   }
+  if (p->n_sample > 0 && p->n_sample_type == 0) {
+    say(why, whylen, "profile has %zu samples but no sample_type", p->n_sample);
+    goto fail;
+  }
   for (size_t i = 0; i < p->n_sample; i++) {
     const Perftools__Profiles__Sample *s = p->sample[i];
     if (s->n_value != p->n_sample_type) {
-      say(why, whylen, "sample %zu has %zu values, want %zu (one per sample_type)", i,
-          s->n_value, p->n_sample_type);
+      say(why, whylen, "sample %zu has %zu values, want %zu (one per sample_type)", i, s->n_value,
+          p->n_sample_type);
       goto fail;
     }
     for (size_t j = 0; j < s->n_location_id; j++) {

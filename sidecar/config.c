@@ -36,7 +36,7 @@ static const opt_def opts[] = {
      "where batches go, e.g. file:///DIR (default " CONFIG_DEFAULT_EXPORT ")"},
     {"batch-window", "dump_duration_seconds", "batch_window", T_SECONDS, OFF(batch_window_s), 1,
      86400, "seconds of pushes merged into one profile (default 60)"},
-    {"max-spool-bytes", "max_spool_bytes", NULL, T_SIZE, OFF(max_spool_bytes), 1 << 20,
+    {"max-spool-bytes", "max_spool_bytes", NULL, T_SIZE, OFF(max_spool_bytes), 4096,
      INT64_MAX, "spool size limit, e.g. 512MiB (default 512MiB)"},
     {"spool-drop-oldest", "spool_drop_oldest", NULL, T_BOOL, OFF(spool_drop_oldest), 0, 0,
      "when the spool is full drop the oldest push instead of refusing new ones"},

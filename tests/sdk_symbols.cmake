@@ -13,3 +13,16 @@ pushprof_unit_test(NAME test_elfsym
 target_include_directories(test_elfsym PRIVATE ${PP_SYM_DIR})
 # zlibVersion must be resolvable with dlsym(RTLD_DEFAULT) even under --as-needed
 target_link_options(test_elfsym PRIVATE -Wl,--no-as-needed)
+
+# C++ helper: a mangled function name, and libstdc++ really linked so
+# __cxa_demangle is found with dlsym as in a C++ program.
+pushprof_unit_test(NAME test_profbuild
+  SOURCES unit/test_profbuild.c unit/profbuild_cxx_helper.cpp ${PP_SYM_DIR}/profbuild.c
+    ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/procmaps_linux.c
+  LIBS pushprof_proto PkgConfig::LIBELF ${CMAKE_DL_LIBS})
+target_include_directories(test_profbuild PRIVATE ${PP_SYM_DIR})
+target_link_options(test_profbuild PRIVATE -Wl,--no-as-needed)
+
+pushprof_script_test(NAME it_profbuild_go_pprof
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/profbuild_go_pprof.sh
+    $<TARGET_FILE:test_profbuild>)

@@ -2,3 +2,15 @@
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_config SOURCES unit/test_config.c LIBS pushprof_sidecar_lib)
 endif()
+
+# Input generator for the integration tests (pprof files and raw frames).
+add_executable(gen_pprof integration/sidecar/gen_pprof.c)
+target_link_libraries(gen_pprof PRIVATE pushprof_proto)
+
+if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
+  foreach(t push bad_input durability security spool_full)
+    pushprof_script_test(NAME it_sidecar_${t}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sidecar/it_sidecar_${t}.sh
+      TIMEOUT 90)
+  endforeach()
+endif()

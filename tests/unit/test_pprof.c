@@ -174,10 +174,12 @@ static void test_builder_dedups_with_dense_ids(void) {
   PP_CHECK_INT(l1, ==, 1);
   PP_CHECK_INT(pp_builder_location(b, m1, 0x10, fs, lines, 2), ==, l1);
   PP_CHECK_INT(pp_builder_location(b, m1, 0x10, fs, lines, 1), ==, 2); /* fewer lines */
-  PP_CHECK_INT(pp_builder_location(b, m2, 0x10, fs, lines, 2), ==, 3);  /* other mapping */
+  PP_CHECK_INT(pp_builder_location(b, m2, 0x10, fs, lines, 2), ==, 3); /* other mapping */
   PP_CHECK_INT(pp_builder_location(b, 0, 0x20, NULL, NULL, 0), ==, 4);
   PP_CHECK_INT(pp_builder_location(b, 9, 0x20, NULL, NULL, 0), ==, 0); /* no mapping 9 */
   uint64_t bad_fn = 99;
+  PP_CHECK_INT(pp_builder_location(b, 0, 0x20, &bad_fn, NULL, 1), ==, 0);
+  bad_fn = 0; /* pprof has no "line without a function" */
   PP_CHECK_INT(pp_builder_location(b, 0, 0x20, &bad_fn, NULL, 1), ==, 0);
 
   uint64_t st[] = {1, 4};
@@ -344,6 +346,9 @@ static void test_validate_value_count(void) {
   p->sample[1]->n_value = 1;
   expect_invalid(p, "sample 1 has 1 values, want 2 (one per sample_type)");
   p->sample[1]->n_value = 2;
+  p->n_sample_type = 0; /* samples without any sample type */
+  expect_invalid(p, "profile has 2 samples but no sample_type");
+  p->n_sample_type = 2;
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
@@ -356,6 +361,9 @@ static void test_validate_references(void) {
   keep = p->location[1]->line[0]->function_id;
   p->location[1]->line[0]->function_id = 43;
   expect_invalid(p, "location 2 line 0 refers to function 43, which is missing");
+  p->location[1]->line[0]->function_id = keep;
+  p->location[1]->line[0]->function_id = 0;
+  expect_invalid(p, "location 2 line 0 has no function");
   p->location[1]->line[0]->function_id = keep;
   keep = p->sample[1]->location_id[1];
   p->sample[1]->location_id[1] = 44;
@@ -478,7 +486,8 @@ static void test_parse_plain_gzip_and_garbage(void) {
   PP_CHECK(p != NULL);
   if (p)
     perftools__profiles__profile__free_unpacked(p, NULL);
-  p = pp_pprof_parse(gz, gzlen, rawlen - 1, why, sizeof why); /* limit applies to the inflated size */
+  p = pp_pprof_parse(gz, gzlen, rawlen - 1, why,
+                     sizeof why); /* limit applies to the inflated size */
   PP_CHECK(p == NULL);
   PP_CHECK(strstr(why, "limit") != NULL);
   p = pp_pprof_parse(raw, rawlen, rawlen - 1, why, sizeof why);
@@ -497,6 +506,61 @@ static void test_parse_plain_gzip_and_garbage(void) {
   free(raw);
   free(gz);
   pp_builder_free(b);
+}
+
+static void test_parse_survives_corruption_and_merge_accepts_what_it_accepts(void) {
+  /* Random byte flips, truncations and inserts of a valid profile: parse never
+   * crashes (ASan build), and whatever it accepts merges and re-packs into a
+   * profile that validates. */
+  Perftools__Profiles__Profile *b0 = profile_b();
+  pp_builder *b = pp_builder_new();
+  char why[256];
+  PP_CHECK_INT(pp_merge_add(b, b0, why, sizeof why), ==, 0);
+  uint8_t *raw = NULL;
+  size_t rawlen = 0;
+  PP_CHECK_INT(pp_builder_pack(b, &raw, &rawlen), ==, 0);
+  pp_builder_free(b);
+  perftools__profiles__profile__free_unpacked(b0, NULL);
+  uint8_t *buf = malloc(rawlen + 8);
+  unsigned seed = 12345;
+  int accepted = 0, rejected = 0;
+  for (int iter = 0; iter < 3000; iter++) {
+    memcpy(buf, raw, rawlen);
+    size_t len = rawlen;
+    int flips = 1 + rand_r(&seed) % 4;
+    for (int k = 0; k < flips; k++)
+      buf[rand_r(&seed) % len] = (uint8_t)rand_r(&seed);
+    if (rand_r(&seed) % 4 == 0)
+      len = (size_t)rand_r(&seed) % len;
+    Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 1 << 20, why, sizeof why);
+    if (!p) {
+      PP_CHECK(why[0] != '\0');
+      rejected++;
+      continue;
+    }
+    accepted++;
+    pp_builder *m = pp_builder_new();
+    int rc = pp_merge_add(m, p, why, sizeof why);
+    PP_CHECK_INT(rc, ==, 0);
+    if (rc != 0)
+      fprintf(stderr, "  merge refused a validated profile: %s\n", why);
+    uint8_t *out = NULL;
+    size_t outlen = 0;
+    PP_CHECK_INT(pp_builder_pack(m, &out, &outlen), ==, 0);
+    Perftools__Profiles__Profile *q = pp_pprof_parse(out, outlen, 1 << 20, why, sizeof why);
+    PP_CHECK(q != NULL);
+    if (!q)
+      fprintf(stderr, "  merged profile invalid: %s\n", why);
+    else
+      perftools__profiles__profile__free_unpacked(q, NULL);
+    free(out);
+    pp_builder_free(m);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  fprintf(stderr, "  %d corrupted profiles accepted, %d rejected\n", accepted, rejected);
+  PP_CHECK(accepted > 0 && rejected > 0);
+  free(buf);
+  free(raw);
 }
 
 /* ---- merge ---- */
@@ -519,11 +583,11 @@ static void test_merge_sums_values_and_keeps_labels(void) {
   PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 1), ==, 90);
   PP_CHECK_INT(value_of(p, "work;main", 0), ==, 2);
   PP_CHECK_INT(value_of(p, "other;main|bytes=123bytes,route=/b", 0), ==, 7);
-  PP_CHECK_INT(p->n_mapping, ==, 2);   /* /bin/app shared, libc from b */
-  PP_CHECK_INT(p->n_function, ==, 4);  /* main, work, leaf shared; other */
+  PP_CHECK_INT(p->n_mapping, ==, 2);  /* /bin/app shared, libc from b */
+  PP_CHECK_INT(p->n_function, ==, 4); /* main, work, leaf shared; other */
   PP_CHECK_INT(p->n_location, ==, 4);
-  PP_CHECK_INT(p->time_nanos, ==, 900);       /* earliest start */
-  PP_CHECK_INT(p->duration_nanos, ==, 1000);  /* b ends at 1900, a at 1500 */
+  PP_CHECK_INT(p->time_nanos, ==, 900);      /* earliest start */
+  PP_CHECK_INT(p->duration_nanos, ==, 1000); /* b ends at 1900, a at 1500 */
   PP_CHECK_INT(p->n_comment, ==, 2);
   long long total = 0;
   for (size_t i = 0; i < p->n_sample; i++)
@@ -649,6 +713,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_validate_sparse_ids);
   PP_RUN(test_gzip_round_trip_and_limit);
   PP_RUN(test_parse_plain_gzip_and_garbage);
+  PP_RUN(test_parse_survives_corruption_and_merge_accepts_what_it_accepts);
   PP_RUN(test_merge_sums_values_and_keeps_labels);
   PP_RUN(test_merge_rejects_mismatched_types_and_period);
   PP_RUN(test_merge_many_is_linear);

@@ -1,0 +1,731 @@
+/* The batcher. Pushes are merged into their group's pp_builder as they
+ * arrive (batcher_add, on the caller's thread), so memory holds one merged
+ * profile per group rather than every push; the group remembers only the
+ * spool ids it owes. The batcher thread seals a group when its window ends
+ * (or it grows too big), packs + gzips + hashes it once, and offers it to the
+ * exporter until it is accepted, refused for good, or too old.
+ *
+ * Locking: b->mu guards the group list and each group's fields, except that
+ * a sealed group marked busy is worked on by the batcher thread alone,
+ * without the lock (adds never touch sealed groups). Spool calls are made
+ * without b->mu held, or with it held but never the other way round (the
+ * spool calls back into batcher_add only from scans, without its own lock). */
+#include "batcher.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "pp_pprof.h"
+
+#define NS_PER_S 1000000000LL
+#define NS_PER_MS 1000000LL
+#define BACKOFF_BASE_MS 1000
+#define BACKOFF_CAP_MS (5 * 60 * 1000)
+#define GROUP_MAX_BYTES (64u << 20) /* seal a group early once its pushes reach this */
+#define PPROF_MAX_SIZE ((size_t)1 << 30)
+#define RESCAN_INTERVAL_NS (5 * NS_PER_S)
+#define IDLE_WAKE_NS NS_PER_S /* refresh the age gauge at least this often */
+
+typedef struct group {
+  struct group *next;
+  char *key;
+  size_t keylen;
+  char *service;
+  Pushprof__V1__Label *label_store;
+  Pushprof__V1__Label **labels;
+  size_t nlabels;
+  pp_builder *pb; /* NULL once packed */
+  char (*ids)[SPOOL_ID_MAX];
+  size_t nids, capids;
+  uint64_t bytes;
+  int64_t start_ns, end_ns;
+  int64_t opened_mono; /* window start */
+  int64_t oldest_wall; /* oldest push it holds, for max_age and the age gauge */
+  bool sealed, busy;
+  uint8_t *gz;
+  size_t gzlen;
+  char hash[65];
+  int attempts;
+  int64_t next_attempt_mono;
+} group;
+
+struct batcher {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int window_s, max_age_s;
+  char *node, *subdir;
+  exporter *ex;
+  spool *sp;
+  group *groups;
+  pthread_t thread;
+  bool started, joined, stopping, closed;
+  int64_t stop_deadline_mono;
+  int64_t last_rescan_mono;
+  int64_t backoff_base_ms, backoff_cap_ms;
+  uint64_t rng;
+};
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static int64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* splitmix64: the jitter needs spread, not secrecy. Lock held. */
+static uint64_t next_rand(batcher *b) {
+  uint64_t z = (b->rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Full jitter: uniform in [0, min(cap, base * 2^attempt)]. */
+static int64_t backoff_ms(batcher *b, int attempt) {
+  int64_t ceil = b->backoff_base_ms;
+  for (int i = 0; i < attempt && ceil < b->backoff_cap_ms; i++)
+    ceil *= 2;
+  if (ceil > b->backoff_cap_ms)
+    ceil = b->backoff_cap_ms;
+  if (ceil <= 0)
+    return 0;
+  return (int64_t)(next_rand(b) % (uint64_t)(ceil + 1));
+}
+
+/* ---- group keys ---- */
+
+typedef struct keybuf {
+  char *p;
+  size_t len, cap;
+  bool oom;
+} keybuf;
+
+/* Length-prefixed so no two different field lists give the same key. */
+static void key_add(keybuf *k, const char *s) {
+  if (k->oom)
+    return;
+  if (!s)
+    s = "";
+  size_t sl = strlen(s);
+  size_t need = k->len + 24 + sl;
+  if (need > k->cap) {
+    size_t ncap = need * 2;
+    char *np = realloc(k->p, ncap);
+    if (!np) {
+      k->oom = true;
+      return;
+    }
+    k->p = np;
+    k->cap = ncap;
+  }
+  k->len += (size_t)snprintf(k->p + k->len, k->cap - k->len, "%zu:", sl);
+  memcpy(k->p + k->len, s, sl);
+  k->len += sl;
+}
+
+static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i) {
+  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
+}
+
+static int cmp_labels(const void *a, const void *b) {
+  const Pushprof__V1__Label *x = *(Pushprof__V1__Label *const *)a;
+  const Pushprof__V1__Label *y = *(Pushprof__V1__Label *const *)b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : strcmp(x->value, y->value);
+}
+
+/* Sorts req's labels in place (order does not matter to anyone) and builds
+ * the grouping key. NULL on ENOMEM. */
+static char *make_key(Pushprof__V1__PushRequest *req, const Perftools__Profiles__Profile *p,
+                      size_t *keylen) {
+  keybuf k = {0};
+  char num[32];
+  if (req->n_labels > 1)
+    qsort(req->labels, req->n_labels, sizeof *req->labels, cmp_labels);
+  key_add(&k, req->service);
+  snprintf(num, sizeof num, "%zu", req->n_labels);
+  key_add(&k, num);
+  for (size_t i = 0; i < req->n_labels; i++) {
+    key_add(&k, req->labels[i]->key);
+    key_add(&k, req->labels[i]->value);
+  }
+  snprintf(num, sizeof num, "%zu", p->n_sample_type);
+  key_add(&k, num);
+  for (size_t i = 0; i < p->n_sample_type; i++) {
+    key_add(&k, pstr(p, p->sample_type[i]->type));
+    key_add(&k, pstr(p, p->sample_type[i]->unit));
+  }
+  if (p->period_type) {
+    key_add(&k, pstr(p, p->period_type->type));
+    key_add(&k, pstr(p, p->period_type->unit));
+  } else {
+    key_add(&k, "");
+    key_add(&k, "");
+  }
+  snprintf(num, sizeof num, "%" PRId64, p->period);
+  key_add(&k, num);
+  if (k.oom) {
+    free(k.p);
+    return NULL;
+  }
+  *keylen = k.len;
+  return k.p;
+}
+
+/* ---- groups ---- */
+
+static void group_free(group *g) {
+  if (!g)
+    return;
+  for (size_t i = 0; i < g->nlabels; i++) {
+    free(g->label_store[i].key);
+    free(g->label_store[i].value);
+  }
+  free(g->label_store);
+  free(g->labels);
+  pp_builder_free(g->pb);
+  free(g->ids);
+  free(g->gz);
+  free(g->service);
+  free(g->key);
+  free(g);
+}
+
+static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req) {
+  group *g = calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  g->pb = pp_builder_new();
+  g->service = strdup(req->service);
+  if (req->n_labels) {
+    g->label_store = calloc(req->n_labels, sizeof *g->label_store);
+    g->labels = calloc(req->n_labels, sizeof *g->labels);
+  }
+  if (!g->pb || !g->service || (req->n_labels && (!g->label_store || !g->labels)))
+    goto fail;
+  for (size_t i = 0; i < req->n_labels; i++) {
+    pushprof__v1__label__init(&g->label_store[i]);
+    g->label_store[i].key = strdup(req->labels[i]->key);
+    g->label_store[i].value = strdup(req->labels[i]->value);
+    g->labels[i] = &g->label_store[i];
+    g->nlabels = i + 1;
+    if (!g->label_store[i].key || !g->label_store[i].value)
+      goto fail;
+  }
+  g->key = key;
+  g->keylen = keylen;
+  g->opened_mono = mono_ns();
+  g->oldest_wall = INT64_MAX;
+  g->start_ns = INT64_MAX;
+  g->end_ns = INT64_MIN;
+  return g;
+fail:
+  group_free(g);
+  return NULL;
+}
+
+static int group_add_id(group *g, const char *id) {
+  if (g->nids == g->capids) {
+    size_t ncap = g->capids ? g->capids * 2 : 8;
+    char(*nv)[SPOOL_ID_MAX] = realloc(g->ids, ncap * sizeof *nv);
+    if (!nv)
+      return -1;
+    g->ids = nv;
+    g->capids = ncap;
+  }
+  snprintf(g->ids[g->nids++], SPOOL_ID_MAX, "%s", id);
+  return 0;
+}
+
+/* When the push was first made durable: our spool ids start with the ns time
+ * of the write, which survives restarts; else the push's own end time if it
+ * is plausible; else now. */
+static int64_t push_birth(const char *id, const Pushprof__V1__PushRequest *req, int64_t now) {
+  if (strlen(id) > 21 && id[20] == '-') {
+    int64_t t = 0;
+    bool digits = true;
+    for (int i = 0; i < 20 && digits; i++) {
+      if (id[i] < '0' || id[i] > '9')
+        digits = false;
+      else
+        t = t * 10 + (id[i] - '0');
+    }
+    if (digits && t > 0 && t <= now)
+      return t;
+  }
+  if (req->end_time_nanos > 0 && req->end_time_nanos <= now)
+    return req->end_time_nanos;
+  return now;
+}
+
+static void unlink_group(batcher *b, group *g) {
+  for (group **pp = &b->groups; *pp; pp = &(*pp)->next) {
+    if (*pp == g) {
+      *pp = g->next;
+      return;
+    }
+  }
+}
+
+/* ---- public: new / add ---- */
+
+batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
+  if (!cfg || !ex)
+    return NULL;
+  batcher *b = calloc(1, sizeof *b);
+  if (!b)
+    return NULL;
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) {
+    free(b);
+    return NULL;
+  }
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  if (pthread_mutex_init(&b->mu, NULL) != 0) {
+    pthread_condattr_destroy(&ca);
+    free(b);
+    return NULL;
+  }
+  if (pthread_cond_init(&b->cv, &ca) != 0) {
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    return NULL;
+  }
+  pthread_condattr_destroy(&ca);
+  b->window_s = cfg->window_s >= 0 ? cfg->window_s : 60;
+  b->max_age_s = cfg->max_age_s > 0 ? cfg->max_age_s : 86400;
+  b->node = strdup(cfg->node && *cfg->node ? cfg->node : "unknown-node");
+  b->subdir = strdup(cfg->subdir ? cfg->subdir : "");
+  if (!b->node || !b->subdir) {
+    batcher_free(b);
+    return NULL;
+  }
+  b->ex = ex;
+  b->sp = sp;
+  b->backoff_base_ms = BACKOFF_BASE_MS;
+  b->backoff_cap_ms = BACKOFF_CAP_MS;
+  /* Test hook, not a user setting: shortens the retry backoff so unit and
+   * integration tests of retries finish quickly. */
+  const char *t = getenv("PUSHPROF_TEST_BACKOFF_MS");
+  if (t && *t) {
+    char *end;
+    long v = strtol(t, &end, 10);
+    if (*end == '\0' && v >= 0 && v <= BACKOFF_CAP_MS)
+      b->backoff_base_ms = v;
+  }
+  b->rng = (uint64_t)wall_ns() ^ ((uint64_t)getpid() << 32);
+  b->last_rescan_mono = mono_ns();
+  return b;
+}
+
+void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+  Perftools__Profiles__Profile *prof = NULL;
+  char why[256] = "", reason[300];
+  char *key = NULL;
+  size_t keylen = 0;
+  const char *drop = NULL;
+
+  if (!b || !id || !req)
+    goto out;
+  prof = pp_pprof_parse(req->pprof.data, req->pprof.len, PPROF_MAX_SIZE, why, sizeof why);
+  if (!prof) {
+    drop = "invalid_pprof";
+    snprintf(reason, sizeof reason, "invalid pprof: %s", why);
+    goto fail_push;
+  }
+  key = make_key(req, prof, &keylen);
+  if (!key) {
+    log_event(LOG_ERROR, "out of memory grouping a push; it stays in the spool", "id=%s", id);
+    goto out;
+  }
+  int64_t now_wall = wall_ns();
+
+  pthread_mutex_lock(&b->mu);
+  if (b->closed) {
+    pthread_mutex_unlock(&b->mu);
+    log_event(LOG_INFO, "batcher stopped; push stays in the spool", "id=%s", id);
+    goto out;
+  }
+  group *g = NULL;
+  for (group *it = b->groups; it; it = it->next)
+    if (!it->sealed && it->keylen == keylen && memcmp(it->key, key, keylen) == 0) {
+      g = it;
+      break;
+    }
+  for (int tries = 0; tries < 2; tries++) {
+    if (!g) {
+      char *k = malloc(keylen + 1);
+      if (k) {
+        memcpy(k, key, keylen);
+        k[keylen] = '\0';
+      }
+      g = k ? group_new(k, keylen, req) : NULL;
+      if (!g) {
+        free(k);
+        pthread_mutex_unlock(&b->mu);
+        log_event(LOG_ERROR, "out of memory grouping a push; it stays in the spool", "id=%s",
+                  id);
+        goto out;
+      }
+      g->next = b->groups;
+      b->groups = g;
+    }
+    if (pp_merge_add(g->pb, prof, why, sizeof why) == 0)
+      break;
+    if (g->nids == 0) { /* cannot merge even into an empty group */
+      unlink_group(b, g);
+      group_free(g);
+      g = NULL;
+      break;
+    }
+    /* Does not fit its group: close that one now and start a new one. */
+    char q[300];
+    log_event(LOG_INFO, "push does not merge into its batch; starting a new batch",
+              "id=%s service=%s reason=%s", id, g->service, log_quote(why, q, sizeof q));
+    g->sealed = true;
+    g->next_attempt_mono = 0;
+    g = NULL;
+  }
+  if (!g) {
+    pthread_mutex_unlock(&b->mu);
+    drop = "unmergeable";
+    snprintf(reason, sizeof reason, "cannot merge pprof: %s", why);
+    goto fail_push;
+  }
+  if (group_add_id(g, id) != 0) {
+    /* The profile is merged but we cannot remember its file: it would be
+     * exported twice at worst (after a restart), never lost. */
+    log_event(LOG_ERROR, "out of memory tracking a spool id", "id=%s", id);
+  }
+  g->bytes += bytes;
+  int64_t birth = push_birth(id, req, now_wall);
+  if (birth < g->oldest_wall)
+    g->oldest_wall = birth;
+  if (req->start_time_nanos < g->start_ns)
+    g->start_ns = req->start_time_nanos;
+  if (req->end_time_nanos > g->end_ns)
+    g->end_ns = req->end_time_nanos;
+  if (g->bytes >= GROUP_MAX_BYTES) {
+    g->sealed = true;
+    g->next_attempt_mono = 0;
+  }
+  pthread_cond_signal(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  goto out;
+
+fail_push:;
+  char q[400];
+  log_event(LOG_ERROR, "push cannot be batched; moved to failed/", "id=%s reason=%s", id,
+            log_quote(reason, q, sizeof q));
+  metrics_drop(drop, 1);
+  if (b->sp)
+    spool_move_failed(b->sp, id, reason);
+out:
+  free(key);
+  if (prof)
+    perftools__profiles__profile__free_unpacked(prof, NULL);
+  if (req)
+    pushprof__v1__push_request__free_unpacked(req, NULL);
+}
+
+/* ---- export ---- */
+
+static int sha256_hex(const uint8_t *data, size_t len, char out[65]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+    return -1;
+  for (unsigned i = 0; i < mdlen; i++)
+    snprintf(out + 2 * i, 3, "%02x", md[i]);
+  return 0;
+}
+
+/* Packs, gzips and hashes a sealed group once (batcher thread, no lock).
+ * Returns the uncompressed bytes in *raw for this attempt. */
+static int group_prepare(group *g, uint8_t **raw, size_t *rawlen) {
+  *raw = NULL;
+  *rawlen = 0;
+  if (g->pb) {
+    if (pp_builder_pack(g->pb, raw, rawlen) != 0)
+      return -1;
+    if (pp_gzip(*raw, *rawlen, &g->gz, &g->gzlen) != 0 ||
+        sha256_hex(g->gz, g->gzlen, g->hash) != 0) {
+      free(*raw);
+      *raw = NULL;
+      free(g->gz);
+      g->gz = NULL;
+      return -1;
+    }
+    pp_builder_free(g->pb);
+    g->pb = NULL;
+    return 0;
+  }
+  /* A retry: only the compressed form was kept. */
+  return pp_gunzip(g->gz, g->gzlen, PPROF_MAX_SIZE, raw, rawlen);
+}
+
+/* Offers g to the exporter (batcher thread, b->mu NOT held, g busy). */
+static int export_group(batcher *b, group *g, char *err, size_t errlen) {
+  uint8_t *raw = NULL;
+  size_t rawlen = 0;
+  if (group_prepare(g, &raw, &rawlen) != 0) {
+    snprintf(err, errlen, "cannot encode the merged profile (out of memory?)");
+    return EXPORT_RETRY;
+  }
+  export_object obj = {
+      .service = g->service,
+      .node = b->node,
+      .subdir = b->subdir,
+      .labels = g->labels,
+      .nlabels = g->nlabels,
+      .start_ns = g->start_ns == INT64_MAX ? 0 : g->start_ns,
+      .end_ns = g->end_ns == INT64_MIN ? 0 : g->end_ns,
+      .data = g->gz,
+      .len = g->gzlen,
+      .pprof = raw,
+      .pprof_len = rawlen,
+      .content_hash = g->hash,
+  };
+  err[0] = '\0';
+  int rc = b->ex->put(b->ex, &obj, err, errlen);
+  free(raw);
+  if (rc != EXPORT_OK && rc != EXPORT_RETRY && rc != EXPORT_PERMANENT) {
+    snprintf(err, errlen, "exporter %s returned unknown code %d", b->ex->scheme, rc);
+    rc = EXPORT_RETRY;
+  }
+  if (rc != EXPORT_OK && !err[0])
+    snprintf(err, errlen, "exporter %s gave no reason", b->ex->scheme);
+  return rc;
+}
+
+/* Handles the outcome of one attempt. b->mu held, g busy. */
+static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_t now) {
+  char q[600];
+  g->busy = false;
+  if (rc == EXPORT_OK) {
+    metrics_add(M_BATCHES_EXPORTED, 1);
+    metrics_add(M_EXPORT_BYTES, g->gzlen);
+    log_event(LOG_INFO, "batch exported", "service=%s pushes=%zu bytes=%zu attempts=%d dest=%s",
+              log_quote(g->service, q, 300), g->nids, g->gzlen, g->attempts + 1,
+              log_quote(err, q + 300, 300));
+    for (size_t i = 0; b->sp && i < g->nids; i++)
+      spool_remove(b->sp, g->ids[i]);
+    unlink_group(b, g);
+    group_free(g);
+    return;
+  }
+  metrics_add(M_EXPORT_FAILURES, 1);
+  if (rc == EXPORT_PERMANENT) {
+    log_event(LOG_ERROR, "batch refused for good; pushes moved to failed/",
+              "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), g->nids,
+              log_quote(err, q + 300, 300));
+    metrics_drop("export_permanent", g->nids);
+    for (size_t i = 0; b->sp && i < g->nids; i++)
+      spool_move_failed(b->sp, g->ids[i], err);
+    unlink_group(b, g);
+    group_free(g);
+    return;
+  }
+  int64_t delay = backoff_ms(b, g->attempts);
+  g->attempts++;
+  g->next_attempt_mono = now + delay * NS_PER_MS;
+  metrics_add(M_EXPORT_RETRIES, 1);
+  log_event(LOG_WARN, "export failed; will retry", "service=%s attempt=%d retry_in_ms=%" PRId64
+            " reason=%s", log_quote(g->service, q, 300), g->attempts, delay,
+            log_quote(err, q + 300, 300));
+}
+
+/* Drops groups older than max_age_s (lock held). */
+static void drop_expired(batcher *b, int64_t now_wall) {
+  group **pp = &b->groups;
+  while (*pp) {
+    group *g = *pp;
+    if (!g->busy && g->oldest_wall != INT64_MAX &&
+        now_wall - g->oldest_wall > (int64_t)b->max_age_s * NS_PER_S) {
+      char q[300];
+      *pp = g->next;
+      log_event(LOG_ERROR, "batch dropped: older than max age", "service=%s pushes=%zu "
+                "max_age_s=%d attempts=%d", log_quote(g->service, q, sizeof q), g->nids,
+                b->max_age_s, g->attempts);
+      metrics_drop("max_age", g->nids);
+      for (size_t i = 0; b->sp && i < g->nids; i++)
+        spool_remove(b->sp, g->ids[i]);
+      group_free(g);
+      continue;
+    }
+    pp = &g->next;
+  }
+}
+
+static void publish_gauges(batcher *b, int64_t now_wall) {
+  int64_t n = 0, oldest = 0;
+  for (group *g = b->groups; g; g = g->next) {
+    n++;
+    if (g->oldest_wall != INT64_MAX && now_wall - g->oldest_wall > oldest)
+      oldest = now_wall - g->oldest_wall;
+  }
+  metrics_set(G_PENDING_BATCHES, n);
+  metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
+}
+
+static void rescan_cb(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+  batcher_add(arg, id, req, bytes);
+}
+
+/* The batcher's loop; runs on its thread, or inline in batcher_shutdown when
+ * the thread was never started. Enters and leaves with b->mu held. */
+static void run_locked(batcher *b) {
+  char err[1024];
+  for (;;) {
+    int64_t now = mono_ns();
+    int64_t now_wall = wall_ns();
+    drop_expired(b, now_wall);
+    if (b->stopping && (!b->groups || now >= b->stop_deadline_mono))
+      break;
+    if (!b->stopping && b->sp && now - b->last_rescan_mono >= RESCAN_INTERVAL_NS) {
+      b->last_rescan_mono = now;
+      pthread_mutex_unlock(&b->mu);
+      spool_rescan_new(b->sp, rescan_cb, b);
+      pthread_mutex_lock(&b->mu);
+      continue;
+    }
+    group *due = NULL;
+    int64_t wake = now + IDLE_WAKE_NS;
+    if (b->stopping && b->stop_deadline_mono < wake)
+      wake = b->stop_deadline_mono;
+    for (group *g = b->groups; g; g = g->next) {
+      if (!g->sealed) {
+        int64_t end = g->opened_mono + (int64_t)b->window_s * NS_PER_S;
+        if (b->stopping || now >= end) {
+          g->sealed = true;
+          g->next_attempt_mono = now;
+        } else if (end < wake) {
+          wake = end;
+        }
+      }
+      if (g->sealed && !g->busy) {
+        if (g->next_attempt_mono <= now) {
+          if (!due)
+            due = g;
+        } else if (g->next_attempt_mono < wake) {
+          wake = g->next_attempt_mono;
+        }
+      }
+    }
+    publish_gauges(b, now_wall);
+    if (due) {
+      due->busy = true;
+      pthread_mutex_unlock(&b->mu);
+      int rc = export_group(b, due, err, sizeof err);
+      pthread_mutex_lock(&b->mu);
+      finish_attempt(b, due, rc, err, mono_ns());
+      continue;
+    }
+    struct timespec ts = {.tv_sec = wake / NS_PER_S, .tv_nsec = wake % NS_PER_S};
+    int rc = pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    if (rc != 0 && rc != ETIMEDOUT && rc != EINTR)
+      break;
+  }
+  publish_gauges(b, wall_ns());
+}
+
+static void *thread_main(void *arg) {
+  batcher *b = arg;
+  pthread_mutex_lock(&b->mu);
+  run_locked(b);
+  pthread_mutex_unlock(&b->mu);
+  return NULL;
+}
+
+int batcher_start(batcher *b) {
+  pthread_mutex_lock(&b->mu);
+  if (b->started || b->closed) {
+    pthread_mutex_unlock(&b->mu);
+    return -1;
+  }
+  int rc = pthread_create(&b->thread, NULL, thread_main, b);
+  if (rc == 0)
+    b->started = true;
+  pthread_mutex_unlock(&b->mu);
+  if (rc != 0) {
+    char q[128];
+    log_event(LOG_ERROR, "cannot start the batcher thread", "err=%s",
+              log_quote(strerror(rc), q, sizeof q));
+    return -1;
+  }
+  return 0;
+}
+
+void batcher_shutdown(batcher *b, int grace_s) {
+  if (!b)
+    return;
+  pthread_mutex_lock(&b->mu);
+  if (b->closed) {
+    pthread_mutex_unlock(&b->mu);
+    return;
+  }
+  b->stopping = true;
+  b->stop_deadline_mono = mono_ns() + (int64_t)(grace_s > 0 ? grace_s : 0) * NS_PER_S;
+  /* Whatever was waiting out a backoff gets one more try now. */
+  for (group *g = b->groups; g; g = g->next)
+    if (g->sealed && !g->busy)
+      g->next_attempt_mono = 0;
+  bool started = b->started;
+  pthread_cond_broadcast(&b->cv);
+  if (!started)
+    run_locked(b);
+  pthread_mutex_unlock(&b->mu);
+  if (started && !b->joined) {
+    pthread_join(b->thread, NULL);
+    b->joined = true;
+  }
+  pthread_mutex_lock(&b->mu);
+  b->closed = true;
+  size_t left = 0, pushes = 0;
+  while (b->groups) {
+    group *g = b->groups;
+    b->groups = g->next;
+    left++;
+    pushes += g->nids;
+    group_free(g);
+  }
+  metrics_set(G_PENDING_BATCHES, 0);
+  pthread_mutex_unlock(&b->mu);
+  if (left)
+    log_event(LOG_WARN, "shutdown: batches not exported stay in the spool for the next start",
+              "batches=%zu pushes=%zu grace_s=%d", left, pushes, grace_s);
+}
+
+void batcher_free(batcher *b) {
+  if (!b)
+    return;
+  if (b->started && !b->joined)
+    batcher_shutdown(b, 0);
+  while (b->groups) {
+    group *g = b->groups;
+    b->groups = g->next;
+    group_free(g);
+  }
+  free(b->node);
+  free(b->subdir);
+  pthread_cond_destroy(&b->cv);
+  pthread_mutex_destroy(&b->mu);
+  free(b);
+}

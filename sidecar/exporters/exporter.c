@@ -1,0 +1,74 @@
+/* Picks the exporter for an --export URL by its scheme; shared helpers. */
+#include "exporter.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "exporter_backends.h"
+
+typedef struct backend {
+  const char *scheme;
+  exporter *(*create)(const char *url, const exporter_options *opts, char *err, size_t errlen);
+} backend;
+
+static const backend backends[] = {
+    {"file", exporter_file_create},
+};
+
+#define SUPPORTED "file:///DIR (s3://, gs:// and pyroscope+http(s):// are not built in yet)"
+
+exporter *exporter_create(const char *url, const exporter_options *opts, char *err,
+                          size_t errlen) {
+  static const exporter_options defaults = {0};
+  if (!opts)
+    opts = &defaults;
+  if (!url || !*url) {
+    snprintf(err, errlen, "no export URL given (set --export, e.g. --export file:///var/lib/pushprof/out); supported: %s",
+             SUPPORTED);
+    return NULL;
+  }
+  const char *sep = strstr(url, "://");
+  if (!sep) {
+    snprintf(err, errlen, "export URL \"%.200s\" has no scheme (write it as scheme://...); supported: %s",
+             url, SUPPORTED);
+    return NULL;
+  }
+  size_t slen = (size_t)(sep - url);
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+    if (strlen(backends[i].scheme) == slen && strncasecmp(url, backends[i].scheme, slen) == 0)
+      return backends[i].create(url, opts, err, errlen);
+  }
+  snprintf(err, errlen, "unsupported export scheme \"%.*s\" in \"%.200s\"; supported: %s",
+           (int)(slen > 32 ? 32 : slen), url, url, SUPPORTED);
+  return NULL;
+}
+
+void exporter_destroy(exporter *ex) {
+  if (ex && ex->destroy)
+    ex->destroy(ex);
+}
+
+const char *exporter_sanitize(const char *in, char *out, size_t outlen) {
+  if (!out || outlen == 0)
+    return "";
+  size_t o = 0;
+  if (in) {
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < outlen; p++) {
+      unsigned char c = *p;
+      bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-';
+      out[o++] = ok ? (char)c : '_';
+    }
+  }
+  out[o] = '\0';
+  /* Segments that would mean something to a path resolver. */
+  if (o == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) {
+    if (outlen >= 2) {
+      out[0] = '_';
+      out[1] = '\0';
+    }
+  }
+  return out;
+}

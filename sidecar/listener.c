@@ -1,0 +1,661 @@
+/* Unix-socket listener: accept thread + one thread per admitted connection.
+ * Connection threads only block in poll() bounded by the frame deadline, in
+ * spool_put (fsync) and in sending a small reply; a shutdown wakes them
+ * through an eventfd every poll() also watches. */
+#include "listener.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "pp_frame.h"
+#include "pushprof.pb-c.h"
+
+#define CONN_STACK_SIZE (1u << 20)
+#define LINGER_MAX 32
+#define LINGER_MS 1000
+#define REASON_MAX 400
+
+enum { RC_OK = PUSHPROF__V1__PUSH_REPLY__CODE__OK,
+       RC_INVALID_FRAME = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME,
+       RC_INVALID_PUSH = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH,
+       RC_INVALID_PPROF = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF,
+       RC_EXHAUSTED = PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED,
+       RC_DENIED = PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED,
+       RC_UNAVAILABLE = PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE,
+       RC_INTERNAL = PUSHPROF__V1__PUSH_REPLY__CODE__INTERNAL };
+
+struct listener {
+  listener_config cfg;
+  char *path;
+  uid_t uids[64];
+  int fd;
+  int wake_fd; /* eventfd, readable once stopping: wakes every poll() */
+  dev_t dev;
+  ino_t ino;
+  spool *sp;
+  batcher *b;
+  pthread_t accept_thread;
+  bool started;
+  atomic_bool stopping;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int open; /* connection threads alive; guarded by mu */
+};
+
+typedef struct conn {
+  listener *l;
+  int fd;
+  struct ucred cred;
+} conn;
+
+typedef struct linger_fd {
+  int fd;
+  int64_t until;
+} linger_fd;
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- socket creation ---- */
+
+static int mkdir_parents(const char *path, char *err, size_t errlen) {
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
+    snprintf(err, errlen, "socket path %s too long", path);
+    return -1;
+  }
+  char *slash = strrchr(dir, '/');
+  if (!slash || slash == dir) return 0;
+  *slash = 0;
+  struct stat st;
+  if (stat(dir, &st) == 0) return 0;
+  for (char *p = dir + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST) goto fail;
+    *p = '/';
+  }
+  if (mkdir(dir, 0750) != 0 && errno != EEXIST) goto fail;
+  return 0;
+fail:
+  snprintf(err, errlen, "cannot create socket directory %s: %s (create it or pick another --socket)",
+           dir, strerror(errno));
+  return -1;
+}
+
+/* A socket file nobody listens on is left over from a crash: remove it.
+ * A live socket or any other kind of file is an error. */
+static int remove_stale(const char *path, const struct sockaddr_un *sa, char *err, size_t errlen) {
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) return 0;
+    snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    snprintf(err, errlen, "%s exists and is not a socket; remove it or pick another --socket", path);
+    return -1;
+  }
+  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) {
+    snprintf(err, errlen, "socket: %s", strerror(errno));
+    return -1;
+  }
+  int rc = connect(probe, (const struct sockaddr *)sa, sizeof *sa);
+  int e = errno;
+  close(probe);
+  if (rc == 0) {
+    snprintf(err, errlen, "%s is in use by a running sidecar; stop it or pick another --socket", path);
+    return -1;
+  }
+  if (e != ECONNREFUSED) {
+    snprintf(err, errlen, "cannot probe %s: %s", path, strerror(e));
+    return -1;
+  }
+  if (unlink(path) != 0 && errno != ENOENT) {
+    snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+    return -1;
+  }
+  log_event(LOG_INFO, "removed stale socket", "path=%s", path);
+  return 0;
+}
+
+listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
+  listener *l = calloc(1, sizeof *l);
+  if (!l) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  l->fd = -1;
+  l->wake_fd = -1;
+  l->cfg = *cfg;
+  if (cfg->n_allow_uids > sizeof l->uids / sizeof l->uids[0]) {
+    snprintf(err, errlen, "too many uids in --allow-uid");
+    goto fail_early;
+  }
+  if (cfg->n_allow_uids) memcpy(l->uids, cfg->allow_uids, cfg->n_allow_uids * sizeof(uid_t));
+  l->cfg.allow_uids = l->uids;
+  l->path = strdup(cfg->socket_path);
+  if (!l->path) {
+    snprintf(err, errlen, "out of memory");
+    goto fail_early;
+  }
+  l->cfg.socket_path = l->path;
+  if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
+    snprintf(err, errlen, "pthread init failed");
+    free(l->path);
+    free(l);
+    return NULL;
+  }
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(l->path) >= sizeof sa.sun_path) {
+    snprintf(err, errlen, "socket path %s is longer than %zu bytes; pick a shorter --socket",
+             l->path, sizeof sa.sun_path - 1);
+    goto fail;
+  }
+  memcpy(sa.sun_path, l->path, strlen(l->path) + 1);
+  if (mkdir_parents(l->path, err, errlen) != 0) goto fail;
+  if (remove_stale(l->path, &sa, err, errlen) != 0) goto fail;
+  l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (l->fd < 0 || l->wake_fd < 0) {
+    snprintf(err, errlen, "socket/eventfd: %s", strerror(errno));
+    goto fail;
+  }
+  /* 0777 & ~0117 = 0660 at creation: there is no window with a wider mode. */
+  mode_t old = umask(0117);
+  int rc = bind(l->fd, (struct sockaddr *)&sa, sizeof sa);
+  int e = errno;
+  umask(old);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot bind %s: %s (check the directory's permissions)", l->path,
+             strerror(e));
+    goto fail;
+  }
+  struct stat st;
+  if (lstat(l->path, &st) != 0) {
+    snprintf(err, errlen, "cannot stat %s after bind: %s", l->path, strerror(errno));
+    goto fail;
+  }
+  l->dev = st.st_dev;
+  l->ino = st.st_ino;
+  if (listen(l->fd, 256) != 0) {
+    snprintf(err, errlen, "listen %s: %s", l->path, strerror(errno));
+    unlink(l->path);
+    goto fail;
+  }
+  return l;
+fail:
+  if (l->fd >= 0) close(l->fd);
+  if (l->wake_fd >= 0) close(l->wake_fd);
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->cv);
+  free(l->path);
+  free(l);
+  return NULL;
+fail_early:
+  free(l);
+  return NULL;
+}
+
+/* ---- replies ---- */
+
+/* Sends one PushReply frame within the deadline. 0 or -1. */
+static int send_reply(int fd, int code, const char *reason, uint64_t seq, const char *push_id,
+                      int64_t deadline) {
+  char why[REASON_MAX + 1];
+  snprintf(why, sizeof why, "%s", reason ? reason : "");
+  Pushprof__V1__PushReply r = PUSHPROF__V1__PUSH_REPLY__INIT;
+  r.code = (Pushprof__V1__PushReply__Code)code;
+  r.reason = why;
+  r.sequence = seq;
+  if (push_id) r.push_id = (char *)push_id;
+  uint8_t buf[PP_FRAME_HEADER_SIZE + 1024];
+  size_t n = pushprof__v1__push_reply__get_packed_size(&r);
+  if (n > sizeof buf - PP_FRAME_HEADER_SIZE) return -1;
+  pushprof__v1__push_reply__pack(&r, buf + PP_FRAME_HEADER_SIZE);
+  pp_frame_header_encode(buf, PP_FRAME_REPLY, (uint32_t)n);
+  size_t total = n + PP_FRAME_HEADER_SIZE, off = 0;
+  while (off < total) {
+    ssize_t w = send(fd, buf + off, total - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      off += (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int64_t left = deadline - now_ms();
+      if (left <= 0) return -1;
+      struct pollfd p = {.fd = fd, .events = POLLOUT};
+      if (poll(&p, 1, (int)left) < 0 && errno != EINTR) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- connection threads ---- */
+
+enum rd { RD_OK, RD_EOF, RD_TIMEOUT, RD_STOP, RD_ERR };
+
+/* Reads exactly len bytes before the deadline. At a frame boundary
+ * (boundary=true, nothing read yet) a shutdown ends the wait. */
+static enum rd read_full(listener *l, int fd, uint8_t *buf, size_t len, int64_t deadline,
+                         bool boundary, size_t *got_out) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = recv(fd, buf + got, len - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += (size_t)n;
+      boundary = false;
+      continue;
+    }
+    if (n == 0) {
+      *got_out = got;
+      return RD_EOF;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      *got_out = got;
+      return RD_ERR;
+    }
+    if (boundary && atomic_load(&l->stopping)) return RD_STOP;
+    int64_t left = deadline - now_ms();
+    if (left <= 0) {
+      *got_out = got;
+      return RD_TIMEOUT;
+    }
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = l->wake_fd, .events = POLLIN}};
+    if (poll(p, boundary ? 2 : 1, (int)left) < 0 && errno != EINTR) {
+      *got_out = got;
+      return RD_ERR;
+    }
+  }
+  *got_out = got;
+  return RD_OK;
+}
+
+static const char *header_reason(const uint8_t h[PP_FRAME_HEADER_SIZE], uint32_t max) {
+  if (memcmp(h, PP_FRAME_MAGIC, 4) != 0) return "bad_magic";
+  if (((unsigned)h[4] << 8 | h[5]) != PP_FRAME_VERSION) return "bad_version";
+  if (((unsigned)h[6] << 8 | h[7]) != PP_FRAME_PUSH) return "bad_frame_type";
+  uint32_t len = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+  if (len > max || (uint64_t)len + PP_FRAME_HEADER_SIZE > max) return "frame_too_large";
+  return "invalid_frame";
+}
+
+static const char *code_reason(int code) {
+  switch (code) {
+  case RC_INVALID_FRAME: return "invalid_frame";
+  case RC_INVALID_PUSH: return "invalid_push";
+  case RC_INVALID_PPROF: return "invalid_pprof";
+  case RC_EXHAUSTED: return "resource_exhausted";
+  case RC_DENIED: return "permission_denied";
+  case RC_UNAVAILABLE: return "unavailable";
+  default: return "internal";
+  }
+}
+
+static void reject(conn *c, const char *metric_reason, int code, const char *why, uint64_t seq,
+                   int64_t deadline) {
+  char q[REASON_MAX + 8];
+  metrics_reject(metric_reason);
+  log_event(LOG_WARN, "push rejected", "reason=%s peer_pid=%d peer_uid=%u why=%s", metric_reason,
+            (int)c->cred.pid, (unsigned)c->cred.uid, log_quote(why, q, sizeof q));
+  if (send_reply(c->fd, code, why, seq, NULL, deadline) != 0)
+    log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
+}
+
+/* Handles one complete frame. Returns false if the connection must close. */
+static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) {
+  listener *l = c->l;
+  int code = RC_INTERNAL;
+  char why[REASON_MAX];
+  why[0] = 0;
+  metrics_add(M_PUSHES_RECEIVED, 1);
+  metrics_add(M_PUSH_BYTES, len);
+  Pushprof__V1__PushRequest *req =
+      spool_decode_frame(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
+  if (!req) {
+    if (code == RC_OK) code = RC_INTERNAL;
+    reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", 0, deadline);
+    return code != RC_INVALID_FRAME;
+  }
+  uint64_t seq = req->sequence;
+  char id[SPOOL_ID_MAX];
+  int rc = spool_put(l->sp, frame, len, id);
+  if (rc != SPOOL_OK) {
+    pushprof__v1__push_request__free_unpacked(req, NULL);
+    if (rc == SPOOL_FULL) {
+      snprintf(why, sizeof why,
+               "spool full (%llu bytes pending): retry later; space frees as batches export "
+               "(raise --max-spool-bytes or check the export target)",
+               (unsigned long long)spool_bytes(l->sp));
+      reject(c, "spool_full", RC_EXHAUSTED, why, seq, deadline);
+    } else {
+      snprintf(why, sizeof why, "spool write failed (disk error): retry later");
+      reject(c, "spool_error", RC_UNAVAILABLE, why, seq, deadline);
+    }
+    return true;
+  }
+  metrics_add(M_PUSHES_ACCEPTED, 1);
+  bool delivered = send_reply(c->fd, RC_OK, "", seq, id, deadline) == 0;
+  char svc[PP_SERVICE_MAX * 2 + 8];
+  log_event(LOG_DEBUG, "push accepted", "id=%s service=%s bytes=%zu seq=%llu", id,
+            log_quote(req->service, svc, sizeof svc), len, (unsigned long long)seq);
+  /* Durable now: the batcher owns it whether or not the ack arrived. */
+  batcher_add(l->b, id, req, len);
+  return delivered;
+}
+
+static void conn_loop(conn *c) {
+  listener *l = c->l;
+  uint8_t hdr[PP_FRAME_HEADER_SIZE];
+  unsigned frames = 0;
+  for (;;) {
+    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    size_t got = 0;
+    enum rd r = read_full(l, c->fd, hdr, sizeof hdr, deadline, true, &got);
+    if (r == RD_STOP) return;
+    if (r == RD_EOF && got == 0) return; /* clean close between frames */
+    if (r == RD_TIMEOUT && got == 0 && frames > 0) return; /* idle keep-alive ends */
+    if (r == RD_ERR) {
+      if (got) metrics_reject("connection_error");
+      return;
+    }
+    if (r == RD_TIMEOUT) {
+      char why[128];
+      snprintf(why, sizeof why, "read timeout: no complete frame within %d ms",
+               l->cfg.read_timeout_ms);
+      reject(c, "read_timeout", RC_INVALID_FRAME, why, 0, now_ms() + 1000);
+      return;
+    }
+    if (r == RD_EOF) {
+      reject(c, "truncated_frame", RC_INVALID_FRAME, "truncated frame: connection closed inside the header", 0, now_ms() + 1000);
+      return;
+    }
+    pp_frame_header h;
+    const char *why = "invalid frame header";
+    if (pp_frame_header_decode(hdr, l->cfg.max_frame_bytes, &h, &why) != 0 ||
+        h.type != PP_FRAME_PUSH || (uint64_t)h.length + PP_FRAME_HEADER_SIZE > l->cfg.max_frame_bytes) {
+      const char *mr = header_reason(hdr, l->cfg.max_frame_bytes);
+      char text[REASON_MAX];
+      if (strcmp(mr, "frame_too_large") == 0)
+        snprintf(text, sizeof text, "%s: limit is %u bytes (--max-frame-bytes)", why ? why : "frame too large",
+                 l->cfg.max_frame_bytes);
+      else if (strcmp(mr, "bad_frame_type") == 0)
+        snprintf(text, sizeof text, "unexpected frame type: only PushRequest (1) is accepted");
+      else
+        snprintf(text, sizeof text, "%s", why ? why : "invalid frame header");
+      reject(c, mr, RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+      return;
+    }
+    size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
+    /* Grow with what actually arrives: a header claiming 16 MiB costs nothing until sent. */
+    size_t cap = total < (1u << 20) ? total : (1u << 20);
+    uint8_t *buf = malloc(cap);
+    if (!buf) {
+      reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0, now_ms() + 1000);
+      return;
+    }
+    memcpy(buf, hdr, sizeof hdr);
+    size_t have = PP_FRAME_HEADER_SIZE;
+    r = RD_OK;
+    while (have < total) {
+      if (have == cap) {
+        size_t ncap = cap * 2 < total ? cap * 2 : total;
+        uint8_t *nb = realloc(buf, ncap);
+        if (!nb) {
+          free(buf);
+          reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
+                 now_ms() + 1000);
+          return;
+        }
+        buf = nb;
+        cap = ncap;
+      }
+      size_t n = 0;
+      r = read_full(l, c->fd, buf + have, cap - have, deadline, false, &n);
+      have += n;
+      if (r != RD_OK) break;
+    }
+    if (r != RD_OK) {
+      free(buf);
+      if (r == RD_TIMEOUT) {
+        char text[160];
+        snprintf(text, sizeof text, "read timeout: frame incomplete after %d ms (%zu of %zu bytes)",
+                 l->cfg.read_timeout_ms, have, total);
+        reject(c, "read_timeout", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+      } else if (r == RD_EOF) {
+        char text[160];
+        snprintf(text, sizeof text, "truncated frame: connection closed after %zu of %zu bytes", have,
+                 total);
+        reject(c, "truncated_frame", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+      } else {
+        metrics_reject("connection_error");
+      }
+      return;
+    }
+    bool keep = handle_frame(c, buf, total, now_ms() + l->cfg.read_timeout_ms);
+    free(buf);
+    frames++;
+    if (!keep) return;
+  }
+}
+
+static void conn_end(listener *l) {
+  pthread_mutex_lock(&l->mu);
+  l->open--;
+  metrics_set(G_OPEN_CONNECTIONS, l->open);
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void *conn_main(void *arg) {
+  conn *c = arg;
+  listener *l = c->l;
+  conn_loop(c);
+  close(c->fd);
+  free(c);
+  conn_end(l);
+  return NULL;
+}
+
+/* ---- accept thread ---- */
+
+static bool uid_allowed(const listener *l, uid_t uid) {
+  if (l->cfg.n_allow_uids == 0) return true;
+  for (size_t i = 0; i < l->cfg.n_allow_uids; i++)
+    if (l->cfg.allow_uids[i] == uid) return true;
+  return false;
+}
+
+/* A refused peer gets its reply, then we read and discard what it sends for
+ * a moment: closing with unread data would reset the connection and could
+ * swallow the reply before the client reads it. */
+static void linger_add(linger_fd *lg, int *n, int fd) {
+  shutdown(fd, SHUT_WR);
+  if (*n == LINGER_MAX) {
+    close(fd);
+    return;
+  }
+  lg[(*n)++] = (linger_fd){fd, now_ms() + LINGER_MS};
+}
+
+static void refuse(listener *l, linger_fd *lg, int *nlg, int fd, int code, const char *metric,
+                   const char *why, const struct ucred *cr) {
+  metrics_reject(metric);
+  char q[REASON_MAX + 8];
+  log_event(LOG_WARN, "connection refused", "reason=%s peer_pid=%d peer_uid=%u why=%s", metric,
+            (int)cr->pid, (unsigned)cr->uid, log_quote(why, q, sizeof q));
+  (void)l;
+  send_reply(fd, code, why, 0, NULL, now_ms() + 100);
+  linger_add(lg, nlg, fd);
+}
+
+static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
+  struct ucred cr = {0, (uid_t)-1, (gid_t)-1};
+  socklen_t crlen = sizeof cr;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0) {
+    log_event(LOG_ERROR, "SO_PEERCRED failed", "errno=%d", errno);
+    metrics_reject("peer_credentials");
+    close(fd);
+    return;
+  }
+  metrics_add(M_CONNECTIONS, 1);
+  if (!uid_allowed(l, cr.uid)) {
+    char why[128];
+    snprintf(why, sizeof why, "uid %u may not push to this sidecar (see its --allow-uid)",
+             (unsigned)cr.uid);
+    refuse(l, lg, nlg, fd, RC_DENIED, "permission_denied", why, &cr);
+    return;
+  }
+  pthread_mutex_lock(&l->mu);
+  bool full = l->open >= l->cfg.max_connections;
+  if (!full) {
+    l->open++;
+    metrics_set(G_OPEN_CONNECTIONS, l->open);
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (full) {
+    char why[160];
+    snprintf(why, sizeof why, "too many connections (limit %d, --max-connections): retry later",
+             l->cfg.max_connections);
+    refuse(l, lg, nlg, fd, RC_EXHAUSTED, "too_many_connections", why, &cr);
+    return;
+  }
+  conn *c = malloc(sizeof *c);
+  pthread_attr_t attr;
+  pthread_t t;
+  bool attr_ok = pthread_attr_init(&attr) == 0;
+  if (attr_ok) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, CONN_STACK_SIZE);
+  }
+  if (c) *c = (conn){l, fd, cr};
+  int rc = c && attr_ok ? pthread_create(&t, &attr, conn_main, c) : ENOMEM;
+  if (attr_ok) pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    free(c);
+    conn_end(l);
+    refuse(l, lg, nlg, fd, RC_EXHAUSTED, "thread_create_failed",
+           "sidecar cannot start a connection thread: retry later", &cr);
+  }
+}
+
+static void *accept_main(void *arg) {
+  listener *l = arg;
+  linger_fd lg[LINGER_MAX];
+  int nlg = 0;
+  while (!atomic_load(&l->stopping)) {
+    struct pollfd p[2 + LINGER_MAX];
+    p[0] = (struct pollfd){.fd = l->fd, .events = POLLIN};
+    p[1] = (struct pollfd){.fd = l->wake_fd, .events = POLLIN};
+    int64_t now = now_ms(), wait = -1;
+    for (int i = 0; i < nlg; i++) {
+      p[2 + i] = (struct pollfd){.fd = lg[i].fd, .events = POLLIN};
+      int64_t left = lg[i].until - now;
+      if (left < 0) left = 0;
+      if (wait < 0 || left < wait) wait = left;
+    }
+    int n = poll(p, (nfds_t)(2 + nlg), (int)wait);
+    if (n < 0 && errno != EINTR) {
+      log_event(LOG_ERROR, "poll failed", "errno=%d", errno);
+      break;
+    }
+    now = now_ms();
+    for (int i = nlg - 1; i >= 0; i--) {
+      bool done = lg[i].until <= now;
+      if (n > 0 && (p[2 + i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        uint8_t scratch[4096];
+        ssize_t r = recv(lg[i].fd, scratch, sizeof scratch, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) done = true;
+      }
+      if (done) {
+        close(lg[i].fd);
+        lg[i] = lg[--nlg];
+      }
+    }
+    if (n > 0 && (p[0].revents & POLLIN)) {
+      for (int k = 0; k < 64; k++) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+          if (errno == EMFILE || errno == ENFILE) {
+            metrics_reject("fd_limit");
+            log_event(LOG_ERROR, "accept failed: out of file descriptors", "errno=%d", errno);
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+          }
+          break;
+        }
+        admit(l, lg, &nlg, fd);
+      }
+    }
+  }
+  for (int i = 0; i < nlg; i++) close(lg[i].fd);
+  return NULL;
+}
+
+int listener_start(listener *l, spool *sp, batcher *b) {
+  l->sp = sp;
+  l->b = b;
+  int rc = pthread_create(&l->accept_thread, NULL, accept_main, l);
+  if (rc != 0) {
+    log_event(LOG_ERROR, "cannot start the accept thread", "errno=%d", rc);
+    return -1;
+  }
+  l->started = true;
+  return 0;
+}
+
+void listener_stop(listener *l) {
+  if (!l) return;
+  atomic_store(&l->stopping, true);
+  uint64_t one = 1;
+  if (write(l->wake_fd, &one, sizeof one) != sizeof one)
+    log_event(LOG_ERROR, "cannot wake the listener", "errno=%d", errno);
+  if (l->started) {
+    pthread_join(l->accept_thread, NULL);
+    l->started = false;
+  }
+  if (l->fd >= 0) {
+    /* Unlink only our own socket: another sidecar may have replaced it. */
+    struct stat st;
+    if (lstat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino) unlink(l->path);
+    close(l->fd);
+    l->fd = -1;
+  }
+  pthread_mutex_lock(&l->mu);
+  while (l->open > 0) pthread_cond_wait(&l->cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
+}
+
+void listener_free(listener *l) {
+  if (!l) return;
+  listener_stop(l);
+  if (l->wake_fd >= 0) close(l->wake_fd);
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->cv);
+  free(l->path);
+  free(l);
+}

@@ -1,0 +1,39 @@
+/* The sidecar's Unix-socket listener. One accept thread checks peer
+ * credentials and the connection limit; each admitted connection gets its
+ * own thread, which reads frames under a per-frame deadline, validates them
+ * (spool_decode_frame), makes them durable (spool_put), acks, and hands them
+ * to the batcher. Threads block in fsync concurrently, so a slow disk delays
+ * acks but never serializes clients behind one another. */
+#ifndef SIDECAR_LISTENER_H
+#define SIDECAR_LISTENER_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "batcher.h"
+#include "spool.h"
+
+typedef struct listener_config {
+  const char *socket_path;
+  uint32_t max_frame_bytes;  /* header + payload at most this (16 MiB) */
+  int max_connections;       /* beyond it: RESOURCE_EXHAUSTED and close */
+  int read_timeout_ms;       /* a whole frame must arrive within this */
+  const uid_t *allow_uids;   /* NULL/0: any peer; else SO_PEERCRED uid must be listed */
+  size_t n_allow_uids;
+} listener_config;
+
+typedef struct listener listener;
+
+/* Creates the socket: its directory 0750 if missing, a stale socket file
+ * removed (never a live one, never a non-socket), bound under umask 0117 so
+ * it is 0660 from the start, and listening. The umask is process-wide: call
+ * this before other threads start. NULL with err naming the path and fix. */
+listener *listener_open(const listener_config *cfg, char *err, size_t errlen);
+/* Starts accepting; frames go to sp and b, which must outlive listener_stop. */
+int listener_start(listener *l, spool *sp, batcher *b);
+/* Stops accepting, unlinks the socket, lets connections finish the frame they
+ * are reading (each bounded by the read timeout), and returns once every
+ * connection thread has ended. */
+void listener_stop(listener *l);
+void listener_free(listener *l);
+#endif

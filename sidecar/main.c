@@ -1,0 +1,144 @@
+/* pushprof-sidecar: wires config, spool, listener, batcher, exporter and the
+ * metrics endpoint together; the main thread then only waits for signals and
+ * rescans the spool for files SDKs dropped in while we were unreachable. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "batcher.h"
+#include "config.h"
+#include "exporter.h"
+#include "http_metrics.h"
+#include "listener.h"
+#include "log.h"
+#include "metrics.h"
+#include "spool.h"
+
+static void resume_cb(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+  batcher_add(arg, id, req, bytes);
+}
+
+int main(int argc, char **argv) {
+  sidecar_config cfg;
+  char err[1024] = "";
+  int exit_code = 1;
+  spool *sp = NULL;
+  listener *ls = NULL;
+  exporter *ex = NULL;
+  batcher *b = NULL;
+  http_metrics *hm = NULL;
+  char q1[512], q2[512], q3[512];
+
+  int st = config_load(&cfg, argc, argv, err, sizeof err);
+  if (st != CONFIG_OK) {
+    if (st == CONFIG_ERROR) fprintf(stderr, "pushprof-sidecar: %s\n", err);
+    config_free(&cfg);
+    return st == CONFIG_DONE ? 0 : 2;
+  }
+
+  /* Signals are taken synchronously by the main thread only; every thread
+   * created below inherits the mask. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) {
+    fprintf(stderr, "pushprof-sidecar: cannot block signals\n");
+    goto out;
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  /* Before any other thread exists: listener_open changes the umask briefly. */
+  listener_config lc = {.socket_path = cfg.socket_path,
+                        .max_frame_bytes = cfg.max_frame_bytes,
+                        .max_connections = cfg.max_connections,
+                        .read_timeout_ms = cfg.read_timeout_ms,
+                        .allow_uids = cfg.allow_uids,
+                        .n_allow_uids = cfg.n_allow_uids};
+  ls = listener_open(&lc, err, sizeof err);
+  if (!ls) {
+    fprintf(stderr, "pushprof-sidecar: --socket %s: %s\n", cfg.socket_path, err);
+    goto out;
+  }
+  exporter_options eo = {.max_dumps_retained = cfg.max_dumps_retained};
+  ex = exporter_create(cfg.export_url, &eo, err, sizeof err);
+  if (!ex) {
+    fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", cfg.export_url, err);
+    exit_code = 2;
+    goto out;
+  }
+  spool_config sc = {.dir = cfg.spool_dir, .max_bytes = cfg.max_spool_bytes,
+                     .drop_oldest = cfg.spool_drop_oldest};
+  sp = spool_open(&sc, err, sizeof err);
+  if (!sp) {
+    fprintf(stderr, "pushprof-sidecar: --spool %s: %s\n", cfg.spool_dir, err);
+    goto out;
+  }
+  if (cfg.metrics_addr[0]) {
+    hm = http_metrics_start(cfg.metrics_addr, err, sizeof err);
+    if (!hm) {
+      fprintf(stderr, "pushprof-sidecar: %s\n", err);
+      goto out;
+    }
+    log_event(LOG_INFO, "metrics listening", "addr=%s port=%d",
+              log_quote(cfg.metrics_addr, q1, sizeof q1), http_metrics_port(hm));
+  }
+  batcher_config bc = {.window_s = cfg.batch_window_s, .node = cfg.node_name,
+                       .subdir = cfg.bucket_subdir, .max_age_s = cfg.max_batch_age_s};
+  b = batcher_new(&bc, ex, sp);
+  if (!b || batcher_start(b) != 0) {
+    fprintf(stderr, "pushprof-sidecar: cannot start the batcher\n");
+    goto out;
+  }
+  int resumed = spool_scan(sp, resume_cb, b);
+  log_event(LOG_INFO, "spool scanned", "dir=%s resumed=%d bytes=%llu",
+            log_quote(cfg.spool_dir, q1, sizeof q1), resumed < 0 ? 0 : resumed,
+            (unsigned long long)spool_bytes(sp));
+  if (listener_start(ls, sp, b) != 0) goto out;
+  log_event(LOG_INFO, "sidecar started", "socket=%s export=%s node=%s window_s=%d",
+            log_quote(cfg.socket_path, q1, sizeof q1), log_quote(cfg.export_url, q2, sizeof q2),
+            log_quote(cfg.node_name, q3, sizeof q3), cfg.batch_window_s);
+
+  for (;;) {
+    struct timespec ts = {cfg.rescan_interval_s, 0};
+    siginfo_t si;
+    int sig = sigtimedwait(&set, &si, &ts);
+    if (sig == SIGTERM || sig == SIGINT) {
+      log_event(LOG_INFO, "shutting down", "signal=%s grace_s=%d",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT", cfg.shutdown_grace_s);
+      break;
+    }
+    if (sig == SIGHUP) {
+      log_event(LOG_INFO, "SIGHUP ignored", "hint=\"restart to change settings\"");
+      continue;
+    }
+    if (sig < 0 && errno != EAGAIN && errno != EINTR) {
+      log_event(LOG_ERROR, "sigtimedwait failed", "errno=%d", errno);
+      break;
+    }
+    int n = spool_rescan_new(sp, resume_cb, b);
+    if (n > 0) log_event(LOG_INFO, "spool drop-ins picked up", "files=%d", n);
+  }
+  exit_code = 0;
+
+out:
+  if (hm) http_metrics_set_stopping(hm);
+  listener_stop(ls); /* no new frames; frames in flight finished */
+  if (b) {
+    batcher_shutdown(b, cfg.shutdown_grace_s);
+    batcher_free(b);
+  }
+  listener_free(ls);
+  if (hm) http_metrics_stop(hm);
+  if (ex) exporter_destroy(ex);
+  if (sp) {
+    log_event(LOG_INFO, "sidecar stopped", "spool_files_left=%zu", spool_files(sp));
+    spool_close(sp);
+  }
+  config_free(&cfg);
+  return exit_code;
+}

@@ -1,0 +1,741 @@
+/* The durable spool. Every pending push is one file <dir>/<id>, where id is
+ * "<20-digit ns timestamp>-<10-digit counter>.push" for our own writes (so
+ * names sort oldest first) or any "*.push" name a client dropped in.
+ *
+ * Locking: one mutex guards the table of known files and the byte count.
+ * The slow parts (writing + fsync of a new file, reading + decoding a file
+ * found by a scan) run outside it: a put reserves its bytes first, a scan
+ * claims the names it found first, so two threads never handle one file.
+ * Callbacks run without the lock held (they take the batcher's lock, and the
+ * batcher calls back into the spool). */
+#include "spool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "pp_frame.h"
+#include "pp_pprof.h"
+
+#define QUARANTINE_DIR "quarantine"
+#define FAILED_DIR "failed"
+/* A dot temp file younger than this may be a client's drop-in in progress. */
+#define STALE_TEMP_S 5
+
+typedef struct spool_entry {
+  char id[SPOOL_ID_MAX];
+  uint64_t bytes;
+} spool_entry;
+
+typedef struct name_set { /* sorted by strcmp */
+  spool_entry *v;
+  size_t n, cap;
+} name_set;
+
+struct spool {
+  pthread_mutex_t mu;
+  char *dir;
+  int dirfd, qfd, ffd;
+  uint64_t max_bytes;
+  bool drop_oldest;
+  uint64_t bytes; /* pending files + reservations of puts in flight */
+  name_set pending;
+  name_set bad; /* files we could neither read nor quarantine: never retried */
+  uint32_t counter;
+};
+
+/* ---- sorted name sets ---- */
+
+static size_t set_lower(const name_set *s, const char *id, bool *found) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(s->v[mid].id, id);
+    if (c == 0) {
+      *found = true;
+      return mid;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *found = false;
+  return lo;
+}
+
+static bool set_has(const name_set *s, const char *id) {
+  bool found;
+  set_lower(s, id, &found);
+  return found;
+}
+
+static int set_insert(name_set *s, const char *id, uint64_t bytes) {
+  bool found;
+  size_t i = set_lower(s, id, &found);
+  if (found) {
+    s->v[i].bytes = bytes;
+    return 0;
+  }
+  if (s->n == s->cap) {
+    size_t ncap = s->cap ? s->cap * 2 : 64;
+    spool_entry *nv = realloc(s->v, ncap * sizeof *nv);
+    if (!nv)
+      return -1;
+    s->v = nv;
+    s->cap = ncap;
+  }
+  memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+  snprintf(s->v[i].id, SPOOL_ID_MAX, "%s", id);
+  s->v[i].bytes = bytes;
+  s->n++;
+  return 0;
+}
+
+/* Removes id; returns true and its byte count if it was there. */
+static bool set_erase(name_set *s, const char *id, uint64_t *bytes) {
+  bool found;
+  size_t i = set_lower(s, id, &found);
+  if (!found)
+    return false;
+  if (bytes)
+    *bytes = s->v[i].bytes;
+  memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
+  s->n--;
+  return true;
+}
+
+/* ---- helpers ---- */
+
+static void publish_gauges(spool *s) {
+  metrics_set(G_SPOOL_BYTES, (int64_t)s->bytes);
+  metrics_set(G_SPOOL_FILES, (int64_t)s->pending.n);
+}
+
+static bool has_suffix(const char *name, const char *suffix) {
+  size_t n = strlen(name), m = strlen(suffix);
+  return n >= m && memcmp(name + n - m, suffix, m) == 0;
+}
+
+/* An id names a file directly inside the spool dir: no '/', no leading '.'. */
+static bool id_ok(const char *id) {
+  size_t n = id ? strnlen(id, SPOOL_ID_MAX) : SPOOL_ID_MAX;
+  return n > 0 && n < SPOOL_ID_MAX && id[0] != '.' && !strchr(id, '/') &&
+         has_suffix(id, PP_SPOOL_SUFFIX);
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+static int mkdir_at(int dfd, const char *name) {
+  if (mkdirat(dfd, name, 0750) == 0 || errno == EEXIST)
+    return 0;
+  return -1;
+}
+
+/* Creates path and its missing parents with mode 0750. */
+static int mkdir_p(const char *path) {
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+    return -1;
+  return 0;
+}
+
+/* Writes <name>.reason = reason + "\n" into dfd (best effort, logged). */
+static void write_reason(int dfd, const char *name, const char *reason) {
+  char rname[SPOOL_ID_MAX + 16];
+  snprintf(rname, sizeof rname, "%s.reason", name);
+  int fd = openat(dfd, rname, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0)
+    goto fail;
+  size_t len = strlen(reason);
+  if (write_all(fd, (const uint8_t *)reason, len) != 0 ||
+      write_all(fd, (const uint8_t *)"\n", 1) != 0 || fsync(fd) != 0) {
+    close(fd);
+    goto fail;
+  }
+  if (close(fd) != 0)
+    goto fail;
+  return;
+fail:;
+  char q[256];
+  log_event(LOG_WARN, "cannot write reason file", "file=%s err=%s", name,
+            log_quote(strerror(errno), q, sizeof q));
+}
+
+/* Moves name out of the spool dir into quarantine/ (counted, logged). On
+ * failure the name is remembered so it is never picked up again. Lock held. */
+static void quarantine_locked(spool *s, const char *name, const char *why) {
+  char qwhy[512], qerr[128];
+  metrics_add(M_SPOOL_QUARANTINED, 1);
+  if (renameat(s->dirfd, name, s->qfd, name) == 0) {
+    write_reason(s->qfd, name, why);
+    if (fsync(s->dirfd) != 0 || fsync(s->qfd) != 0)
+      log_event(LOG_WARN, "fsync after quarantine failed", "file=%s err=%s", name,
+                log_quote(strerror(errno), qerr, sizeof qerr));
+    log_event(LOG_WARN, "spool file quarantined", "file=%s/%s/%s reason=%s", s->dir,
+              QUARANTINE_DIR, name, log_quote(why, qwhy, sizeof qwhy));
+    return;
+  }
+  int e = errno;
+  if (strnlen(name, SPOOL_ID_MAX) < SPOOL_ID_MAX && set_insert(&s->bad, name, 0) != 0)
+    log_event(LOG_ERROR, "out of memory remembering a bad spool file", "file=%s", name);
+  log_event(LOG_ERROR, "cannot quarantine spool file; ignoring it until restart",
+            "file=%s/%s reason=%s err=%s fix=\"check permissions of %s\"", s->dir, name,
+            log_quote(why, qwhy, sizeof qwhy), log_quote(strerror(e), qerr, sizeof qerr), s->dir);
+}
+
+/* Deletes dot temp files left by a crashed writer. Recent ones may belong to
+ * a client writing a drop-in right now, so only stale ones go. */
+static void remove_stale_temps(spool *s) {
+  int fd = dup(s->dirfd);
+  if (fd < 0)
+    return;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return;
+  }
+  time_t now = time(NULL);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *n = de->d_name;
+    if (n[0] != '.' || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+      continue;
+    if (!strstr(n, PP_SPOOL_SUFFIX))
+      continue;
+    struct stat st;
+    if (fstatat(s->dirfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (now - st.st_mtime < STALE_TEMP_S)
+      continue;
+    if (unlinkat(s->dirfd, n, 0) == 0)
+      log_event(LOG_INFO, "removed stale spool temp file", "file=%s/%s", s->dir, n);
+  }
+  closedir(d);
+}
+
+/* ---- open / close ---- */
+
+spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
+  spool *s = NULL;
+  if (!cfg || !cfg->dir || !*cfg->dir) {
+    snprintf(err, errlen, "spool directory not set (set --spool DIR)");
+    return NULL;
+  }
+  s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, errlen, "out of memory opening spool %s", cfg->dir);
+    return NULL;
+  }
+  s->dirfd = s->qfd = s->ffd = -1;
+  if (pthread_mutex_init(&s->mu, NULL) != 0) {
+    snprintf(err, errlen, "cannot init spool mutex");
+    free(s);
+    return NULL;
+  }
+  s->max_bytes = cfg->max_bytes;
+  s->drop_oldest = cfg->drop_oldest;
+  s->dir = strdup(cfg->dir);
+  if (!s->dir) {
+    snprintf(err, errlen, "out of memory opening spool %s", cfg->dir);
+    goto fail;
+  }
+  if (mkdir_p(s->dir) != 0) {
+    snprintf(err, errlen, "cannot create spool directory %s: %s (create it or set --spool)",
+             s->dir, strerror(errno));
+    goto fail;
+  }
+  s->dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (s->dirfd < 0) {
+    snprintf(err, errlen, "cannot open spool directory %s: %s (check it exists and is ours)",
+             s->dir, strerror(errno));
+    goto fail;
+  }
+  if (mkdir_at(s->dirfd, QUARANTINE_DIR) != 0 || mkdir_at(s->dirfd, FAILED_DIR) != 0) {
+    snprintf(err, errlen, "cannot create %s/%s or %s/%s: %s (check permissions of %s)", s->dir,
+             QUARANTINE_DIR, s->dir, FAILED_DIR, strerror(errno), s->dir);
+    goto fail;
+  }
+  s->qfd = openat(s->dirfd, QUARANTINE_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  s->ffd = openat(s->dirfd, FAILED_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (s->qfd < 0 || s->ffd < 0) {
+    snprintf(err, errlen, "cannot open %s/%s or %s/%s: %s (they must be directories)", s->dir,
+             QUARANTINE_DIR, s->dir, FAILED_DIR, strerror(errno));
+    goto fail;
+  }
+  if (faccessat(s->dirfd, ".", W_OK, AT_EACCESS) != 0) {
+    snprintf(err, errlen, "spool directory %s is not writable: %s (fix its owner or mode)",
+             s->dir, strerror(errno));
+    goto fail;
+  }
+  remove_stale_temps(s);
+  publish_gauges(s);
+  return s;
+fail:
+  spool_close(s);
+  return NULL;
+}
+
+void spool_close(spool *s) {
+  if (!s)
+    return;
+  if (s->dirfd >= 0)
+    close(s->dirfd);
+  if (s->qfd >= 0)
+    close(s->qfd);
+  if (s->ffd >= 0)
+    close(s->ffd);
+  free(s->pending.v);
+  free(s->bad.v);
+  free(s->dir);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+/* ---- put ---- */
+
+/* Makes room for len bytes, deleting the oldest pending files if allowed.
+ * Lock held. Returns SPOOL_OK (bytes reserved) or SPOOL_FULL. */
+static int reserve_locked(spool *s, uint64_t len) {
+  if (s->max_bytes == 0)
+    goto ok;
+  if (len > s->max_bytes)
+    return SPOOL_FULL;
+  while (s->bytes + len > s->max_bytes) {
+    if (!s->drop_oldest || s->pending.n == 0)
+      return SPOOL_FULL;
+    spool_entry victim = s->pending.v[0];
+    if (unlinkat(s->dirfd, victim.id, 0) != 0 && errno != ENOENT) {
+      char q[128];
+      log_event(LOG_ERROR, "cannot delete oldest spool file to make room", "file=%s/%s err=%s",
+                s->dir, victim.id, log_quote(strerror(errno), q, sizeof q));
+      return SPOOL_FULL;
+    }
+    set_erase(&s->pending, victim.id, NULL);
+    s->bytes -= victim.bytes;
+    metrics_drop("spool_full_drop_oldest", 1);
+    log_event(LOG_WARN, "spool full: dropped oldest push", "file=%s bytes=%" PRIu64
+              " max_bytes=%" PRIu64, victim.id, victim.bytes, s->max_bytes);
+  }
+ok:
+  s->bytes += len;
+  return SPOOL_OK;
+}
+
+int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]) {
+  char name[SPOOL_ID_MAX], tmp[SPOOL_ID_MAX + 1];
+  struct timespec ts;
+  int fd = -1, rc;
+  bool renamed = false;
+  char q[128];
+
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+    return SPOOL_EIO;
+  pthread_mutex_lock(&s->mu);
+  rc = reserve_locked(s, len);
+  uint32_t ctr = s->counter++;
+  if (rc == SPOOL_OK)
+    publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  if (rc != SPOOL_OK)
+    return rc;
+
+  snprintf(name, sizeof name, "%020" PRIu64 "-%010" PRIu32 "%s",
+           (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, ctr, PP_SPOOL_SUFFIX);
+  snprintf(tmp, sizeof tmp, ".%s", name);
+  fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0)
+    goto fail;
+  if (write_all(fd, frame, len) != 0 || fsync(fd) != 0)
+    goto fail;
+  if (close(fd) != 0) {
+    fd = -1;
+    goto fail;
+  }
+  fd = -1;
+  pthread_mutex_lock(&s->mu);
+  if (renameat(s->dirfd, tmp, s->dirfd, name) != 0) {
+    pthread_mutex_unlock(&s->mu);
+    goto fail;
+  }
+  renamed = true;
+  if (set_insert(&s->pending, name, len) != 0) {
+    errno = ENOMEM;
+    pthread_mutex_unlock(&s->mu);
+    goto fail;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (fsync(s->dirfd) != 0) {
+    int e = errno;
+    pthread_mutex_lock(&s->mu);
+    set_erase(&s->pending, name, NULL);
+    pthread_mutex_unlock(&s->mu);
+    errno = e;
+    goto fail;
+  }
+  memcpy(id, name, sizeof name);
+  return SPOOL_OK;
+
+fail:;
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  unlinkat(s->dirfd, renamed ? name : tmp, 0);
+  pthread_mutex_lock(&s->mu);
+  s->bytes -= len;
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  log_event(LOG_ERROR, "cannot write spool file", "dir=%s err=%s fix=\"free disk space or fix %s\"",
+            s->dir, log_quote(strerror(e), q, sizeof q), s->dir);
+  return SPOOL_EIO;
+}
+
+/* ---- scans ---- */
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads a whole file below the spool dir (at most max bytes). */
+static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, size_t *len,
+                        char *why, size_t whylen) {
+  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  uint8_t *buf = NULL;
+  struct stat st;
+  if (fd < 0) {
+    snprintf(why, whylen, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  if (fstat(fd, &st) != 0) {
+    snprintf(why, whylen, "cannot stat: %s", strerror(errno));
+    goto fail;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(why, whylen, "not a regular file");
+    goto fail;
+  }
+  if ((uint64_t)st.st_size > max) {
+    snprintf(why, whylen, "file of %lld bytes exceeds the frame limit", (long long)st.st_size);
+    goto fail;
+  }
+  buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
+  if (!buf) {
+    snprintf(why, whylen, "out of memory");
+    goto fail;
+  }
+  size_t got = 0;
+  while (got < (size_t)st.st_size) {
+    ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      snprintf(why, whylen, "read error: %s", strerror(errno));
+      goto fail;
+    }
+    if (r == 0)
+      break; /* shrank under us: decode will find it torn */
+    got += (size_t)r;
+  }
+  close(fd);
+  *out = buf;
+  *len = got;
+  return 0;
+fail:
+  free(buf);
+  close(fd);
+  return -1;
+}
+
+static uint32_t scan_frame_limit(const spool *s) {
+  if (s->max_bytes && s->max_bytes < UINT32_MAX)
+    return (uint32_t)s->max_bytes;
+  return UINT32_MAX;
+}
+
+/* Lists unknown *.push names (claiming them in pending with their size),
+ * sorted. Lock held. */
+static char **claim_new_locked(spool *s, size_t *count) {
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int fd = dup(s->dirfd);
+  DIR *d = NULL;
+  *count = 0;
+  if (fd < 0 || !(d = fdopendir(fd))) {
+    char q[128];
+    log_event(LOG_ERROR, "cannot list spool directory", "dir=%s err=%s", s->dir,
+              log_quote(strerror(errno), q, sizeof q));
+    if (fd >= 0)
+      close(fd);
+    return NULL;
+  }
+  rewinddir(d);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *nm = de->d_name;
+    if (nm[0] == '.' || !has_suffix(nm, PP_SPOOL_SUFFIX))
+      continue;
+    if (strlen(nm) < SPOOL_ID_MAX && (set_has(&s->pending, nm) || set_has(&s->bad, nm)))
+      continue;
+    struct stat st;
+    if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue; /* vanished */
+    if (S_ISDIR(st.st_mode))
+      continue;
+    if (!S_ISREG(st.st_mode)) {
+      quarantine_locked(s, nm, "not a regular file");
+      continue;
+    }
+    if (strlen(nm) >= SPOOL_ID_MAX) {
+      quarantine_locked(s, nm, "file name too long for a spool id (max 63 bytes)");
+      continue;
+    }
+    if (n == cap) {
+      size_t ncap = cap ? cap * 2 : 32;
+      char **nn = realloc(names, ncap * sizeof *nn);
+      if (!nn)
+        break;
+      names = nn;
+      cap = ncap;
+    }
+    if (!(names[n] = strdup(nm)))
+      break;
+    if (set_insert(&s->pending, nm, (uint64_t)st.st_size) != 0) {
+      free(names[n]);
+      break;
+    }
+    s->bytes += (uint64_t)st.st_size;
+    n++;
+  }
+  closedir(d);
+  if (n)
+    qsort(names, n, sizeof *names, cmp_names);
+  *count = n;
+  return names;
+}
+
+static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
+  size_t n;
+  int handed = 0;
+  pthread_mutex_lock(&s->mu);
+  char **names = claim_new_locked(s, &n);
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+
+  for (size_t i = 0; i < n; i++) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char why[256];
+    int code = 0;
+    Pushprof__V1__PushRequest *req = NULL;
+    if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf, &len, why, sizeof why) == 0)
+      req = spool_decode_frame(buf, len, scan_frame_limit(s), &code, why, sizeof why);
+    free(buf);
+    if (!req) {
+      uint64_t b = 0;
+      pthread_mutex_lock(&s->mu);
+      if (set_erase(&s->pending, names[i], &b))
+        s->bytes -= b;
+      quarantine_locked(s, names[i], why);
+      publish_gauges(s);
+      pthread_mutex_unlock(&s->mu);
+    } else {
+      /* The size we account is the size we read. */
+      pthread_mutex_lock(&s->mu);
+      bool found;
+      size_t k = set_lower(&s->pending, names[i], &found);
+      if (found) {
+        s->bytes = s->bytes - s->pending.v[k].bytes + len;
+        s->pending.v[k].bytes = len;
+      }
+      publish_gauges(s);
+      pthread_mutex_unlock(&s->mu);
+      cb(arg, names[i], req, len);
+      handed++;
+    }
+    free(names[i]);
+  }
+  free(names);
+  return handed;
+}
+
+int spool_scan(spool *s, spool_scan_cb cb, void *arg) {
+  return scan_new(s, cb, arg);
+}
+
+int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg) {
+  return scan_new(s, cb, arg);
+}
+
+/* ---- remove / fail ---- */
+
+int spool_remove(spool *s, const char *id) {
+  uint64_t b = 0;
+  int rc = SPOOL_OK;
+  if (!id_ok(id))
+    return SPOOL_EIO;
+  pthread_mutex_lock(&s->mu);
+  if (set_erase(&s->pending, id, &b))
+    s->bytes -= b;
+  /* ENOENT: already gone (e.g. dropped to make room); nothing to do. */
+  if (unlinkat(s->dirfd, id, 0) != 0 && errno != ENOENT) {
+    char q[128];
+    log_event(LOG_ERROR, "cannot delete exported spool file", "file=%s/%s err=%s", s->dir, id,
+              log_quote(strerror(errno), q, sizeof q));
+    rc = SPOOL_EIO;
+  }
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int spool_move_failed(spool *s, const char *id, const char *reason) {
+  uint64_t b = 0;
+  int rc = SPOOL_OK;
+  char q[512], qe[128];
+  if (!id_ok(id))
+    return SPOOL_EIO;
+  pthread_mutex_lock(&s->mu);
+  if (set_erase(&s->pending, id, &b))
+    s->bytes -= b;
+  if (renameat(s->dirfd, id, s->ffd, id) != 0) {
+    if (errno != ENOENT) {
+      log_event(LOG_ERROR, "cannot move spool file to failed/", "file=%s/%s err=%s", s->dir, id,
+                log_quote(strerror(errno), qe, sizeof qe));
+      rc = SPOOL_EIO;
+    }
+  } else {
+    write_reason(s->ffd, id, reason ? reason : "");
+    if (fsync(s->ffd) != 0 || fsync(s->dirfd) != 0)
+      log_event(LOG_WARN, "fsync after move to failed/ failed", "file=%s err=%s", id,
+                log_quote(strerror(errno), qe, sizeof qe));
+    log_event(LOG_WARN, "push moved to failed/", "file=%s/%s/%s reason=%s", s->dir, FAILED_DIR, id,
+              log_quote(reason, q, sizeof q));
+  }
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+uint64_t spool_bytes(spool *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t b = s->bytes;
+  pthread_mutex_unlock(&s->mu);
+  return b;
+}
+
+size_t spool_files(spool *s) {
+  pthread_mutex_lock(&s->mu);
+  size_t n = s->pending.n;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+/* ---- frame decoding ---- */
+
+#define FAIL(c, ...)                                                                               \
+  do {                                                                                             \
+    *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__##c;                                              \
+    snprintf(why, whylen, __VA_ARGS__);                                                            \
+    goto fail;                                                                                     \
+  } while (0)
+
+Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
+                                              int *reply_code, char *why, size_t whylen) {
+  Pushprof__V1__PushRequest *req = NULL;
+  Perftools__Profiles__Profile *prof = NULL;
+  pp_frame_header h;
+  const char *hwhy = NULL;
+  char pwhy[256];
+
+  *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__OK;
+  if (why && whylen)
+    why[0] = '\0';
+  if (len < PP_FRAME_HEADER_SIZE)
+    FAIL(INVALID_FRAME, "truncated frame: %zu bytes, the header alone is %d", len,
+         PP_FRAME_HEADER_SIZE);
+  if (pp_frame_header_decode(buf, max_frame, &h, &hwhy) != 0)
+    FAIL(INVALID_FRAME, "%s", hwhy ? hwhy : "bad frame header");
+  if (h.type != PP_FRAME_PUSH)
+    FAIL(INVALID_FRAME, "frame type %u is not a push (1)", (unsigned)h.type);
+  if ((uint64_t)h.length != (uint64_t)(len - PP_FRAME_HEADER_SIZE))
+    FAIL(INVALID_FRAME, "frame length mismatch: header says %" PRIu32 " payload bytes, have %zu",
+         h.length, len - PP_FRAME_HEADER_SIZE);
+  req = pushprof__v1__push_request__unpack(NULL, h.length, buf + PP_FRAME_HEADER_SIZE);
+  if (!req)
+    FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
+  size_t slen = req->service ? strlen(req->service) : 0;
+  if (slen == 0)
+    FAIL(INVALID_PUSH, "service is empty (set a service name)");
+  if (slen > PP_SERVICE_MAX)
+    FAIL(INVALID_PUSH, "service is %zu bytes, max %d", slen, PP_SERVICE_MAX);
+  if (req->hostname && strlen(req->hostname) > PP_HOSTNAME_MAX)
+    FAIL(INVALID_PUSH, "hostname is longer than %d bytes", PP_HOSTNAME_MAX);
+  if (req->n_labels > PP_LABELS_MAX)
+    FAIL(INVALID_PUSH, "%zu process labels, max %d", req->n_labels, PP_LABELS_MAX);
+  for (size_t i = 0; i < req->n_labels; i++) {
+    const Pushprof__V1__Label *l = req->labels[i];
+    size_t kl = l && l->key ? strlen(l->key) : 0;
+    size_t vl = l && l->value ? strlen(l->value) : 0;
+    if (kl == 0)
+      FAIL(INVALID_PUSH, "process label %zu has an empty key", i);
+    if (kl > PP_LABEL_KEY_MAX)
+      FAIL(INVALID_PUSH, "process label key is %zu bytes, max %d", kl, PP_LABEL_KEY_MAX);
+    if (vl > PP_LABEL_VALUE_MAX)
+      FAIL(INVALID_PUSH, "value of process label %.64s is %zu bytes, max %d", l->key, vl,
+           PP_LABEL_VALUE_MAX);
+  }
+  if (req->end_time_nanos < req->start_time_nanos)
+    FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
+         req->end_time_nanos, req->start_time_nanos);
+  if (req->pprof.len == 0 || !req->pprof.data)
+    FAIL(INVALID_PUSH, "pprof is missing");
+  /* The pprof is uncompressed on the wire, but a gzipped one is accepted; it
+   * may expand, so allow a generous multiple of the frame limit. */
+  size_t max_pprof = (size_t)max_frame * 8u;
+  if (max_pprof < (size_t)max_frame)
+    max_pprof = SIZE_MAX;
+  prof = pp_pprof_parse(req->pprof.data, req->pprof.len, max_pprof, pwhy, sizeof pwhy);
+  if (!prof)
+    FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
+  perftools__profiles__profile__free_unpacked(prof, NULL);
+  return req;
+fail:
+  if (req)
+    pushprof__v1__push_request__free_unpacked(req, NULL);
+  return NULL;
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Pushes through the real sidecar with `pushprof push`: every push is acked,
+# the exported profiles parse with go tool pprof and their sample totals equal
+# the sum of the inputs; the client's own errors exit non-zero.
+source "$(dirname "$0")/lib.sh"
+
+start_sidecar a --batch-window 2
+want_n=0 want_c=0
+for i in 1 2 3 4; do
+  gz=
+  [ $((i % 2)) -eq 0 ] && gz=--gzip
+  read -r n c < <("$GEN" profile "$W/in$i.pb.gz" --seed "$i" --samples 300 $gz)
+  want_n=$((want_n + n)) want_c=$((want_c + c))
+  out=$("$CLI" push "$W/in$i.pb.gz" --socket "$SOCK" --service checkout --label env=test) ||
+    fail "push $i exited $?: $out"
+  echo "$out" | grep -q 'push id ' || fail "no push id printed: $out"
+done
+# The client's default service is the file's base name.
+read -r n c < <("$GEN" profile "$W/billing-42.pb.gz" --seed 9 --gzip)
+PUSHPROF_SOCKET=$SOCK "$CLI" push "$W/billing-42.pb.gz" >/dev/null || fail "push via PUSHPROF_SOCKET"
+
+wait_files "$OUT/testnode/checkout" 1 20 || fail "nothing exported for checkout"
+wait_files "$OUT/testnode/billing-42" 1 20 || fail "nothing exported for billing-42 (default service)"
+wait_metric pushprof_batches_exported_total 2 20
+# Let any second window of checkout close too, then compare totals.
+for _ in $(seq 60); do
+  [ "$(metric pushprof_spool_files)" -eq 0 ] && break
+  sleep 0.1
+done
+[ "$(metric pushprof_spool_files)" -eq 0 ] || fail "spool not drained: $(metric pushprof_spool_files) files"
+got=$(pprof_totals $(find "$OUT/testnode/checkout" -name '*.pb.gz'))
+[ "$got" = "$want_n $want_c" ] || fail "exported totals $got, pushed $want_n $want_c"
+files=$(find "$OUT/testnode/checkout" -name '*.pb.gz' | wc -l)
+[ "$files" -le 2 ] || fail "4 pushes in one 2 s window became $files files (not merged)"
+[ "$(metric pushprof_pushes_accepted_total)" -eq 5 ] || fail "accepted_total $(metric pushprof_pushes_accepted_total)"
+curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" | grep -q ok || fail "/healthz not ok"
+
+# Client-side failures: not a pprof -> 2; no sidecar -> 3.
+head -c 1000 /dev/urandom >"$W/junk.pb"
+rc=0; "$CLI" push "$W/junk.pb" --socket "$SOCK" 2>"$W/err" || rc=$?
+[ $rc -eq 2 ] || fail "junk file: exit $rc, want 2"
+grep -q 'not a valid pprof' "$W/err" || fail "junk file message: $(cat "$W/err")"
+rc=0; "$CLI" push "$W/in1.pb.gz" --socket "$W/nope.sock" 2>"$W/err" || rc=$?
+[ $rc -eq 3 ] || fail "missing socket: exit $rc, want 3"
+grep -q 'is the sidecar running' "$W/err" || fail "missing socket message: $(cat "$W/err")"
+
+stop_sidecar
+[ ! -e "$SOCK" ] || fail "socket left behind after a clean stop"
+grep -q 'msg="sidecar stopped"' "$SC_LOG" || fail "no stop log line"
+echo "ok: 5 pushes acked, exported totals $got match, client errors exit 2/3"

@@ -1,0 +1,130 @@
+/* Helpers shared by the spool and batcher unit tests: valid push frames built
+ * with pp_builder, temp spool dirs, file listing. Header-only (static). */
+#ifndef BATCH_TEST_UTIL_H
+#define BATCH_TEST_UTIL_H
+#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pp_frame.h"
+#include "pp_pprof.h"
+#include "pushprof.pb-c.h"
+
+/* An uncompressed pprof with one cpu sample type and two stacks; value is
+ * added to stack a, 2*value to stack b. */
+static inline uint8_t *btu_pprof(int64_t value, const char *leaf, size_t *len) {
+  pp_builder *b = pp_builder_new();
+  uint8_t *out = NULL;
+  if (!b)
+    return NULL;
+  pp_builder_add_sample_type(b, "cpu", "nanoseconds");
+  pp_builder_set_period(b, "cpu", "nanoseconds", 10000000);
+  pp_builder_set_time(b, 1795341600LL * 1000000000LL, 1000000000LL);
+  uint64_t m = pp_builder_mapping(b, 0x400000, 0x500000, 0, "/bin/app", "abcd", true);
+  uint64_t fmain = pp_builder_function(b, "main", "main", "main.c", 1);
+  uint64_t fleaf = pp_builder_function(b, leaf, leaf, "leaf.c", 10);
+  int64_t line = 3;
+  uint64_t lmain = pp_builder_location(b, m, 0x401000, &fmain, &line, 1);
+  uint64_t lleaf = pp_builder_location(b, m, 0x402000, &fleaf, &line, 1);
+  uint64_t stack_a[2] = {lleaf, lmain};
+  uint64_t stack_b[1] = {lmain};
+  int64_t va = value, vb = 2 * value;
+  pp_label lab = {.key = "route", .str = "/x"};
+  if (pp_builder_sample(b, stack_a, 2, &va, 1, &lab, 1) != 0 ||
+      pp_builder_sample(b, stack_b, 1, &vb, 1, NULL, 0) != 0 ||
+      pp_builder_pack(b, &out, len) != 0)
+    out = NULL;
+  pp_builder_free(b);
+  return out;
+}
+
+/* A complete push frame (header + PushRequest) for service. */
+static inline uint8_t *btu_frame_raw(const char *service, const uint8_t *pprof, size_t plen,
+                                     size_t *len) {
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  Pushprof__V1__Label l1 = PUSHPROF__V1__LABEL__INIT, l2 = PUSHPROF__V1__LABEL__INIT;
+  Pushprof__V1__Label *labels[2] = {&l1, &l2};
+  l1.key = "env";
+  l1.value = "prod";
+  l2.key = "region";
+  l2.value = "eu";
+  req.service = (char *)service;
+  req.labels = labels;
+  req.n_labels = 2;
+  req.pid = 42;
+  req.hostname = "host";
+  req.start_time_nanos = 1795341600LL * 1000000000LL;
+  req.end_time_nanos = req.start_time_nanos + 1000000000LL;
+  req.pprof.data = (uint8_t *)pprof;
+  req.pprof.len = plen;
+  size_t n = pushprof__v1__push_request__get_packed_size(&req);
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
+  if (!f)
+    return NULL;
+  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
+  pushprof__v1__push_request__pack(&req, f + PP_FRAME_HEADER_SIZE);
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
+}
+
+static inline uint8_t *btu_frame(const char *service, int64_t value, size_t *len) {
+  size_t plen;
+  uint8_t *p = btu_pprof(value, "work", &plen);
+  if (!p)
+    return NULL;
+  uint8_t *f = btu_frame_raw(service, p, plen, len);
+  free(p);
+  return f;
+}
+
+static inline int btu_rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+static inline void btu_rmtree(const char *dir) {
+  nftw(dir, btu_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Number of entries in dir whose name ends with suffix (NULL: all but . and ..). */
+static inline int btu_count(const char *dir, const char *suffix) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d)
+    return -1;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    size_t l = strlen(de->d_name);
+    if (!suffix || (l >= strlen(suffix) && strcmp(de->d_name + l - strlen(suffix), suffix) == 0))
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+static inline int btu_write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return -1;
+  size_t w = fwrite(data, 1, len, f);
+  return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+/* Sum of the first value of every sample. */
+static inline int64_t btu_total(const Perftools__Profiles__Profile *p) {
+  int64_t t = 0;
+  for (size_t i = 0; i < p->n_sample; i++)
+    if (p->sample[i]->n_value > 0)
+      t += p->sample[i]->value[0];
+  return t;
+}
+#endif

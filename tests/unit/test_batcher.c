@@ -1,0 +1,436 @@
+/* Unit tests for sidecar/batcher.c with a fake exporter and a real spool. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "batch_test_util.h"
+#include "batcher.h"
+#include "exporter.h"
+#include "metrics.h"
+#include "pp_test.h"
+#include "spool.h"
+
+static char dir[64];
+
+/* ---- a scripted exporter that keeps what it is given ---- */
+
+#define FAKE_MAX 128
+typedef struct fake {
+  exporter base;
+  pthread_mutex_t mu;
+  int calls;
+  int script[16]; /* result of call i; EXPORT_OK after the script ends */
+  int nscript;
+  int nobj;
+  char service[FAKE_MAX][32];
+  uint8_t *data[FAKE_MAX];
+  size_t len[FAKE_MAX];
+  size_t pprof_len[FAKE_MAX];
+  char hash[FAKE_MAX][65];
+  size_t nlabels[FAKE_MAX];
+  size_t spool_files_at_call[16];
+  spool *sp;
+} fake;
+
+static int fake_put(exporter *ex, const export_object *o, char *err, size_t errlen) {
+  fake *f = ex->impl;
+  pthread_mutex_lock(&f->mu);
+  int i = f->calls++;
+  int rc = i < f->nscript ? f->script[i] : EXPORT_OK;
+  if (i < 16)
+    f->spool_files_at_call[i] = f->sp ? spool_files(f->sp) : 0;
+  if (rc == EXPORT_OK && f->nobj < FAKE_MAX) {
+    int k = f->nobj++;
+    snprintf(f->service[k], sizeof f->service[k], "%s", o->service);
+    f->data[k] = malloc(o->len);
+    memcpy(f->data[k], o->data, o->len);
+    f->len[k] = o->len;
+    f->pprof_len[k] = o->pprof_len;
+    snprintf(f->hash[k], sizeof f->hash[k], "%s", o->content_hash);
+    f->nlabels[k] = o->nlabels;
+  }
+  pthread_mutex_unlock(&f->mu);
+  if (rc != EXPORT_OK)
+    snprintf(err, errlen, rc == EXPORT_RETRY ? "fake: try later" : "fake: refused for good");
+  return rc;
+}
+
+static void fake_init(fake *f, spool *sp) {
+  memset(f, 0, sizeof *f);
+  pthread_mutex_init(&f->mu, NULL);
+  f->base.scheme = "fake";
+  f->base.put = fake_put;
+  f->base.impl = f;
+  f->sp = sp;
+}
+
+static void fake_free(fake *f) {
+  for (int i = 0; i < f->nobj; i++)
+    free(f->data[i]);
+  pthread_mutex_destroy(&f->mu);
+}
+
+static int fake_calls(fake *f) {
+  pthread_mutex_lock(&f->mu);
+  int n = f->calls;
+  pthread_mutex_unlock(&f->mu);
+  return n;
+}
+
+/* ---- helpers ---- */
+
+static spool *setup(void) {
+  char err[256];
+  snprintf(dir, sizeof dir, "/tmp/pp_test_batchXXXXXX");
+  PP_CHECK(mkdtemp(dir) != NULL);
+  spool_config c = {.dir = dir, .max_bytes = 1 << 24};
+  spool *s = spool_open(&c, err, sizeof err);
+  if (!s)
+    fprintf(stderr, "spool_open: %s\n", err);
+  return s;
+}
+
+static void teardown(spool *s) {
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+/* Makes a push durable in the spool and hands it to the batcher, as the
+ * listener does. */
+static void push(batcher *b, spool *s, const char *service, int64_t value) {
+  size_t len = 0;
+  char id[SPOOL_ID_MAX], why[256];
+  int code;
+  uint8_t *f = btu_frame(service, value, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
+  Pushprof__V1__PushRequest *req = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why,
+                                                      sizeof why);
+  PP_CHECK(req != NULL);
+  free(f);
+  if (req)
+    batcher_add(b, id, req, len);
+}
+
+static uint64_t counter_value(const char *name) {
+  char *m = metrics_render();
+  char key[128];
+  uint64_t v = 0;
+  snprintf(key, sizeof key, "\n%s ", name);
+  const char *p = m ? strstr(m, key) : NULL;
+  if (p)
+    v = strtoull(p + strlen(key), NULL, 10);
+  free(m);
+  return v;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void scan_to_batcher(void *arg, const char *id, Pushprof__V1__PushRequest *req,
+                            size_t bytes) {
+  batcher_add(arg, id, req, bytes);
+}
+
+static const batcher_config cfg60 = {.window_s = 60, .node = "n1", .subdir = "", .max_age_s = 3600};
+
+/* ---- cases ---- */
+
+static void test_merges_pushes_of_one_service_into_one_object(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  uint64_t exported0 = counter_value("pushprof_batches_exported_total");
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  PP_CHECK(b != NULL);
+  push(b, s, "api", 100);
+  push(b, s, "api", 7);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  batcher_shutdown(b, 5); /* never started: exports inline */
+  batcher_free(b);
+  PP_CHECK_INT(f.calls, ==, 1);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  if (f.nobj == 1) {
+    PP_CHECK_STR(f.service[0], "api");
+    PP_CHECK_INT(f.nlabels[0], ==, 2);
+    PP_CHECK_INT(strlen(f.hash[0]), ==, 64);
+    PP_CHECK(f.pprof_len[0] > 0);
+    PP_CHECK(f.len[0] > 2 && f.data[0][0] == 0x1f && f.data[0][1] == 0x8b);
+    char why[256] = "";
+    Perftools__Profiles__Profile *p =
+        pp_pprof_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
+    PP_CHECK(p != NULL);
+    if (!p)
+      fprintf(stderr, "parse: %s\n", why);
+    if (p) {
+      /* each push holds value + 2*value: (100+200) + (7+14) */
+      PP_CHECK_INT(btu_total(p), ==, 321);
+      PP_CHECK_INT(p->n_sample, ==, 2); /* identical stacks summed, not concatenated */
+      perftools__profiles__profile__free_unpacked(p, NULL);
+    }
+  }
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  PP_CHECK_INT(counter_value("pushprof_batches_exported_total"), ==, exported0 + 1);
+  fake_free(&f);
+  teardown(s);
+}
+
+static void test_keeps_services_apart(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  push(b, s, "api", 1);
+  push(b, s, "worker", 2);
+  push(b, s, "api", 3);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 2);
+  int64_t api = -1, worker = -1;
+  for (int i = 0; i < f.nobj; i++) {
+    char why[256];
+    Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
+    PP_CHECK(p != NULL);
+    if (!p)
+      continue;
+    if (strcmp(f.service[i], "api") == 0)
+      api = btu_total(p);
+    else if (strcmp(f.service[i], "worker") == 0)
+      worker = btu_total(p);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  PP_CHECK_INT(api, ==, 12);   /* (1+2) + (3+6) */
+  PP_CHECK_INT(worker, ==, 6); /* 2+4 */
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f);
+  teardown(s);
+}
+
+static void test_retries_transient_failures_and_deletes_only_after_success(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  f.script[0] = EXPORT_RETRY;
+  f.script[1] = EXPORT_RETRY;
+  f.nscript = 2;
+  uint64_t retries0 = counter_value("pushprof_export_retries_total");
+  uint64_t failures0 = counter_value("pushprof_export_failures_total");
+  setenv("PUSHPROF_TEST_BACKOFF_MS", "20", 1);
+  batcher_config c = cfg60;
+  c.window_s = 0;
+  batcher *b = batcher_new(&c, &f.base, s);
+  unsetenv("PUSHPROF_TEST_BACKOFF_MS");
+  PP_CHECK_INT(batcher_start(b), ==, 0);
+  push(b, s, "api", 5);
+  for (int i = 0; i < 500 && fake_calls(&f) < 3; i++)
+    sleep_ms(10);
+  for (int i = 0; i < 200 && spool_files(s) > 0; i++)
+    sleep_ms(10);
+  PP_CHECK_INT(fake_calls(&f), ==, 3);
+  PP_CHECK_INT(f.spool_files_at_call[0], ==, 1);
+  PP_CHECK_INT(f.spool_files_at_call[1], ==, 1);
+  PP_CHECK_INT(f.spool_files_at_call[2], ==, 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  PP_CHECK_INT(counter_value("pushprof_export_retries_total"), ==, retries0 + 2);
+  PP_CHECK_INT(counter_value("pushprof_export_failures_total"), ==, failures0 + 2);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  fake_free(&f);
+  teardown(s);
+}
+
+static void test_permanent_refusal_moves_pushes_to_failed(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  for (int i = 0; i < 16; i++)
+    f.script[i] = EXPORT_PERMANENT;
+  f.nscript = 16;
+  uint64_t d0 = metrics_reason_value("drops", "export_permanent");
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  push(b, s, "api", 5);
+  push(b, s, "api", 6);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.calls, ==, 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  char failed[128];
+  snprintf(failed, sizeof failed, "%s/failed", dir);
+  PP_CHECK_INT(btu_count(failed, ".push"), ==, 2);
+  PP_CHECK_INT(btu_count(failed, ".reason"), ==, 2);
+  PP_CHECK_INT(metrics_reason_value("drops", "export_permanent"), ==, d0 + 2);
+  fake_free(&f);
+  teardown(s);
+}
+
+static void test_shutdown_leaves_unexported_pushes_in_spool(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  for (int i = 0; i < 16; i++)
+    f.script[i] = EXPORT_RETRY;
+  f.nscript = 16;
+  setenv("PUSHPROF_TEST_BACKOFF_MS", "5000", 1);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  unsetenv("PUSHPROF_TEST_BACKOFF_MS");
+  PP_CHECK_INT(batcher_start(b), ==, 0);
+  push(b, s, "api", 5);
+  push(b, s, "db", 5);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  batcher_shutdown(b, 1);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  batcher_free(b);
+  double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  PP_CHECK(took < 3.0);          /* the grace period bounds it */
+  PP_CHECK(fake_calls(&f) >= 2); /* each open batch was tried */
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+  fake_free(&f);
+  teardown(s);
+}
+
+static void test_batches_older_than_max_age_are_dropped(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  /* A drop-in whose name says it was spooled in 1970. */
+  size_t len = 0;
+  uint8_t *fr = btu_frame("old", 5, &len);
+  char p[128];
+  snprintf(p, sizeof p, "%s/00000000000000000001-0000000000.push", dir);
+  PP_CHECK_INT(btu_write_file(p, fr, len), ==, 0);
+  free(fr);
+  uint64_t d0 = metrics_reason_value("drops", "max_age");
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 1);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.calls, ==, 0);
+  PP_CHECK_INT(metrics_reason_value("drops", "max_age"), ==, d0 + 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  fake_free(&f);
+  teardown(s);
+}
+
+static void test_different_sample_types_are_not_merged(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  push(b, s, "api", 5);
+  /* Same service, but a pprof with a different sample type. */
+  pp_builder *pb = pp_builder_new();
+  pp_builder_add_sample_type(pb, "alloc", "bytes");
+  uint64_t fn = pp_builder_function(pb, "f", "f", "f.c", 1);
+  int64_t line = 1, v = 1000;
+  uint64_t loc = pp_builder_location(pb, 0, 0x10, &fn, &line, 1);
+  PP_CHECK_INT(pp_builder_sample(pb, &loc, 1, &v, 1, NULL, 0), ==, 0);
+  uint8_t *pp;
+  size_t plen = 0, len = 0;
+  PP_CHECK_INT(pp_builder_pack(pb, &pp, &plen), ==, 0);
+  pp_builder_free(pb);
+  uint8_t *fr = btu_frame_raw("api", pp, plen, &len);
+  free(pp);
+  char id[SPOOL_ID_MAX], why[256];
+  int code;
+  PP_CHECK_INT(spool_put(s, fr, len, id), ==, SPOOL_OK);
+  batcher_add(b, id, spool_decode_frame(fr, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why),
+              len);
+  free(fr);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 2);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f);
+  teardown(s);
+}
+
+typedef struct adder_arg {
+  batcher *b;
+  spool *s;
+  const char *service;
+} adder_arg;
+
+static void *adder(void *arg) {
+  adder_arg *a = arg;
+  for (int i = 0; i < 20; i++)
+    push(a->b, a->s, a->service, 1);
+  return NULL;
+}
+
+static void test_concurrent_adds_lose_nothing(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher_config c = cfg60;
+  c.window_s = 0; /* export continuously while adds arrive */
+  batcher *b = batcher_new(&c, &f.base, s);
+  PP_CHECK_INT(batcher_start(b), ==, 0);
+  pthread_t t[3];
+  adder_arg args[3] = {{b, s, "a"}, {b, s, "b"}, {b, s, "a"}};
+  for (int i = 0; i < 3; i++)
+    PP_CHECK_INT(pthread_create(&t[i], NULL, adder, &args[i]), ==, 0);
+  for (int i = 0; i < 3; i++)
+    pthread_join(t[i], NULL);
+  batcher_shutdown(b, 10);
+  batcher_free(b);
+  /* Every push ended up in exactly one exported object (each push is 1+2). */
+  int64_t total = 0;
+  pthread_mutex_lock(&f.mu);
+  int nobj = f.nobj < FAKE_MAX ? f.nobj : FAKE_MAX;
+  pthread_mutex_unlock(&f.mu);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  if (f.calls <= FAKE_MAX) {
+    for (int i = 0; i < nobj; i++) {
+      char why[256];
+      Perftools__Profiles__Profile *p =
+          pp_pprof_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
+      PP_CHECK(p != NULL);
+      if (p) {
+        total += btu_total(p);
+        perftools__profiles__profile__free_unpacked(p, NULL);
+      }
+    }
+    PP_CHECK_INT(total, ==, 60 * 3);
+  }
+  fake_free(&f);
+  teardown(s);
+}
+
+int main(void) {
+  PP_RUN(test_merges_pushes_of_one_service_into_one_object);
+  PP_RUN(test_keeps_services_apart);
+  PP_RUN(test_retries_transient_failures_and_deletes_only_after_success);
+  PP_RUN(test_permanent_refusal_moves_pushes_to_failed);
+  PP_RUN(test_shutdown_leaves_unexported_pushes_in_spool);
+  PP_RUN(test_batches_older_than_max_age_are_dropped);
+  PP_RUN(test_different_sample_types_are_not_merged);
+  PP_RUN(test_concurrent_adds_lose_nothing);
+  PP_DONE();
+}

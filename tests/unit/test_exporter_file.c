@@ -1,0 +1,239 @@
+/* Unit tests for sidecar/exporters/exporter.c and exporter_file.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exporter.h"
+#include "pp_test.h"
+
+static char root[64];
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+static void setup(void) {
+  snprintf(root, sizeof root, "/tmp/pp_test_expXXXXXX");
+  PP_CHECK(mkdtemp(root) != NULL);
+}
+
+static void teardown(void) {
+  nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int count_objects(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d)
+    return -1;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (de->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n;
+}
+
+static exporter *make(int max_retained) {
+  char url[PATH_MAX + 16], err[512] = "";
+  snprintf(url, sizeof url, "file://%s/out", root);
+  exporter_options o = {.max_dumps_retained = max_retained};
+  exporter *ex = exporter_create(url, &o, err, sizeof err);
+  if (!ex)
+    fprintf(stderr, "exporter_create: %s\n", err);
+  return ex;
+}
+
+static export_object obj_for(const char *service, const char *hash, int64_t start_ns) {
+  static const uint8_t data[] = {0x1f, 0x8b, 1, 2, 3};
+  export_object o = {.service = service, .node = "node-1", .subdir = "", .start_ns = start_ns,
+                     .end_ns = start_ns + 1, .data = data, .len = sizeof data,
+                     .content_hash = hash};
+  return o;
+}
+
+static void test_sanitize_keeps_safe_bytes_and_neutralizes_dots(void) {
+  char out[64];
+  PP_CHECK_STR(exporter_sanitize("api-v1.2_x", out, sizeof out), "api-v1.2_x");
+  PP_CHECK_STR(exporter_sanitize("../../etc", out, sizeof out), ".._.._etc");
+  PP_CHECK_STR(exporter_sanitize("..", out, sizeof out), "_");
+  PP_CHECK_STR(exporter_sanitize(".", out, sizeof out), "_");
+  PP_CHECK_STR(exporter_sanitize("", out, sizeof out), "_");
+  PP_CHECK_STR(exporter_sanitize(NULL, out, sizeof out), "_");
+  PP_CHECK_STR(exporter_sanitize("a/b c\xff", out, sizeof out), "a_b_c_");
+  char small[3];
+  PP_CHECK_STR(exporter_sanitize("..abc", small, sizeof small), "_");
+}
+
+static void test_create_rejects_unknown_scheme_and_relative_paths(void) {
+  char err[512] = "";
+  PP_CHECK(exporter_create("ftp://x/y", NULL, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "ftp") != NULL);
+  PP_CHECK(strstr(err, "file://") != NULL);
+  PP_CHECK(strstr(err, "s3") != NULL);
+  err[0] = '\0';
+  PP_CHECK(exporter_create("file://relative/dir", NULL, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "absolute") != NULL);
+  err[0] = '\0';
+  PP_CHECK(exporter_create("/no/scheme", NULL, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "scheme") != NULL);
+  PP_CHECK(exporter_create("", NULL, err, sizeof err) == NULL);
+}
+
+static void test_put_writes_object_under_node_and_service(void) {
+  setup();
+  exporter *ex = make(0);
+  PP_CHECK(ex != NULL);
+  if (!ex)
+    goto out;
+  PP_CHECK_STR(ex->scheme, "file");
+  char err[512] = "";
+  /* 2026-11-22T10:00:00Z */
+  export_object o = obj_for("api", "0123456789abcdef0123", 1795341600LL * 1000000000LL);
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/out/node-1/api/20261122T100000Z-0123456789abcdef.pb.gz", root);
+  struct stat st;
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  PP_CHECK_INT(st.st_size, ==, 5);
+  /* no temp file left behind */
+  snprintf(path, sizeof path, "%s/out/node-1/api", root);
+  DIR *d = opendir(path);
+  PP_CHECK(d != NULL);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    PP_CHECK(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+             de->d_name[0] != '.');
+  if (d)
+    closedir(d);
+  /* subdir, nested */
+  o.subdir = "team/prod";
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  snprintf(path, sizeof path,
+           "%s/out/team/prod/node-1/api/20261122T100000Z-0123456789abcdef.pb.gz", root);
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  exporter_destroy(ex);
+out:
+  teardown();
+}
+
+static void test_put_keeps_hostile_names_inside_dir(void) {
+  setup();
+  exporter *ex = make(0);
+  PP_CHECK(ex != NULL);
+  if (!ex)
+    goto out;
+  char err[512] = "";
+  export_object o = obj_for("../../etc", "../../x", 1795341600LL * 1000000000LL);
+  o.node = "..";
+  o.subdir = "../../../tmp";
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/out/_/_/_/tmp/_/.._.._etc/20261122T100000Z-.._.._x.pb.gz", root);
+  struct stat st;
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  /* Nothing appeared beside out/. */
+  PP_CHECK_INT(count_objects(root), ==, 1);
+  /* A symlink planted inside the export dir is not followed. */
+  char link[PATH_MAX];
+  snprintf(link, sizeof link, "%s/out/evil", root);
+  PP_CHECK_INT(symlink("/tmp", link), ==, 0);
+  o.subdir = "";
+  o.node = "evil";
+  o.service = "svc";
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_RETRY);
+  PP_CHECK(strstr(err, "evil") != NULL);
+  exporter_destroy(ex);
+out:
+  teardown();
+}
+
+static void test_max_dumps_retained_prunes_oldest(void) {
+  setup();
+  exporter *ex = make(2);
+  PP_CHECK(ex != NULL);
+  if (!ex)
+    goto out;
+  char err[512], hash[32];
+  for (int i = 0; i < 4; i++) {
+    snprintf(hash, sizeof hash, "%016d", i);
+    export_object o = obj_for("svc", hash, (1795341600LL + i) * 1000000000LL);
+    PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  }
+  char dir[256], path[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/out/node-1/svc", root);
+  PP_CHECK_INT(count_objects(dir), ==, 2);
+  struct stat st;
+  snprintf(path, sizeof path, "%s/20261122T100003Z-0000000000000003.pb.gz", dir);
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  snprintf(path, sizeof path, "%s/20261122T100000Z-0000000000000000.pb.gz", dir);
+  PP_CHECK_INT(stat(path, &st), ==, -1);
+  exporter_destroy(ex);
+out:
+  teardown();
+}
+
+static void test_blocked_path_is_retry_with_reason(void) {
+  setup();
+  exporter *ex = make(0);
+  PP_CHECK(ex != NULL);
+  if (!ex)
+    goto out;
+  /* A regular file where the node directory should be. */
+  char p[PATH_MAX], err[512] = "";
+  snprintf(p, sizeof p, "%s/out/node-1", root);
+  int fd = open(p, O_WRONLY | O_CREAT, 0640);
+  PP_CHECK(fd >= 0);
+  if (fd >= 0)
+    close(fd);
+  export_object o = obj_for("svc", "abcd", 1795341600LL * 1000000000LL);
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_RETRY);
+  PP_CHECK(strstr(err, "node-1") != NULL);
+  PP_CHECK(strstr(err, "Not a directory") != NULL);
+  PP_CHECK_INT(unlink(p), ==, 0);
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  exporter_destroy(ex);
+out:
+  teardown();
+}
+
+static void test_write_error_is_retry_with_reason(void) {
+  if (geteuid() == 0) {
+    fprintf(stderr, "skip: root ignores directory modes\n");
+    return;
+  }
+  setup();
+  exporter *ex = make(0);
+  PP_CHECK(ex != NULL);
+  if (!ex)
+    goto out;
+  char dir[PATH_MAX], err[512] = "";
+  snprintf(dir, sizeof dir, "%s/out", root);
+  PP_CHECK_INT(chmod(dir, 0500), ==, 0);
+  export_object o = obj_for("svc", "abcd", 1795341600LL * 1000000000LL);
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_RETRY);
+  PP_CHECK(strstr(err, "Permission denied") != NULL);
+  PP_CHECK_INT(chmod(dir, 0750), ==, 0);
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  exporter_destroy(ex);
+out:
+  teardown();
+}
+
+int main(void) {
+  PP_RUN(test_sanitize_keeps_safe_bytes_and_neutralizes_dots);
+  PP_RUN(test_create_rejects_unknown_scheme_and_relative_paths);
+  PP_RUN(test_put_writes_object_under_node_and_service);
+  PP_RUN(test_put_keeps_hostile_names_inside_dir);
+  PP_RUN(test_max_dumps_retained_prunes_oldest);
+  PP_RUN(test_blocked_path_is_retry_with_reason);
+  PP_RUN(test_write_error_is_retry_with_reason);
+  PP_DONE();
+}

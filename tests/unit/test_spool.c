@@ -1,0 +1,491 @@
+/* Unit tests for sidecar/spool.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "batch_test_util.h"
+#include "metrics.h"
+#include "pp_test.h"
+#include "spool.h"
+
+static char dir[64];
+static char path[PATH_MAX];
+
+static void setup(void) {
+  snprintf(dir, sizeof dir, "/tmp/pp_test_spoolXXXXXX");
+  PP_CHECK(mkdtemp(dir) != NULL);
+}
+
+static spool *open_spool(uint64_t max_bytes, bool drop_oldest) {
+  char err[512] = "";
+  spool_config c = {.dir = dir, .max_bytes = max_bytes, .drop_oldest = drop_oldest};
+  spool *s = spool_open(&c, err, sizeof err);
+  if (!s)
+    fprintf(stderr, "spool_open: %s\n", err);
+  return s;
+}
+
+static const char *sub(const char *name) {
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return path;
+}
+
+typedef struct seen {
+  int n;
+  char ids[16][SPOOL_ID_MAX];
+  char services[16][32];
+  size_t bytes[16];
+} seen;
+
+static void collect(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+  seen *s = arg;
+  if (s->n < 16) {
+    snprintf(s->ids[s->n], SPOOL_ID_MAX, "%s", id);
+    snprintf(s->services[s->n], 32, "%s", req->service);
+    s->bytes[s->n] = bytes;
+  }
+  s->n++;
+  pushprof__v1__push_request__free_unpacked(req, NULL);
+}
+
+static void test_put_then_scan_after_reopen_hands_over_oldest_first(void) {
+  setup();
+  spool *s = open_spool(1 << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  struct stat st;
+  PP_CHECK_INT(stat(sub("quarantine"), &st), ==, 0);
+  PP_CHECK_INT(stat(sub("failed"), &st), ==, 0);
+  PP_CHECK_INT(st.st_mode & 0777, ==, 0750);
+  char ids[3][SPOOL_ID_MAX];
+  size_t lens[3], total = 0;
+  const char *svc[3] = {"a", "b", "c"};
+  for (int i = 0; i < 3; i++) {
+    uint8_t *f = btu_frame(svc[i], 10 + i, &lens[i]);
+    PP_CHECK(f != NULL);
+    PP_CHECK_INT(spool_put(s, f, lens[i], ids[i]), ==, SPOOL_OK);
+    PP_CHECK(strstr(ids[i], PP_SPOOL_SUFFIX) != NULL);
+    /* The file holds the frame exactly as received. */
+    uint8_t buf[4096];
+    FILE *fp = fopen(sub(ids[i]), "rb");
+    PP_CHECK(fp != NULL);
+    size_t got = fp ? fread(buf, 1, sizeof buf, fp) : 0;
+    if (fp)
+      fclose(fp);
+    PP_CHECK_INT(got, ==, lens[i]);
+    PP_CHECK(memcmp(buf, f, lens[i]) == 0);
+    total += lens[i];
+    free(f);
+  }
+  PP_CHECK(strcmp(ids[0], ids[1]) < 0 && strcmp(ids[1], ids[2]) < 0);
+  PP_CHECK_INT(spool_bytes(s), ==, total);
+  PP_CHECK_INT(spool_files(s), ==, 3);
+  /* put files are known: a scan of the same spool hands nothing over twice */
+  seen none = {0};
+  PP_CHECK_INT(spool_rescan_new(s, collect, &none), ==, 0);
+  spool_close(s);
+
+  s = open_spool(1 << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  seen got = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &got), ==, 3);
+  PP_CHECK_INT(got.n, ==, 3);
+  for (int i = 0; i < 3 && i < got.n; i++) {
+    PP_CHECK_STR(got.ids[i], ids[i]);
+    PP_CHECK_STR(got.services[i], svc[i]);
+    PP_CHECK_INT(got.bytes[i], ==, lens[i]);
+  }
+  PP_CHECK_INT(spool_bytes(s), ==, total);
+  PP_CHECK_INT(spool_files(s), ==, 3);
+  char *m = metrics_render();
+  char want[64];
+  snprintf(want, sizeof want, "\npushprof_spool_bytes %zu\n", total);
+  PP_CHECK(m && strstr(m, want));
+  PP_CHECK(m && strstr(m, "\npushprof_spool_files 3\n"));
+  free(m);
+
+  PP_CHECK_INT(spool_remove(s, ids[1]), ==, SPOOL_OK);
+  PP_CHECK_INT(access(sub(ids[1]), F_OK), ==, -1);
+  PP_CHECK_INT(spool_bytes(s), ==, total - lens[1]);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  /* removing twice, or a hostile id, touches nothing */
+  PP_CHECK_INT(spool_remove(s, ids[1]), ==, SPOOL_OK);
+  PP_CHECK(spool_remove(s, "../x.push") != SPOOL_OK);
+
+  PP_CHECK_INT(spool_move_failed(s, ids[2], "refused: bad credentials"), ==, SPOOL_OK);
+  PP_CHECK_INT(access(sub(ids[2]), F_OK), ==, -1);
+  char fp_path[PATH_MAX + 80];
+  snprintf(fp_path, sizeof fp_path, "%s/failed/%s", dir, ids[2]);
+  PP_CHECK_INT(access(fp_path, F_OK), ==, 0);
+  snprintf(fp_path, sizeof fp_path, "%s/failed/%s.reason", dir, ids[2]);
+  char reason[128] = "";
+  FILE *rf = fopen(fp_path, "r");
+  PP_CHECK(rf != NULL);
+  if (rf) {
+    PP_CHECK(fgets(reason, sizeof reason, rf) != NULL);
+    fclose(rf);
+  }
+  PP_CHECK_STR(reason, "refused: bad credentials\n");
+  PP_CHECK_INT(spool_files(s), ==, 1);
+  PP_CHECK_INT(spool_bytes(s), ==, lens[0]);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+static void test_scan_quarantines_truncated_and_garbage_files(void) {
+  setup();
+  size_t len = 0;
+  uint8_t *f = btu_frame("svc", 5, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(btu_write_file(sub("00000000000000000001-0000000000.push"), f, len - 7), ==, 0);
+  PP_CHECK_INT(btu_write_file(sub("00000000000000000002-0000000000.push"), "garbage!garbage!", 16),
+               ==, 0);
+  PP_CHECK_INT(btu_write_file(sub("00000000000000000003-0000000000.push"), f, len), ==, 0);
+  PP_CHECK_INT(btu_write_file(sub("00000000000000000004-0000000000.push"), "", 0), ==, 0);
+  free(f);
+  uint64_t q0 = 0;
+  {
+    char *m = metrics_render();
+    const char *p = m ? strstr(m, "\npushprof_spool_quarantined_total ") : NULL;
+    if (p)
+      q0 = strtoull(p + strlen("\npushprof_spool_quarantined_total "), NULL, 10);
+    free(m);
+  }
+  spool *s = open_spool(1 << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  seen got = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &got), ==, 1);
+  PP_CHECK_STR(got.ids[0], "00000000000000000003-0000000000.push");
+  PP_CHECK_INT(spool_files(s), ==, 1);
+  PP_CHECK_INT(spool_bytes(s), ==, len);
+  snprintf(path, sizeof path, "%s/quarantine", dir);
+  PP_CHECK_INT(btu_count(path, ".push"), ==, 3);
+  PP_CHECK_INT(btu_count(path, ".reason"), ==, 3);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 1);
+  char *m = metrics_render();
+  char want[80];
+  snprintf(want, sizeof want, "\npushprof_spool_quarantined_total %llu\n",
+           (unsigned long long)q0 + 3);
+  PP_CHECK(m && strstr(m, want));
+  free(m);
+  /* Rescanning finds nothing new and does not loop. */
+  seen again = {0};
+  PP_CHECK_INT(spool_rescan_new(s, collect, &again), ==, 0);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+static void test_open_removes_stale_temps_and_scan_ignores_dotfiles(void) {
+  setup();
+  size_t len = 0;
+  uint8_t *f = btu_frame("svc", 5, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(btu_write_file(sub(".00000000000000000001-0000000000.push"), f, len), ==, 0);
+  struct timespec old[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+  PP_CHECK_INT(utimensat(AT_FDCWD, sub(".00000000000000000001-0000000000.push"), old, 0), ==, 0);
+  /* A fresh one may be a client's drop-in in progress: kept, but ignored. */
+  PP_CHECK_INT(btu_write_file(sub(".sdk-in-progress.push"), f, len), ==, 0);
+  PP_CHECK_INT(btu_write_file(sub("notes.txt"), "x", 1), ==, 0);
+  free(f);
+  spool *s = open_spool(1 << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  PP_CHECK_INT(access(sub(".00000000000000000001-0000000000.push"), F_OK), ==, -1);
+  PP_CHECK_INT(access(sub(".sdk-in-progress.push"), F_OK), ==, 0);
+  seen got = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &got), ==, 0);
+  PP_CHECK_INT(access(sub("notes.txt"), F_OK), ==, 0); /* not ours: untouched */
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+static void test_rescan_new_picks_up_drop_ins_once(void) {
+  setup();
+  spool *s = open_spool(1 << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  seen got = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &got), ==, 0);
+  size_t len = 0;
+  uint8_t *f = btu_frame("dropped", 7, &len);
+  PP_CHECK(f != NULL);
+  PP_CHECK_INT(btu_write_file(sub(".sdk-1-1.push"), f, len), ==, 0);
+  char a[PATH_MAX], b[PATH_MAX];
+  snprintf(a, sizeof a, "%s/.sdk-1-1.push", dir);
+  snprintf(b, sizeof b, "%s/sdk-1-1.push", dir);
+  PP_CHECK_INT(rename(a, b), ==, 0);
+  free(f);
+  PP_CHECK_INT(spool_rescan_new(s, collect, &got), ==, 1);
+  PP_CHECK_STR(got.ids[0], "sdk-1-1.push");
+  PP_CHECK_STR(got.services[0], "dropped");
+  PP_CHECK_INT(spool_bytes(s), ==, len);
+  PP_CHECK_INT(spool_rescan_new(s, collect, &got), ==, 0);
+  PP_CHECK_INT(got.n, ==, 1);
+  PP_CHECK_INT(spool_remove(s, "sdk-1-1.push"), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_bytes(s), ==, 0);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+static void test_full_spool_refuses_then_accepts_after_remove(void) {
+  setup();
+  size_t len = 0;
+  uint8_t *f = btu_frame("svc", 5, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  spool *s = open_spool(len * 2 + len / 2, false);
+  PP_CHECK(s != NULL);
+  if (!s) {
+    free(f);
+    return;
+  }
+  char id1[SPOOL_ID_MAX], id2[SPOOL_ID_MAX], id3[SPOOL_ID_MAX];
+  PP_CHECK_INT(spool_put(s, f, len, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f, len, id2), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f, len, id3), ==, SPOOL_FULL);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+  PP_CHECK_INT(spool_remove(s, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f, len, id3), ==, SPOOL_OK);
+  /* A frame bigger than the whole spool never fits. */
+  uint8_t *big = calloc(1, len * 3);
+  PP_CHECK_INT(spool_put(s, big, len * 3, id1), ==, SPOOL_FULL);
+  free(big);
+  spool_close(s);
+  free(f);
+  btu_rmtree(dir);
+}
+
+static void test_drop_oldest_makes_room_and_counts(void) {
+  setup();
+  size_t len = 0;
+  uint8_t *f = btu_frame("svc", 5, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  spool *s = open_spool(len * 2 + len / 2, true);
+  PP_CHECK(s != NULL);
+  if (!s) {
+    free(f);
+    return;
+  }
+  uint64_t d0 = metrics_reason_value("drops", "spool_full_drop_oldest");
+  char id1[SPOOL_ID_MAX], id2[SPOOL_ID_MAX], id3[SPOOL_ID_MAX];
+  PP_CHECK_INT(spool_put(s, f, len, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f, len, id2), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f, len, id3), ==, SPOOL_OK);
+  PP_CHECK_INT(access(sub(id1), F_OK), ==, -1);
+  PP_CHECK_INT(access(sub(id2), F_OK), ==, 0);
+  PP_CHECK_INT(access(sub(id3), F_OK), ==, 0);
+  PP_CHECK_INT(metrics_reason_value("drops", "spool_full_drop_oldest"), ==, d0 + 1);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  PP_CHECK_INT(spool_bytes(s), ==, 2 * len);
+  /* The batcher may still remove the vanished id: harmless. */
+  PP_CHECK_INT(spool_remove(s, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_bytes(s), ==, 2 * len);
+  spool_close(s);
+  free(f);
+  btu_rmtree(dir);
+}
+
+static void test_disk_error_is_eio_and_leaves_nothing(void) {
+  setup();
+  spool *s = open_spool(1 << 24, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  /* RLIMIT_FSIZE makes the write fail with EFBIG, like a full disk. */
+  struct rlimit old, lim = {.rlim_cur = 1024, .rlim_max = RLIM_INFINITY};
+  PP_CHECK_INT(getrlimit(RLIMIT_FSIZE, &old), ==, 0);
+  lim.rlim_max = old.rlim_max;
+  signal(SIGXFSZ, SIG_IGN);
+  PP_CHECK_INT(setrlimit(RLIMIT_FSIZE, &lim), ==, 0);
+  uint8_t *big = calloc(1, 8192);
+  char id[SPOOL_ID_MAX];
+  PP_CHECK_INT(spool_put(s, big, 8192, id), ==, SPOOL_EIO);
+  PP_CHECK_INT(setrlimit(RLIMIT_FSIZE, &old), ==, 0);
+  free(big);
+  PP_CHECK_INT(btu_count(dir, NULL), ==, 2); /* quarantine/ and failed/ only */
+  PP_CHECK_INT(spool_bytes(s), ==, 0);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+static void test_open_reports_unusable_dir(void) {
+  char err[512] = "";
+  spool_config c = {.dir = "/dev/null/spool", .max_bytes = 1};
+  PP_CHECK(spool_open(&c, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "/dev/null/spool") != NULL);
+  spool_config none = {0};
+  PP_CHECK(spool_open(&none, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "--spool") != NULL);
+}
+
+static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
+  int code = -1;
+  Pushprof__V1__PushRequest *r = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, wl);
+  if (r) {
+    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
+    pushprof__v1__push_request__free_unpacked(r, NULL);
+    return 0;
+  }
+  PP_CHECK(why[0] != '\0');
+  return code;
+}
+
+static uint8_t *frame_with(Pushprof__V1__PushRequest *req, size_t *len) {
+  size_t n = pushprof__v1__push_request__get_packed_size(req);
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n + 1);
+  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
+  pushprof__v1__push_request__pack(req, f + PP_FRAME_HEADER_SIZE);
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
+}
+
+static void test_decode_frame_validates_every_layer(void) {
+  char why[256];
+  size_t len, plen;
+  uint8_t *f = btu_frame("svc", 3, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
+  /* framing */
+  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  PP_CHECK_INT(decode_code(f, len - 1, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  uint8_t *bad = malloc(len);
+  memcpy(bad, f, len);
+  bad[0] = 'X';
+  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  memcpy(bad, f, len);
+  pp_frame_header_encode(bad, PP_FRAME_REPLY, (uint32_t)(len - PP_FRAME_HEADER_SIZE));
+  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  /* a payload that is not a PushRequest */
+  memcpy(bad, f, len);
+  memset(bad + PP_FRAME_HEADER_SIZE, 0xff, len - PP_FRAME_HEADER_SIZE);
+  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(bad);
+  free(f);
+
+  uint8_t *pprof = btu_pprof(3, "leaf", &plen);
+  PP_CHECK(pprof != NULL);
+  if (!pprof)
+    return;
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = "svc";
+  req.pprof.data = pprof;
+  req.pprof.len = plen;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
+  free(f);
+  req.service = "";
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK(strstr(why, "service") != NULL);
+  free(f);
+  char longsvc[PP_SERVICE_MAX + 2];
+  memset(longsvc, 'a', sizeof longsvc - 1);
+  longsvc[sizeof longsvc - 1] = '\0';
+  req.service = longsvc;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.service = "svc";
+  req.start_time_nanos = 10;
+  req.end_time_nanos = 5;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.end_time_nanos = 10;
+  /* labels: too many, empty key, long value */
+  Pushprof__V1__Label ls[PP_LABELS_MAX + 1], *lp[PP_LABELS_MAX + 1];
+  for (int i = 0; i <= PP_LABELS_MAX; i++) {
+    pushprof__v1__label__init(&ls[i]);
+    ls[i].key = "k";
+    ls[i].value = "v";
+    lp[i] = &ls[i];
+  }
+  req.labels = lp;
+  req.n_labels = PP_LABELS_MAX + 1;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.n_labels = PP_LABELS_MAX;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
+  free(f);
+  ls[3].key = "";
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  ls[3].key = "k";
+  static char longval[PP_LABEL_VALUE_MAX + 2];
+  memset(longval, 'v', sizeof longval - 1);
+  ls[5].value = longval;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.n_labels = 0;
+  /* no pprof */
+  req.pprof.len = 0;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  /* a pprof go tool pprof would reject: not a protobuf at all */
+  uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  req.pprof.data = junk;
+  req.pprof.len = sizeof junk;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  free(f);
+  /* a valid protobuf but an invalid pprof: string_table[0] not empty */
+  Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+  char *strs[1] = {"notempty"};
+  p.string_table = strs;
+  p.n_string_table = 1;
+  size_t pl = perftools__profiles__profile__get_packed_size(&p);
+  uint8_t *pb = malloc(pl);
+  perftools__profiles__profile__pack(&p, pb);
+  req.pprof.data = pb;
+  req.pprof.len = pl;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  free(f);
+  free(pb);
+  free(pprof);
+}
+
+int main(void) {
+  PP_RUN(test_put_then_scan_after_reopen_hands_over_oldest_first);
+  PP_RUN(test_scan_quarantines_truncated_and_garbage_files);
+  PP_RUN(test_open_removes_stale_temps_and_scan_ignores_dotfiles);
+  PP_RUN(test_rescan_new_picks_up_drop_ins_once);
+  PP_RUN(test_full_spool_refuses_then_accepts_after_remove);
+  PP_RUN(test_drop_oldest_makes_room_and_counts);
+  PP_RUN(test_disk_error_is_eio_and_leaves_nothing);
+  PP_RUN(test_open_reports_unusable_dir);
+  PP_RUN(test_decode_frame_validates_every_layer);
+  PP_DONE();
+}
