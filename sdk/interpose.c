@@ -27,9 +27,8 @@ static void *trampoline(void *p) {
   return t.fn(t.arg);
 }
 
-__attribute__((visibility("default"))) int pthread_create(pthread_t *thread,
-                                                          const pthread_attr_t *attr,
-                                                          void *(*fn)(void *), void *arg) {
+__attribute__((visibility("default"))) int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
   pthread_create_fn real = atomic_load_explicit(&g_real, memory_order_acquire);
   if (!real) {
     real = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");

@@ -19,8 +19,8 @@
 
 static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-static _Atomic int g_running;  /* samples are recorded only while set */
-static _Atomic int g_itimer;   /* setitimer was used: SI_KERNEL SIGPROFs are ours */
+static _Atomic int g_running; /* samples are recorded only while set */
+static _Atomic int g_itimer;  /* setitimer was used: SI_KERNEL SIGPROFs are ours */
 static struct sigaction g_prev[SIGNO_MAX];
 static _Atomic int g_installed[SIGNO_MAX];
 static int g_started, g_mode; /* under g_api_mu */
@@ -68,11 +68,11 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   release; we read hi with acquire, then lo. Unknown bounds (0): only the
  *   leaf pc and sp are recorded (RING_F_LEAF_ONLY) and the collector looks
  *   up the mapping that holds sp, so later samples of that thread are full.
- * - The record is written in place into a ring cell claimed with one CAS
- *   (ring_reserve) and published by a release store of the cell's sequence
- *   number (ring_commit). The collector reads cells in order with acquire
- *   and hands them back; a full ring or a lost CAS race beyond a few tries
- *   counts a drop, reported as "[pushprof] ring full" in the next cut.
+ * - The record (weight 1 + si_overrun) is written in place into a ring cell
+ *   claimed with one CAS (ring_reserve) and published by a release store of
+ *   the cell's sequence number (ring_commit). The collector reads cells in
+ *   order with acquire and hands them back; a full ring or a lost CAS race
+ *   beyond a few tries counts a drop ("[pushprof] ring full" in the cut).
  * - Issue 4: the thread's labels are copied by value into rec->labels from
  *   slot->labels (seqlock on the writer's side, so no torn values).
  * - No locks, no malloc, no stdio; errno saved; work bounded by
@@ -118,6 +118,11 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   rec->slot = idx;
   rec->gen = gen;
   rec->sp = regs.sp;
+  /* Expiries the kernel merged into this signal (missed ticks, a vCPU that
+   * was descheduled) still stand for CPU time spent here. */
+  rec->weight = 1;
+  if (si->si_code == SI_TIMER && si->si_overrun > 0)
+    rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
   rec->nlabels = 0;
   rec->labels_len = 0;
   ring_commit(&collector_ring, pos);

@@ -34,7 +34,6 @@
 #define BACKOFF_CAP_MS (5 * 60 * 1000)
 #define GROUP_MAX_BYTES (64u << 20) /* seal a group early once its pushes reach this */
 #define PPROF_MAX_SIZE ((size_t)1 << 30)
-#define RESCAN_INTERVAL_NS (5 * NS_PER_S)
 #define IDLE_WAKE_NS NS_PER_S /* refresh the age gauge at least this often */
 
 typedef struct group {
@@ -71,7 +70,6 @@ struct batcher {
   pthread_t thread;
   bool started, joined, stopping, closed;
   int64_t stop_deadline_mono;
-  int64_t last_rescan_mono;
   int64_t backoff_base_ms, backoff_cap_ms;
   uint64_t rng;
 };
@@ -283,6 +281,17 @@ static void unlink_group(batcher *b, group *g) {
   }
 }
 
+static void publish_gauges(batcher *b, int64_t now_wall) {
+  int64_t n = 0, oldest = 0;
+  for (group *g = b->groups; g; g = g->next) {
+    n++;
+    if (g->oldest_wall != INT64_MAX && now_wall - g->oldest_wall > oldest)
+      oldest = now_wall - g->oldest_wall;
+  }
+  metrics_set(G_PENDING_BATCHES, n);
+  metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
+}
+
 /* ---- public: new / add ---- */
 
 batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
@@ -331,7 +340,6 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
       b->backoff_base_ms = v;
   }
   b->rng = (uint64_t)wall_ns() ^ ((uint64_t)getpid() << 32);
-  b->last_rescan_mono = mono_ns();
   return b;
 }
 
@@ -380,8 +388,7 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
       if (!g) {
         free(k);
         pthread_mutex_unlock(&b->mu);
-        log_event(LOG_ERROR, "out of memory grouping a push; it stays in the spool", "id=%s",
-                  id);
+        log_event(LOG_ERROR, "out of memory grouping a push; it stays in the spool", "id=%s", id);
         goto out;
       }
       g->next = b->groups;
@@ -396,9 +403,10 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
       break;
     }
     /* Does not fit its group: close that one now and start a new one. */
-    char q[300];
+    char q[300], qs[300];
     log_event(LOG_INFO, "push does not merge into its batch; starting a new batch",
-              "id=%s service=%s reason=%s", id, g->service, log_quote(why, q, sizeof q));
+              "id=%s service=%s reason=%s", id, log_quote(g->service, qs, sizeof qs),
+              log_quote(why, q, sizeof q));
     g->sealed = true;
     g->next_attempt_mono = 0;
     g = NULL;
@@ -426,6 +434,7 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
     g->sealed = true;
     g->next_attempt_mono = 0;
   }
+  publish_gauges(b, now_wall);
   pthread_cond_signal(&b->cv);
   pthread_mutex_unlock(&b->mu);
   goto out;
@@ -547,9 +556,9 @@ static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_
   g->attempts++;
   g->next_attempt_mono = now + delay * NS_PER_MS;
   metrics_add(M_EXPORT_RETRIES, 1);
-  log_event(LOG_WARN, "export failed; will retry", "service=%s attempt=%d retry_in_ms=%" PRId64
-            " reason=%s", log_quote(g->service, q, 300), g->attempts, delay,
-            log_quote(err, q + 300, 300));
+  log_event(LOG_WARN, "export failed; will retry",
+            "service=%s attempt=%d retry_in_ms=%" PRId64 " reason=%s",
+            log_quote(g->service, q, 300), g->attempts, delay, log_quote(err, q + 300, 300));
 }
 
 /* Drops groups older than max_age_s (lock held). */
@@ -561,9 +570,10 @@ static void drop_expired(batcher *b, int64_t now_wall) {
         now_wall - g->oldest_wall > (int64_t)b->max_age_s * NS_PER_S) {
       char q[300];
       *pp = g->next;
-      log_event(LOG_ERROR, "batch dropped: older than max age", "service=%s pushes=%zu "
-                "max_age_s=%d attempts=%d", log_quote(g->service, q, sizeof q), g->nids,
-                b->max_age_s, g->attempts);
+      log_event(LOG_ERROR, "batch dropped: older than max age",
+                "service=%s pushes=%zu "
+                "max_age_s=%d attempts=%d",
+                log_quote(g->service, q, sizeof q), g->nids, b->max_age_s, g->attempts);
       metrics_drop("max_age", g->nids);
       for (size_t i = 0; b->sp && i < g->nids; i++)
         spool_remove(b->sp, g->ids[i]);
@@ -572,21 +582,6 @@ static void drop_expired(batcher *b, int64_t now_wall) {
     }
     pp = &g->next;
   }
-}
-
-static void publish_gauges(batcher *b, int64_t now_wall) {
-  int64_t n = 0, oldest = 0;
-  for (group *g = b->groups; g; g = g->next) {
-    n++;
-    if (g->oldest_wall != INT64_MAX && now_wall - g->oldest_wall > oldest)
-      oldest = now_wall - g->oldest_wall;
-  }
-  metrics_set(G_PENDING_BATCHES, n);
-  metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
-}
-
-static void rescan_cb(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
-  batcher_add(arg, id, req, bytes);
 }
 
 /* The batcher's loop; runs on its thread, or inline in batcher_shutdown when
@@ -599,13 +594,6 @@ static void run_locked(batcher *b) {
     drop_expired(b, now_wall);
     if (b->stopping && (!b->groups || now >= b->stop_deadline_mono))
       break;
-    if (!b->stopping && b->sp && now - b->last_rescan_mono >= RESCAN_INTERVAL_NS) {
-      b->last_rescan_mono = now;
-      pthread_mutex_unlock(&b->mu);
-      spool_rescan_new(b->sp, rescan_cb, b);
-      pthread_mutex_lock(&b->mu);
-      continue;
-    }
     group *due = NULL;
     int64_t wake = now + IDLE_WAKE_NS;
     if (b->stopping && b->stop_deadline_mono < wake)

@@ -120,8 +120,8 @@ uint64_t metrics_reason_value(const char *family, const char *reason) {
   for (int f = 0; f < FAMILY_MAX; f++) {
     /* Accept the full metric name or the short one ("rejected", "drops"). */
     if (strcmp(family, family_desc[f].name) == 0 ||
-        (f == FAMILY_REJECTED && (strcmp(family, "rejected") == 0 ||
-                                  strcmp(family, "reject") == 0)) ||
+        (f == FAMILY_REJECTED &&
+         (strcmp(family, "rejected") == 0 || strcmp(family, "reject") == 0)) ||
         (f == FAMILY_DROPS && (strcmp(family, "drops") == 0 || strcmp(family, "drop") == 0)))
       fam = f;
   }

@@ -19,20 +19,22 @@ static const backend backends[] = {
 
 #define SUPPORTED "file:///DIR (s3://, gs:// and pyroscope+http(s):// are not built in yet)"
 
-exporter *exporter_create(const char *url, const exporter_options *opts, char *err,
-                          size_t errlen) {
+exporter *exporter_create(const char *url, const exporter_options *opts, char *err, size_t errlen) {
   static const exporter_options defaults = {0};
   if (!opts)
     opts = &defaults;
   if (!url || !*url) {
-    snprintf(err, errlen, "no export URL given (set --export, e.g. --export file:///var/lib/pushprof/out); supported: %s",
+    snprintf(err, errlen,
+             "no export URL given (set --export, e.g. --export file:///var/lib/pushprof/out); "
+             "supported: %s",
              SUPPORTED);
     return NULL;
   }
   const char *sep = strstr(url, "://");
   if (!sep) {
-    snprintf(err, errlen, "export URL \"%.200s\" has no scheme (write it as scheme://...); supported: %s",
-             url, SUPPORTED);
+    snprintf(err, errlen,
+             "export URL \"%.200s\" has no scheme (write it as scheme://...); supported: %s", url,
+             SUPPORTED);
     return NULL;
   }
   size_t slen = (size_t)(sep - url);

@@ -49,9 +49,10 @@ static int parse_file_url(const char *url, char *out, size_t outlen, char *err, 
   if (strncasecmp(p, "localhost/", 10) == 0)
     p += 9;
   if (*p != '/') {
-    snprintf(err, errlen,
-             "export URL \"%.200s\" does not name an absolute directory (write file:///ABSOLUTE/DIR)",
-             url);
+    snprintf(
+        err, errlen,
+        "export URL \"%.200s\" does not name an absolute directory (write file:///ABSOLUTE/DIR)",
+        url);
     return -1;
   }
   size_t o = 0;
@@ -164,8 +165,8 @@ static void prune(int dfd, const char *path, int max) {
     qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n - (size_t)max; i++) {
       if (unlinkat(dfd, names[i], 0) == 0) {
-        log_event(LOG_INFO, "pruned old export", "file=%s/%s max_dumps_retained=%d", path,
-                  names[i], max);
+        log_event(LOG_INFO, "pruned old export", "file=%s/%s max_dumps_retained=%d", path, names[i],
+                  max);
       } else {
         char q[128];
         log_event(LOG_WARN, "cannot prune old export", "file=%s/%s err=%s", path, names[i],
@@ -206,7 +207,8 @@ static int file_put(exporter *ex, const export_object *obj, char *err, size_t er
         goto fail_path;
       close(dfd);
       dfd = nfd;
-      plen += (size_t)snprintf(path + plen, plen < sizeof path ? sizeof path - plen : 0, "/%s", seg);
+      plen +=
+          (size_t)snprintf(path + plen, plen < sizeof path ? sizeof path - plen : 0, "/%s", seg);
     }
     sub += l;
     while (*sub == '/')
@@ -278,8 +280,8 @@ fail_path:
            path, seg, strerror(errno));
   goto out;
 fail:
-  snprintf(err, errlen, "cannot %s %s/%s: %s (check free space and permissions of %s)", stage,
-           path, tmp, strerror(errno), fe->root);
+  snprintf(err, errlen, "cannot %s %s/%s: %s (check free space and permissions of %s)", stage, path,
+           tmp, strerror(errno), fe->root);
   if (dfd >= 0 && tmp[0])
     unlinkat(dfd, tmp, 0);
 out:
@@ -304,8 +306,8 @@ exporter *exporter_file_create(const char *url, const exporter_options *opts, ch
   if (parse_file_url(url, path, sizeof path, err, errlen) != 0)
     return NULL;
   if (mkdir_p(path) != 0) {
-    snprintf(err, errlen, "cannot create export directory %s: %s (create it or fix --export)",
-             path, strerror(errno));
+    snprintf(err, errlen, "cannot create export directory %s: %s (create it or fix --export)", path,
+             strerror(errno));
     return NULL;
   }
   file_exporter *fe = calloc(1, sizeof *fe);

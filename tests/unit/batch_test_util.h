@@ -36,8 +36,7 @@ static inline uint8_t *btu_pprof(int64_t value, const char *leaf, size_t *len) {
   int64_t va = value, vb = 2 * value;
   pp_label lab = {.key = "route", .str = "/x"};
   if (pp_builder_sample(b, stack_a, 2, &va, 1, &lab, 1) != 0 ||
-      pp_builder_sample(b, stack_b, 1, &vb, 1, NULL, 0) != 0 ||
-      pp_builder_pack(b, &out, len) != 0)
+      pp_builder_sample(b, stack_b, 1, &vb, 1, NULL, 0) != 0 || pp_builder_pack(b, &out, len) != 0)
     out = NULL;
   pp_builder_free(b);
   return out;

@@ -3,6 +3,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "batch_test_util.h"
 #include "batcher.h"
 #include "exporter.h"
@@ -106,8 +108,8 @@ static void push(batcher *b, spool *s, const char *service, int64_t value) {
   if (!f)
     return;
   PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
-  Pushprof__V1__PushRequest *req = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why,
-                                                      sizeof why);
+  Pushprof__V1__PushRequest *req =
+      spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
   PP_CHECK(req != NULL);
   free(f);
   if (req)
@@ -160,11 +162,17 @@ static void test_merges_pushes_of_one_service_into_one_object(void) {
     PP_CHECK_STR(f.service[0], "api");
     PP_CHECK_INT(f.nlabels[0], ==, 2);
     PP_CHECK_INT(strlen(f.hash[0]), ==, 64);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char hex[65] = "";
+    PP_CHECK_INT(EVP_Digest(f.data[0], f.len[0], md, &mdlen, EVP_sha256(), NULL), ==, 1);
+    for (unsigned i = 0; i < mdlen && i < 32; i++)
+      snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    PP_CHECK_STR(f.hash[0], hex);
     PP_CHECK(f.pprof_len[0] > 0);
     PP_CHECK(f.len[0] > 2 && f.data[0][0] == 0x1f && f.data[0][1] == 0x8b);
     char why[256] = "";
-    Perftools__Profiles__Profile *p =
-        pp_pprof_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
     PP_CHECK(p != NULL);
     if (!p)
       fprintf(stderr, "parse: %s\n", why);
@@ -182,6 +190,30 @@ static void test_merges_pushes_of_one_service_into_one_object(void) {
   teardown(s);
 }
 
+static void test_window_end_exports_without_shutdown(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher_config c = cfg60;
+  c.window_s = 1;
+  batcher *b = batcher_new(&c, &f.base, s);
+  PP_CHECK_INT(batcher_start(b), ==, 0);
+  push(b, s, "api", 1);
+  push(b, s, "api", 2);
+  PP_CHECK_INT(fake_calls(&f), ==, 0); /* the window is still open */
+  for (int i = 0; i < 300 && (fake_calls(&f) < 1 || spool_files(s) > 0); i++)
+    sleep_ms(10);
+  PP_CHECK_INT(fake_calls(&f), ==, 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  fake_free(&f);
+  teardown(s);
+}
+
 static void test_keeps_services_apart(void) {
   spool *s = setup();
   if (!s)
@@ -192,7 +224,9 @@ static void test_keeps_services_apart(void) {
   push(b, s, "api", 1);
   push(b, s, "worker", 2);
   push(b, s, "api", 3);
+  PP_CHECK_INT(counter_value("pushprof_pending_batches"), ==, 2);
   batcher_shutdown(b, 5);
+  PP_CHECK_INT(counter_value("pushprof_pending_batches"), ==, 0);
   batcher_free(b);
   PP_CHECK_INT(f.nobj, ==, 2);
   int64_t api = -1, worker = -1;
@@ -368,6 +402,62 @@ static void test_different_sample_types_are_not_merged(void) {
   teardown(s);
 }
 
+/* Batcher + the real file exporter: the object on disk is a gzipped pprof
+ * holding the sum of both pushes. */
+static void test_exports_through_file_exporter(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char url[128], err[512] = "", out[128];
+  snprintf(url, sizeof url, "file://%s/out", dir);
+  exporter *ex = exporter_create(url, NULL, err, sizeof err);
+  PP_CHECK(ex != NULL);
+  if (!ex) {
+    fprintf(stderr, "%s\n", err);
+    teardown(s);
+    return;
+  }
+  batcher_config c = cfg60;
+  c.subdir = "profiles";
+  batcher *b = batcher_new(&c, ex, s);
+  push(b, s, "../../etc", 40);
+  push(b, s, "../../etc", 2);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  exporter_destroy(ex);
+  snprintf(out, sizeof out, "%s/out/profiles/n1/.._.._etc", dir);
+  PP_CHECK_INT(btu_count(out, ".pb.gz"), ==, 1);
+  DIR *d = opendir(out);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.')
+      continue;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", out, de->d_name);
+    FILE *fp = fopen(path, "rb");
+    uint8_t buf[65536];
+    size_t n = fp ? fread(buf, 1, sizeof buf, fp) : 0;
+    if (fp)
+      fclose(fp);
+    char why[256];
+    Perftools__Profiles__Profile *p = pp_pprof_parse(buf, n, 1 << 24, why, sizeof why);
+    PP_CHECK(p != NULL);
+    if (p) {
+      PP_CHECK_INT(btu_total(p), ==, 126);
+      perftools__profiles__profile__free_unpacked(p, NULL);
+    }
+    if (getenv("PUSHPROF_TEST_KEEP")) {
+      char cmd[PATH_MAX + 64];
+      snprintf(cmd, sizeof cmd, "cp '%s' /tmp/pushprof_batcher_out.pb.gz", path);
+      PP_CHECK_INT(system(cmd), ==, 0);
+    }
+  }
+  if (d)
+    closedir(d);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  teardown(s);
+}
+
 typedef struct adder_arg {
   batcher *b;
   spool *s;
@@ -425,12 +515,14 @@ static void test_concurrent_adds_lose_nothing(void) {
 
 int main(void) {
   PP_RUN(test_merges_pushes_of_one_service_into_one_object);
+  PP_RUN(test_window_end_exports_without_shutdown);
   PP_RUN(test_keeps_services_apart);
   PP_RUN(test_retries_transient_failures_and_deletes_only_after_success);
   PP_RUN(test_permanent_refusal_moves_pushes_to_failed);
   PP_RUN(test_shutdown_leaves_unexported_pushes_in_spool);
   PP_RUN(test_batches_older_than_max_age_are_dropped);
   PP_RUN(test_different_sample_types_are_not_merged);
+  PP_RUN(test_exports_through_file_exporter);
   PP_RUN(test_concurrent_adds_lose_nothing);
   PP_DONE();
 }

@@ -224,6 +224,55 @@ static void test_elfsym_survives_broken_files(void) {
   unlink(path);
 }
 
+/* A stripped file gets its local functions from a debug file found by build
+ * id (as libc6-dbg installs them), and not without it. */
+static void test_elfsym_uses_debug_file_by_build_id(void) {
+  char exe[PATH_MAX], stripped[PATH_MAX + 32], dbg[PATH_MAX + 128], cmd[6 * PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PP_CHECK(n > 0);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  elfsym_image *orig = elfsym_image_open(exe);
+  PP_CHECK(orig != NULL);
+  if (!orig) return;
+  const char *bid = elfsym_build_id(orig);
+  PP_CHECK(strlen(bid) > 4);
+  snprintf(stripped, sizeof stripped, "%s/stripped-exe", g_tmpdir);
+  snprintf(dbg, sizeof dbg, "%s/dbg/.build-id/%.2s", g_tmpdir, bid);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p '%s' && objcopy --only-keep-debug '%s' '%s/%s.debug' && strip -o '%s' '%s'",
+           dbg, exe, dbg, bid + 2, stripped, exe);
+  PP_CHECK_INT(system(cmd), ==, 0);
+
+  procmaps m;
+  const procmaps_entry *e;
+  uint64_t pc = (uint64_t)(uintptr_t)&elfsym_probe_target + 3, vaddr = 0;
+  PP_CHECK_INT(mapping_of(pc, &m, &e), ==, 0);
+  PP_CHECK(elfsym_pc_to_vaddr(orig, e->start, e->offset, pc, &vaddr));
+  procmaps_free(&m);
+  struct stat st;
+  PP_CHECK(stat(stripped, &st) == 0);
+  elfsym_fileid id = {stripped, (uint64_t)st.st_ino, 1, 1, false, 0, 0};
+  elfsym_symbol sym;
+  for (int with_debug = 0; with_debug < 2; with_debug++) {
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof root, "%s/dbg", g_tmpdir);
+    elfsym_cache *c = elfsym_cache_new();
+    PP_CHECK_INT(elfsym_cache_set_debug_root(c, with_debug ? root : ""), ==, 0);
+    elfsym_image *img = elfsym_cache_get(c, &id);
+    PP_CHECK(img != NULL);
+    if (img) {
+      bool found = elfsym_lookup(img, vaddr, NULL, &sym);
+      PP_CHECK_INT(found, ==, with_debug);
+      if (found) PP_CHECK_STR(sym.name, "elfsym_probe_target");
+    }
+    elfsym_cache_free(c);
+  }
+  elfsym_image_free(orig);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s/dbg' '%s'", g_tmpdir, stripped);
+  PP_CHECK_INT(system(cmd), ==, 0);
+}
+
 static void test_elfsym_reads_deleted_library_through_map_files(void) {
   void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
   Dl_info info;
@@ -301,6 +350,7 @@ int main(void) {
   PP_RUN(test_elfsym_resolves_libc_write);
   PP_RUN(test_elfsym_cache_shares_images_by_build_id);
   PP_RUN(test_elfsym_survives_broken_files);
+  PP_RUN(test_elfsym_uses_debug_file_by_build_id);
   PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
   PP_RUN(test_elfsym_reads_vdso_from_memory);
   rmdir(g_tmpdir);

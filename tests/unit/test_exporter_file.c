@@ -53,8 +53,13 @@ static exporter *make(int max_retained) {
 
 static export_object obj_for(const char *service, const char *hash, int64_t start_ns) {
   static const uint8_t data[] = {0x1f, 0x8b, 1, 2, 3};
-  export_object o = {.service = service, .node = "node-1", .subdir = "", .start_ns = start_ns,
-                     .end_ns = start_ns + 1, .data = data, .len = sizeof data,
+  export_object o = {.service = service,
+                     .node = "node-1",
+                     .subdir = "",
+                     .start_ns = start_ns,
+                     .end_ns = start_ns + 1,
+                     .data = data,
+                     .len = sizeof data,
                      .content_hash = hash};
   return o;
 }
@@ -109,15 +114,14 @@ static void test_put_writes_object_under_node_and_service(void) {
   PP_CHECK(d != NULL);
   struct dirent *de;
   while (d && (de = readdir(d)))
-    PP_CHECK(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-             de->d_name[0] != '.');
+    PP_CHECK(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || de->d_name[0] != '.');
   if (d)
     closedir(d);
   /* subdir, nested */
   o.subdir = "team/prod";
   PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
-  snprintf(path, sizeof path,
-           "%s/out/team/prod/node-1/api/20261122T100000Z-0123456789abcdef.pb.gz", root);
+  snprintf(path, sizeof path, "%s/out/team/prod/node-1/api/20261122T100000Z-0123456789abcdef.pb.gz",
+           root);
   PP_CHECK_INT(stat(path, &st), ==, 0);
   exporter_destroy(ex);
 out:

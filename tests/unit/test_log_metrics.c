@@ -41,7 +41,7 @@ static void test_log_event_writes_one_logfmt_line(void) {
   PP_CHECK(strncmp(line, "ts=", 3) == 0);
   PP_CHECK(strstr(line, " level=warn msg=\"push refused\" service=\"a b\" bytes=12\n") != NULL);
   PP_CHECK(strchr(line, '\n') == line + n - 1); /* exactly one line */
-  PP_CHECK(line[26] == 'Z'); /* ts=YYYY-MM-DDTHH:MM:SS.mmmZ */
+  PP_CHECK(line[26] == 'Z');                    /* ts=YYYY-MM-DDTHH:MM:SS.mmmZ */
 }
 
 static void test_metrics_render_has_help_type_and_values(void) {

@@ -1,5 +1,7 @@
 /* Unit tests for sidecar/spool.c. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -339,6 +341,55 @@ static void test_open_reports_unusable_dir(void) {
   PP_CHECK(strstr(err, "--spool") != NULL);
 }
 
+typedef struct race_arg {
+  spool *s;
+  int puts, removes;
+} race_arg;
+
+static void *putter(void *p) {
+  race_arg *a = p;
+  size_t len = 0;
+  uint8_t *f = btu_frame("race", 1, &len);
+  for (int i = 0; i < 200 && f; i++) {
+    char id[SPOOL_ID_MAX];
+    if (spool_put(a->s, f, len, id) != SPOOL_OK)
+      continue;
+    a->puts++;
+    if (i % 2 == 0 && spool_remove(a->s, id) == SPOOL_OK)
+      a->removes++;
+  }
+  free(f);
+  return NULL;
+}
+
+/* Files written by spool_put are never handed out again by a concurrent
+ * rescan, and the byte count stays exact. */
+static void test_rescan_races_with_puts_without_double_handover(void) {
+  setup();
+  spool *s = open_spool(1 << 26, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  race_arg a = {.s = s};
+  pthread_t t;
+  PP_CHECK_INT(pthread_create(&t, NULL, putter, &a), ==, 0);
+  seen got = {0};
+  int handed = 0;
+  for (int i = 0; i < 100; i++)
+    handed += spool_rescan_new(s, collect, &got);
+  pthread_join(t, NULL);
+  handed += spool_rescan_new(s, collect, &got);
+  PP_CHECK_INT(handed, ==, 0);
+  PP_CHECK_INT(a.puts, ==, 200);
+  PP_CHECK_INT(spool_files(s), ==, a.puts - a.removes);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, a.puts - a.removes);
+  size_t len = 0;
+  free(btu_frame("race", 1, &len));
+  PP_CHECK_INT(spool_bytes(s), ==, (uint64_t)(a.puts - a.removes) * len);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
 static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
   int code = -1;
   Pushprof__V1__PushRequest *r = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, wl);
@@ -369,7 +420,8 @@ static void test_decode_frame_validates_every_layer(void) {
     return;
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
   /* framing */
-  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
   PP_CHECK_INT(decode_code(f, len - 1, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
   uint8_t *bad = malloc(len);
@@ -402,7 +454,8 @@ static void test_decode_frame_validates_every_layer(void) {
   free(f);
   req.service = "";
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   PP_CHECK(strstr(why, "service") != NULL);
   free(f);
   char longsvc[PP_SERVICE_MAX + 2];
@@ -410,13 +463,15 @@ static void test_decode_frame_validates_every_layer(void) {
   longsvc[sizeof longsvc - 1] = '\0';
   req.service = longsvc;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.service = "svc";
   req.start_time_nanos = 10;
   req.end_time_nanos = 5;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.end_time_nanos = 10;
   /* labels: too many, empty key, long value */
@@ -430,7 +485,8 @@ static void test_decode_frame_validates_every_layer(void) {
   req.labels = lp;
   req.n_labels = PP_LABELS_MAX + 1;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.n_labels = PP_LABELS_MAX;
   f = frame_with(&req, &len);
@@ -438,27 +494,31 @@ static void test_decode_frame_validates_every_layer(void) {
   free(f);
   ls[3].key = "";
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   ls[3].key = "k";
   static char longval[PP_LABEL_VALUE_MAX + 2];
   memset(longval, 'v', sizeof longval - 1);
   ls[5].value = longval;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.n_labels = 0;
   /* no pprof */
   req.pprof.len = 0;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   /* a pprof go tool pprof would reject: not a protobuf at all */
   uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   req.pprof.data = junk;
   req.pprof.len = sizeof junk;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
   free(f);
   /* a valid protobuf but an invalid pprof: string_table[0] not empty */
   Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -471,7 +531,8 @@ static void test_decode_frame_validates_every_layer(void) {
   req.pprof.data = pb;
   req.pprof.len = pl;
   f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
   free(f);
   free(pb);
   free(pprof);
@@ -484,6 +545,7 @@ int main(void) {
   PP_RUN(test_rescan_new_picks_up_drop_ins_once);
   PP_RUN(test_full_spool_refuses_then_accepts_after_remove);
   PP_RUN(test_drop_oldest_makes_room_and_counts);
+  PP_RUN(test_rescan_races_with_puts_without_double_handover);
   PP_RUN(test_disk_error_is_eio_and_leaves_nothing);
   PP_RUN(test_open_reports_unusable_dir);
   PP_RUN(test_decode_frame_validates_every_layer);

@@ -1,0 +1,4 @@
+# Sidecar load generator: a benchmark, not a test (no add_test). Built with
+# everything so it keeps compiling; run it through tests/bench/sidecar_bench.sh.
+add_executable(bench_sidecar ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_sidecar.c)
+target_link_libraries(bench_sidecar PRIVATE pushprof_proto Threads::Threads m)
