@@ -57,3 +57,6 @@ pushprof_script_test(NAME it_sdk_ownsig_rtsignal
   COMMAND bash ${IT}/it_sdk_ownsig.sh preload SIGRTMIN+3)
 pushprof_script_test(NAME it_sdk_config COMMAND bash ${IT}/it_sdk_config.sh)
 pushprof_script_test(NAME it_sdk_install COMMAND bash ${IT}/it_sdk_install.sh)
+if(TARGET demo_work)
+  pushprof_script_test(NAME it_sdk_demo_preload COMMAND bash ${IT}/it_sdk_demo.sh)
+endif()

@@ -25,11 +25,12 @@ static inline double wl_process_cpu(void) { return wl_clock(CLOCK_PROCESS_CPUTIM
 
 /* Defines `uint64_t name(double seconds)`, spinning for that much thread CPU.
  * The clock is read every ~100 us of work so almost every sample's leaf is
- * the function itself, not clock_gettime. noinline + external linkage keep
- * one frame with one plain symbol name (no .constprop clones). */
+ * the function itself, not clock_gettime. noipa keeps one frame with one
+ * plain symbol name: no inlining, no .constprop clone, and no folding of
+ * these identical bodies into one address. */
 #define WL_SPIN_FN(name)                                                          \
-  __attribute__((noinline)) uint64_t name(double seconds);                        \
-  __attribute__((noinline)) uint64_t name(double seconds) {                       \
+  __attribute__((noipa)) uint64_t name(double seconds);                           \
+  __attribute__((noipa)) uint64_t name(double seconds) {                          \
     volatile uint64_t acc = 0;                                                    \
     double end = wl_thread_cpu() + seconds;                                       \
     while (wl_thread_cpu() < end)                                                 \

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
+#include <vector>
 #ifdef WL_LINKED
 #include "pushprof.h"
 #endif
@@ -57,6 +59,9 @@ int main(int argc, char **argv) {
 #endif
   cxxwork::Matrix m;
   std::uint64_t sink = cxxwork::Kernel<3>::run(seconds / 2) + m.multiply(seconds / 2, argc + 6);
-  std::printf("sink=%llu\n", (unsigned long long)(sink & 1));
+  // Uses libstdc++ as real C++ programs do (the SDK demangles with the
+  // process's own __cxa_demangle).
+  std::vector<std::string> out{"sink=" + std::to_string(sink & 1)};
+  std::printf("%s\n", out[0].c_str());
   return 0;
 }

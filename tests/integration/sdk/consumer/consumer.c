@@ -13,7 +13,8 @@ static double cpu(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-__attribute__((noinline)) static uint64_t consumer_spin(double s) {
+__attribute__((noinline)) uint64_t consumer_spin(double s);
+__attribute__((noinline)) uint64_t consumer_spin(double s) {
   volatile uint64_t acc = 0;
   double end = cpu() + s;
   while (cpu() < end)
@@ -38,7 +39,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "consumer: pushprof_start: %s\n", pushprof_strerror(rc));
     return 4;
   }
-  consumer_spin(0.3);
+  consumer_spin(0.3 * argc / 2); /* a runtime argument: no .constprop clone */
   rc = pushprof_stop();
   if (rc != PUSHPROF_OK) {
     fprintf(stderr, "consumer: pushprof_stop: %s\n", pushprof_strerror(rc));
