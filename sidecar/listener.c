@@ -57,7 +57,9 @@ struct listener {
   atomic_bool stopping;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int open; /* connection threads alive; guarded by mu */
+  int open;                      /* connection threads alive; guarded by mu */
+  atomic_uint_fast64_t inflight; /* bytes of frames being read or handled */
+  uint64_t inflight_max;
 };
 
 typedef struct conn {
@@ -172,6 +174,9 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
     goto fail_early;
   }
   l->cfg.socket_path = l->path;
+  l->inflight_max = (uint64_t)cfg->max_frame_bytes * 4;
+  if (l->inflight_max < (64u << 20))
+    l->inflight_max = 64u << 20;
   if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
     snprintf(err, errlen, "pthread init failed");
     free(l->path);
@@ -367,7 +372,6 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   char why[REASON_MAX];
   why[0] = 0;
   metrics_add(M_PUSHES_RECEIVED, 1);
-  metrics_add(M_PUSH_BYTES, len);
   Pushprof__V1__PushRequest *req =
       spool_decode_frame(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
   if (!req) {
@@ -394,6 +398,7 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
     return true;
   }
   metrics_add(M_PUSHES_ACCEPTED, 1);
+  metrics_add(M_PUSH_BYTES, len);
   bool delivered = send_reply(c->fd, RC_OK, "", seq, id, deadline) == 0;
   char svc[PP_SERVICE_MAX * 2 + 8];
   log_event(LOG_DEBUG, "push accepted", "id=%s service=%s bytes=%zu seq=%llu", id,
@@ -401,6 +406,90 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   /* Durable now: the batcher owns it whether or not the ack arrived. */
   batcher_add(l->b, id, req, len);
   return delivered;
+}
+
+/* Memory for frames is bounded process-wide, not only per frame: 256
+ * clients each sending 16 MiB would otherwise need 4 GiB. */
+static bool inflight_reserve(listener *l, uint64_t n) {
+  uint_fast64_t cur = atomic_load(&l->inflight);
+  do {
+    if (cur + n > l->inflight_max)
+      return false;
+  } while (!atomic_compare_exchange_weak(&l->inflight, &cur, cur + n));
+  return true;
+}
+
+static void reject_busy(conn *c) {
+  char text[200];
+  snprintf(
+      text, sizeof text, "sidecar busy: %llu bytes of frames in flight (limit %llu): retry later",
+      (unsigned long long)atomic_load(&c->l->inflight), (unsigned long long)c->l->inflight_max);
+  reject(c, "inflight_limit", RC_EXHAUSTED, text, 0, now_ms() + 1000);
+}
+
+/* Reads the payload behind hdr; the whole frame (header included) comes back
+ * malloc'ed, or NULL after the reply/count for what went wrong. *reserved
+ * says how much of the in-flight budget to give back afterwards. */
+static uint8_t *read_body(conn *c, const uint8_t hdr[PP_FRAME_HEADER_SIZE], size_t total,
+                          int64_t deadline, size_t *reserved) {
+  listener *l = c->l;
+  /* Grow with what actually arrives: a header claiming 16 MiB costs little until sent. */
+  size_t cap = total < (1u << 20) ? total : (1u << 20);
+  if (!inflight_reserve(l, cap)) {
+    reject_busy(c);
+    return NULL;
+  }
+  *reserved = cap;
+  uint8_t *buf = malloc(cap);
+  if (!buf) {
+    reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
+           now_ms() + 1000);
+    return NULL;
+  }
+  memcpy(buf, hdr, PP_FRAME_HEADER_SIZE);
+  size_t have = PP_FRAME_HEADER_SIZE;
+  enum rd r = RD_OK;
+  while (have < total) {
+    if (have == cap) {
+      size_t ncap = cap * 2 < total ? cap * 2 : total;
+      if (!inflight_reserve(l, ncap - cap)) {
+        free(buf);
+        reject_busy(c);
+        return NULL;
+      }
+      *reserved += ncap - cap;
+      uint8_t *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
+               now_ms() + 1000);
+        return NULL;
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t n = 0;
+    r = read_full(l, c->fd, buf + have, cap - have, deadline, false, &n);
+    have += n;
+    if (r != RD_OK)
+      break;
+  }
+  if (r == RD_OK)
+    return buf;
+  free(buf);
+  char text[160];
+  if (r == RD_TIMEOUT) {
+    snprintf(text, sizeof text, "read timeout: frame incomplete after %d ms (%zu of %zu bytes)",
+             l->cfg.read_timeout_ms, have, total);
+    reject(c, "read_timeout", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+  } else if (r == RD_EOF) {
+    snprintf(text, sizeof text, "truncated frame: connection closed after %zu of %zu bytes", have,
+             total);
+    reject(c, "truncated_frame", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+  } else {
+    metrics_reject("connection_error");
+  }
+  return NULL;
 }
 
 static void conn_loop(conn *c) {
@@ -452,55 +541,11 @@ static void conn_loop(conn *c) {
       return;
     }
     size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
-    /* Grow with what actually arrives: a header claiming 16 MiB costs nothing until sent. */
-    size_t cap = total < (1u << 20) ? total : (1u << 20);
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-      reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
-             now_ms() + 1000);
-      return;
-    }
-    memcpy(buf, hdr, sizeof hdr);
-    size_t have = PP_FRAME_HEADER_SIZE;
-    r = RD_OK;
-    while (have < total) {
-      if (have == cap) {
-        size_t ncap = cap * 2 < total ? cap * 2 : total;
-        uint8_t *nb = realloc(buf, ncap);
-        if (!nb) {
-          free(buf);
-          reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
-                 now_ms() + 1000);
-          return;
-        }
-        buf = nb;
-        cap = ncap;
-      }
-      size_t n = 0;
-      r = read_full(l, c->fd, buf + have, cap - have, deadline, false, &n);
-      have += n;
-      if (r != RD_OK)
-        break;
-    }
-    if (r != RD_OK) {
-      free(buf);
-      if (r == RD_TIMEOUT) {
-        char text[160];
-        snprintf(text, sizeof text, "read timeout: frame incomplete after %d ms (%zu of %zu bytes)",
-                 l->cfg.read_timeout_ms, have, total);
-        reject(c, "read_timeout", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
-      } else if (r == RD_EOF) {
-        char text[160];
-        snprintf(text, sizeof text, "truncated frame: connection closed after %zu of %zu bytes",
-                 have, total);
-        reject(c, "truncated_frame", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
-      } else {
-        metrics_reject("connection_error");
-      }
-      return;
-    }
-    bool keep = handle_frame(c, buf, total, now_ms() + l->cfg.read_timeout_ms);
+    size_t reserved = 0;
+    uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);
+    bool keep = buf && handle_frame(c, buf, total, now_ms() + l->cfg.read_timeout_ms);
     free(buf);
+    atomic_fetch_sub(&l->inflight, reserved);
     frames++;
     if (!keep)
       return;

@@ -32,6 +32,8 @@
 #define FAILED_DIR "failed"
 /* A dot temp file younger than this may be a client's drop-in in progress. */
 #define STALE_TEMP_S 5
+/* Later scans remove temp files only once no live writer can own them. */
+#define ABANDONED_TEMP_S 600
 
 typedef struct spool_entry {
   char id[SPOOL_ID_MAX];
@@ -515,11 +517,19 @@ static found_file *list_spool_dir(spool *s, size_t *count) {
   }
   rewinddir(d);
   struct dirent *de;
+  time_t now = time(NULL);
   while ((de = readdir(d)) != NULL) {
     const char *nm = de->d_name;
+    struct stat st;
+    if (nm[0] == '.' && strstr(nm, PP_SPOOL_SUFFIX)) {
+      /* A temp file this old was abandoned by a writer that died. */
+      if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          now - st.st_mtime > ABANDONED_TEMP_S && unlinkat(s->dirfd, nm, 0) == 0)
+        log_event(LOG_INFO, "removed abandoned spool temp file", "file=%s/%s", s->dir, nm);
+      continue;
+    }
     if (nm[0] == '.' || !has_suffix(nm, PP_SPOOL_SUFFIX))
       continue;
-    struct stat st;
     if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
       continue; /* vanished, or a directory someone named *.push */
     if (n == cap) {

@@ -211,6 +211,11 @@ static void test_open_removes_stale_temps_and_scan_ignores_dotfiles(void) {
   seen got = {0};
   PP_CHECK_INT(spool_scan(s, collect, &got), ==, 0);
   PP_CHECK_INT(access(sub("notes.txt"), F_OK), ==, 0); /* not ours: untouched */
+  PP_CHECK_INT(access(sub(".sdk-in-progress.push"), F_OK), ==, 0);
+  /* Once abandoned for long, later scans remove it too. */
+  PP_CHECK_INT(utimensat(AT_FDCWD, sub(".sdk-in-progress.push"), old, 0), ==, 0);
+  PP_CHECK_INT(spool_rescan_new(s, collect, &got), ==, 0);
+  PP_CHECK_INT(access(sub(".sdk-in-progress.push"), F_OK), ==, -1);
   PP_CHECK_INT(spool_files(s), ==, 0);
   spool_close(s);
   btu_rmtree(dir);
