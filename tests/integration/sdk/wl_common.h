@@ -24,7 +24,7 @@ static inline double wl_thread_cpu(void) { return wl_clock(CLOCK_THREAD_CPUTIME_
 static inline double wl_process_cpu(void) { return wl_clock(CLOCK_PROCESS_CPUTIME_ID); }
 
 /* Defines `uint64_t name(double seconds)`, spinning for that much thread CPU.
- * The clock is read every ~100 us of work so almost every sample's leaf is
+ * The clock is read every ~0.5 ms of work so almost every sample's leaf is
  * the function itself, not clock_gettime. noipa keeps one frame with one
  * plain symbol name: no inlining, no .constprop clone, and no folding of
  * these identical bodies into one address. */
@@ -34,7 +34,7 @@ static inline double wl_process_cpu(void) { return wl_clock(CLOCK_PROCESS_CPUTIM
     volatile uint64_t acc = 0;                                                    \
     double end = wl_thread_cpu() + seconds;                                       \
     while (wl_thread_cpu() < end)                                                 \
-      for (uint64_t i = 0; i < 50000; i++)                                        \
+      for (uint64_t i = 0; i < 500000; i++)                                       \
         acc += i * 2654435761u;                                                   \
     return acc;                                                                   \
   }
