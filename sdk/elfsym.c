@@ -89,8 +89,8 @@ static char *hex_string(const uint8_t *p, size_t n) {
   return s;
 }
 
-/* Scans a note data block; returns a malloc'ed hex id, "" duplicate if none
- * found is signalled by NULL with *found false. */
+/* The GNU build id in a block of notes as malloc'ed hex; NULL if there is
+ * none (or on ENOMEM, with *oom set). */
 static char *build_id_in_notes(Elf_Data *data, bool *oom) {
   size_t off = 0, name_off, desc_off;
   GElf_Nhdr nh;
