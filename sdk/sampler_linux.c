@@ -24,6 +24,21 @@ static _Atomic int g_itimer;  /* setitimer was used: SI_KERNEL SIGPROFs are ours
 static struct sigaction g_prev[SIGNO_MAX];
 static _Atomic int g_installed[SIGNO_MAX];
 static int g_started, g_mode; /* under g_api_mu */
+static _Atomic int g_force_itimer;
+
+void sampler_force_itimer_for_tests(int on) {
+  atomic_store(&g_force_itimer, on);
+}
+
+/* Arms per-thread timers; -1 with why set if they cannot be made. */
+static int arm_threads(int signo, int64_t period_ns, char *why, size_t whylen) {
+  if (atomic_load(&g_force_itimer)) {
+    snprintf(why, whylen, "disabled by a test");
+    threads_register_self(); /* as threads_arm_all does before it fails */
+    return -1;
+  }
+  return threads_arm_all(signo, period_ns, why, whylen);
+}
 
 /* Emulates SIG_DFL for a signal that was not ours, exactly as if we had
  * never been installed: ignore-by-default signals are ignored, others get
@@ -200,7 +215,7 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
   int64_t period_ns = 1000000000LL / cfg->hz;
   atomic_store(&g_running, 1);
   g_mode = COLLECTOR_MODE_TIMERS;
-  if (threads_arm_all(cfg->signo, period_ns, why, sizeof why) != 0) {
+  if (arm_threads(cfg->signo, period_ns, why, sizeof why) != 0) {
     rc = install_handler(SIGPROF, err, errlen);
     if (rc < 0)
       goto fail;

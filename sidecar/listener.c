@@ -372,7 +372,6 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   char why[REASON_MAX];
   why[0] = 0;
   metrics_add(M_PUSHES_RECEIVED, 1);
-  metrics_add(M_PUSH_BYTES, len);
   Pushprof__V1__PushRequest *req =
       spool_decode_frame(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
   if (!req) {
@@ -399,6 +398,7 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
     return true;
   }
   metrics_add(M_PUSHES_ACCEPTED, 1);
+  metrics_add(M_PUSH_BYTES, len);
   bool delivered = send_reply(c->fd, RC_OK, "", seq, id, deadline) == 0;
   char svc[PP_SERVICE_MAX * 2 + 8];
   log_event(LOG_DEBUG, "push accepted", "id=%s service=%s bytes=%zu seq=%llu", id,
@@ -497,9 +497,16 @@ static void conn_loop(conn *c) {
   uint8_t hdr[PP_FRAME_HEADER_SIZE];
   unsigned frames = 0;
   for (;;) {
-    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    /* Waiting for a frame and receiving it are each bounded by the read
+     * timeout: the frame's deadline starts with its first byte. */
     size_t got = 0;
-    enum rd r = read_full(l, c->fd, hdr, sizeof hdr, deadline, true, &got);
+    enum rd r = read_full(l, c->fd, hdr, 1, now_ms() + l->cfg.read_timeout_ms, true, &got);
+    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    if (r == RD_OK) {
+      size_t more = 0;
+      r = read_full(l, c->fd, hdr + 1, sizeof hdr - 1, deadline, false, &more);
+      got += more;
+    }
     if (r == RD_STOP)
       return;
     if (r == RD_EOF && got == 0)

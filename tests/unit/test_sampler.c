@@ -13,6 +13,8 @@
 #include "pp_test.h"
 #include "pushprof.h"
 #include "sampler.h"
+#include "sampler_internal.h"
+#include "threads_linux.h"
 
 #define HZ 100
 #define BURN_S 1.0
@@ -261,9 +263,89 @@ static void test_sampler_forked_child_survives(void) {
   sampler_stop();
 }
 
+static void *short_registered(void *arg) {
+  (void)arg;
+  sampler_thread_register();
+  spin_cpu(0.002);
+  return NULL;
+}
+
+static void *short_unregistered(void *arg) {
+  (void)arg;
+  spin_cpu(0.002);
+  return NULL;
+}
+
+static int live_slots(void) {
+  threads_stats st;
+  threads_get_stats(&st);
+  return st.live;
+}
+
+static void test_sampler_frees_slots_of_exited_threads(void) {
+  char err[200] = "";
+  sampler_config cfg = {.hz = 100, .signo = SIGPROF};
+  PP_CHECK_INT(sampler_start(&cfg, err, sizeof err), ==, 0);
+  int base = live_slots();
+  PP_CHECK_INT(base, >=, 1); /* at least the caller */
+  for (int round = 0; round < 50; round++) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+      PP_CHECK_INT(pthread_create(&t[i], NULL, short_registered, NULL), ==, 0);
+    for (int i = 0; i < 4; i++)
+      pthread_join(t[i], NULL);
+  }
+  /* Self-registered threads free their slot (and timer) as they exit. */
+  PP_CHECK_INT(live_slots(), ==, base);
+  /* Threads the sampler only finds by scanning are dropped by a later scan. */
+  pthread_t u;
+  PP_CHECK_INT(pthread_create(&u, NULL, short_unregistered, NULL), ==, 0);
+  pthread_join(u, NULL);
+  usleep(1500 * 1000); /* > one rescan period */
+  int after = live_slots();
+  for (int i = 0; i < 20 && after != base; i++) {
+    usleep(100 * 1000);
+    after = live_slots();
+  }
+  PP_CHECK_INT(after, ==, base);
+  sampler_stop();
+  uint8_t *buf;
+  size_t len;
+  int64_t a, b;
+  if (sampler_cut(&buf, &len, &a, &b) == 0)
+    free(buf);
+}
+
+/* Last: the fallback leaves SIGPROF in setitimer mode for the process. */
+static void test_sampler_falls_back_to_setitimer(void) {
+  char err[200] = "";
+  sampler_force_itimer_for_tests(1);
+  sampler_config cfg = {.hz = 100, .signo = SIGPROF};
+  int rc = sampler_start(&cfg, err, sizeof err);
+  sampler_force_itimer_for_tests(0);
+  PP_CHECK_INT(rc, ==, 0);
+  if (rc != 0)
+    return;
+  double cpu = burn_alpha(0.5);
+  sampler_stop();
+  int64_t t0, t1, with_caller;
+  Perftools__Profiles__Profile *p = cut(&t0, &t1);
+  if (!p)
+    return;
+  int64_t n = count_with(p, "burn_alpha", "main", &with_caller);
+  fprintf(stderr, "  %lld samples (%lld with caller) for %.3f CPU s\n", (long long)n,
+          (long long)with_caller, cpu);
+  PP_CHECK_INT(n, >=, (int64_t)(cpu * 100 * 0.6));
+  PP_CHECK_INT(with_caller, >=, n * 9 / 10);
+  PP_CHECK(has_comment(p, "setitimer(ITIMER_PROF)"));
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
 int main(void) {
   PP_RUN(test_sampler_profiles_two_threads);
   PP_RUN(test_sampler_restarts_after_stop);
   PP_RUN(test_sampler_forked_child_survives);
+  PP_RUN(test_sampler_frees_slots_of_exited_threads);
+  PP_RUN(test_sampler_falls_back_to_setitimer);
   PP_DONE();
 }
