@@ -1,7 +1,9 @@
 /* pthread_create interposition (only in the .so files): every new thread
  * registers itself with the sampler before running its start routine, with
- * exact stack bounds; it deregisters at exit (the thread table's key
- * destructor). Threads made any other way are found by the periodic rescan. */
+ * exact stack bounds, even while sampling is off (a later start then arms
+ * it without guessing its bounds); it deregisters at exit (the thread
+ * table's key destructor). Threads made any other way are found by the
+ * periodic rescan. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -22,8 +24,7 @@ static _Atomic(pthread_create_fn) g_real;
 static void *trampoline(void *p) {
   trampoline_arg t = *(trampoline_arg *)p;
   free(p);
-  if (sampler_running())
-    sampler_thread_register(); /* failure: the rescan still finds the thread */
+  sampler_thread_register(); /* failure: the rescan still finds the thread */
   return t.fn(t.arg);
 }
 
