@@ -220,9 +220,10 @@ done:
     perftools__profiles__profile__free_unpacked(q, NULL);
 }
 
+/* Also on another signal, as PUSHPROF_SIGNAL allows. */
 static void test_sampler_restarts_after_stop(void) {
   char err[200] = "";
-  sampler_config cfg = {.hz = 250, .signo = SIGPROF};
+  sampler_config cfg = {.hz = 250, .signo = SIGRTMIN + 2};
   int rc = sampler_start(&cfg, err, sizeof err);
   PP_CHECK_INT(rc, ==, 0);
   if (rc != 0)
@@ -237,6 +238,9 @@ static void test_sampler_restarts_after_stop(void) {
   fprintf(stderr, "  %lld samples for %.3f CPU s at 250 Hz\n", (long long)n, cpu);
   PP_CHECK_INT(n, >=, (int64_t)(cpu * 250 * 0.6));
   PP_CHECK(has_comment(p, "requested 250 Hz"));
+  char sig[64];
+  snprintf(sig, sizeof sig, "timers on signal %d", SIGRTMIN + 2);
+  PP_CHECK(has_comment(p, sig));
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
