@@ -492,7 +492,17 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
   }
   const sym *s = &img->syms[lo];
   if (s->size > 0) {
-    if (vaddr - s->addr >= s->size) return false;
+    if (vaddr - s->addr >= s->size) {
+      /* an inner entry point (assembly with several symbols in one body):
+       * look back a little for a symbol that covers vaddr */
+      size_t stop = lo > 16 ? lo - 16 : 0;
+      while (lo > stop) {
+        lo--;
+        if (img->syms[lo].size > 0 && vaddr - img->syms[lo].addr < img->syms[lo].size) break;
+      }
+      s = &img->syms[lo];
+      if (s->size == 0 || vaddr - s->addr >= s->size) return false;
+    }
   } else {
     /* unsized: up to the next symbol, and not absurdly far */
     if (lo + 1 < img->nsyms && vaddr >= img->syms[lo + 1].addr) return false;

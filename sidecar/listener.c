@@ -497,9 +497,16 @@ static void conn_loop(conn *c) {
   uint8_t hdr[PP_FRAME_HEADER_SIZE];
   unsigned frames = 0;
   for (;;) {
-    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    /* Waiting for a frame and receiving it are each bounded by the read
+     * timeout: the frame's deadline starts with its first byte. */
     size_t got = 0;
-    enum rd r = read_full(l, c->fd, hdr, sizeof hdr, deadline, true, &got);
+    enum rd r = read_full(l, c->fd, hdr, 1, now_ms() + l->cfg.read_timeout_ms, true, &got);
+    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    if (r == RD_OK) {
+      size_t more = 0;
+      r = read_full(l, c->fd, hdr + 1, sizeof hdr - 1, deadline, false, &more);
+      got += more;
+    }
     if (r == RD_STOP)
       return;
     if (r == RD_EOF && got == 0)

@@ -46,11 +46,19 @@ expect "frame over the limit" '^code=1 reason=.*(large|limit)' frame_too_large -
 
 # Several frames on one connection, each acked.
 python3 - "$SOCK" "$W/ok.frame" <<'PY' || fail "several frames on one connection"
-import socket, struct, sys
+import socket, struct, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 frame = open(sys.argv[2], "rb").read()
 for i in range(3):
-    s.sendall(frame)
+    if i == 2:
+        # Idle 0.8 s, then 0.5 s to send: 1.3 s since the last frame, but the
+        # 1 s read timeout counts from the frame's first byte.
+        time.sleep(0.8)
+        s.sendall(frame[:100])
+        time.sleep(0.5)
+        s.sendall(frame[100:])
+    else:
+        s.sendall(frame)
     hdr = s.recv(12, socket.MSG_WAITALL)
     n = struct.unpack(">I", hdr[8:12])[0]
     body = s.recv(n, socket.MSG_WAITALL)
