@@ -200,7 +200,8 @@ for r in $(seq "$runs"); do
   r_exported+=("$({ find "$dir/out" -type f -name '*.pb.gz' 2>/dev/null || true; } | wc -l)")
   if grep -Eiq 'level=(error|warn)' "$dir/sidecar.log"; then
     log "run $r: the sidecar logged warnings/errors:"
-    grep -Ei 'level=(error|warn)' "$dir/sidecar.log" | sort | uniq -c | sort -rn | head -5 >&2
+    { grep -Ei 'level=(error|warn)' "$dir/sidecar.log" | sed -E 's/^ts=[^ ]+ //; s/ peer_pid=[0-9]+//' |
+      sort | uniq -c | sort -rn | head -5 >&2; } || true
   fi
 done
 
