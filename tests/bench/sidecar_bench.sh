@@ -153,7 +153,7 @@ run_bench() {
 }
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-declare -a r_rate r_tp50 r_tp99 r_lp50 r_lp99 r_lmax r_idle_rss r_load_rss r_lat_rss r_idle_m r_load_cores r_cpu_push r_errors r_exported
+declare -a r_cpu_mib r_rate r_tp50 r_tp99 r_lp50 r_lp99 r_lmax r_idle_rss r_load_rss r_lat_rss r_idle_m r_load_cores r_cpu_push r_errors r_exported
 log "$runs runs; sidecar $([ -n "$sidecar_cpus" ] && echo "on CPU $sidecar_cpus, clients on CPU $client_cpus" || echo unpinned); spool on $fs ($work)"
 for r in $(seq "$runs"); do
   dir=$work/run$r
@@ -191,13 +191,17 @@ for r in $(seq "$runs"); do
   drain "$dir/spool" $((window + 60))
 
   # Ack latency: one client, 1 MiB pushes, paced so each push is served alone.
+  c0=$(cpu_ticks "$sidecar_pid")
   line=$(run_bench --socket "$dir/pushprof.sock" --clients 1 --size 1048576 --count "$lat_n" --rate "$lat_rate")
+  drain "$dir/spool" $((window + 60))
+  c1=$(cpu_ticks "$sidecar_pid")
+  acked=$(field "$line" acked)
+  r_cpu_mib+=("$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n="${acked:-0}" 'BEGIN {if (n > 0) printf "%.1f", t / hz / n * 1e3; else print "nan"}')")
   r_lp50+=("$(field "$line" p50_ms)")
   r_lp99+=("$(field "$line" p99_ms)")
   r_lmax+=("$(field "$line" max_ms)")
   r_lat_rss+=("$(status_kib "$sidecar_pid" VmHWM)")
   log "run $r latency:    $line"
-  drain "$dir/spool" $((window + 60))
   port=$(<"$dir/metrics_port")
   if command -v curl >/dev/null && curl -fsS -m 2 "http://127.0.0.1:$port/metrics" >"$dir/metrics" 2>/dev/null; then
     grep -Ei '^pushprof_[a-z_]*(push|export|drop|reject)[a-z_]*(\{[^}]*\})? ' "$dir/metrics" | sed 's/^/  metrics: /' >&2 || true
@@ -250,3 +254,4 @@ row "RSS peak after 1 MiB pushes too (MiB)" "" "$lat_rss" "$(range $(kib_list "$
 row "CPU idle over ${idle_s}s (millicores)" "" "$idle_m" "$(range "${r_idle_m[@]}")" ""
 row "CPU under 8-client load (cores)" "<= 1" "$load_cores" "$(range "${r_load_cores[@]}")" "$(verdict "$load_cores" le 1)"
 row "CPU per 100 KiB push (us)" "" "$cpu_push" "$(range "${r_cpu_push[@]}")" ""
+row "CPU per 1 MiB push, with its export (ms)" "" "$(median "${r_cpu_mib[@]}")" "$(range "${r_cpu_mib[@]}")" ""
