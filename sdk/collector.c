@@ -20,12 +20,6 @@
 #include "pushprof.h"
 #include "threads_linux.h"
 
-/* TEMPORARY until sdk/profbuild.c is in the build: weak references, checked
- * before use, so the libraries link without it. */
-#pragma weak profbuild_new
-#pragma weak profbuild_refresh_maps
-#pragma weak profbuild_build
-
 ring collector_ring;
 static ring_cell g_cells[COLLECTOR_RING_CELLS];
 
@@ -40,7 +34,8 @@ typedef struct agg_entry {
 typedef struct agg {
   agg_entry **tab;
   size_t cap, n;
-  int64_t samples, truncated, leaf_only, oom;
+  int64_t signals, samples; /* handled signals; periods they stand for */
+  int64_t truncated, leaf_only, oom;
 } agg;
 
 typedef struct pending_bounds {
@@ -105,8 +100,8 @@ static uint64_t record_hash(const ring_record *r) {
 }
 
 static int entry_matches(const agg_entry *e, uint64_t h, const ring_record *r) {
-  return e->hash == h && e->depth == r->depth && e->flags == r->flags &&
-         e->nlabels == r->nlabels && e->labels_len == r->labels_len &&
+  return e->hash == h && e->depth == r->depth && e->flags == r->flags && e->nlabels == r->nlabels &&
+         e->labels_len == r->labels_len &&
          memcmp(e->pcs, r->pcs, r->depth * sizeof(uintptr_t)) == 0 &&
          memcmp(e->labels, r->labels, r->labels_len) == 0;
 }
@@ -132,33 +127,35 @@ static int agg_grow(agg *a) {
 }
 
 static void agg_add(agg *a, const ring_record *r) {
-  a->samples++;
-  a->truncated += (r->flags & RING_F_TRUNCATED) != 0;
-  a->leaf_only += (r->flags & RING_F_LEAF_ONLY) != 0;
+  int64_t w = r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
+  a->signals++;
+  a->samples += w;
+  a->truncated += (r->flags & RING_F_TRUNCATED) ? w : 0;
+  a->leaf_only += (r->flags & RING_F_LEAF_ONLY) ? w : 0;
   uint32_t depth = r->depth <= RING_MAX_DEPTH ? r->depth : RING_MAX_DEPTH;
   if (depth != r->depth || r->labels_len > RING_LABEL_BYTES) {
-    a->oom++; /* cannot happen with our handler; never trust it blindly */
+    a->oom += w; /* cannot happen with our handler; never trust it blindly */
     return;
   }
   if ((a->n + 1) * 2 > a->cap && agg_grow(a) != 0 && a->n + 1 >= a->cap) {
-    a->oom++;
+    a->oom += w;
     return;
   }
   uint64_t h = record_hash(r);
   size_t i = h & (a->cap - 1);
   for (agg_entry *e; (e = a->tab[i]) != NULL; i = (i + 1) & (a->cap - 1)) {
     if (entry_matches(e, h, r)) {
-      e->count++;
+      e->count += w;
       return;
     }
   }
   agg_entry *e = malloc(sizeof *e + depth * sizeof(uintptr_t) + r->labels_len);
   if (!e) {
-    a->oom++;
+    a->oom += w;
     return;
   }
   e->hash = h;
-  e->count = 1;
+  e->count = w;
   e->depth = r->depth;
   e->flags = r->flags;
   e->nlabels = r->nlabels;
@@ -328,7 +325,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 6
+#define NCOMMENTS 8
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -403,11 +400,16 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   const char *cp[NCOMMENTS];
   size_t nc = 0;
   double cpu_s = (double)(cpu1 - cpu0) / 1e9;
-  double eff = cpu_s > 0 ? (double)(a.samples + (int64_t)drops) / cpu_s : 0;
+  double eff = cpu_s > 0 ? (double)(a.signals + (int64_t)drops) / cpu_s : 0;
   snprintf(comments[nc++], COMMENT_LEN,
-           "pushprof: requested %d Hz; effective %.1f samples per CPU second "
-           "(%" PRId64 " samples in %.3f CPU s; the kernel tick caps the rate)",
-           hz, eff, a.samples + (int64_t)drops, cpu_s);
+           "pushprof: requested %d Hz; effective %.1f samples per CPU second (%" PRId64
+           " signals in %.3f CPU s; the kernel tick caps the rate)",
+           hz, eff, a.signals + (int64_t)drops, cpu_s);
+  if (a.samples > a.signals)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " timer overruns (expiries merged by the kernel) counted "
+             "as samples of the stack that got the signal",
+             a.samples - a.signals);
   snprintf(comments[nc++], COMMENT_LEN, "pushprof: sampling with %s on signal %d",
            mode == COLLECTOR_MODE_ITIMER ? "setitimer(ITIMER_PROF), process-wide"
                                          : "per-thread CPU-time timers",
@@ -437,10 +439,6 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
                          .duration_nanos = t1 - t0,
                          .comments = cp,
                          .ncomments = nc};
-  if (!profbuild_new) {
-    rc = PUSHPROF_ESYS;
-    goto fail;
-  }
   if (!g_pb && !(g_pb = profbuild_new())) {
     rc = PUSHPROF_ENOMEM;
     goto fail;

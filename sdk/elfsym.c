@@ -1,5 +1,6 @@
 /* ELF reading with libelf (elfutils). Files are opened with ELF_C_READ, not
- * mmap, so a file truncated under us gives read errors instead of SIGBUS. */
+ * mmap, so a file truncated under us gives read errors instead of SIGBUS, and
+ * with O_NONBLOCK, so a path replaced by a FIFO cannot hang the collector. */
 #include "elfsym.h"
 
 #include <fcntl.h>
@@ -35,6 +36,7 @@ struct elfsym_image {
   size_t nloads;
   /* where to re-read the symbols from */
   char *open_path, *alt_path; /* alt: the maps path when opened via map_files */
+  char *debug_root;           /* NULL: /usr/lib/debug */
   uint64_t st_dev, st_ino;
   int64_t st_size;
   uint8_t *mem; /* memory images keep their bytes */
@@ -62,6 +64,7 @@ struct elfsym_cache {
   elfsym_image **imgs;
   size_t nimgs, capimgs;
   unsigned gen;
+  char *debug_root; /* NULL: /usr/lib/debug */
 };
 
 static bool g_libelf_ok;
@@ -86,8 +89,8 @@ static char *hex_string(const uint8_t *p, size_t n) {
   return s;
 }
 
-/* Scans a note data block; returns a malloc'ed hex id, "" duplicate if none
- * found is signalled by NULL with *found false. */
+/* The GNU build id in a block of notes as malloc'ed hex; NULL if there is
+ * none (or on ENOMEM, with *oom set). */
 static char *build_id_in_notes(Elf_Data *data, bool *oom) {
   size_t off = 0, name_off, desc_off;
   GElf_Nhdr nh;
@@ -246,7 +249,8 @@ fail:
   return -1;
 }
 
-static void load_symbols_from(Elf *elf, elfsym_image *img) {
+/* true if the symbols came from .symtab (so no separate debug file is needed). */
+static bool load_symbols_from(Elf *elf, elfsym_image *img) {
   Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
   GElf_Shdr symsh, dynsh;
   while ((scn = elf_nextscn(elf, scn)) != NULL) {
@@ -261,10 +265,52 @@ static void load_symbols_from(Elf *elf, elfsym_image *img) {
     }
   }
   if (symtab) {
-    if (load_symtab(elf, symtab, &symsh, img) != 0) return;
-    if (img->nsyms > 0) return;
+    if (load_symtab(elf, symtab, &symsh, img) != 0) return false;
+    if (img->nsyms > 0) return true;
   }
   if (dynsym) (void)load_symtab(elf, dynsym, &dynsh, img);
+  return false;
+}
+
+/* A separate debug file found by build id (Debian's *-dbg / -dbgsym packages,
+ * debuginfod caches laid out the same way): its .symtab has the local
+ * functions .dynsym lacks. Replaces img's symbols if it has any. */
+static void load_debug_symbols(elfsym_image *img) {
+  size_t idlen = strlen(img->build_id);
+  const char *root = img->debug_root ? img->debug_root : "/usr/lib/debug";
+  if (idlen < 4 || !root[0]) return;
+  size_t plen = strlen(root) + idlen + 32;
+  char *path = malloc(plen);
+  if (!path) return;
+  snprintf(path, plen, "%s/.build-id/%.2s/%s.debug", root, img->build_id, img->build_id + 2);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  free(path);
+  if (fd < 0) return;
+  struct stat st;
+  Elf *elf = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) goto done;
+  elf = elf_begin(fd, ELF_C_READ, NULL);
+  if (!elf || elf_kind(elf) != ELF_K_ELF) goto done;
+  bool oom = false;
+  char *id = read_build_id(elf, &oom);
+  bool match = !id || strcmp(id, img->build_id) == 0; /* the path already names the id */
+  free(id);
+  if (!match) goto done;
+  elfsym_image dbg;
+  memset(&dbg, 0, sizeof dbg);
+  if (load_symbols_from(elf, &dbg) && dbg.nsyms > 0) {
+    free(img->syms);
+    free(img->names);
+    img->syms = dbg.syms;
+    img->names = dbg.names;
+    img->nsyms = dbg.nsyms;
+  } else {
+    free(dbg.syms);
+    free(dbg.names);
+  }
+done:
+  if (elf) elf_end(elf);
+  close(fd);
 }
 
 /* Re-opens the file the image came from (only if it is still the same file). */
@@ -275,14 +321,16 @@ static void load_symbols(elfsym_image *img) {
   if (img->mem) {
     Elf *elf = elf_memory((char *)img->mem, img->memsize);
     if (!elf) return;
-    if (elf_kind(elf) == ELF_K_ELF) load_symbols_from(elf, img);
+    bool full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img);
     elf_end(elf);
+    if (!full) load_debug_symbols(img);
     return;
   }
   const char *paths[2] = {img->open_path, img->alt_path};
+  bool full = false;
   for (int i = 0; i < 2; i++) {
     if (!paths[i]) continue;
-    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;
     struct stat st;
     bool same = fstat(fd, &st) == 0 && (uint64_t)st.st_dev == img->st_dev &&
@@ -290,13 +338,14 @@ static void load_symbols(elfsym_image *img) {
     if (same) {
       Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
       if (elf) {
-        if (elf_kind(elf) == ELF_K_ELF) load_symbols_from(elf, img);
+        full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img);
         elf_end(elf);
       }
     }
     close(fd);
-    if (same) return;
+    if (same) break;
   }
+  if (!full) load_debug_symbols(img);
 }
 
 /* ---- images ---- */
@@ -313,6 +362,7 @@ void elfsym_image_free(elfsym_image *img) {
   free(img->loads);
   free(img->open_path);
   free(img->alt_path);
+  free(img->debug_root);
   free(img->mem);
   free(img->syms);
   free(img->names);
@@ -371,7 +421,7 @@ fail:
 }
 
 elfsym_image *elfsym_image_open(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return NULL;
   elfsym_image *img = image_open_fd(fd, path, path);
   close(fd);
@@ -443,7 +493,17 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
   }
   const sym *s = &img->syms[lo];
   if (s->size > 0) {
-    if (vaddr - s->addr >= s->size) return false;
+    if (vaddr - s->addr >= s->size) {
+      /* an inner entry point (assembly with several symbols in one body):
+       * look back a little for a symbol that covers vaddr */
+      size_t stop = lo > 16 ? lo - 16 : 0;
+      while (lo > stop) {
+        lo--;
+        if (img->syms[lo].size > 0 && vaddr - img->syms[lo].addr < img->syms[lo].size) break;
+      }
+      s = &img->syms[lo];
+      if (s->size == 0 || vaddr - s->addr >= s->size) return false;
+    }
   } else {
     /* unsized: up to the next symbol, and not absurdly far */
     if (lo + 1 < img->nsyms && vaddr >= img->syms[lo + 1].addr) return false;
@@ -483,6 +543,7 @@ void elfsym_cache_free(elfsym_cache *c) {
   for (size_t i = 0; i < c->nimgs; i++) elfsym_image_free(c->imgs[i]);
   free(c->files);
   free(c->imgs);
+  free(c->debug_root);
   free(c);
 }
 
@@ -493,7 +554,7 @@ static elfsym_image *open_mapped(const elfsym_fileid *id) {
   snprintf(mf, sizeof mf, "/proc/self/map_files/%" PRIx64 "-%" PRIx64, id->map_start,
            id->map_end);
   if (id->map_end > id->map_start) {
-    int fd = open(mf, O_RDONLY | O_CLOEXEC);
+    int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
       elfsym_image *img = image_open_fd(fd, mf, id->path ? id->path : "");
       close(fd);
@@ -525,6 +586,14 @@ static elfsym_image *intern_image(elfsym_cache *c, elfsym_image *img) {
   return img;
 }
 
+int elfsym_cache_set_debug_root(elfsym_cache *c, const char *dir) {
+  char *d = NULL;
+  if (dir && !(d = strdup(dir))) return -1;
+  free(c->debug_root);
+  c->debug_root = d;
+  return 0;
+}
+
 elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id) {
   const char *path = id->path ? id->path : "";
   for (size_t i = 0; i < c->nfiles; i++) {
@@ -545,6 +614,10 @@ elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id) {
   char *pcopy = strdup(path);
   if (!pcopy) return NULL;
   elfsym_image *img = open_mapped(id);
+  if (img && c->debug_root && !(img->debug_root = strdup(c->debug_root))) {
+    elfsym_image_free(img);
+    img = NULL;
+  }
   if (img) {
     img = intern_image(c, img);
     if (img) img->refs++;

@@ -31,6 +31,12 @@ typedef char *(*elfsym_demangle_fn)(const char *mangled, char *buf, size_t *len,
 elfsym_cache *elfsym_cache_new(void); /* NULL on ENOMEM */
 void elfsym_cache_free(elfsym_cache *c);
 
+/* Where separate debug files are looked up by build id
+ * (<dir>/.build-id/xx/yyyy.debug) when a file has no .symtab. NULL restores
+ * the default /usr/lib/debug, "" turns the lookup off. Affects images opened
+ * afterwards. 0 or -1 (ENOMEM). */
+int elfsym_cache_set_debug_root(elfsym_cache *c, const char *dir);
+
 /* The image of a mapped file; NULL if it cannot be opened or is not ELF (the
  * failure is cached too). Valid until the next elfsym_cache_sweep. */
 elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id);

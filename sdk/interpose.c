@@ -1,7 +1,9 @@
 /* pthread_create interposition (only in the .so files): every new thread
  * registers itself with the sampler before running its start routine, with
- * exact stack bounds; it deregisters at exit (the thread table's key
- * destructor). Threads made any other way are found by the periodic rescan. */
+ * exact stack bounds, even while sampling is off (a later start then arms
+ * it without guessing its bounds); it deregisters at exit (the thread
+ * table's key destructor). Threads made any other way are found by the
+ * periodic rescan. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -22,14 +24,12 @@ static _Atomic(pthread_create_fn) g_real;
 static void *trampoline(void *p) {
   trampoline_arg t = *(trampoline_arg *)p;
   free(p);
-  if (sampler_running())
-    sampler_thread_register(); /* failure: the rescan still finds the thread */
+  sampler_thread_register(); /* failure: the rescan still finds the thread */
   return t.fn(t.arg);
 }
 
-__attribute__((visibility("default"))) int pthread_create(pthread_t *thread,
-                                                          const pthread_attr_t *attr,
-                                                          void *(*fn)(void *), void *arg) {
+__attribute__((visibility("default"))) int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
   pthread_create_fn real = atomic_load_explicit(&g_real, memory_order_acquire);
   if (!real) {
     real = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");

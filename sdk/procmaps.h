@@ -30,8 +30,8 @@ typedef struct procmaps {
 int procmaps_parse(const char *buf, size_t len, procmaps *m);
 void procmaps_free(procmaps *m);
 
-/* Reads a whole /proc file such as "/proc/self/maps" (up to max bytes; -1 if
- * it is larger or unreadable). *buf malloc'ed (NUL-terminated), caller frees. */
+/* Reads a whole /proc file such as "/proc/self/maps" (less than max bytes; -1
+ * if it is larger or unreadable). *buf malloc'ed (NUL-terminated), caller frees. */
 int procmaps_read_file(const char *path, size_t max, char **buf, size_t *len);
 
 /* Convenience: reads and parses /proc/self/maps. 0 or -1. */

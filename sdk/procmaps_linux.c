@@ -142,21 +142,21 @@ void procmaps_free(procmaps *m) {
 }
 
 int procmaps_read_file(const char *path, size_t max, char **buf, size_t *len) {
-  size_t cap = 16384, n = 0;
+  size_t cap = max < 16384 ? max : 16384, n = 0;
   char *b = NULL;
+  if (cap < 2) return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   b = malloc(cap);
   if (!b) goto fail;
   for (;;) {
-    if (cap - n < 4096 + 1) {
-      if (cap >= max) goto fail;
+    if (n + 1 >= cap) {
+      if (cap >= max) goto fail; /* larger than max: refuse rather than cut */
       size_t ncap = cap * 2 > max ? max : cap * 2;
       char *nb = realloc(b, ncap);
       if (!nb) goto fail;
       b = nb;
       cap = ncap;
-      if (cap - n < 2) goto fail;
     }
     ssize_t r = read(fd, b + n, cap - n - 1);
     if (r < 0) {

@@ -26,6 +26,7 @@ typedef struct ring_record {
   uint16_t flags;
   uint16_t nlabels;
   uint16_t labels_len;
+  uint32_t weight;               /* timer periods this sample stands for: 1 + si_overrun */
   uintptr_t pcs[RING_MAX_DEPTH]; /* leaf first */
   char labels[RING_LABEL_BYTES];
 } ring_record;

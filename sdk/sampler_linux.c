@@ -19,11 +19,26 @@
 
 static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-static _Atomic int g_running;  /* samples are recorded only while set */
-static _Atomic int g_itimer;   /* setitimer was used: SI_KERNEL SIGPROFs are ours */
+static _Atomic int g_running; /* samples are recorded only while set */
+static _Atomic int g_itimer;  /* setitimer was used: SI_KERNEL SIGPROFs are ours */
 static struct sigaction g_prev[SIGNO_MAX];
 static _Atomic int g_installed[SIGNO_MAX];
 static int g_started, g_mode; /* under g_api_mu */
+static _Atomic int g_force_itimer;
+
+void sampler_force_itimer_for_tests(int on) {
+  atomic_store(&g_force_itimer, on);
+}
+
+/* Arms per-thread timers; -1 with why set if they cannot be made. */
+static int arm_threads(int signo, int64_t period_ns, char *why, size_t whylen) {
+  if (atomic_load(&g_force_itimer)) {
+    snprintf(why, whylen, "disabled by a test");
+    threads_register_self(); /* as threads_arm_all does before it fails */
+    return -1;
+  }
+  return threads_arm_all(signo, period_ns, why, whylen);
+}
 
 /* Emulates SIG_DFL for a signal that was not ours, exactly as if we had
  * never been installed: ignore-by-default signals are ignored, others get
@@ -68,11 +83,11 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   release; we read hi with acquire, then lo. Unknown bounds (0): only the
  *   leaf pc and sp are recorded (RING_F_LEAF_ONLY) and the collector looks
  *   up the mapping that holds sp, so later samples of that thread are full.
- * - The record is written in place into a ring cell claimed with one CAS
- *   (ring_reserve) and published by a release store of the cell's sequence
- *   number (ring_commit). The collector reads cells in order with acquire
- *   and hands them back; a full ring or a lost CAS race beyond a few tries
- *   counts a drop, reported as "[pushprof] ring full" in the next cut.
+ * - The record (weight 1 + si_overrun) is written in place into a ring cell
+ *   claimed with one CAS (ring_reserve) and published by a release store of
+ *   the cell's sequence number (ring_commit). The collector reads cells in
+ *   order with acquire and hands them back; a full ring or a lost CAS race
+ *   beyond a few tries counts a drop ("[pushprof] ring full" in the cut).
  * - Issue 4: the thread's labels are copied by value into rec->labels from
  *   slot->labels (seqlock on the writer's side, so no torn values).
  * - No locks, no malloc, no stdio; errno saved; work bounded by
@@ -118,6 +133,11 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   rec->slot = idx;
   rec->gen = gen;
   rec->sp = regs.sp;
+  /* Expiries the kernel merged into this signal (missed ticks, a vCPU that
+   * was descheduled) still stand for CPU time spent here. */
+  rec->weight = 1;
+  if (si->si_code == SI_TIMER && si->si_overrun > 0)
+    rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
   rec->nlabels = 0;
   rec->labels_len = 0;
   ring_commit(&collector_ring, pos);
@@ -195,7 +215,7 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
   int64_t period_ns = 1000000000LL / cfg->hz;
   atomic_store(&g_running, 1);
   g_mode = COLLECTOR_MODE_TIMERS;
-  if (threads_arm_all(cfg->signo, period_ns, why, sizeof why) != 0) {
+  if (arm_threads(cfg->signo, period_ns, why, sizeof why) != 0) {
     rc = install_handler(SIGPROF, err, errlen);
     if (rc < 0)
       goto fail;

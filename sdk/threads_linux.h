@@ -12,9 +12,9 @@
 #define THREADS_MAX 4096
 
 typedef struct threads_slot {
-  _Atomic uint32_t gen;                  /* bumped at each allocation and free */
-  _Atomic uintptr_t stack_lo, stack_hi;  /* 0: unknown (hi published last) */
-  _Atomic(const void *) labels;          /* issue 4: the thread's label block */
+  _Atomic uint32_t gen;                 /* bumped at each allocation and free */
+  _Atomic uintptr_t stack_lo, stack_hi; /* 0: unknown (hi published last) */
+  _Atomic(const void *) labels;         /* issue 4: the thread's label block */
   /* Below: only under the table lock. */
   int state; /* THREADS_FREE, THREADS_LIVE */
   pid_t tid;
@@ -28,8 +28,7 @@ extern threads_slot threads_table[THREADS_MAX];
 
 /* The calling thread's slot when it registered itself, else NULL.
  * Async-signal-safe to read (initial-exec TLS). */
-extern __thread threads_slot *threads_self
-    __attribute__((tls_model("initial-exec")));
+extern __thread threads_slot *threads_self __attribute__((tls_model("initial-exec")));
 
 /* The cookie our timers carry in sigev_value, and its inverse for the
  * handler: *ours = 1 if the cookie has our magic; returns the slot if its

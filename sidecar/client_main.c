@@ -77,28 +77,40 @@ static void default_service(const char *path, char *out, size_t outlen) {
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
       size_t ol = strlen(out), sl = strlen(suffixes[i]);
-      if (ol > sl && strcmp(out + ol - sl, suffixes[i]) == 0) out[ol - sl] = 0;
+      if (ol > sl && strcmp(out + ol - sl, suffixes[i]) == 0)
+        out[ol - sl] = 0;
     }
-  if (!out[0] || out[0] == '.') snprintf(out, outlen, "unknown");
+  if (!out[0] || out[0] == '.')
+    snprintf(out, outlen, "unknown");
 }
 
 static const char *code_name(int code) {
   switch (code) {
-  case PUSHPROF__V1__PUSH_REPLY__CODE__OK: return "OK";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME: return "INVALID_FRAME";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH: return "INVALID_PUSH";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF: return "INVALID_PPROF";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED: return "PERMISSION_DENIED";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE: return "UNAVAILABLE";
-  case PUSHPROF__V1__PUSH_REPLY__CODE__INTERNAL: return "INTERNAL";
-  default: return "UNKNOWN";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__OK:
+    return "OK";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME:
+    return "INVALID_FRAME";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH:
+    return "INVALID_PUSH";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF:
+    return "INVALID_PPROF";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED:
+    return "RESOURCE_EXHAUSTED";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED:
+    return "PERMISSION_DENIED";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE:
+    return "UNAVAILABLE";
+  case PUSHPROF__V1__PUSH_REPLY__CODE__INTERNAL:
+    return "INTERNAL";
+  default:
+    return "UNKNOWN";
   }
 }
 
 static int cmd_push(int argc, char **argv) {
   const char *sock = getenv("PUSHPROF_SOCKET");
-  if (!sock || !*sock) sock = DEFAULT_SOCKET;
+  if (!sock || !*sock)
+    sock = DEFAULT_SOCKET;
   const char *service = NULL;
   int timeout_s = 10;
   Pushprof__V1__Label labels[PP_LABELS_MAX], *label_ptrs[PP_LABELS_MAX];
@@ -109,12 +121,10 @@ static int cmd_push(int argc, char **argv) {
   size_t file_len = 0, raw_len = 0, frame_len = 0;
   Perftools__Profiles__Profile *prof = NULL;
 
-  static const struct option lo[] = {{"socket", required_argument, NULL, 's'},
-                                     {"service", required_argument, NULL, 'S'},
-                                     {"label", required_argument, NULL, 'l'},
-                                     {"timeout", required_argument, NULL, 't'},
-                                     {"help", no_argument, NULL, 'h'},
-                                     {NULL, 0, NULL, 0}};
+  static const struct option lo[] = {
+      {"socket", required_argument, NULL, 's'}, {"service", required_argument, NULL, 'S'},
+      {"label", required_argument, NULL, 'l'},  {"timeout", required_argument, NULL, 't'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   optind = 1;
   int ch;
   while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -147,7 +157,8 @@ static int cmd_push(int argc, char **argv) {
         goto out;
       }
       char *dup = strdup(optarg);
-      if (!dup) goto out;
+      if (!dup)
+        goto out;
       dup[eq - optarg] = 0;
       label_bufs[nlabels] = dup;
       labels[nlabels] = (Pushprof__V1__Label)PUSHPROF__V1__LABEL__INIT;
@@ -172,7 +183,8 @@ static int cmd_push(int argc, char **argv) {
     goto out;
   }
   const char *path = argv[optind];
-  if (read_file(path, &file, &file_len) != 0) goto out;
+  if (read_file(path, &file, &file_len) != 0)
+    goto out;
 
   /* The wire carries the uncompressed pprof. */
   uint32_t max_pprof = PP_FRAME_MAX_DEFAULT;
@@ -205,7 +217,8 @@ static int cmd_push(int argc, char **argv) {
     default_service(path, svc, sizeof svc);
   }
   char host[PP_HOSTNAME_MAX + 1] = "";
-  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  if (gethostname(host, sizeof host - 1) != 0)
+    host[0] = 0;
 
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
   req.service = svc;
@@ -244,8 +257,10 @@ static int cmd_push(int argc, char **argv) {
     break;
   }
 out:
-  if (prof) perftools__profiles__profile__free_unpacked(prof, NULL);
-  for (size_t i = 0; i < nlabels; i++) free(label_bufs[i]);
+  if (prof)
+    perftools__profiles__profile__free_unpacked(prof, NULL);
+  for (size_t i = 0; i < nlabels; i++)
+    free(label_bufs[i]);
   free(frame);
   free(raw);
   free(file);

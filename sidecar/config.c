@@ -36,8 +36,8 @@ static const opt_def opts[] = {
      "where batches go, e.g. file:///DIR (default " CONFIG_DEFAULT_EXPORT ")"},
     {"batch-window", "dump_duration_seconds", "batch_window", T_SECONDS, OFF(batch_window_s), 1,
      86400, "seconds of pushes merged into one profile (default 60)"},
-    {"max-spool-bytes", "max_spool_bytes", NULL, T_SIZE, OFF(max_spool_bytes), 4096,
-     INT64_MAX, "spool size limit, e.g. 512MiB (default 512MiB)"},
+    {"max-spool-bytes", "max_spool_bytes", NULL, T_SIZE, OFF(max_spool_bytes), 4096, INT64_MAX,
+     "spool size limit, e.g. 512MiB (default 512MiB)"},
     {"spool-drop-oldest", "spool_drop_oldest", NULL, T_BOOL, OFF(spool_drop_oldest), 0, 0,
      "when the spool is full drop the oldest push instead of refusing new ones"},
     {"metrics-addr", "metrics_addr", NULL, T_STR, OFF(metrics_addr), 0, 0,
@@ -50,10 +50,10 @@ static const opt_def opts[] = {
      "seconds to export open batches on SIGTERM (default 10)"},
     {"bucket-subdirectory", "bucket_subdirectory", NULL, T_STR, OFF(bucket_subdir), 0, 0,
      "path prefix inside the export target (default none)"},
-    {"max-dumps-retained", "max_dumps_retained", NULL, T_COUNT, OFF(max_dumps_retained), 0,
-     1000000, "file export: keep at most N profiles per service (default 0 = all)"},
-    {"max-frame-bytes", "max_frame_bytes", NULL, T_SIZE, OFF(max_frame_bytes), 4096,
-     UINT32_MAX, "largest frame accepted (default 16MiB)"},
+    {"max-dumps-retained", "max_dumps_retained", NULL, T_COUNT, OFF(max_dumps_retained), 0, 1000000,
+     "file export: keep at most N profiles per service (default 0 = all)"},
+    {"max-frame-bytes", "max_frame_bytes", NULL, T_SIZE, OFF(max_frame_bytes), 4096, UINT32_MAX,
+     "largest frame accepted (default 16MiB)"},
     {"max-connections", "max_connections", NULL, T_COUNT, OFF(max_connections), 1, 65536,
      "open connections at most (default 256)"},
     {"read-timeout", "read_timeout", NULL, T_TIMEOUT, OFF(read_timeout_ms), 100, 3600 * 1000,
@@ -62,6 +62,22 @@ static const opt_def opts[] = {
      "seconds between scans of the spool for SDK drop-in files (default 5)"},
     {"max-batch-age", "max_batch_age", NULL, T_SECONDS, OFF(max_batch_age_s), 60, 86400 * 365,
      "give up (counted) on pushes that could not be exported for this long (default 86400)"},
+    /* HTTP exporters (s3://, gs://, pyroscope+http(s)://). */
+    {"ca-file", "ca_file", NULL, T_STR, OFF(ca_file), 0, 0,
+     "PEM CA certificate(s) trusted in addition to the system store"},
+    {"tls-insecure-skip-verify", "tls_insecure_skip_verify", NULL, T_BOOL,
+     OFF(tls_insecure_skip_verify), 0, 0,
+     "do not verify TLS certificates or host names (unsafe; logged at start)"},
+    {"http-timeout", "http_timeout", NULL, T_TIMEOUT, OFF(http_timeout_ms), 500, 3600 * 1000,
+     "seconds one upload may take before it is retried (default 60)"},
+    {"s3-region", "s3_region", NULL, T_STR, OFF(s3_region), 0, 0,
+     "S3 region (default $AWS_REGION, else $AWS_DEFAULT_REGION, else us-east-1)"},
+    {"s3-endpoint", "s3_endpoint", NULL, T_STR, OFF(s3_endpoint), 0, 0,
+     "S3-compatible endpoint URL (default $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else AWS)"},
+    {"s3-path-style", "s3_path_style", NULL, T_BOOL, OFF(s3_path_style), 0, 0,
+     "address buckets as ENDPOINT/BUCKET (automatic for IP and localhost endpoints)"},
+    {"gcs-endpoint", "gcs_endpoint", NULL, T_STR, OFF(gcs_endpoint), 0, 0,
+     "GCS endpoint URL (default $STORAGE_EMULATOR_HOST, else https://storage.googleapis.com)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 #define OPT_CONFIG 1000
@@ -78,56 +94,82 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
   return CONFIG_ERROR;
 }
 
-static int suffix_is(const char *s, const char *suf) { return strcasecmp(s, suf) == 0; }
+static int suffix_is(const char *s, const char *suf) {
+  return strcasecmp(s, suf) == 0;
+}
 
 int config_parse_size(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  if (!s || !*s || *s == '-' || *s == '+')
+    return -1;
   errno = 0;
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s) return -1;
-  while (*end == ' ') end++;
+  if (errno || end == s)
+    return -1;
+  while (*end == ' ')
+    end++;
   uint64_t mult = 1;
-  if (!*end || suffix_is(end, "B")) mult = 1;
-  else if (suffix_is(end, "K") || suffix_is(end, "KiB")) mult = 1ull << 10;
-  else if (suffix_is(end, "M") || suffix_is(end, "MiB")) mult = 1ull << 20;
-  else if (suffix_is(end, "G") || suffix_is(end, "GiB")) mult = 1ull << 30;
-  else if (suffix_is(end, "KB")) mult = 1000ull;
-  else if (suffix_is(end, "MB")) mult = 1000ull * 1000;
-  else if (suffix_is(end, "GB")) mult = 1000ull * 1000 * 1000;
-  else return -1;
-  if (v > UINT64_MAX / mult) return -1;
+  if (!*end || suffix_is(end, "B"))
+    mult = 1;
+  else if (suffix_is(end, "K") || suffix_is(end, "KiB"))
+    mult = 1ull << 10;
+  else if (suffix_is(end, "M") || suffix_is(end, "MiB"))
+    mult = 1ull << 20;
+  else if (suffix_is(end, "G") || suffix_is(end, "GiB"))
+    mult = 1ull << 30;
+  else if (suffix_is(end, "KB"))
+    mult = 1000ull;
+  else if (suffix_is(end, "MB"))
+    mult = 1000ull * 1000;
+  else if (suffix_is(end, "GB"))
+    mult = 1000ull * 1000 * 1000;
+  else
+    return -1;
+  if (v > UINT64_MAX / mult)
+    return -1;
   *out = (uint64_t)v * mult;
   return 0;
 }
 
 int config_parse_duration_ms(const char *s, int64_t *out_ms) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  if (!s || !*s || *s == '-' || *s == '+')
+    return -1;
   errno = 0;
   char *end;
   long long v = strtoll(s, &end, 10);
-  if (errno || end == s || v < 0) return -1;
+  if (errno || end == s || v < 0)
+    return -1;
   int64_t mult = 1000;
-  if (!*end || suffix_is(end, "s")) mult = 1000;
-  else if (suffix_is(end, "ms")) mult = 1;
-  else if (suffix_is(end, "m")) mult = 60 * 1000;
-  else if (suffix_is(end, "h")) mult = 3600 * 1000;
-  else return -1;
-  if (v > INT64_MAX / mult) return -1;
+  if (!*end || suffix_is(end, "s"))
+    mult = 1000;
+  else if (suffix_is(end, "ms"))
+    mult = 1;
+  else if (suffix_is(end, "m"))
+    mult = 60 * 1000;
+  else if (suffix_is(end, "h"))
+    mult = 3600 * 1000;
+  else
+    return -1;
+  if (v > INT64_MAX / mult)
+    return -1;
   *out_ms = v * mult;
   return 0;
 }
 
 int config_parse_uids(const char *s, uid_t *out, size_t max, size_t *n) {
   *n = 0;
-  if (!s) return -1;
+  if (!s)
+    return -1;
   const char *p = s;
   while (*p) {
     const char *comma = strchr(p, ',');
     size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    while (len && *p == ' ') p++, len--;
-    while (len && p[len - 1] == ' ') len--;
-    if (len == 0 || len >= 64 || *n == max) return -1;
+    while (len && *p == ' ')
+      p++, len--;
+    while (len && p[len - 1] == ' ')
+      len--;
+    if (len == 0 || len >= 64 || *n == max)
+      return -1;
     char tok[64];
     memcpy(tok, p, len);
     tok[len] = 0;
@@ -135,17 +177,21 @@ int config_parse_uids(const char *s, uid_t *out, size_t max, size_t *n) {
     errno = 0;
     unsigned long v = strtoul(tok, &end, 10);
     if (tok[0] >= '0' && tok[0] <= '9') {
-      if (errno || *end || v >= (unsigned long)(uid_t)-1) return -1;
+      if (errno || *end || v >= (unsigned long)(uid_t)-1)
+        return -1;
       out[(*n)++] = (uid_t)v;
     } else {
       struct passwd pw, *res = NULL;
       char buf[4096];
-      if (getpwnam_r(tok, &pw, buf, sizeof buf, &res) != 0 || !res) return -1;
+      if (getpwnam_r(tok, &pw, buf, sizeof buf, &res) != 0 || !res)
+        return -1;
       out[(*n)++] = res->pw_uid;
     }
-    if (!comma) break;
+    if (!comma)
+      break;
     p = comma + 1;
-    if (!*p) return -1;
+    if (!*p)
+      return -1;
   }
   return *n ? 0 : -1;
 }
@@ -183,7 +229,8 @@ static int apply(sidecar_config *c, const opt_def *o, const char *value, const c
                  char *err, size_t errlen) {
   char *field = (char *)c + o->offset;
   char acc[160];
-  if (!value) value = "";
+  if (!value)
+    value = "";
   switch (o->type) {
   case T_STR: {
     /* metrics_addr and bucket_subdirectory may be set empty to turn them off. */
@@ -193,7 +240,8 @@ static int apply(sidecar_config *c, const opt_def *o, const char *value, const c
     if (strlen(value) > 4096)
       return fail(err, errlen, "%s: value longer than 4096 bytes", where);
     char *dup = strdup(value);
-    if (!dup) return fail(err, errlen, "%s: out of memory", where);
+    if (!dup)
+      return fail(err, errlen, "%s: out of memory", where);
     char **slot = (char **)(void *)field;
     free(*slot);
     *slot = dup;
@@ -237,8 +285,10 @@ static int apply(sidecar_config *c, const opt_def *o, const char *value, const c
     if (config_parse_size(value, &v) != 0 || v < (uint64_t)o->min || v > (uint64_t)o->max)
       return fail(err, errlen, "%s: \"%s\" is not valid; expected %s", where, value,
                   accepted(o, acc, sizeof acc));
-    if (o->offset == OFF(max_frame_bytes)) c->max_frame_bytes = (uint32_t)v;
-    else *(uint64_t *)(void *)field = v;
+    if (o->offset == OFF(max_frame_bytes))
+      c->max_frame_bytes = (uint32_t)v;
+    else
+      *(uint64_t *)(void *)field = v;
     return CONFIG_OK;
   }
   case T_COUNT: {
@@ -265,7 +315,8 @@ typedef struct ini_ctx {
 
 static int ini_handler_cb(void *user, const char *section, const char *name, const char *value) {
   ini_ctx *x = user;
-  if (x->status != CONFIG_OK) return 0;
+  if (x->status != CONFIG_OK)
+    return 0;
   char where[512];
   if (section[0] && strcmp(section, "sidecar") != 0) {
     x->status = fail(x->err, x->errlen,
@@ -284,7 +335,8 @@ static int ini_handler_cb(void *user, const char *section, const char *name, con
   size_t used = 0;
   for (size_t i = 0; i < NOPTS && used < sizeof known; i++)
     used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "", opts[i].key);
-  x->status = fail(x->err, x->errlen, "%s: unknown key \"%s\"; known keys: %s", x->file, name, known);
+  x->status =
+      fail(x->err, x->errlen, "%s: unknown key \"%s\"; known keys: %s", x->file, name, known);
   return 0;
 }
 
@@ -305,7 +357,8 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
   const char *env_node = getenv("NODE_NAME");
   char host[256] = "";
   if (!env_node || !*env_node) {
-    if (gethostname(host, sizeof host - 1) != 0 || !host[0]) snprintf(host, sizeof host, "unknown");
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+      snprintf(host, sizeof host, "unknown");
     env_node = host;
   }
   c->socket_path = strdup(env_sock && *env_sock ? env_sock : CONFIG_DEFAULT_SOCKET);
@@ -331,11 +384,11 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
 int config_load(sidecar_config *c, int argc, char **argv, char *err, size_t errlen) {
   struct option longopts[NOPTS + 4];
   int status = set_defaults(c, err, errlen);
-  if (status != CONFIG_OK) return status;
+  if (status != CONFIG_OK)
+    return status;
   for (size_t i = 0; i < NOPTS; i++)
-    longopts[i] = (struct option){opts[i].flag, opts[i].type == T_BOOL ? optional_argument
-                                                                       : required_argument,
-                                  NULL, (int)i};
+    longopts[i] = (struct option){
+        opts[i].flag, opts[i].type == T_BOOL ? optional_argument : required_argument, NULL, (int)i};
   longopts[NOPTS] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
   longopts[NOPTS + 1] = (struct option){"help", no_argument, NULL, OPT_HELP};
   longopts[NOPTS + 2] = (struct option){"version", no_argument, NULL, OPT_VERSION};
@@ -354,7 +407,8 @@ int config_load(sidecar_config *c, int argc, char **argv, char *err, size_t errl
   for (;;) {
     int longindex = -1;
     int ch = getopt_long(argc, argv, ":h", longopts, &longindex);
-    if (ch == -1) break;
+    if (ch == -1)
+      break;
     if (ch == OPT_HELP || ch == 'h') {
       usage(stdout);
       status = CONFIG_DONE;
@@ -412,7 +466,8 @@ int config_load(sidecar_config *c, int argc, char **argv, char *err, size_t errl
     char where[128];
     snprintf(where, sizeof where, "--%s", opts[flag_idx[i]].flag);
     status = apply(c, &opts[flag_idx[i]], flag_val[i], where, err, errlen);
-    if (status != CONFIG_OK) goto done;
+    if (status != CONFIG_OK)
+      goto done;
   }
   if (strncmp(c->export_url, "file://", 7) != 0 && strstr(c->export_url, "://") == NULL) {
     status = fail(err, errlen, "--export \"%s\": not a URL; expected e.g. file:///var/lib/pushprof",
@@ -438,5 +493,9 @@ void config_free(sidecar_config *c) {
   free(c->node_name);
   free(c->bucket_subdir);
   free(c->config_file);
+  free(c->ca_file);
+  free(c->s3_region);
+  free(c->s3_endpoint);
+  free(c->gcs_endpoint);
   memset(c, 0, sizeof *c);
 }

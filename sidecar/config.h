@@ -15,25 +15,33 @@
 #define CONFIG_MAX_UIDS 64
 
 typedef struct sidecar_config {
-  char *socket_path;        /* --socket / socket ($PUSHPROF_SOCKET, else the default) */
-  char *spool_dir;          /* --spool / spool */
-  char *export_url;         /* --export / export_to */
-  int batch_window_s;       /* --batch-window / dump_duration_seconds (60) */
-  uint64_t max_spool_bytes; /* --max-spool-bytes / max_spool_bytes (512 MiB) */
-  bool spool_drop_oldest;   /* --spool-drop-oldest / spool_drop_oldest */
-  char *metrics_addr;       /* --metrics-addr / metrics_addr, HOST:PORT; "" = off */
-  char *node_name;          /* --node-name / node_name ($NODE_NAME, else the host name) */
+  char *socket_path;                 /* --socket / socket ($PUSHPROF_SOCKET, else the default) */
+  char *spool_dir;                   /* --spool / spool */
+  char *export_url;                  /* --export / export_to */
+  int batch_window_s;                /* --batch-window / dump_duration_seconds (60) */
+  uint64_t max_spool_bytes;          /* --max-spool-bytes / max_spool_bytes (512 MiB) */
+  bool spool_drop_oldest;            /* --spool-drop-oldest / spool_drop_oldest */
+  char *metrics_addr;                /* --metrics-addr / metrics_addr, HOST:PORT; "" = off */
+  char *node_name;                   /* --node-name / node_name ($NODE_NAME, else the host name) */
   uid_t allow_uids[CONFIG_MAX_UIDS]; /* --allow-uid / allow_uid */
-  size_t n_allow_uids;      /* 0: every peer is allowed */
-  int shutdown_grace_s;     /* --shutdown-grace / shutdown_grace (10) */
-  char *bucket_subdir;      /* --bucket-subdirectory / bucket_subdirectory ("") */
-  int max_dumps_retained;   /* --max-dumps-retained / max_dumps_retained (0 = all) */
-  uint32_t max_frame_bytes; /* --max-frame-bytes / max_frame_bytes (16 MiB) */
-  int max_connections;      /* --max-connections / max_connections (256) */
-  int read_timeout_ms;      /* --read-timeout / read_timeout (10 s) */
-  int rescan_interval_s;    /* --rescan-interval / rescan_interval (5 s) */
-  int max_batch_age_s;      /* --max-batch-age / max_batch_age (86400) */
-  char *config_file;        /* --config, NULL if none */
+  size_t n_allow_uids;               /* 0: every peer is allowed */
+  int shutdown_grace_s;              /* --shutdown-grace / shutdown_grace (10) */
+  char *bucket_subdir;               /* --bucket-subdirectory / bucket_subdirectory ("") */
+  int max_dumps_retained;            /* --max-dumps-retained / max_dumps_retained (0 = all) */
+  uint32_t max_frame_bytes;          /* --max-frame-bytes / max_frame_bytes (16 MiB) */
+  int max_connections;               /* --max-connections / max_connections (256) */
+  int read_timeout_ms;               /* --read-timeout / read_timeout (10 s) */
+  int rescan_interval_s;             /* --rescan-interval / rescan_interval (5 s) */
+  int max_batch_age_s;               /* --max-batch-age / max_batch_age (86400) */
+  char *config_file;                 /* --config, NULL if none */
+  /* HTTP exporters (s3, gs, pyroscope); NULL = unset (exporter_options). */
+  char *ca_file;                     /* --ca-file / ca_file */
+  bool tls_insecure_skip_verify;     /* --tls-insecure-skip-verify / tls_insecure_skip_verify */
+  int http_timeout_ms;               /* --http-timeout / http_timeout (60 s) */
+  char *s3_region;                   /* --s3-region / s3_region */
+  char *s3_endpoint;                 /* --s3-endpoint / s3_endpoint */
+  bool s3_path_style;                /* --s3-path-style / s3_path_style */
+  char *gcs_endpoint;                /* --gcs-endpoint / gcs_endpoint */
 } sidecar_config;
 
 enum config_status {

@@ -22,7 +22,8 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
                                char *body, enum MHD_ResponseMemoryMode mode) {
   struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, mode);
   if (!r) {
-    if (mode == MHD_RESPMEM_MUST_FREE) free(body);
+    if (mode == MHD_RESPMEM_MUST_FREE)
+      free(body);
     return MHD_NO;
   }
   if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) != MHD_YES) {
@@ -41,7 +42,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
   (void)version;
   (void)upload_data;
   (void)con_cls;
-  if (*upload_data_size != 0) return MHD_NO; /* no request bodies here */
+  if (*upload_data_size != 0)
+    return MHD_NO; /* no request bodies here */
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return respond(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", "only GET\n",
                    MHD_RESPMEM_PERSISTENT);
@@ -78,9 +80,10 @@ http_metrics *http_metrics_start(const char *addr, char *err, size_t errlen) {
     host[hl - 1] = 0;
     h0 = host + 1;
   }
-  if (!*h0) h0 = "0.0.0.0";
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+  if (!*h0)
+    h0 = "0.0.0.0";
+  struct addrinfo hints = {
+      .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
   struct addrinfo *ai = NULL;
   int gai = getaddrinfo(h0, colon + 1, &hints, &ai);
   if (gai != 0) {
@@ -95,10 +98,11 @@ http_metrics *http_metrics_start(const char *addr, char *err, size_t errlen) {
     return NULL;
   }
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-  if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (ai->ai_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
   h->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT,
+                          (unsigned)10, MHD_OPTION_END);
   freeaddrinfo(ai);
   if (!h->d) {
     snprintf(err, errlen,
@@ -113,14 +117,18 @@ http_metrics *http_metrics_start(const char *addr, char *err, size_t errlen) {
   return h;
 }
 
-int http_metrics_port(const http_metrics *h) { return h ? h->port : 0; }
+int http_metrics_port(const http_metrics *h) {
+  return h ? h->port : 0;
+}
 
 void http_metrics_set_stopping(http_metrics *h) {
-  if (h) atomic_store(&h->stopping, true);
+  if (h)
+    atomic_store(&h->stopping, true);
 }
 
 void http_metrics_stop(http_metrics *h) {
-  if (!h) return;
+  if (!h)
+    return;
   MHD_stop_daemon(h->d);
   free(h);
 }

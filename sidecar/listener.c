@@ -31,14 +31,16 @@
 #define LINGER_MS 1000
 #define REASON_MAX 400
 
-enum { RC_OK = PUSHPROF__V1__PUSH_REPLY__CODE__OK,
-       RC_INVALID_FRAME = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME,
-       RC_INVALID_PUSH = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH,
-       RC_INVALID_PPROF = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF,
-       RC_EXHAUSTED = PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED,
-       RC_DENIED = PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED,
-       RC_UNAVAILABLE = PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE,
-       RC_INTERNAL = PUSHPROF__V1__PUSH_REPLY__CODE__INTERNAL };
+enum {
+  RC_OK = PUSHPROF__V1__PUSH_REPLY__CODE__OK,
+  RC_INVALID_FRAME = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME,
+  RC_INVALID_PUSH = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH,
+  RC_INVALID_PPROF = PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF,
+  RC_EXHAUSTED = PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED,
+  RC_DENIED = PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED,
+  RC_UNAVAILABLE = PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE,
+  RC_INTERNAL = PUSHPROF__V1__PUSH_REPLY__CODE__INTERNAL
+};
 
 struct listener {
   listener_config cfg;
@@ -55,7 +57,9 @@ struct listener {
   atomic_bool stopping;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int open; /* connection threads alive; guarded by mu */
+  int open;                      /* connection threads alive; guarded by mu */
+  atomic_uint_fast64_t inflight; /* bytes of frames being read or handled */
+  uint64_t inflight_max;
 };
 
 typedef struct conn {
@@ -84,21 +88,27 @@ static int mkdir_parents(const char *path, char *err, size_t errlen) {
     return -1;
   }
   char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir) return 0;
+  if (!slash || slash == dir)
+    return 0;
   *slash = 0;
   struct stat st;
-  if (stat(dir, &st) == 0) return 0;
+  if (stat(dir, &st) == 0)
+    return 0;
   for (char *p = dir + 1; *p; p++) {
-    if (*p != '/') continue;
+    if (*p != '/')
+      continue;
     *p = 0;
-    if (mkdir(dir, 0750) != 0 && errno != EEXIST) goto fail;
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+      goto fail;
     *p = '/';
   }
-  if (mkdir(dir, 0750) != 0 && errno != EEXIST) goto fail;
+  if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+    goto fail;
   return 0;
 fail:
-  snprintf(err, errlen, "cannot create socket directory %s: %s (create it or pick another --socket)",
-           dir, strerror(errno));
+  snprintf(err, errlen,
+           "cannot create socket directory %s: %s (create it or pick another --socket)", dir,
+           strerror(errno));
   return -1;
 }
 
@@ -107,12 +117,14 @@ fail:
 static int remove_stale(const char *path, const struct sockaddr_un *sa, char *err, size_t errlen) {
   struct stat st;
   if (lstat(path, &st) != 0) {
-    if (errno == ENOENT) return 0;
+    if (errno == ENOENT)
+      return 0;
     snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
     return -1;
   }
   if (!S_ISSOCK(st.st_mode)) {
-    snprintf(err, errlen, "%s exists and is not a socket; remove it or pick another --socket", path);
+    snprintf(err, errlen, "%s exists and is not a socket; remove it or pick another --socket",
+             path);
     return -1;
   }
   int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -124,7 +136,8 @@ static int remove_stale(const char *path, const struct sockaddr_un *sa, char *er
   int e = errno;
   close(probe);
   if (rc == 0) {
-    snprintf(err, errlen, "%s is in use by a running sidecar; stop it or pick another --socket", path);
+    snprintf(err, errlen, "%s is in use by a running sidecar; stop it or pick another --socket",
+             path);
     return -1;
   }
   if (e != ECONNREFUSED) {
@@ -152,7 +165,8 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
     snprintf(err, errlen, "too many uids in --allow-uid");
     goto fail_early;
   }
-  if (cfg->n_allow_uids) memcpy(l->uids, cfg->allow_uids, cfg->n_allow_uids * sizeof(uid_t));
+  if (cfg->n_allow_uids)
+    memcpy(l->uids, cfg->allow_uids, cfg->n_allow_uids * sizeof(uid_t));
   l->cfg.allow_uids = l->uids;
   l->path = strdup(cfg->socket_path);
   if (!l->path) {
@@ -160,6 +174,9 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
     goto fail_early;
   }
   l->cfg.socket_path = l->path;
+  l->inflight_max = (uint64_t)cfg->max_frame_bytes * 4;
+  if (l->inflight_max < (64u << 20))
+    l->inflight_max = 64u << 20;
   if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
     snprintf(err, errlen, "pthread init failed");
     free(l->path);
@@ -173,8 +190,10 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
     goto fail;
   }
   memcpy(sa.sun_path, l->path, strlen(l->path) + 1);
-  if (mkdir_parents(l->path, err, errlen) != 0) goto fail;
-  if (remove_stale(l->path, &sa, err, errlen) != 0) goto fail;
+  if (mkdir_parents(l->path, err, errlen) != 0)
+    goto fail;
+  if (remove_stale(l->path, &sa, err, errlen) != 0)
+    goto fail;
   l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (l->fd < 0 || l->wake_fd < 0) {
@@ -205,8 +224,10 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   }
   return l;
 fail:
-  if (l->fd >= 0) close(l->fd);
-  if (l->wake_fd >= 0) close(l->wake_fd);
+  if (l->fd >= 0)
+    close(l->fd);
+  if (l->wake_fd >= 0)
+    close(l->wake_fd);
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
   free(l->path);
@@ -228,10 +249,12 @@ static int send_reply(int fd, int code, const char *reason, uint64_t seq, const 
   r.code = (Pushprof__V1__PushReply__Code)code;
   r.reason = why;
   r.sequence = seq;
-  if (push_id) r.push_id = (char *)push_id;
+  if (push_id)
+    r.push_id = (char *)push_id;
   uint8_t buf[PP_FRAME_HEADER_SIZE + 1024];
   size_t n = pushprof__v1__push_reply__get_packed_size(&r);
-  if (n > sizeof buf - PP_FRAME_HEADER_SIZE) return -1;
+  if (n > sizeof buf - PP_FRAME_HEADER_SIZE)
+    return -1;
   pushprof__v1__push_reply__pack(&r, buf + PP_FRAME_HEADER_SIZE);
   pp_frame_header_encode(buf, PP_FRAME_REPLY, (uint32_t)n);
   size_t total = n + PP_FRAME_HEADER_SIZE, off = 0;
@@ -241,12 +264,15 @@ static int send_reply(int fd, int code, const char *reason, uint64_t seq, const 
       off += (size_t)w;
       continue;
     }
-    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EINTR)
+      continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       int64_t left = deadline - now_ms();
-      if (left <= 0) return -1;
+      if (left <= 0)
+        return -1;
       struct pollfd p = {.fd = fd, .events = POLLOUT};
-      if (poll(&p, 1, (int)left) < 0 && errno != EINTR) return -1;
+      if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+        return -1;
       continue;
     }
     return -1;
@@ -274,12 +300,14 @@ static enum rd read_full(listener *l, int fd, uint8_t *buf, size_t len, int64_t 
       *got_out = got;
       return RD_EOF;
     }
-    if (errno == EINTR) continue;
+    if (errno == EINTR)
+      continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       *got_out = got;
       return RD_ERR;
     }
-    if (boundary && atomic_load(&l->stopping)) return RD_STOP;
+    if (boundary && atomic_load(&l->stopping))
+      return RD_STOP;
     int64_t left = deadline - now_ms();
     if (left <= 0) {
       *got_out = got;
@@ -296,23 +324,34 @@ static enum rd read_full(listener *l, int fd, uint8_t *buf, size_t len, int64_t 
 }
 
 static const char *header_reason(const uint8_t h[PP_FRAME_HEADER_SIZE], uint32_t max) {
-  if (memcmp(h, PP_FRAME_MAGIC, 4) != 0) return "bad_magic";
-  if (((unsigned)h[4] << 8 | h[5]) != PP_FRAME_VERSION) return "bad_version";
-  if (((unsigned)h[6] << 8 | h[7]) != PP_FRAME_PUSH) return "bad_frame_type";
+  if (memcmp(h, PP_FRAME_MAGIC, 4) != 0)
+    return "bad_magic";
+  if (((unsigned)h[4] << 8 | h[5]) != PP_FRAME_VERSION)
+    return "bad_version";
+  if (((unsigned)h[6] << 8 | h[7]) != PP_FRAME_PUSH)
+    return "bad_frame_type";
   uint32_t len = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
-  if (len > max || (uint64_t)len + PP_FRAME_HEADER_SIZE > max) return "frame_too_large";
+  if (len > max || (uint64_t)len + PP_FRAME_HEADER_SIZE > max)
+    return "frame_too_large";
   return "invalid_frame";
 }
 
 static const char *code_reason(int code) {
   switch (code) {
-  case RC_INVALID_FRAME: return "invalid_frame";
-  case RC_INVALID_PUSH: return "invalid_push";
-  case RC_INVALID_PPROF: return "invalid_pprof";
-  case RC_EXHAUSTED: return "resource_exhausted";
-  case RC_DENIED: return "permission_denied";
-  case RC_UNAVAILABLE: return "unavailable";
-  default: return "internal";
+  case RC_INVALID_FRAME:
+    return "invalid_frame";
+  case RC_INVALID_PUSH:
+    return "invalid_push";
+  case RC_INVALID_PPROF:
+    return "invalid_pprof";
+  case RC_EXHAUSTED:
+    return "resource_exhausted";
+  case RC_DENIED:
+    return "permission_denied";
+  case RC_UNAVAILABLE:
+    return "unavailable";
+  default:
+    return "internal";
   }
 }
 
@@ -333,11 +372,11 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   char why[REASON_MAX];
   why[0] = 0;
   metrics_add(M_PUSHES_RECEIVED, 1);
-  metrics_add(M_PUSH_BYTES, len);
   Pushprof__V1__PushRequest *req =
       spool_decode_frame(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
   if (!req) {
-    if (code == RC_OK) code = RC_INTERNAL;
+    if (code == RC_OK)
+      code = RC_INTERNAL;
     reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", 0, deadline);
     return code != RC_INVALID_FRAME;
   }
@@ -359,6 +398,7 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
     return true;
   }
   metrics_add(M_PUSHES_ACCEPTED, 1);
+  metrics_add(M_PUSH_BYTES, len);
   bool delivered = send_reply(c->fd, RC_OK, "", seq, id, deadline) == 0;
   char svc[PP_SERVICE_MAX * 2 + 8];
   log_event(LOG_DEBUG, "push accepted", "id=%s service=%s bytes=%zu seq=%llu", id,
@@ -368,19 +408,114 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   return delivered;
 }
 
+/* Memory for frames is bounded process-wide, not only per frame: 256
+ * clients each sending 16 MiB would otherwise need 4 GiB. */
+static bool inflight_reserve(listener *l, uint64_t n) {
+  uint_fast64_t cur = atomic_load(&l->inflight);
+  do {
+    if (cur + n > l->inflight_max)
+      return false;
+  } while (!atomic_compare_exchange_weak(&l->inflight, &cur, cur + n));
+  return true;
+}
+
+static void reject_busy(conn *c) {
+  char text[200];
+  snprintf(
+      text, sizeof text, "sidecar busy: %llu bytes of frames in flight (limit %llu): retry later",
+      (unsigned long long)atomic_load(&c->l->inflight), (unsigned long long)c->l->inflight_max);
+  reject(c, "inflight_limit", RC_EXHAUSTED, text, 0, now_ms() + 1000);
+}
+
+/* Reads the payload behind hdr; the whole frame (header included) comes back
+ * malloc'ed, or NULL after the reply/count for what went wrong. *reserved
+ * says how much of the in-flight budget to give back afterwards. */
+static uint8_t *read_body(conn *c, const uint8_t hdr[PP_FRAME_HEADER_SIZE], size_t total,
+                          int64_t deadline, size_t *reserved) {
+  listener *l = c->l;
+  /* Grow with what actually arrives: a header claiming 16 MiB costs little until sent. */
+  size_t cap = total < (1u << 20) ? total : (1u << 20);
+  if (!inflight_reserve(l, cap)) {
+    reject_busy(c);
+    return NULL;
+  }
+  *reserved = cap;
+  uint8_t *buf = malloc(cap);
+  if (!buf) {
+    reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
+           now_ms() + 1000);
+    return NULL;
+  }
+  memcpy(buf, hdr, PP_FRAME_HEADER_SIZE);
+  size_t have = PP_FRAME_HEADER_SIZE;
+  enum rd r = RD_OK;
+  while (have < total) {
+    if (have == cap) {
+      size_t ncap = cap * 2 < total ? cap * 2 : total;
+      if (!inflight_reserve(l, ncap - cap)) {
+        free(buf);
+        reject_busy(c);
+        return NULL;
+      }
+      *reserved += ncap - cap;
+      uint8_t *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
+               now_ms() + 1000);
+        return NULL;
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    size_t n = 0;
+    r = read_full(l, c->fd, buf + have, cap - have, deadline, false, &n);
+    have += n;
+    if (r != RD_OK)
+      break;
+  }
+  if (r == RD_OK)
+    return buf;
+  free(buf);
+  char text[160];
+  if (r == RD_TIMEOUT) {
+    snprintf(text, sizeof text, "read timeout: frame incomplete after %d ms (%zu of %zu bytes)",
+             l->cfg.read_timeout_ms, have, total);
+    reject(c, "read_timeout", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+  } else if (r == RD_EOF) {
+    snprintf(text, sizeof text, "truncated frame: connection closed after %zu of %zu bytes", have,
+             total);
+    reject(c, "truncated_frame", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
+  } else {
+    metrics_reject("connection_error");
+  }
+  return NULL;
+}
+
 static void conn_loop(conn *c) {
   listener *l = c->l;
   uint8_t hdr[PP_FRAME_HEADER_SIZE];
   unsigned frames = 0;
   for (;;) {
-    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    /* Waiting for a frame and receiving it are each bounded by the read
+     * timeout: the frame's deadline starts with its first byte. */
     size_t got = 0;
-    enum rd r = read_full(l, c->fd, hdr, sizeof hdr, deadline, true, &got);
-    if (r == RD_STOP) return;
-    if (r == RD_EOF && got == 0) return; /* clean close between frames */
-    if (r == RD_TIMEOUT && got == 0 && frames > 0) return; /* idle keep-alive ends */
+    enum rd r = read_full(l, c->fd, hdr, 1, now_ms() + l->cfg.read_timeout_ms, true, &got);
+    int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
+    if (r == RD_OK) {
+      size_t more = 0;
+      r = read_full(l, c->fd, hdr + 1, sizeof hdr - 1, deadline, false, &more);
+      got += more;
+    }
+    if (r == RD_STOP)
+      return;
+    if (r == RD_EOF && got == 0)
+      return; /* clean close between frames */
+    if (r == RD_TIMEOUT && got == 0 && frames > 0)
+      return; /* idle keep-alive ends */
     if (r == RD_ERR) {
-      if (got) metrics_reject("connection_error");
+      if (got)
+        metrics_reject("connection_error");
       return;
     }
     if (r == RD_TIMEOUT) {
@@ -391,18 +526,20 @@ static void conn_loop(conn *c) {
       return;
     }
     if (r == RD_EOF) {
-      reject(c, "truncated_frame", RC_INVALID_FRAME, "truncated frame: connection closed inside the header", 0, now_ms() + 1000);
+      reject(c, "truncated_frame", RC_INVALID_FRAME,
+             "truncated frame: connection closed inside the header", 0, now_ms() + 1000);
       return;
     }
     pp_frame_header h;
     const char *why = "invalid frame header";
     if (pp_frame_header_decode(hdr, l->cfg.max_frame_bytes, &h, &why) != 0 ||
-        h.type != PP_FRAME_PUSH || (uint64_t)h.length + PP_FRAME_HEADER_SIZE > l->cfg.max_frame_bytes) {
+        h.type != PP_FRAME_PUSH ||
+        (uint64_t)h.length + PP_FRAME_HEADER_SIZE > l->cfg.max_frame_bytes) {
       const char *mr = header_reason(hdr, l->cfg.max_frame_bytes);
       char text[REASON_MAX];
       if (strcmp(mr, "frame_too_large") == 0)
-        snprintf(text, sizeof text, "%s: limit is %u bytes (--max-frame-bytes)", why ? why : "frame too large",
-                 l->cfg.max_frame_bytes);
+        snprintf(text, sizeof text, "%s: limit is %u bytes (--max-frame-bytes)",
+                 why ? why : "frame too large", l->cfg.max_frame_bytes);
       else if (strcmp(mr, "bad_frame_type") == 0)
         snprintf(text, sizeof text, "unexpected frame type: only PushRequest (1) is accepted");
       else
@@ -411,55 +548,14 @@ static void conn_loop(conn *c) {
       return;
     }
     size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
-    /* Grow with what actually arrives: a header claiming 16 MiB costs nothing until sent. */
-    size_t cap = total < (1u << 20) ? total : (1u << 20);
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-      reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0, now_ms() + 1000);
-      return;
-    }
-    memcpy(buf, hdr, sizeof hdr);
-    size_t have = PP_FRAME_HEADER_SIZE;
-    r = RD_OK;
-    while (have < total) {
-      if (have == cap) {
-        size_t ncap = cap * 2 < total ? cap * 2 : total;
-        uint8_t *nb = realloc(buf, ncap);
-        if (!nb) {
-          free(buf);
-          reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
-                 now_ms() + 1000);
-          return;
-        }
-        buf = nb;
-        cap = ncap;
-      }
-      size_t n = 0;
-      r = read_full(l, c->fd, buf + have, cap - have, deadline, false, &n);
-      have += n;
-      if (r != RD_OK) break;
-    }
-    if (r != RD_OK) {
-      free(buf);
-      if (r == RD_TIMEOUT) {
-        char text[160];
-        snprintf(text, sizeof text, "read timeout: frame incomplete after %d ms (%zu of %zu bytes)",
-                 l->cfg.read_timeout_ms, have, total);
-        reject(c, "read_timeout", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
-      } else if (r == RD_EOF) {
-        char text[160];
-        snprintf(text, sizeof text, "truncated frame: connection closed after %zu of %zu bytes", have,
-                 total);
-        reject(c, "truncated_frame", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
-      } else {
-        metrics_reject("connection_error");
-      }
-      return;
-    }
-    bool keep = handle_frame(c, buf, total, now_ms() + l->cfg.read_timeout_ms);
+    size_t reserved = 0;
+    uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);
+    bool keep = buf && handle_frame(c, buf, total, now_ms() + l->cfg.read_timeout_ms);
     free(buf);
+    atomic_fetch_sub(&l->inflight, reserved);
     frames++;
-    if (!keep) return;
+    if (!keep)
+      return;
   }
 }
 
@@ -484,9 +580,11 @@ static void *conn_main(void *arg) {
 /* ---- accept thread ---- */
 
 static bool uid_allowed(const listener *l, uid_t uid) {
-  if (l->cfg.n_allow_uids == 0) return true;
+  if (l->cfg.n_allow_uids == 0)
+    return true;
   for (size_t i = 0; i < l->cfg.n_allow_uids; i++)
-    if (l->cfg.allow_uids[i] == uid) return true;
+    if (l->cfg.allow_uids[i] == uid)
+      return true;
   return false;
 }
 
@@ -552,9 +650,11 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, CONN_STACK_SIZE);
   }
-  if (c) *c = (conn){l, fd, cr};
+  if (c)
+    *c = (conn){l, fd, cr};
   int rc = c && attr_ok ? pthread_create(&t, &attr, conn_main, c) : ENOMEM;
-  if (attr_ok) pthread_attr_destroy(&attr);
+  if (attr_ok)
+    pthread_attr_destroy(&attr);
   if (rc != 0) {
     free(c);
     conn_end(l);
@@ -575,8 +675,10 @@ static void *accept_main(void *arg) {
     for (int i = 0; i < nlg; i++) {
       p[2 + i] = (struct pollfd){.fd = lg[i].fd, .events = POLLIN};
       int64_t left = lg[i].until - now;
-      if (left < 0) left = 0;
-      if (wait < 0 || left < wait) wait = left;
+      if (left < 0)
+        left = 0;
+      if (wait < 0 || left < wait)
+        wait = left;
     }
     int n = poll(p, (nfds_t)(2 + nlg), (int)wait);
     if (n < 0 && errno != EINTR) {
@@ -589,7 +691,8 @@ static void *accept_main(void *arg) {
       if (n > 0 && (p[2 + i].revents & (POLLIN | POLLHUP | POLLERR))) {
         uint8_t scratch[4096];
         ssize_t r = recv(lg[i].fd, scratch, sizeof scratch, MSG_DONTWAIT);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) done = true;
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+          done = true;
       }
       if (done) {
         close(lg[i].fd);
@@ -612,7 +715,8 @@ static void *accept_main(void *arg) {
       }
     }
   }
-  for (int i = 0; i < nlg; i++) close(lg[i].fd);
+  for (int i = 0; i < nlg; i++)
+    close(lg[i].fd);
   return NULL;
 }
 
@@ -629,7 +733,8 @@ int listener_start(listener *l, spool *sp, batcher *b) {
 }
 
 void listener_stop(listener *l) {
-  if (!l) return;
+  if (!l)
+    return;
   atomic_store(&l->stopping, true);
   uint64_t one = 1;
   if (write(l->wake_fd, &one, sizeof one) != sizeof one)
@@ -641,19 +746,23 @@ void listener_stop(listener *l) {
   if (l->fd >= 0) {
     /* Unlink only our own socket: another sidecar may have replaced it. */
     struct stat st;
-    if (lstat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino) unlink(l->path);
+    if (lstat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+      unlink(l->path);
     close(l->fd);
     l->fd = -1;
   }
   pthread_mutex_lock(&l->mu);
-  while (l->open > 0) pthread_cond_wait(&l->cv, &l->mu);
+  while (l->open > 0)
+    pthread_cond_wait(&l->cv, &l->mu);
   pthread_mutex_unlock(&l->mu);
 }
 
 void listener_free(listener *l) {
-  if (!l) return;
+  if (!l)
+    return;
   listener_stop(l);
-  if (l->wake_fd >= 0) close(l->wake_fd);
+  if (l->wake_fd >= 0)
+    close(l->wake_fd);
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
   free(l->path);

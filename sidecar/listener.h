@@ -15,10 +15,10 @@
 
 typedef struct listener_config {
   const char *socket_path;
-  uint32_t max_frame_bytes;  /* header + payload at most this (16 MiB) */
-  int max_connections;       /* beyond it: RESOURCE_EXHAUSTED and close */
-  int read_timeout_ms;       /* a whole frame must arrive within this */
-  const uid_t *allow_uids;   /* NULL/0: any peer; else SO_PEERCRED uid must be listed */
+  uint32_t max_frame_bytes; /* header + payload at most this (16 MiB) */
+  int max_connections;      /* beyond it: RESOURCE_EXHAUSTED and close */
+  int read_timeout_ms;      /* a whole frame must arrive within this */
+  const uid_t *allow_uids;  /* NULL/0: any peer; else SO_PEERCRED uid must be listed */
   size_t n_allow_uids;
 } listener_config;
 

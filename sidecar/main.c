@@ -34,7 +34,8 @@ int main(int argc, char **argv) {
 
   int st = config_load(&cfg, argc, argv, err, sizeof err);
   if (st != CONFIG_OK) {
-    if (st == CONFIG_ERROR) fprintf(stderr, "pushprof-sidecar: %s\n", err);
+    if (st == CONFIG_ERROR)
+      fprintf(stderr, "pushprof-sidecar: %s\n", err);
     config_free(&cfg);
     return st == CONFIG_DONE ? 0 : 2;
   }
@@ -64,15 +65,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pushprof-sidecar: --socket %s: %s\n", cfg.socket_path, err);
     goto out;
   }
-  exporter_options eo = {.max_dumps_retained = cfg.max_dumps_retained};
+  exporter_options eo = {.max_dumps_retained = cfg.max_dumps_retained,
+                         .ca_file = cfg.ca_file,
+                         .tls_insecure_skip_verify = cfg.tls_insecure_skip_verify,
+                         .http_timeout_ms = cfg.http_timeout_ms,
+                         .s3_region = cfg.s3_region,
+                         .s3_endpoint = cfg.s3_endpoint,
+                         .s3_path_style = cfg.s3_path_style,
+                         .gcs_endpoint = cfg.gcs_endpoint};
   ex = exporter_create(cfg.export_url, &eo, err, sizeof err);
   if (!ex) {
     fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", cfg.export_url, err);
     exit_code = 2;
     goto out;
   }
-  spool_config sc = {.dir = cfg.spool_dir, .max_bytes = cfg.max_spool_bytes,
-                     .drop_oldest = cfg.spool_drop_oldest};
+  spool_config sc = {
+      .dir = cfg.spool_dir, .max_bytes = cfg.max_spool_bytes, .drop_oldest = cfg.spool_drop_oldest};
   sp = spool_open(&sc, err, sizeof err);
   if (!sp) {
     fprintf(stderr, "pushprof-sidecar: --spool %s: %s\n", cfg.spool_dir, err);
@@ -87,8 +95,10 @@ int main(int argc, char **argv) {
     log_event(LOG_INFO, "metrics listening", "addr=%s port=%d",
               log_quote(cfg.metrics_addr, q1, sizeof q1), http_metrics_port(hm));
   }
-  batcher_config bc = {.window_s = cfg.batch_window_s, .node = cfg.node_name,
-                       .subdir = cfg.bucket_subdir, .max_age_s = cfg.max_batch_age_s};
+  batcher_config bc = {.window_s = cfg.batch_window_s,
+                       .node = cfg.node_name,
+                       .subdir = cfg.bucket_subdir,
+                       .max_age_s = cfg.max_batch_age_s};
   b = batcher_new(&bc, ex, sp);
   if (!b || batcher_start(b) != 0) {
     fprintf(stderr, "pushprof-sidecar: cannot start the batcher\n");
@@ -98,7 +108,8 @@ int main(int argc, char **argv) {
   log_event(LOG_INFO, "spool scanned", "dir=%s resumed=%d bytes=%llu",
             log_quote(cfg.spool_dir, q1, sizeof q1), resumed < 0 ? 0 : resumed,
             (unsigned long long)spool_bytes(sp));
-  if (listener_start(ls, sp, b) != 0) goto out;
+  if (listener_start(ls, sp, b) != 0)
+    goto out;
   log_event(LOG_INFO, "sidecar started", "socket=%s export=%s node=%s window_s=%d",
             log_quote(cfg.socket_path, q1, sizeof q1), log_quote(cfg.export_url, q2, sizeof q2),
             log_quote(cfg.node_name, q3, sizeof q3), cfg.batch_window_s);
@@ -121,20 +132,24 @@ int main(int argc, char **argv) {
       break;
     }
     int n = spool_rescan_new(sp, resume_cb, b);
-    if (n > 0) log_event(LOG_INFO, "spool drop-ins picked up", "files=%d", n);
+    if (n > 0)
+      log_event(LOG_INFO, "spool drop-ins picked up", "files=%d", n);
   }
   exit_code = 0;
 
 out:
-  if (hm) http_metrics_set_stopping(hm);
+  if (hm)
+    http_metrics_set_stopping(hm);
   listener_stop(ls); /* no new frames; frames in flight finished */
   if (b) {
     batcher_shutdown(b, cfg.shutdown_grace_s);
     batcher_free(b);
   }
   listener_free(ls);
-  if (hm) http_metrics_stop(hm);
-  if (ex) exporter_destroy(ex);
+  if (hm)
+    http_metrics_stop(hm);
+  if (ex)
+    exporter_destroy(ex);
   if (sp) {
     log_event(LOG_INFO, "sidecar stopped", "spool_files_left=%zu", spool_files(sp));
     spool_close(sp);

@@ -32,6 +32,8 @@
 #define FAILED_DIR "failed"
 /* A dot temp file younger than this may be a client's drop-in in progress. */
 #define STALE_TEMP_S 5
+/* Later scans remove temp files only once no live writer can own them. */
+#define ABANDONED_TEMP_S 600
 
 typedef struct spool_entry {
   char id[SPOOL_ID_MAX];
@@ -439,7 +441,9 @@ static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, 
   uint8_t *buf = NULL;
   struct stat st;
   if (fd < 0) {
-    snprintf(why, whylen, "cannot open: %s", strerror(errno));
+    int e = errno;
+    snprintf(why, whylen, "cannot open: %s", strerror(e));
+    errno = e;
     return -1;
   }
   if (fstat(fd, &st) != 0) {
@@ -479,6 +483,7 @@ static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, 
 fail:
   free(buf);
   close(fd);
+  errno = EIO; /* only a failed open may report ENOENT */
   return -1;
 }
 
@@ -488,10 +493,16 @@ static uint32_t scan_frame_limit(const spool *s) {
   return UINT32_MAX;
 }
 
-/* Lists unknown *.push names (claiming them in pending with their size),
- * sorted. Lock held. */
-static char **claim_new_locked(spool *s, size_t *count) {
-  char **names = NULL;
+typedef struct found_file {
+  char *name;
+  uint64_t size;
+  mode_t mode;
+} found_file;
+
+/* Lists *.push names in the spool dir without holding the lock (a big spool
+ * must not stall puts), sorted. */
+static found_file *list_spool_dir(spool *s, size_t *count) {
+  found_file *v = NULL;
   size_t n = 0, cap = 0;
   int fd = dup(s->dirfd);
   DIR *d = NULL;
@@ -506,18 +517,53 @@ static char **claim_new_locked(spool *s, size_t *count) {
   }
   rewinddir(d);
   struct dirent *de;
+  time_t now = time(NULL);
   while ((de = readdir(d)) != NULL) {
     const char *nm = de->d_name;
+    struct stat st;
+    if (nm[0] == '.' && strstr(nm, PP_SPOOL_SUFFIX)) {
+      /* A temp file this old was abandoned by a writer that died. */
+      if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          now - st.st_mtime > ABANDONED_TEMP_S && unlinkat(s->dirfd, nm, 0) == 0)
+        log_event(LOG_INFO, "removed abandoned spool temp file", "file=%s/%s", s->dir, nm);
+      continue;
+    }
     if (nm[0] == '.' || !has_suffix(nm, PP_SPOOL_SUFFIX))
       continue;
+    if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
+      continue; /* vanished, or a directory someone named *.push */
+    if (n == cap) {
+      size_t ncap = cap ? cap * 2 : 32;
+      found_file *nv = realloc(v, ncap * sizeof *nv);
+      if (!nv)
+        break;
+      v = nv;
+      cap = ncap;
+    }
+    if (!(v[n].name = strdup(nm)))
+      break;
+    v[n].size = (uint64_t)st.st_size;
+    v[n].mode = st.st_mode;
+    n++;
+  }
+  closedir(d);
+  *count = n;
+  return v;
+}
+
+/* Claims the names not known yet (pending with their size) and returns them
+ * sorted, oldest first. */
+static char **claim_new(spool *s, size_t *count) {
+  size_t nf = 0, n = 0;
+  found_file *f = list_spool_dir(s, &nf);
+  char **names = nf ? calloc(nf, sizeof *names) : NULL;
+  *count = 0;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < nf && names; i++) {
+    const char *nm = f[i].name;
     if (strlen(nm) < SPOOL_ID_MAX && (set_has(&s->pending, nm) || set_has(&s->bad, nm)))
       continue;
-    struct stat st;
-    if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0)
-      continue; /* vanished */
-    if (S_ISDIR(st.st_mode))
-      continue;
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(f[i].mode)) {
       quarantine_locked(s, nm, "not a regular file");
       continue;
     }
@@ -525,26 +571,23 @@ static char **claim_new_locked(spool *s, size_t *count) {
       quarantine_locked(s, nm, "file name too long for a spool id (max 63 bytes)");
       continue;
     }
-    if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 32;
-      char **nn = realloc(names, ncap * sizeof *nn);
-      if (!nn)
-        break;
-      names = nn;
-      cap = ncap;
-    }
-    if (!(names[n] = strdup(nm)))
+    if (set_insert(&s->pending, nm, f[i].size) != 0)
       break;
-    if (set_insert(&s->pending, nm, (uint64_t)st.st_size) != 0) {
-      free(names[n]);
-      break;
-    }
-    s->bytes += (uint64_t)st.st_size;
-    n++;
+    s->bytes += f[i].size;
+    names[n++] = f[i].name;
+    f[i].name = NULL;
   }
-  closedir(d);
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  for (size_t i = 0; i < nf; i++)
+    free(f[i].name);
+  free(f);
   if (n)
     qsort(names, n, sizeof *names, cmp_names);
+  else {
+    free(names);
+    names = NULL;
+  }
   *count = n;
   return names;
 }
@@ -552,10 +595,7 @@ static char **claim_new_locked(spool *s, size_t *count) {
 static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
   size_t n;
   int handed = 0;
-  pthread_mutex_lock(&s->mu);
-  char **names = claim_new_locked(s, &n);
-  publish_gauges(s);
-  pthread_mutex_unlock(&s->mu);
+  char **names = claim_new(s, &n);
 
   for (size_t i = 0; i < n; i++) {
     uint8_t *buf = NULL;
@@ -563,16 +603,20 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
     char why[256];
     int code = 0;
     Pushprof__V1__PushRequest *req = NULL;
+    bool vanished = false;
     if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf,
                      &len, why, sizeof why) == 0)
       req = spool_decode_frame(buf, len, scan_frame_limit(s), &code, why, sizeof why);
+    else
+      vanished = errno == ENOENT; /* removed since we listed it: nothing to do */
     free(buf);
     if (!req) {
       uint64_t b = 0;
       pthread_mutex_lock(&s->mu);
       if (set_erase(&s->pending, names[i], &b))
         s->bytes -= b;
-      quarantine_locked(s, names[i], why);
+      if (!vanished)
+        quarantine_locked(s, names[i], why);
       publish_gauges(s);
       pthread_mutex_unlock(&s->mu);
     } else {

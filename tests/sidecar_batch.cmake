@@ -8,7 +8,8 @@ if(TARGET pushprof_sidecar_lib)
     LIBS pushprof_sidecar_lib)
 endif()
 if(TARGET pushprof_sidecar_lib)
-  pushprof_unit_test(NAME test_spool SOURCES unit/test_spool.c LIBS pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_spool SOURCES unit/test_spool.c LIBS pushprof_sidecar_lib
+    LABELS "unit;tsan")
 endif()
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_batcher SOURCES unit/test_batcher.c LIBS pushprof_sidecar_lib

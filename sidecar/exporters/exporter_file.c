@@ -105,8 +105,13 @@ static int mkdir_p(const char *path) {
 /* Opens (creating if needed) the directory seg below dfd, never following a
  * symlink. Returns a new fd or -1. */
 static int open_subdir(int dfd, const char *seg) {
-  if (mkdirat(dfd, seg, 0750) != 0 && errno != EEXIST)
+  if (mkdirat(dfd, seg, 0750) == 0) {
+    /* A new directory's entry must be durable before objects in it count. */
+    if (fsync(dfd) != 0)
+      return -1;
+  } else if (errno != EEXIST) {
     return -1;
+  }
   return openat(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 

@@ -13,7 +13,8 @@ static char ini_path[256];
 static void write_ini(const char *text) {
   FILE *f = fopen(ini_path, "w");
   PP_CHECK(f != NULL);
-  if (!f) return;
+  if (!f)
+    return;
   fputs(text, f);
   fclose(f);
 }
@@ -72,8 +73,13 @@ static void test_config_file_then_flags_override(void) {
             "read_timeout = 500ms\n");
   sidecar_config c;
   char err[512] = "";
-  const char *argv[] = {"pushprof-sidecar", "--config", ini_path, "--batch-window", "5",
-                        "--socket=/tmp/from-flag.sock", NULL};
+  const char *argv[] = {"pushprof-sidecar",
+                        "--config",
+                        ini_path,
+                        "--batch-window",
+                        "5",
+                        "--socket=/tmp/from-flag.sock",
+                        NULL};
   PP_CHECK_INT(load(&c, err, sizeof err, 6, argv), ==, CONFIG_OK);
   PP_CHECK_STR(err, "");
   PP_CHECK_STR(c.socket_path, "/tmp/from-flag.sock");

@@ -1,6 +1,7 @@
 /* ELF symbols and build ids of real files: this test binary, libc, a deleted
  * library copy, and broken files. */
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -23,6 +24,18 @@ __attribute__((noinline, used)) static int elfsym_probe_target(int n) {
   for (int i = 0; i < n; i++) acc += i * g_sink + (acc >> 3);
   return acc;
 }
+
+/* Assembly with an entry point inside a larger function: outer covers 7 bytes,
+ * inner only its first 2, so the last byte belongs to outer. */
+__asm__(".text\n"
+        ".globl elfsym_outer_asm\n.hidden elfsym_outer_asm\n"
+        ".type elfsym_outer_asm,@function\nelfsym_outer_asm:\n nop\n nop\n"
+        ".globl elfsym_inner_asm\n.hidden elfsym_inner_asm\n"
+        ".type elfsym_inner_asm,@function\nelfsym_inner_asm:\n nop\n nop\n"
+        ".size elfsym_inner_asm, 2\n nop\n nop\n ret\n"
+        ".size elfsym_outer_asm, .-elfsym_outer_asm\n");
+void elfsym_outer_asm(void);
+void elfsym_inner_asm(void);
 
 static char g_tmpdir[PATH_MAX];
 
@@ -98,6 +111,17 @@ static void test_elfsym_resolves_function_in_this_binary(void) {
   readelf_build_id(exe, want, sizeof want);
   PP_CHECK(strlen(want) >= 16);
   PP_CHECK_STR(bid, want);
+  elfsym_cache_free(c);
+}
+
+static void test_elfsym_finds_outer_symbol_past_inner_entry(void) {
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_symbol sym;
+  uint64_t outer = (uint64_t)(uintptr_t)&elfsym_outer_asm;
+  PP_CHECK((uint64_t)(uintptr_t)&elfsym_inner_asm == outer + 2);
+  PP_CHECK_STR(symbolize(c, outer + 1, &sym, NULL), "elfsym_outer_asm");
+  PP_CHECK_STR(symbolize(c, outer + 3, &sym, NULL), "elfsym_inner_asm");
+  PP_CHECK_STR(symbolize(c, outer + 6, &sym, NULL), "elfsym_outer_asm");
   elfsym_cache_free(c);
 }
 
@@ -205,6 +229,10 @@ static void test_elfsym_survives_broken_files(void) {
   PP_CHECK(elfsym_image_open(path) == NULL);
   PP_CHECK(elfsym_image_open(g_tmpdir) == NULL); /* a directory */
   PP_CHECK(elfsym_image_open("/nonexistent/pushprof") == NULL);
+  snprintf(path, sizeof path, "%s/fifo", g_tmpdir);
+  PP_CHECK_INT(mkfifo(path, 0600), ==, 0);
+  PP_CHECK(elfsym_image_open(path) == NULL); /* returns at once, no writer needed */
+  unlink(path);
   unlink(path);
 
   /* stripped: no .symtab, falls back to .dynsym without trouble */
@@ -222,6 +250,118 @@ static void test_elfsym_survives_broken_files(void) {
   elfsym_image_free(img);
   elfsym_image_free(orig);
   unlink(path);
+}
+
+/* A stripped file gets its local functions from a debug file found by build
+ * id (as libc6-dbg installs them), and not without it. */
+/* Corrupted copies of this binary (bytes overwritten in the headers, the
+ * section and program header tables, and at random; every truncation of the
+ * first 4 KiB) must never crash: at worst no image or no symbols. */
+static void test_elfsym_survives_corrupted_images(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PP_CHECK(n > 0);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  FILE *f = fopen(exe, "rb");
+  PP_CHECK(f != NULL);
+  if (!f) return;
+  struct stat st;
+  PP_CHECK(fstat(fileno(f), &st) == 0);
+  size_t size = (size_t)st.st_size;
+  uint8_t *orig = malloc(size), *img = malloc(size);
+  PP_CHECK(orig && img && fread(orig, 1, size, f) == size);
+  fclose(f);
+  if (!orig || !img) goto done;
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)orig;
+  size_t regions[][2] = {
+      {0, sizeof *eh},
+      {eh->e_phoff, (size_t)eh->e_phnum * eh->e_phentsize},
+      {eh->e_shoff, (size_t)eh->e_shnum * eh->e_shentsize},
+      {0, size},
+  };
+  unsigned seed = 12345;
+  int opened = 0, with_syms = 0;
+  for (int round = 0; round < 400; round++) {
+    memcpy(img, orig, size);
+    size_t *r = regions[round % 4];
+    if (r[0] >= size || r[1] == 0) continue;
+    size_t span = r[0] + r[1] > size ? size - r[0] : r[1];
+    for (int k = 0; k < 1 + round % 7; k++) {
+      seed = seed * 1103515245u + 12345u;
+      size_t at = r[0] + (seed >> 8) % span;
+      seed = seed * 1103515245u + 12345u;
+      img[at] = (uint8_t)(round % 3 == 0 ? 0xff : (seed >> 16));
+    }
+    elfsym_image *im = elfsym_image_from_memory(img, size);
+    if (!im) continue;
+    opened++;
+    elfsym_symbol sym;
+    uint64_t vaddr;
+    if (elfsym_symbol_count(im) > 0) with_syms++;
+    for (uint64_t pc = 0x1000; pc < 0x40000; pc += 0x777)
+      if (elfsym_pc_to_vaddr(im, 0x1000, 0x1000, pc, &vaddr)) (void)elfsym_lookup(im, vaddr, NULL, &sym);
+    elfsym_image_free(im);
+  }
+  for (size_t len = 0; len <= 4096 && len <= size; len += 7) {
+    elfsym_image *im = elfsym_image_from_memory(orig, len);
+    if (im) {
+      (void)elfsym_symbol_count(im);
+      elfsym_image_free(im);
+    }
+  }
+  fprintf(stderr, "corrupted images: %d of 400 opened, %d with symbols\n", opened, with_syms);
+  PP_CHECK(opened > 0);
+done:
+  free(orig);
+  free(img);
+}
+
+static void test_elfsym_uses_debug_file_by_build_id(void) {
+  char exe[PATH_MAX], stripped[PATH_MAX + 32], dbg[PATH_MAX + 128], cmd[6 * PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PP_CHECK(n > 0);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  elfsym_image *orig = elfsym_image_open(exe);
+  PP_CHECK(orig != NULL);
+  if (!orig) return;
+  const char *bid = elfsym_build_id(orig);
+  PP_CHECK(strlen(bid) > 4);
+  snprintf(stripped, sizeof stripped, "%s/stripped-exe", g_tmpdir);
+  snprintf(dbg, sizeof dbg, "%s/dbg/.build-id/%.2s", g_tmpdir, bid);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p '%s' && objcopy --only-keep-debug '%s' '%s/%s.debug' && strip -o '%s' '%s'",
+           dbg, exe, dbg, bid + 2, stripped, exe);
+  PP_CHECK_INT(system(cmd), ==, 0);
+
+  procmaps m;
+  const procmaps_entry *e;
+  uint64_t pc = (uint64_t)(uintptr_t)&elfsym_probe_target + 3, vaddr = 0;
+  PP_CHECK_INT(mapping_of(pc, &m, &e), ==, 0);
+  PP_CHECK(elfsym_pc_to_vaddr(orig, e->start, e->offset, pc, &vaddr));
+  procmaps_free(&m);
+  struct stat st;
+  PP_CHECK(stat(stripped, &st) == 0);
+  elfsym_fileid id = {stripped, (uint64_t)st.st_ino, 1, 1, false, 0, 0};
+  elfsym_symbol sym;
+  for (int with_debug = 0; with_debug < 2; with_debug++) {
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof root, "%s/dbg", g_tmpdir);
+    elfsym_cache *c = elfsym_cache_new();
+    PP_CHECK_INT(elfsym_cache_set_debug_root(c, with_debug ? root : ""), ==, 0);
+    elfsym_image *img = elfsym_cache_get(c, &id);
+    PP_CHECK(img != NULL);
+    if (img) {
+      bool found = elfsym_lookup(img, vaddr, NULL, &sym);
+      PP_CHECK_INT(found, ==, with_debug);
+      if (found) PP_CHECK_STR(sym.name, "elfsym_probe_target");
+    }
+    elfsym_cache_free(c);
+  }
+  elfsym_image_free(orig);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s/dbg' '%s'", g_tmpdir, stripped);
+  PP_CHECK_INT(system(cmd), ==, 0);
 }
 
 static void test_elfsym_reads_deleted_library_through_map_files(void) {
@@ -298,9 +438,12 @@ int main(void) {
     return 1;
   }
   PP_RUN(test_elfsym_resolves_function_in_this_binary);
+  PP_RUN(test_elfsym_finds_outer_symbol_past_inner_entry);
   PP_RUN(test_elfsym_resolves_libc_write);
   PP_RUN(test_elfsym_cache_shares_images_by_build_id);
   PP_RUN(test_elfsym_survives_broken_files);
+  PP_RUN(test_elfsym_survives_corrupted_images);
+  PP_RUN(test_elfsym_uses_debug_file_by_build_id);
   PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
   PP_RUN(test_elfsym_reads_vdso_from_memory);
   rmdir(g_tmpdir);

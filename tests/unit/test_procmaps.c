@@ -118,11 +118,23 @@ static void test_procmaps_reads_self(void) {
   procmaps_free(&m);
 }
 
+static void test_procmaps_read_file_is_bounded(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(procmaps_read_file("/proc/self/maps", 64, &buf, &len), ==, -1);
+  PP_CHECK(buf == NULL);
+  PP_CHECK_INT(procmaps_read_file("/proc/self/maps", 1 << 24, &buf, &len), ==, 0);
+  PP_CHECK(buf && len > 64 && strlen(buf) == len);
+  free(buf);
+  PP_CHECK_INT(procmaps_read_file("/nonexistent/maps", 1 << 20, &buf, &len), ==, -1);
+}
+
 int main(void) {
   PP_RUN(test_procmaps_parses_typical_lines);
   PP_RUN(test_procmaps_keeps_spaces_and_strips_deleted);
   PP_RUN(test_procmaps_skips_malformed_lines);
   PP_RUN(test_procmaps_survives_every_truncation);
   PP_RUN(test_procmaps_reads_self);
+  PP_RUN(test_procmaps_read_file_is_bounded);
   PP_DONE();
 }

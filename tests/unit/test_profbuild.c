@@ -334,6 +334,83 @@ done:
   profbuild_free(pb);
 }
 
+static int copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  char buf[65536];
+  size_t r;
+  int rc = -1;
+  if (!in || !out) goto done;
+  while ((r = fread(buf, 1, sizeof buf, in)) > 0)
+    if (fwrite(buf, 1, r, out) != r) goto done;
+  rc = 0;
+done:
+  if (in) fclose(in);
+  if (out && fclose(out) != 0) rc = -1;
+  return rc;
+}
+
+/* A library dlopen'ed after the first build, and the vDSO, are symbolized
+ * once the maps are refreshed. */
+static void test_profbuild_sees_dlopen_and_vdso(void) {
+  profbuild *pb = profbuild_new();
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+  void *h = NULL;
+  char dir[] = "/tmp/pp-profbuild-XXXXXX", copy[64];
+  PP_CHECK(pb != NULL);
+  if (!pb || !mkdtemp(dir)) goto done;
+  uintptr_t s0[] = {PC(profbuild_probe_root, 9)};
+  profbuild_stack st0[] = {{s0, 1, NULL, 0, 1, NULL}};
+  Profile *p = build_and_parse(pb, st0, 1, &meta, NULL);
+  PP_CHECK(p != NULL);
+  if (p) perftools__profiles__profile__free_unpacked(p, NULL);
+
+  void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
+  Dl_info info;
+  PP_CHECK(z && dladdr(z, &info) && info.dli_fname);
+  if (!z) goto done;
+  snprintf(copy, sizeof copy, "%s/libzcopy.so", dir);
+  PP_CHECK_INT(copy_file(info.dli_fname, copy), ==, 0);
+  h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  PP_CHECK(h != NULL);
+  void *fn = h ? dlsym(h, "zlibVersion") : NULL;
+  PP_CHECK(fn != NULL && fn != z);
+  void *vd = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *gt = vd ? dlsym(vd, "__vdso_clock_gettime") : NULL;
+  if (!fn) goto done;
+  uintptr_t s1[] = {(uintptr_t)fn + 1, PC(profbuild_probe_root, 9)};
+  uintptr_t s2[] = {(uintptr_t)gt + 1, PC(profbuild_probe_root, 9)};
+  profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL}, {s2, 2, NULL, 0, 1, NULL}};
+  PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
+  p = build_and_parse(pb, st, gt ? 2 : 1, &meta, NULL);
+  PP_CHECK(p != NULL);
+  if (p) {
+    const Perftools__Profiles__Sample *a = sample_with_leaf(p, "zlibVersion");
+    PP_CHECK(a != NULL);
+    const Perftools__Profiles__Mapping *m = a ? mapping_of(p, a->location_id[0]) : NULL;
+    PP_CHECK(m != NULL);
+    if (m) PP_CHECK_STR(str(p, m->filename), copy);
+    if (gt) {
+      int found = 0;
+      for (size_t i = 0; i < p->n_sample; i++) {
+        const char *n = frame_name(p, p->sample[i]->location_id[0]);
+        const Perftools__Profiles__Mapping *vm = mapping_of(p, p->sample[i]->location_id[0]);
+        if (n && strstr(n, "clock_gettime") && vm && strcmp(str(p, vm->filename), "[vdso]") == 0)
+          found++;
+      }
+      PP_CHECK_INT(found, ==, 1);
+    } else {
+      fprintf(stderr, "no vDSO clock_gettime here: vDSO part not checked\n");
+    }
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  if (vd) dlclose(vd);
+done:
+  if (h) dlclose(h);
+  unlink(copy);
+  rmdir(dir);
+  profbuild_free(pb);
+}
+
 static void test_profbuild_empty_profile_is_valid(void) {
   profbuild *pb = profbuild_new();
   PP_CHECK(pb != NULL);
@@ -406,6 +483,10 @@ static void test_profbuild_many_distinct_stacks(void) {
   }
   fprintf(stderr, "figure: %d stacks of depth %d built in %.1f ms (%.0f stacks/s)\n", NSTACKS,
           DEPTH, best * 1e3, NSTACKS / best);
+  double t0 = now_s();
+  for (int i = 0; i < 20; i++) PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
+  fprintf(stderr, "figure: profbuild_refresh_maps (cached files) %.0f us\n",
+          (now_s() - t0) / 20 * 1e6);
 done:
   free(pcs);
   free(st);
@@ -419,6 +500,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_profbuild_symbolizes_return_addresses_as_pc_minus_one);
   PP_RUN(test_profbuild_demangles_cxx_and_resolves_libc);
   PP_RUN(test_profbuild_unknown_pcs_and_special_stacks);
+  PP_RUN(test_profbuild_sees_dlopen_and_vdso);
   PP_RUN(test_profbuild_empty_profile_is_valid);
   PP_RUN(test_profbuild_many_distinct_stacks);
   PP_DONE();

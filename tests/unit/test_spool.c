@@ -1,5 +1,7 @@
 /* Unit tests for sidecar/spool.c. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -209,6 +211,11 @@ static void test_open_removes_stale_temps_and_scan_ignores_dotfiles(void) {
   seen got = {0};
   PP_CHECK_INT(spool_scan(s, collect, &got), ==, 0);
   PP_CHECK_INT(access(sub("notes.txt"), F_OK), ==, 0); /* not ours: untouched */
+  PP_CHECK_INT(access(sub(".sdk-in-progress.push"), F_OK), ==, 0);
+  /* Once abandoned for long, later scans remove it too. */
+  PP_CHECK_INT(utimensat(AT_FDCWD, sub(".sdk-in-progress.push"), old, 0), ==, 0);
+  PP_CHECK_INT(spool_rescan_new(s, collect, &got), ==, 0);
+  PP_CHECK_INT(access(sub(".sdk-in-progress.push"), F_OK), ==, -1);
   PP_CHECK_INT(spool_files(s), ==, 0);
   spool_close(s);
   btu_rmtree(dir);
@@ -337,6 +344,55 @@ static void test_open_reports_unusable_dir(void) {
   spool_config none = {0};
   PP_CHECK(spool_open(&none, err, sizeof err) == NULL);
   PP_CHECK(strstr(err, "--spool") != NULL);
+}
+
+typedef struct race_arg {
+  spool *s;
+  int puts, removes;
+} race_arg;
+
+static void *putter(void *p) {
+  race_arg *a = p;
+  size_t len = 0;
+  uint8_t *f = btu_frame("race", 1, &len);
+  for (int i = 0; i < 200 && f; i++) {
+    char id[SPOOL_ID_MAX];
+    if (spool_put(a->s, f, len, id) != SPOOL_OK)
+      continue;
+    a->puts++;
+    if (i % 2 == 0 && spool_remove(a->s, id) == SPOOL_OK)
+      a->removes++;
+  }
+  free(f);
+  return NULL;
+}
+
+/* Files written by spool_put are never handed out again by a concurrent
+ * rescan, and the byte count stays exact. */
+static void test_rescan_races_with_puts_without_double_handover(void) {
+  setup();
+  spool *s = open_spool(1 << 26, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  race_arg a = {.s = s};
+  pthread_t t;
+  PP_CHECK_INT(pthread_create(&t, NULL, putter, &a), ==, 0);
+  seen got = {0};
+  int handed = 0;
+  for (int i = 0; i < 100; i++)
+    handed += spool_rescan_new(s, collect, &got);
+  pthread_join(t, NULL);
+  handed += spool_rescan_new(s, collect, &got);
+  PP_CHECK_INT(handed, ==, 0);
+  PP_CHECK_INT(a.puts, ==, 200);
+  PP_CHECK_INT(spool_files(s), ==, a.puts - a.removes);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, a.puts - a.removes);
+  size_t len = 0;
+  free(btu_frame("race", 1, &len));
+  PP_CHECK_INT(spool_bytes(s), ==, (uint64_t)(a.puts - a.removes) * len);
+  spool_close(s);
+  btu_rmtree(dir);
 }
 
 static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
@@ -494,6 +550,7 @@ int main(void) {
   PP_RUN(test_rescan_new_picks_up_drop_ins_once);
   PP_RUN(test_full_spool_refuses_then_accepts_after_remove);
   PP_RUN(test_drop_oldest_makes_room_and_counts);
+  PP_RUN(test_rescan_races_with_puts_without_double_handover);
   PP_RUN(test_disk_error_is_eio_and_leaves_nothing);
   PP_RUN(test_open_reports_unusable_dir);
   PP_RUN(test_decode_frame_validates_every_layer);

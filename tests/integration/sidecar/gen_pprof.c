@@ -36,7 +36,8 @@ static int write_all(const char *path, const uint8_t *data, size_t len) {
 static int build_profile(int nsamples, int nfuncs, uint8_t **out, size_t *len, int64_t *sum_n,
                          int64_t *sum_cpu) {
   pp_builder *b = pp_builder_new();
-  if (!b) return -1;
+  if (!b)
+    return -1;
   int rc = -1;
   if (pp_builder_add_sample_type(b, "samples", "count") != 0 ||
       pp_builder_add_sample_type(b, "cpu", "nanoseconds") != 0 ||
@@ -45,8 +46,10 @@ static int build_profile(int nsamples, int nfuncs, uint8_t **out, size_t *len, i
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   pp_builder_set_time(b, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 1000000000);
-  uint64_t map = pp_builder_mapping(b, 0x400000, 0x800000, 0, "/usr/bin/testprog", "abcdef12", true);
-  if (!map) goto out;
+  uint64_t map =
+      pp_builder_mapping(b, 0x400000, 0x800000, 0, "/usr/bin/testprog", "abcdef12", true);
+  if (!map)
+    goto out;
   *sum_n = *sum_cpu = 0;
   for (int i = 0; i < nsamples; i++) {
     uint64_t locs[8];
@@ -57,16 +60,19 @@ static int build_profile(int nsamples, int nfuncs, uint8_t **out, size_t *len, i
       snprintf(name, sizeof name, "pushprof_test_function_number_%d", fn);
       uint64_t fid = pp_builder_function(b, name, name, "/src/testprog.c", fn);
       int64_t line = 10 + fn;
-      if (!fid) goto out;
+      if (!fid)
+        goto out;
       locs[d] = pp_builder_location(b, map, 0x401000 + (uint64_t)fn * 16, &fid, &line, 1);
-      if (!locs[d]) goto out;
+      if (!locs[d])
+        goto out;
     }
     int64_t n = 1 + (int64_t)(rnd() % 5);
     int64_t v[2] = {n, n * 10000000};
     char route[32];
     snprintf(route, sizeof route, "/r%d", (int)(rnd() % 3));
     pp_label lab = {.key = "route", .str = route};
-    if (pp_builder_sample(b, locs, depth, v, 2, &lab, 1) != 0) goto out;
+    if (pp_builder_sample(b, locs, depth, v, 2, &lab, 1) != 0)
+      goto out;
     *sum_n += v[0];
     *sum_cpu += v[1];
   }
@@ -100,7 +106,8 @@ int main(int argc, char **argv) {
   const char *mode = argv[1], *out_path = argv[2], *kind = NULL, *service = "frame-svc";
   int argi = 3;
   if (!strcmp(mode, "frame")) {
-    if (argc < 4) return 2;
+    if (argc < 4)
+      return 2;
     kind = argv[3];
     argi = 4;
   }
@@ -108,35 +115,46 @@ int main(int argc, char **argv) {
   bool gz = false;
   rng_state = 1;
   for (; argi < argc; argi++) {
-    if (!strcmp(argv[argi], "--gzip")) gz = true;
-    else if (argi + 1 < argc && !strcmp(argv[argi], "--seed")) rng_state = strtoull(argv[++argi], NULL, 10);
-    else if (argi + 1 < argc && !strcmp(argv[argi], "--samples")) samples = atoi(argv[++argi]);
-    else if (argi + 1 < argc && !strcmp(argv[argi], "--functions")) funcs = atoi(argv[++argi]);
-    else if (argi + 1 < argc && !strcmp(argv[argi], "--service")) service = argv[++argi];
+    if (!strcmp(argv[argi], "--gzip"))
+      gz = true;
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--seed"))
+      rng_state = strtoull(argv[++argi], NULL, 10);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--samples"))
+      samples = atoi(argv[++argi]);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--functions"))
+      funcs = atoi(argv[++argi]);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--service"))
+      service = argv[++argi];
     else {
       fprintf(stderr, "gen_pprof: unknown argument %s\n", argv[argi]);
       return 2;
     }
   }
-  if (samples < 1 || funcs < 1) return 2;
+  if (samples < 1 || funcs < 1)
+    return 2;
   uint8_t *prof = NULL, *data = NULL;
   size_t plen = 0, dlen = 0;
   int64_t sn = 0, sc = 0;
   if (!strcmp(mode, "profile")) {
-    if (build_profile(samples, funcs, &prof, &plen, &sn, &sc) != 0) return 1;
+    if (build_profile(samples, funcs, &prof, &plen, &sn, &sc) != 0)
+      return 1;
     if (gz) {
-      if (pp_gzip(prof, plen, &data, &dlen) != 0) return 1;
+      if (pp_gzip(prof, plen, &data, &dlen) != 0)
+        return 1;
     } else {
       data = prof;
       dlen = plen;
       prof = NULL;
     }
-    if (write_all(out_path, data, dlen) != 0) return 1;
+    if (write_all(out_path, data, dlen) != 0)
+      return 1;
     printf("%lld %lld\n", (long long)sn, (long long)sc);
   } else if (!strcmp(mode, "frame")) {
     if (!strcmp(kind, "ok")) {
-      if (build_profile(samples, funcs, &prof, &plen, &sn, &sc) != 0) return 1;
-      if (build_frame(service, prof, plen, &data, &dlen) != 0) return 1;
+      if (build_profile(samples, funcs, &prof, &plen, &sn, &sc) != 0)
+        return 1;
+      if (build_frame(service, prof, plen, &data, &dlen) != 0)
+        return 1;
     } else if (!strcmp(kind, "badpprof")) {
       /* Decodes as protobuf but breaks pprof rules: string_table[0] is not "". */
       Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
@@ -151,13 +169,16 @@ int main(int argc, char **argv) {
       p.n_sample_type = 1;
       plen = perftools__profiles__profile__get_packed_size(&p);
       prof = malloc(plen + 1);
-      if (!prof) return 1;
+      if (!prof)
+        return 1;
       perftools__profiles__profile__pack(&p, prof);
-      if (build_frame(service, prof, plen, &data, &dlen) != 0) return 1;
+      if (build_frame(service, prof, plen, &data, &dlen) != 0)
+        return 1;
     } else if (!strcmp(kind, "badproto")) {
       dlen = PP_FRAME_HEADER_SIZE + 64;
       data = malloc(dlen);
-      if (!data) return 1;
+      if (!data)
+        return 1;
       /* Field 1 as a length-delimited string claiming far more bytes than follow. */
       memset(data + PP_FRAME_HEADER_SIZE, 0xff, 64);
       data[PP_FRAME_HEADER_SIZE] = 0x0a;
@@ -166,7 +187,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "gen_pprof: unknown frame kind %s\n", kind);
       return 2;
     }
-    if (write_all(out_path, data, dlen) != 0) return 1;
+    if (write_all(out_path, data, dlen) != 0)
+      return 1;
   } else {
     return 2;
   }

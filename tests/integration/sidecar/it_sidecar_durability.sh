@@ -44,4 +44,23 @@ start_sidecar c --batch-window 3600 --shutdown-grace 10
 stop_sidecar
 wait_files "$OUT/testnode/at-shutdown" 1 1 || fail "open batch not exported on SIGTERM"
 pprof_totals $(find "$OUT/testnode/at-shutdown" -name '*.pb.gz') >/dev/null
+
+# SIGTERM while a frame is half read: that frame is still finished and acked,
+# new connections are no longer accepted, exit 0.
+start_sidecar d --batch-window 3600 --shutdown-grace 5
+"$GEN" frame "$W/slow.frame" ok --seed 31 --service in-flight
+$RAW "$SOCK" slow "$W/slow.frame" 1.5 >"$W/slow.out" &
+slow=$!
+for _ in $(seq 50); do grep -q half "$W/slow.out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$SC_PID"
+sleep 0.5
+rc=0; "$CLI" push "$W/late.pb" --socket "$SOCK" 2>/dev/null || rc=$?
+[ $rc -eq 3 ] || fail "a new push during shutdown got exit $rc, want 3 (not accepted)"
+wait $slow
+grep -q '^code=0 ' "$W/slow.out" || fail "frame in flight at SIGTERM: $(cat "$W/slow.out")"
+rc=0; wait "$SC_PID" || rc=$?
+SC_PID=
+[ $rc -eq 0 ] || fail "exit $rc after SIGTERM with a frame in flight"
+wait_files "$OUT/testnode/in-flight" 1 1 || fail "the in-flight push was not exported at shutdown"
+
 echo "ok: 3 acked pushes survived kill -9 ($got), 2 corrupt files quarantined, SIGTERM flushed"

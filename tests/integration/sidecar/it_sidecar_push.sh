@@ -4,7 +4,7 @@
 # the sum of the inputs; the client's own errors exit non-zero.
 source "$(dirname "$0")/lib.sh"
 
-start_sidecar a --batch-window 2
+start_sidecar a --batch-window 5 --rescan-interval 1
 want_n=0 want_c=0
 for i in 1 2 3 4; do
   gz=
@@ -31,9 +31,17 @@ done
 got=$(pprof_totals $(find "$OUT/testnode/checkout" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "exported totals $got, pushed $want_n $want_c"
 files=$(find "$OUT/testnode/checkout" -name '*.pb.gz' | wc -l)
-[ "$files" -le 2 ] || fail "4 pushes in one 2 s window became $files files (not merged)"
+[ "$files" -le 2 ] || fail "4 pushes in one 5 s window became $files files (not merged)"
 [ "$(metric pushprof_pushes_accepted_total)" -eq 5 ] || fail "accepted_total $(metric pushprof_pushes_accepted_total)"
 curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" | grep -q ok || fail "/healthz not ok"
+
+# An SDK drop-in (PROTOCOL.md: write ".name", fsync, rename to name.push) is
+# picked up by the periodic rescan and exported.
+"$GEN" frame "$W/dropin.frame" ok --seed 21 --service dropped-in
+cp "$W/dropin.frame" "$W/spool/.sdk-1.push"
+mv "$W/spool/.sdk-1.push" "$W/spool/sdk-1.push"
+wait_files "$OUT/testnode/dropped-in" 1 20 || fail "drop-in file not exported"
+pprof_totals $(find "$OUT/testnode/dropped-in" -name '*.pb.gz') >/dev/null
 
 # Client-side failures: not a pprof -> 2; no sidecar -> 3.
 head -c 1000 /dev/urandom >"$W/junk.pb"

@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 "$GEN" profile "$W/p.pb" --seed 8 --samples 400 >/dev/null
 size=$(stat -c %s "$W/p.pb")
 
-start_sidecar a --batch-window 3 --max-spool-bytes $((size * 4))
+start_sidecar a --batch-window 4 --max-spool-bytes $((size * 4))
 refused=0
 for i in $(seq 12); do
   rc=0; "$CLI" push "$W/p.pb" --socket "$SOCK" 2>"$W/err" >/dev/null || rc=$?
@@ -19,11 +19,11 @@ done
 [ $refused -eq 1 ] || fail "12 pushes of $size bytes into a $((size * 4)) byte spool were all accepted"
 [ "$(rejected spool_full)" -ge 1 ] || fail "spool_full not counted"
 ok=0
-for _ in $(seq 100); do
+for _ in $(seq 150); do
   if "$CLI" push "$W/p.pb" --socket "$SOCK" >/dev/null 2>&1; then ok=1; break; fi
   sleep 0.2
 done
-[ $ok -eq 1 ] || fail "still refused 20 s later; export did not free the spool"
+[ $ok -eq 1 ] || fail "still refused 30 s later; export did not free the spool"
 stop_sidecar
 
 start_sidecar drop --batch-window 3600 --max-spool-bytes $((size * 3)) --spool-drop-oldest

@@ -7,6 +7,7 @@
   rawclient.py SOCK huge                 a header claiming 4 GiB - 1
   rawclient.py SOCK badmagic FILE        a frame with its magic replaced
   rawclient.py SOCK silent SECONDS       connect, send nothing, wait for the sidecar
+  rawclient.py SOCK slow FILE SECONDS    half a frame, "half" on stdout, pause, the rest
   rawclient.py SOCK hold N SECONDS       hold N idle connections open for SECONDS
   rawclient.py SOCK watchmode PATH SECS  print the mode of PATH the moment it appears
 
@@ -116,6 +117,14 @@ def main():
         t0 = time.time()
         r = read_reply(s, float(args[0]))
         print("%s after=%.1f" % (r, time.time() - t0))
+    elif cmd == "slow":
+        data = open(args[0], "rb").read()
+        s = connect(path)
+        s.sendall(data[:len(data) // 2])
+        print("half", flush=True)
+        time.sleep(float(args[1]))
+        s.sendall(data[len(data) // 2:])
+        print(read_reply(s, 10), flush=True)
     elif cmd == "hold":
         conns = [connect(path) for _ in range(int(args[0]))]
         print("holding", flush=True)
