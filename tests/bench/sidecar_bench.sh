@@ -71,7 +71,7 @@ if ((pin && ncpu >= 2)); then
   taskset -pc "$client_cpus" $$ >/dev/null
 fi
 hz=$(getconf CLK_TCK)
-fs=$(stat -f -c %T "$work")
+fs=$(findmnt -n -o FSTYPE -T "$work" 2>/dev/null || stat -f -c %T "$work")
 
 # $1 pid, $2 field (VmRSS, VmHWM): the value in KiB, 0 if gone.
 status_kib() {
