@@ -15,6 +15,8 @@ typedef struct backend {
 
 static const backend backends[] = {
     {"file", exporter_file_create},
+    {"pyroscope+http", exporter_pyroscope_create},
+    {"pyroscope+https", exporter_pyroscope_create},
 };
 
 #define SUPPORTED "file:///DIR (s3://, gs:// and pyroscope+http(s):// are not built in yet)"

@@ -7,4 +7,7 @@
 /* file:///ABSOLUTE/DIR (exporter_file.c). */
 exporter *exporter_file_create(const char *url, const exporter_options *opts, char *err,
                                size_t errlen);
+/* pyroscope+http(s)://HOST:PORT[/PREFIX] (exporter_pyroscope.c). */
+exporter *exporter_pyroscope_create(const char *url, const exporter_options *opts, char *err,
+                                    size_t errlen);
 #endif
