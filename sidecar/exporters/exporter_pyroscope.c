@@ -109,6 +109,9 @@ typedef struct split_ctx {
   uint64_t *tmp; /* scratch ids */
   int64_t *lines;
   pp_label *labels;
+  /* Builder ids of the source's mappings/functions/locations in the piece
+   * being built (0 = not copied yet), by source position. */
+  uint64_t *map_memo, *func_memo, *loc_memo;
   size_t maxtmp, maxlab;
   size_t max_bytes;
   pyroscope_piece *out;
@@ -129,20 +132,25 @@ static uint64_t copy_location(split_ctx *c, pp_builder *b, const Perftools__Prof
     int64_t pos = index_find(&c->maps, l->mapping_id);
     if (pos < 0)
       return 0;
-    const Perftools__Profiles__Mapping *m = p->mapping[pos];
-    mid = pp_builder_mapping(b, m->memory_start, m->memory_limit, m->file_offset,
+    if (!c->map_memo[pos]) {
+      const Perftools__Profiles__Mapping *m = p->mapping[pos];
+      c->map_memo[pos] =
+          pp_builder_mapping(b, m->memory_start, m->memory_limit, m->file_offset,
                              pstr(p, m->filename), pstr(p, m->build_id), m->has_functions);
-    if (!mid)
+    }
+    if (!(mid = c->map_memo[pos]))
       return 0;
   }
   for (size_t j = 0; j < l->n_line; j++) {
     int64_t pos = index_find(&c->funcs, l->line[j]->function_id);
     if (pos < 0)
       return 0;
-    const Perftools__Profiles__Function *f = p->function[pos];
-    c->tmp[j] = pp_builder_function(b, pstr(p, f->name), pstr(p, f->system_name),
-                                    pstr(p, f->filename), f->start_line);
-    if (!c->tmp[j])
+    if (!c->func_memo[pos]) {
+      const Perftools__Profiles__Function *f = p->function[pos];
+      c->func_memo[pos] = pp_builder_function(b, pstr(p, f->name), pstr(p, f->system_name),
+                                              pstr(p, f->filename), f->start_line);
+    }
+    if (!(c->tmp[j] = c->func_memo[pos]))
       return 0;
     c->lines[j] = l->line[j]->line;
   }
@@ -175,11 +183,18 @@ static int build_piece(split_ctx *c, size_t lo, size_t hi, uint8_t **out, size_t
   locids = malloc(c->maxtmp * sizeof *locids);
   if (!locids)
     goto out;
+  memset(c->map_memo, 0, (p->n_mapping + 1) * sizeof *c->map_memo);
+  memset(c->func_memo, 0, (p->n_function + 1) * sizeof *c->func_memo);
+  memset(c->loc_memo, 0, (p->n_location + 1) * sizeof *c->loc_memo);
   for (size_t i = lo; i < hi; i++) {
     const Perftools__Profiles__Sample *s = p->sample[i];
     for (size_t j = 0; j < s->n_location_id; j++) {
       int64_t pos = index_find(&c->locs, s->location_id[j]);
-      if (pos < 0 || !(locids[j] = copy_location(c, b, p->location[pos])))
+      if (pos < 0)
+        goto out;
+      if (!c->loc_memo[pos])
+        c->loc_memo[pos] = copy_location(c, b, p->location[pos]);
+      if (!(locids[j] = c->loc_memo[pos]))
         goto out;
     }
     for (size_t j = 0; j < s->n_label; j++) {
@@ -292,7 +307,10 @@ int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscop
   c.tmp = malloc(c.maxtmp * sizeof *c.tmp);
   c.lines = malloc(c.maxtmp * sizeof *c.lines);
   c.labels = malloc(c.maxlab * sizeof *c.labels);
-  if (!c.tmp || !c.lines || !c.labels ||
+  c.map_memo = malloc((p->n_mapping + 1) * sizeof *c.map_memo);
+  c.func_memo = malloc((p->n_function + 1) * sizeof *c.func_memo);
+  c.loc_memo = malloc((p->n_location + 1) * sizeof *c.loc_memo);
+  if (!c.tmp || !c.lines || !c.labels || !c.map_memo || !c.func_memo || !c.loc_memo ||
       index_build(&c.maps, p->n_mapping, get_mapping_id, p->mapping) != 0 ||
       index_build(&c.funcs, p->n_function, get_function_id, p->function) != 0 ||
       index_build(&c.locs, p->n_location, get_location_id, p->location) != 0) {
@@ -324,6 +342,9 @@ out:
   free(c.tmp);
   free(c.lines);
   free(c.labels);
+  free(c.map_memo);
+  free(c.func_memo);
+  free(c.loc_memo);
   free(c.maps.v);
   free(c.funcs.v);
   free(c.locs.v);
