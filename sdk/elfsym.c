@@ -1,5 +1,6 @@
 /* ELF reading with libelf (elfutils). Files are opened with ELF_C_READ, not
- * mmap, so a file truncated under us gives read errors instead of SIGBUS. */
+ * mmap, so a file truncated under us gives read errors instead of SIGBUS, and
+ * with O_NONBLOCK, so a path replaced by a FIFO cannot hang the collector. */
 #include "elfsym.h"
 
 #include <fcntl.h>
@@ -88,8 +89,8 @@ static char *hex_string(const uint8_t *p, size_t n) {
   return s;
 }
 
-/* Scans a note data block; returns a malloc'ed hex id, "" duplicate if none
- * found is signalled by NULL with *found false. */
+/* The GNU build id in a block of notes as malloc'ed hex; NULL if there is
+ * none (or on ENOMEM, with *oom set). */
 static char *build_id_in_notes(Elf_Data *data, bool *oom) {
   size_t off = 0, name_off, desc_off;
   GElf_Nhdr nh;
@@ -282,7 +283,7 @@ static void load_debug_symbols(elfsym_image *img) {
   char *path = malloc(plen);
   if (!path) return;
   snprintf(path, plen, "%s/.build-id/%.2s/%s.debug", root, img->build_id, img->build_id + 2);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   free(path);
   if (fd < 0) return;
   struct stat st;
@@ -329,7 +330,7 @@ static void load_symbols(elfsym_image *img) {
   bool full = false;
   for (int i = 0; i < 2; i++) {
     if (!paths[i]) continue;
-    int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+    int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;
     struct stat st;
     bool same = fstat(fd, &st) == 0 && (uint64_t)st.st_dev == img->st_dev &&
@@ -420,7 +421,7 @@ fail:
 }
 
 elfsym_image *elfsym_image_open(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return NULL;
   elfsym_image *img = image_open_fd(fd, path, path);
   close(fd);
@@ -553,7 +554,7 @@ static elfsym_image *open_mapped(const elfsym_fileid *id) {
   snprintf(mf, sizeof mf, "/proc/self/map_files/%" PRIx64 "-%" PRIx64, id->map_start,
            id->map_end);
   if (id->map_end > id->map_start) {
-    int fd = open(mf, O_RDONLY | O_CLOEXEC);
+    int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
       elfsym_image *img = image_open_fd(fd, mf, id->path ? id->path : "");
       close(fd);

@@ -1,6 +1,8 @@
 # Sidecar core: config, listener, HTTP metrics, main, the `pushprof` client.
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_config SOURCES unit/test_config.c LIBS pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_listener SOURCES unit/test_listener.c LIBS pushprof_sidecar_lib
+    LABELS "unit;tsan")
 endif()
 
 # Input generator for the integration tests (pprof files and raw frames).

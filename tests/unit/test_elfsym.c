@@ -229,6 +229,10 @@ static void test_elfsym_survives_broken_files(void) {
   PP_CHECK(elfsym_image_open(path) == NULL);
   PP_CHECK(elfsym_image_open(g_tmpdir) == NULL); /* a directory */
   PP_CHECK(elfsym_image_open("/nonexistent/pushprof") == NULL);
+  snprintf(path, sizeof path, "%s/fifo", g_tmpdir);
+  PP_CHECK_INT(mkfifo(path, 0600), ==, 0);
+  PP_CHECK(elfsym_image_open(path) == NULL); /* returns at once, no writer needed */
+  unlink(path);
   unlink(path);
 
   /* stripped: no .symtab, falls back to .dynsym without trouble */

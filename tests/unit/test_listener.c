@@ -1,0 +1,324 @@
+/* The listener in-process with the real spool, batcher and file exporter:
+ * socket mode, acks from concurrent clients, refusals by reason, peer uid
+ * checks, the connection limit, shutdown; and the HTTP metrics endpoint.
+ * Threaded: runs under TSan in CI (labels unit;tsan). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batcher.h"
+#include "exporter.h"
+#include "http_metrics.h"
+#include "listener.h"
+#include "metrics.h"
+#include "pp_client.h"
+#include "pp_frame.h"
+#include "pp_pprof.h"
+#include "pp_test.h"
+#include "spool.h"
+
+static char dir[64], sock_path[100], spool_dir[100], out_url[100];
+
+typedef struct rig {
+  spool *sp;
+  exporter *ex;
+  batcher *b;
+  listener *l;
+} rig;
+
+static int rig_up(rig *r, const uid_t *uids, size_t nuids, int max_conns, int timeout_ms) {
+  char err[512] = "";
+  memset(r, 0, sizeof *r);
+  spool_config sc = {.dir = spool_dir, .max_bytes = 64u << 20};
+  r->sp = spool_open(&sc, err, sizeof err);
+  exporter_options eo = {0};
+  r->ex = exporter_create(out_url, &eo, err, sizeof err);
+  batcher_config bc = {.window_s = 1, .node = "n", .subdir = "", .max_age_s = 86400};
+  r->b = r->sp && r->ex ? batcher_new(&bc, r->ex, r->sp) : NULL;
+  listener_config lc = {.socket_path = sock_path,
+                        .max_frame_bytes = 1u << 20,
+                        .max_connections = max_conns,
+                        .read_timeout_ms = timeout_ms,
+                        .allow_uids = uids,
+                        .n_allow_uids = nuids};
+  r->l = listener_open(&lc, err, sizeof err);
+  if (!r->l)
+    fprintf(stderr, "listener_open: %s\n", err);
+  if (!r->sp || !r->ex || !r->b || !r->l || batcher_start(r->b) != 0 ||
+      listener_start(r->l, r->sp, r->b) != 0)
+    return -1;
+  return 0;
+}
+
+static void rig_down(rig *r) {
+  listener_stop(r->l);
+  if (r->b) {
+    batcher_shutdown(r->b, 5);
+    batcher_free(r->b);
+  }
+  listener_free(r->l);
+  if (r->ex)
+    exporter_destroy(r->ex);
+  if (r->sp)
+    spool_close(r->sp);
+}
+
+static int make_frame(uint8_t **frame, size_t *len, const char *service) {
+  pp_builder *b = pp_builder_new();
+  uint8_t *prof = NULL;
+  size_t plen = 0;
+  int rc = -1;
+  if (!b || pp_builder_add_sample_type(b, "samples", "count") != 0)
+    goto out;
+  uint64_t fid = pp_builder_function(b, "main", "main", "main.c", 1);
+  int64_t line = 3;
+  uint64_t loc = pp_builder_location(b, 0, 0x1000, &fid, &line, 1);
+  int64_t v = 5;
+  if (!fid || !loc || pp_builder_sample(b, &loc, 1, &v, 1, NULL, 0) != 0 ||
+      pp_builder_pack(b, &prof, &plen) != 0)
+    goto out;
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = (char *)service;
+  req.pid = 1;
+  req.hostname = "h";
+  req.start_time_nanos = 1700000000000000000;
+  req.end_time_nanos = req.start_time_nanos + 1000;
+  req.sequence = 42;
+  req.pprof.data = prof;
+  req.pprof.len = plen;
+  rc = pp_client_encode_push(&req, frame, len);
+out:
+  free(prof);
+  pp_builder_free(b);
+  return rc;
+}
+
+static void test_listener_socket_is_0660_in_a_0750_dir(void) {
+  rig r;
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 8, 2000), ==, 0);
+  struct stat st;
+  PP_CHECK_INT(lstat(sock_path, &st), ==, 0);
+  PP_CHECK(S_ISSOCK(st.st_mode));
+  PP_CHECK_INT(st.st_mode & 0777, ==, 0660);
+  char d[256];
+  snprintf(d, sizeof d, "%s/sock", dir);
+  PP_CHECK_INT(stat(d, &st), ==, 0);
+  PP_CHECK_INT(st.st_mode & 0777, ==, 0750);
+  rig_down(&r);
+  PP_CHECK_INT(access(sock_path, F_OK), ==, -1); /* unlinked on stop */
+}
+
+typedef struct pusher {
+  const uint8_t *frame;
+  size_t len;
+  int acked;
+} pusher;
+
+static void *push_many(void *arg) {
+  pusher *p = arg;
+  for (int i = 0; i < 10; i++) {
+    pp_client_reply rep;
+    if (pp_client_push_frame(sock_path, p->frame, p->len, 10000, &rep) == PP_CLIENT_ACKED &&
+        rep.push_id[0])
+      p->acked++;
+  }
+  return NULL;
+}
+
+static void test_listener_acks_concurrent_clients(void) {
+  rig r;
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_frame(&frame, &len, "svc"), ==, 0);
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 16, 5000), ==, 0);
+  pthread_t t[4];
+  pusher p[4];
+  for (int i = 0; i < 4; i++) {
+    p[i] = (pusher){frame, len, 0};
+    PP_CHECK_INT(pthread_create(&t[i], NULL, push_many, &p[i]), ==, 0);
+  }
+  int acked = 0;
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    acked += p[i].acked;
+  }
+  PP_CHECK_INT(acked, ==, 40);
+  rig_down(&r); /* exports the open batch */
+  free(frame);
+}
+
+static void test_listener_refuses_bad_frames_by_reason(void) {
+  rig r;
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_frame(&frame, &len, "svc"), ==, 0);
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 16, 500), ==, 0);
+  pp_client_reply rep;
+  uint64_t before = metrics_reason_value("rejected", "bad_magic");
+  frame[0] = 'X';
+  PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_REFUSED);
+  PP_CHECK_INT(rep.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  PP_CHECK_INT(metrics_reason_value("rejected", "bad_magic"), ==, before + 1);
+  frame[0] = 'P';
+  /* An empty service fails the push checks. */
+  uint8_t *bad = NULL;
+  size_t blen = 0;
+  PP_CHECK_INT(make_frame(&bad, &blen, ""), ==, 0);
+  PP_CHECK_INT(pp_client_push_frame(sock_path, bad, blen, 5000, &rep), ==, PP_CLIENT_REFUSED);
+  PP_CHECK_INT(rep.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK(rep.reason[0] != 0);
+  /* A silent client is cut off after the read timeout and counted. */
+  before = metrics_reason_value("rejected", "read_timeout");
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+  PP_CHECK_INT(connect(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+  uint8_t buf[512];
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ssize_t n = recv(fd, buf, sizeof buf, MSG_WAITALL);
+  PP_CHECK(n >= PP_FRAME_HEADER_SIZE); /* the timeout reply, then EOF */
+  close(fd);
+  PP_CHECK_INT(metrics_reason_value("rejected", "read_timeout"), ==, before + 1);
+  /* And a valid push still goes through. */
+  PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_ACKED);
+  rig_down(&r);
+  free(bad);
+  free(frame);
+}
+
+static void test_listener_checks_peer_uid_and_connection_limit(void) {
+  rig r;
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_frame(&frame, &len, "svc"), ==, 0);
+  uid_t other = getuid() + 4242;
+  PP_CHECK_INT(rig_up(&r, &other, 1, 1, 3000), ==, 0);
+  pp_client_reply rep;
+  PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_REFUSED);
+  PP_CHECK_INT(rep.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED);
+  rig_down(&r);
+
+  uid_t me = getuid();
+  PP_CHECK_INT(rig_up(&r, &me, 1, 1, 3000), ==, 0);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0); /* holds the only slot */
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+  PP_CHECK_INT(connect(fd, (struct sockaddr *)&sa, sizeof sa), ==, 0);
+  struct timespec ts = {0, 200 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_REFUSED);
+  PP_CHECK_INT(rep.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED);
+  close(fd);
+  int st = -1;
+  for (int i = 0; i < 50 && st != PP_CLIENT_ACKED; i++) {
+    st = pp_client_push_frame(sock_path, frame, len, 5000, &rep);
+    if (st != PP_CLIENT_ACKED)
+      nanosleep(&ts, NULL);
+  }
+  PP_CHECK_INT(st, ==, PP_CLIENT_ACKED);
+  rig_down(&r);
+  free(frame);
+}
+
+static void test_listener_refuses_live_socket_and_regular_file(void) {
+  rig r;
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 4, 1000), ==, 0);
+  char err[512] = "";
+  listener_config lc = {.socket_path = sock_path,
+                        .max_frame_bytes = 1u << 20,
+                        .max_connections = 4,
+                        .read_timeout_ms = 1000};
+  listener *second = listener_open(&lc, err, sizeof err);
+  PP_CHECK(second == NULL);
+  PP_CHECK(strstr(err, "in use") != NULL);
+  rig_down(&r);
+  char file[256];
+  snprintf(file, sizeof file, "%s/plain", dir);
+  FILE *f = fopen(file, "w");
+  PP_CHECK(f != NULL);
+  if (f)
+    fclose(f);
+  lc.socket_path = file;
+  PP_CHECK(listener_open(&lc, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "not a socket") != NULL);
+  PP_CHECK_INT(access(file, F_OK), ==, 0);
+}
+
+static int http_get(int port, const char *path, char *out, size_t outlen) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+    return -1;
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: x\r\n\r\n", path);
+  if (write(fd, req, (size_t)n) != n) {
+    close(fd);
+    return -1;
+  }
+  size_t got = 0;
+  ssize_t r;
+  while (got + 1 < outlen && (r = read(fd, out + got, outlen - 1 - got)) > 0)
+    got += (size_t)r;
+  out[got] = 0;
+  close(fd);
+  return 0;
+}
+
+static void test_http_metrics_serves_metrics_and_healthz(void) {
+  char err[256] = "";
+  http_metrics *h = http_metrics_start("127.0.0.1:0", err, sizeof err);
+  PP_CHECK(h != NULL);
+  if (!h) {
+    fprintf(stderr, "%s\n", err);
+    return;
+  }
+  int port = http_metrics_port(h);
+  PP_CHECK(port > 0);
+  static char body[1 << 16];
+  metrics_reject("unit_test_reason");
+  PP_CHECK_INT(http_get(port, "/metrics", body, sizeof body), ==, 0);
+  PP_CHECK(strstr(body, "200 OK") != NULL);
+  PP_CHECK(strstr(body, "pushprof_pushes_accepted_total") != NULL);
+  PP_CHECK(strstr(body, "reason=\"unit_test_reason\"") != NULL);
+  PP_CHECK_INT(http_get(port, "/healthz", body, sizeof body), ==, 0);
+  PP_CHECK(strstr(body, "200 OK") != NULL);
+  PP_CHECK_INT(http_get(port, "/nope", body, sizeof body), ==, 0);
+  PP_CHECK(strstr(body, "404") != NULL);
+  http_metrics_set_stopping(h);
+  PP_CHECK_INT(http_get(port, "/healthz", body, sizeof body), ==, 0);
+  PP_CHECK(strstr(body, "503") != NULL);
+  http_metrics_stop(h);
+  PP_CHECK(http_metrics_start("127.0.0.1", err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "HOST:PORT") != NULL);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/pushprof-test-listener-%d", (int)getpid());
+  snprintf(sock_path, sizeof sock_path, "%s/sock/s.sock", dir);
+  snprintf(spool_dir, sizeof spool_dir, "%s/spool", dir);
+  snprintf(out_url, sizeof out_url, "file://%s/out", dir);
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    return 1;
+  PP_RUN(test_listener_socket_is_0660_in_a_0750_dir);
+  PP_RUN(test_listener_acks_concurrent_clients);
+  PP_RUN(test_listener_refuses_bad_frames_by_reason);
+  PP_RUN(test_listener_checks_peer_uid_and_connection_limit);
+  PP_RUN(test_listener_refuses_live_socket_and_regular_file);
+  PP_RUN(test_http_metrics_serves_metrics_and_healthz);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", dir);
+  PP_DONE();
+}
