@@ -56,6 +56,7 @@ typedef struct group {
   size_t gzlen;
   char hash[65];
   int attempts;
+  int retry_after_s; /* the exporter's last Retry-After, -1 if none */
   int64_t next_attempt_mono;
 } group;
 
@@ -513,7 +514,9 @@ static int export_group(batcher *b, group *g, char *err, size_t errlen) {
       .content_hash = g->hash,
   };
   err[0] = '\0';
+  b->ex->retry_after_s = -1;
   int rc = b->ex->put(b->ex, &obj, err, errlen);
+  g->retry_after_s = rc == EXPORT_RETRY ? b->ex->retry_after_s : -1;
   free(raw);
   if (rc != EXPORT_OK && rc != EXPORT_RETRY && rc != EXPORT_PERMANENT) {
     snprintf(err, errlen, "exporter %s returned unknown code %d", b->ex->scheme, rc);
@@ -553,6 +556,9 @@ static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_
     return;
   }
   int64_t delay = backoff_ms(b, g->attempts);
+  /* The server's Retry-After is a floor under the jittered backoff. */
+  if (g->retry_after_s > 0 && (int64_t)g->retry_after_s * 1000 > delay)
+    delay = (int64_t)g->retry_after_s * 1000;
   g->attempts++;
   g->next_attempt_mono = now + delay * NS_PER_MS;
   metrics_add(M_EXPORT_RETRIES, 1);

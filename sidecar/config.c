@@ -62,6 +62,22 @@ static const opt_def opts[] = {
      "seconds between scans of the spool for SDK drop-in files (default 5)"},
     {"max-batch-age", "max_batch_age", NULL, T_SECONDS, OFF(max_batch_age_s), 60, 86400 * 365,
      "give up (counted) on pushes that could not be exported for this long (default 86400)"},
+    /* HTTP exporters (s3://, gs://, pyroscope+http(s)://). */
+    {"ca-file", "ca_file", NULL, T_STR, OFF(ca_file), 0, 0,
+     "PEM CA certificate(s) trusted in addition to the system store"},
+    {"tls-insecure-skip-verify", "tls_insecure_skip_verify", NULL, T_BOOL,
+     OFF(tls_insecure_skip_verify), 0, 0,
+     "do not verify TLS certificates or host names (unsafe; logged at start)"},
+    {"http-timeout", "http_timeout", NULL, T_TIMEOUT, OFF(http_timeout_ms), 500, 3600 * 1000,
+     "seconds one upload may take before it is retried (default 60)"},
+    {"s3-region", "s3_region", NULL, T_STR, OFF(s3_region), 0, 0,
+     "S3 region (default $AWS_REGION, else $AWS_DEFAULT_REGION, else us-east-1)"},
+    {"s3-endpoint", "s3_endpoint", NULL, T_STR, OFF(s3_endpoint), 0, 0,
+     "S3-compatible endpoint URL (default $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else AWS)"},
+    {"s3-path-style", "s3_path_style", NULL, T_BOOL, OFF(s3_path_style), 0, 0,
+     "address buckets as ENDPOINT/BUCKET (automatic for IP and localhost endpoints)"},
+    {"gcs-endpoint", "gcs_endpoint", NULL, T_STR, OFF(gcs_endpoint), 0, 0,
+     "GCS endpoint URL (default $STORAGE_EMULATOR_HOST, else https://storage.googleapis.com)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 #define OPT_CONFIG 1000
@@ -477,5 +493,9 @@ void config_free(sidecar_config *c) {
   free(c->node_name);
   free(c->bucket_subdir);
   free(c->config_file);
+  free(c->ca_file);
+  free(c->s3_region);
+  free(c->s3_endpoint);
+  free(c->gcs_endpoint);
   memset(c, 0, sizeof *c);
 }

@@ -34,6 +34,14 @@ typedef struct sidecar_config {
   int rescan_interval_s;             /* --rescan-interval / rescan_interval (5 s) */
   int max_batch_age_s;               /* --max-batch-age / max_batch_age (86400) */
   char *config_file;                 /* --config, NULL if none */
+  /* HTTP exporters (s3, gs, pyroscope); NULL = unset (exporter_options). */
+  char *ca_file;                     /* --ca-file / ca_file */
+  bool tls_insecure_skip_verify;     /* --tls-insecure-skip-verify / tls_insecure_skip_verify */
+  int http_timeout_ms;               /* --http-timeout / http_timeout (60 s) */
+  char *s3_region;                   /* --s3-region / s3_region */
+  char *s3_endpoint;                 /* --s3-endpoint / s3_endpoint */
+  bool s3_path_style;                /* --s3-path-style / s3_path_style */
+  char *gcs_endpoint;                /* --gcs-endpoint / gcs_endpoint */
 } sidecar_config;
 
 enum config_status {

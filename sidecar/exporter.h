@@ -35,10 +35,22 @@ struct exporter {
   int (*put)(exporter *ex, const export_object *obj, char *err, size_t errlen);
   void (*destroy)(exporter *ex);
   void *impl;
+  /* Set by put() on EXPORT_RETRY when the server asked for a pause
+   * (Retry-After, in seconds); the batcher resets it to -1 before each
+   * put() and waits at least this long before the next attempt. */
+  int retry_after_s;
 };
 
 typedef struct exporter_options {
   int max_dumps_retained; /* file: keep at most N objects per service dir (0 = all) */
+  /* HTTP exporters (s3, gs, pyroscope); NULL/0 = default. */
+  const char *ca_file;           /* --ca-file: PEM CA added to the system store */
+  int tls_insecure_skip_verify;  /* --tls-insecure-skip-verify */
+  int http_timeout_ms;           /* --http-timeout: whole request (0 = 60 s) */
+  const char *s3_region;         /* --s3-region (else AWS_REGION, AWS_DEFAULT_REGION) */
+  const char *s3_endpoint;       /* --s3-endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL) */
+  int s3_path_style;             /* --s3-path-style; IP/localhost endpoints use it anyway */
+  const char *gcs_endpoint;      /* --gcs-endpoint (else STORAGE_EMULATOR_HOST) */
 } exporter_options;
 
 /* Creates the exporter for url; NULL with a message naming the URL and the fix. */

@@ -65,7 +65,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "pushprof-sidecar: --socket %s: %s\n", cfg.socket_path, err);
     goto out;
   }
-  exporter_options eo = {.max_dumps_retained = cfg.max_dumps_retained};
+  exporter_options eo = {.max_dumps_retained = cfg.max_dumps_retained,
+                         .ca_file = cfg.ca_file,
+                         .tls_insecure_skip_verify = cfg.tls_insecure_skip_verify,
+                         .http_timeout_ms = cfg.http_timeout_ms,
+                         .s3_region = cfg.s3_region,
+                         .s3_endpoint = cfg.s3_endpoint,
+                         .s3_path_style = cfg.s3_path_style,
+                         .gcs_endpoint = cfg.gcs_endpoint};
   ex = exporter_create(cfg.export_url, &eo, err, sizeof err);
   if (!ex) {
     fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", cfg.export_url, err);

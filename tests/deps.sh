@@ -3,9 +3,9 @@
 # Shared by the README's two commands (examples/demo.sh and tests/ci.sh).
 set -euo pipefail
 pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
-  libelf-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev
+  libelf-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
   golang-go libgoogle-perftools-dev python3 python3-yaml clang libclang-rt-14-dev curl
-  util-linux procps xz-utils)
+  util-linux procps xz-utils nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

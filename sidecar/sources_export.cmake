@@ -1,0 +1,3 @@
+# Owned by the HTTP exporters (shared libcurl plumbing, s3, gs, pyroscope).
+list(APPEND PUSHPROF_SIDECAR_BATCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/exporters/http_common.c)
