@@ -4,15 +4,18 @@
 # The expected shares are what the workload measured on its own thread CPU
 # clocks around each call (50/30/20 to within 0.05 points in practice).
 # Tolerance maths: PUSHPROF_HZ=200 and 3 s of CPU per thread give ~1200
-# samples in ~60 rounds (rounds of ~100 ms, randomly scaled so they do not
-# stay in phase with the timer). A CPU timer samples systematically, so a
-# phase's count is off by about +-0.5 sample per round: ~0.5*sqrt(60)/1200 =
-# 0.3 points. The kernel only notices an expired CPU timer at its 4 ms tick
-# while the thread runs, so on a loaded machine samples arrive late and
-# several at once (si_overrun, counted as weight) and land a little after
-# where they fell due: we measured errors up to 2 points with 2 s per thread
-# at load average 30+, hence 3 s. At 100 Hz the systematic error alone would
-# be ~2 sigma; 200 Hz rather than 250 keeps the 5 ms period above the tick.
+# samples. Two error sources:
+# - a CPU timer samples systematically, so a phase's count is off by about
+#   +-0.5 sample per round; rounds of ~400 ms (randomly scaled so they do
+#   not stay in phase with the timer) make ~15 rounds: 0.5*sqrt(15)/1200 =
+#   0.2 points;
+# - the kernel notices an expired CPU timer only at its 4 ms tick while the
+#   thread runs, so on a loaded machine samples arrive late, several at once
+#   (si_overrun, counted as weight), a few ms past a phase boundary. With
+#   ~100 ms rounds (6 boundaries a second) we measured errors up to 3 points
+#   at load average 40; ~400 ms rounds cut the boundaries fourfold.
+# 100 Hz would leave the first error at ~1 point; 200 Hz rather than 250
+# keeps the 5 ms period above the tick, so no expiry falls between ticks.
 . "$(dirname "$0")/sdk_lib.sh"
 mode=$1
 mkdir -p "$T/prof"

@@ -1,5 +1,5 @@
 /* Two threads, each splitting its CPU 50/30/20 across three functions in
- * rounds of ~100 ms (randomly scaled 0.6..1.4 so round boundaries do not
+ * rounds of ~400 ms (randomly scaled 0.6..1.4 so round boundaries do not
  * stay in phase with the sampling period).
  *   wl_split [CPU seconds per thread, default 1.6]
  * Prints cpu_seconds and, per function, the CPU seconds it really took
@@ -23,7 +23,7 @@ static void *worker(void *arg) {
   job *j = arg;
   double done = 0;
   while (done < j->seconds) {
-    double round = 0.1 * (0.6 + 0.8 * (double)(rand_r(&j->seed) % 1000) / 1000.0);
+    double round = 0.4 * (0.6 + 0.8 * (double)(rand_r(&j->seed) % 1000) / 1000.0);
     if (round > j->seconds - done)
       round = j->seconds - done;
     double t0 = wl_thread_cpu();
