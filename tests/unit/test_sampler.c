@@ -220,9 +220,10 @@ done:
     perftools__profiles__profile__free_unpacked(q, NULL);
 }
 
+/* Also on another signal, as PUSHPROF_SIGNAL allows. */
 static void test_sampler_restarts_after_stop(void) {
   char err[200] = "";
-  sampler_config cfg = {.hz = 250, .signo = SIGPROF};
+  sampler_config cfg = {.hz = 250, .signo = SIGRTMIN + 2};
   int rc = sampler_start(&cfg, err, sizeof err);
   PP_CHECK_INT(rc, ==, 0);
   if (rc != 0)
@@ -237,6 +238,9 @@ static void test_sampler_restarts_after_stop(void) {
   fprintf(stderr, "  %lld samples for %.3f CPU s at 250 Hz\n", (long long)n, cpu);
   PP_CHECK_INT(n, >=, (int64_t)(cpu * 250 * 0.6));
   PP_CHECK(has_comment(p, "requested 250 Hz"));
+  char sig[64];
+  snprintf(sig, sizeof sig, "timers on signal %d", SIGRTMIN + 2);
+  PP_CHECK(has_comment(p, sig));
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
@@ -295,8 +299,9 @@ static void test_sampler_frees_slots_of_exited_threads(void) {
     for (int i = 0; i < 4; i++)
       pthread_join(t[i], NULL);
   }
-  /* Self-registered threads free their slot (and timer) as they exit. */
-  PP_CHECK_INT(live_slots(), ==, base);
+  /* Self-registered threads free their slot (and timer) as they exit; a
+   * rescan racing with an exit may briefly re-add one, never 200. */
+  PP_CHECK_INT(live_slots(), <=, base + 2);
   /* Threads the sampler only finds by scanning are dropped by a later scan. */
   pthread_t u;
   PP_CHECK_INT(pthread_create(&u, NULL, short_unregistered, NULL), ==, 0);
