@@ -115,6 +115,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ra = f.split(":")[1] if ":" in f else "1"
             self.reply(429, b"slow down", "text/plain", {"Retry-After": ra})
         elif f == "hang":
+            rec["status"] = 0
+            log(dict(rec))  # now: the test may be over before the hang is
+            rec["logged"] = True
             time.sleep(ARGS.hang_seconds)
             self.close_connection = True
         elif f == "close":
@@ -122,7 +125,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(2)
         else:
             return False
-        rec["status"] = {"hang": 0, "close": 0}.get(f.split(":")[0], int(f.split(":")[0]))
+        kind = f.split(":")[0]
+        rec["status"] = int(kind) if kind.isdigit() else 0
         return True
 
     # ---- dispatch ----
@@ -139,13 +143,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.dispatch()
 
     def dispatch(self):
-        rec = {"role": self.role, "method": self.command, "path": self.path}
+        rec = {"role": self.role, "method": self.command, "path": self.path, "t0": time.time()}
         try:
             getattr(self, "handle_" + self.role)(rec)
         except (BrokenPipeError, ConnectionResetError, OSError) as e:
             rec.setdefault("status", 0)
             rec["error"] = str(e)
-        log(rec)
+        if not rec.get("logged"):
+            log(rec)
 
     # ---- s3: verify, maybe fault, forward ----
     def handle_s3(self, rec):
