@@ -46,6 +46,10 @@ elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id);
 elfsym_image *elfsym_image_open(const char *path);
 /* An ELF image in memory (e.g. the vDSO); the bytes are copied. */
 elfsym_image *elfsym_image_from_memory(const void *data, size_t size);
+/* The object the dynamic linker loaded at addr (dl_iterate_phdr), read from
+ * memory: build id and .dynsym. The fallback for files that cannot be opened
+ * (deleted, with /proc/self/map_files refused; paths outside a chroot). */
+elfsym_image *elfsym_image_from_loaded(uint64_t addr);
 void elfsym_image_free(elfsym_image *img);
 
 /* Starts a new generation: files not looked up again in the last `keep`

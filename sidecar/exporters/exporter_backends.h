@@ -32,4 +32,7 @@ int exporter_object_key(const char *prefix, const export_object *obj, char *out,
 /* "SCHEME://BUCKET/PREFIX" -> malloc'ed bucket and prefix (no trailing '/'). */
 int exporter_parse_bucket_url(const char *url, const char *scheme, char **bucket, char **prefix,
                               char *err, size_t errlen);
+/* pyroscope+http(s)://HOST:PORT[/PREFIX] (exporter_pyroscope.c). */
+exporter *exporter_pyroscope_create(const char *url, const exporter_options *opts, char *err,
+                                    size_t errlen);
 #endif

@@ -400,6 +400,56 @@ static void test_elfsym_reads_deleted_library_through_map_files(void) {
   dlclose(h);
 }
 
+/* Read from loaded memory only (what a process without CAP_SYS_ADMIN gets for
+ * a deleted library): build id and .dynsym. */
+static void test_elfsym_reads_loaded_object_from_memory(void) {
+  void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
+  Dl_info info;
+  char want[256];
+  PP_CHECK(z && dladdr(z, &info) != 0 && info.dli_fname);
+  if (!z) return;
+  readelf_build_id(info.dli_fname, want, sizeof want);
+  PP_CHECK(strlen(want) >= 16);
+
+  char copy[PATH_MAX + 32];
+  snprintf(copy, sizeof copy, "%s/libz-mem.so", g_tmpdir);
+  PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
+  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  PP_CHECK(h != NULL);
+  if (!h) return;
+  PP_CHECK_INT(unlink(copy), ==, 0);
+  uint64_t fn = (uint64_t)(uintptr_t)dlsym(h, "zlibVersion");
+  PP_CHECK(fn != 0);
+  procmaps m;
+  const procmaps_entry *e;
+  PP_CHECK_INT(mapping_of(fn, &m, &e), ==, 0);
+  elfsym_image *img = elfsym_image_from_loaded(e->start);
+  PP_CHECK(img != NULL);
+  if (img) {
+    PP_CHECK_STR(elfsym_build_id(img), want);
+    uint64_t vaddr;
+    elfsym_symbol sym;
+    PP_CHECK(elfsym_pc_to_vaddr(img, e->start, e->offset, fn + 2, &vaddr));
+    PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
+    PP_CHECK_STR(sym.name, "zlibVersion");
+    PP_CHECK(elfsym_symbol_count(img) > 50);
+    elfsym_image_free(img);
+  }
+  procmaps_free(&m);
+  dlclose(h);
+
+  /* the main executable too: its build id, read from memory */
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  readelf_build_id(exe, want, sizeof want);
+  img = elfsym_image_from_loaded((uint64_t)(uintptr_t)&elfsym_probe_target);
+  PP_CHECK(img != NULL);
+  if (img) PP_CHECK_STR(elfsym_build_id(img), want);
+  elfsym_image_free(img);
+  PP_CHECK(elfsym_image_from_loaded(16) == NULL);
+}
+
 static void test_elfsym_reads_vdso_from_memory(void) {
   uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
   if (!base) {
@@ -445,6 +495,7 @@ int main(void) {
   PP_RUN(test_elfsym_survives_corrupted_images);
   PP_RUN(test_elfsym_uses_debug_file_by_build_id);
   PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
+  PP_RUN(test_elfsym_reads_loaded_object_from_memory);
   PP_RUN(test_elfsym_reads_vdso_from_memory);
   rmdir(g_tmpdir);
   PP_DONE();
