@@ -355,12 +355,43 @@ static const char *code_reason(int code) {
   }
 }
 
+/* A client looping on bad frames must not flood the log: at most
+ * LOG_REJECTS_PER_S lines a second, then one line saying how many were not
+ * logged (every rejection is still counted in /metrics). */
+#define LOG_REJECTS_PER_S 20
+static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t rl_second;
+static unsigned rl_count, rl_suppressed;
+
+static bool reject_log_allowed(void) {
+  int64_t sec = now_ms() / 1000;
+  unsigned suppressed = 0;
+  bool ok;
+  pthread_mutex_lock(&rl_mu);
+  if (sec != rl_second) {
+    suppressed = rl_suppressed;
+    rl_second = sec;
+    rl_count = 0;
+    rl_suppressed = 0;
+  }
+  ok = rl_count < LOG_REJECTS_PER_S;
+  if (ok)
+    rl_count++;
+  else
+    rl_suppressed++;
+  pthread_mutex_unlock(&rl_mu);
+  if (suppressed)
+    log_event(LOG_WARN, "rejections not logged (rate limit; see /metrics)", "count=%u", suppressed);
+  return ok;
+}
+
 static void reject(conn *c, const char *metric_reason, int code, const char *why, uint64_t seq,
                    int64_t deadline) {
   char q[REASON_MAX + 8];
   metrics_reject(metric_reason);
-  log_event(LOG_WARN, "push rejected", "reason=%s peer_pid=%d peer_uid=%u why=%s", metric_reason,
-            (int)c->cred.pid, (unsigned)c->cred.uid, log_quote(why, q, sizeof q));
+  if (reject_log_allowed())
+    log_event(LOG_WARN, "push rejected", "reason=%s peer_pid=%d peer_uid=%u why=%s", metric_reason,
+              (int)c->cred.pid, (unsigned)c->cred.uid, log_quote(why, q, sizeof q));
   if (send_reply(c->fd, code, why, seq, NULL, deadline) != 0)
     log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
 }
@@ -604,8 +635,9 @@ static void refuse(listener *l, linger_fd *lg, int *nlg, int fd, int code, const
                    const char *why, const struct ucred *cr) {
   metrics_reject(metric);
   char q[REASON_MAX + 8];
-  log_event(LOG_WARN, "connection refused", "reason=%s peer_pid=%d peer_uid=%u why=%s", metric,
-            (int)cr->pid, (unsigned)cr->uid, log_quote(why, q, sizeof q));
+  if (reject_log_allowed())
+    log_event(LOG_WARN, "connection refused", "reason=%s peer_pid=%d peer_uid=%u why=%s", metric,
+              (int)cr->pid, (unsigned)cr->uid, log_quote(why, q, sizeof q));
   (void)l;
   send_reply(fd, code, why, 0, NULL, now_ms() + 100);
   linger_add(lg, nlg, fd);
