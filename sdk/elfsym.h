@@ -1,7 +1,10 @@
 /* ELF symbol tables and build ids via libelf, cached per file: a file (path,
  * device, inode) resolves to an image keyed by its GNU build id (or by path,
  * inode and size when it has none), so a library mapped again, or the same
- * build at another path, is read once. Symbols are read on first lookup.
+ * build at another path, is read once. Symbols are read on first lookup:
+ * .symtab, else a debug file found by build id, else .dynsym. A file is
+ * opened through /proc/self/map_files (the exact mapped file, even if deleted
+ * or replaced), else its path, else read from loaded memory.
  * Odd files (stripped, truncated, unreadable, deleted) never crash: they give
  * an image without symbols, or none at all.
  * Not async-signal-safe (allocates, does I/O). An elfsym_cache and everything
@@ -46,6 +49,10 @@ elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id);
 elfsym_image *elfsym_image_open(const char *path);
 /* An ELF image in memory (e.g. the vDSO); the bytes are copied. */
 elfsym_image *elfsym_image_from_memory(const void *data, size_t size);
+/* The object the dynamic linker loaded at addr (dl_iterate_phdr), read from
+ * memory: build id and .dynsym. The fallback for files that cannot be opened
+ * (deleted, with /proc/self/map_files refused; paths outside a chroot). */
+elfsym_image *elfsym_image_from_loaded(uint64_t addr);
 void elfsym_image_free(elfsym_image *img);
 
 /* Starts a new generation: files not looked up again in the last `keep`

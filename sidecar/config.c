@@ -78,6 +78,14 @@ static const opt_def opts[] = {
      "address buckets as ENDPOINT/BUCKET (automatic for IP and localhost endpoints)"},
     {"gcs-endpoint", "gcs_endpoint", NULL, T_STR, OFF(gcs_endpoint), 0, 0,
      "GCS endpoint URL (default $STORAGE_EMULATOR_HOST, else https://storage.googleapis.com)"},
+    /* Grafana Pyroscope (pyroscope+http(s)://). */
+    {"pyroscope-api", "pyroscope_api", NULL, T_STR, OFF(pyroscope_api), 0, 0,
+     "push (POST /push.v1.PusherService/Push, default) or ingest (older POST /ingest)"},
+    {"pyroscope-tenant", "pyroscope_tenant", NULL, T_STR, OFF(pyroscope_tenant), 0, 0,
+     "X-Scope-OrgID tenant (default $PYROSCOPE_TENANT_ID, else none)"},
+    {"pyroscope-max-profile-bytes", "pyroscope_max_profile_bytes", NULL, T_SIZE,
+     OFF(pyroscope_max_profile_bytes), 65536, 1ll << 30,
+     "split profiles above this uncompressed size (the server's limit; default 4MiB)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 #define OPT_CONFIG 1000
@@ -497,5 +505,7 @@ void config_free(sidecar_config *c) {
   free(c->s3_region);
   free(c->s3_endpoint);
   free(c->gcs_endpoint);
+  free(c->pyroscope_api);
+  free(c->pyroscope_tenant);
   memset(c, 0, sizeof *c);
 }

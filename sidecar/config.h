@@ -42,6 +42,9 @@ typedef struct sidecar_config {
   char *s3_endpoint;                 /* --s3-endpoint / s3_endpoint */
   bool s3_path_style;                /* --s3-path-style / s3_path_style */
   char *gcs_endpoint;                /* --gcs-endpoint / gcs_endpoint */
+  char *pyroscope_api;               /* --pyroscope-api / pyroscope_api (push) */
+  char *pyroscope_tenant;            /* --pyroscope-tenant / pyroscope_tenant */
+  uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (4 MiB) */
 } sidecar_config;
 
 enum config_status {

@@ -51,6 +51,9 @@ typedef struct exporter_options {
   const char *s3_endpoint;       /* --s3-endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL) */
   int s3_path_style;             /* --s3-path-style; IP/localhost endpoints use it anyway */
   const char *gcs_endpoint;      /* --gcs-endpoint (else STORAGE_EMULATOR_HOST) */
+  const char *pyroscope_api;     /* --pyroscope-api: "push" (default) or "ingest" */
+  const char *pyroscope_tenant;  /* --pyroscope-tenant (else PYROSCOPE_TENANT_ID) */
+  uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (0 = 4 MiB) */
 } exporter_options;
 
 /* Creates the exporter for url; NULL with a message naming the URL and the fix. */

@@ -402,7 +402,6 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   int code = RC_INTERNAL;
   char why[REASON_MAX];
   why[0] = 0;
-  metrics_add(M_PUSHES_RECEIVED, 1);
   Pushprof__V1__PushRequest *req =
       spool_decode_frame(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
   if (!req) {
@@ -561,6 +560,7 @@ static void conn_loop(conn *c) {
              "truncated frame: connection closed inside the header", 0, now_ms() + 1000);
       return;
     }
+    metrics_add(M_PUSHES_RECEIVED, 1); /* every frame with a whole header */
     pp_frame_header h;
     const char *why = "invalid frame header";
     if (pp_frame_header_decode(hdr, l->cfg.max_frame_bytes, &h, &why) != 0 ||

@@ -72,7 +72,10 @@ int main(int argc, char **argv) {
                          .s3_region = cfg.s3_region,
                          .s3_endpoint = cfg.s3_endpoint,
                          .s3_path_style = cfg.s3_path_style,
-                         .gcs_endpoint = cfg.gcs_endpoint};
+                         .gcs_endpoint = cfg.gcs_endpoint,
+                         .pyroscope_api = cfg.pyroscope_api,
+                         .pyroscope_tenant = cfg.pyroscope_tenant,
+                         .pyroscope_max_profile_bytes = cfg.pyroscope_max_profile_bytes};
   ex = exporter_create(cfg.export_url, &eo, err, sizeof err);
   if (!ex) {
     fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", cfg.export_url, err);

@@ -15,9 +15,14 @@ typedef struct backend {
 
 static const backend backends[] = {
     {"file", exporter_file_create},
+    {"s3", exporter_s3_create},
+    {"gs", exporter_gcs_create},
+    {"pyroscope+http", exporter_pyroscope_create},
+    {"pyroscope+https", exporter_pyroscope_create},
 };
 
-#define SUPPORTED "file:///DIR (s3://, gs:// and pyroscope+http(s):// are not built in yet)"
+#define SUPPORTED                                                                                  \
+  "file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, pyroscope+http(s)://HOST:PORT"
 
 exporter *exporter_create(const char *url, const exporter_options *opts, char *err, size_t errlen) {
   static const exporter_options defaults = {0};

@@ -185,6 +185,7 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
   rs->retry_after_s = -1;
   CURL *h = c->curl;
   struct curl_slist *hdrs = NULL;
+  curl_mime *mime = NULL;
   CURLcode cc = CURLE_OK;
   c->rs = rs;
   c->max_body = rq->max_response_bytes ? rq->max_response_bytes : DEFAULT_MAX_RESPONSE;
@@ -221,6 +222,17 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
   SETOPT(CURLOPT_USERAGENT, "pushprof-sidecar/0.1");
   if (strcmp(rq->method, "GET") == 0) {
     SETOPT(CURLOPT_HTTPGET, 1L);
+  } else if (rq->form_field) {
+    curl_mimepart *part;
+    if (!(mime = curl_mime_init(h)) || !(part = curl_mime_addpart(mime)) ||
+        curl_mime_name(part, rq->form_field) != CURLE_OK ||
+        curl_mime_filename(part, rq->form_filename) != CURLE_OK ||
+        curl_mime_type(part, "application/octet-stream") != CURLE_OK ||
+        curl_mime_data(part, rq->body ? rq->body : "", rq->body_len) != CURLE_OK) {
+      cc = CURLE_OUT_OF_MEMORY;
+      goto curl_fail;
+    }
+    SETOPT(CURLOPT_MIMEPOST, mime);
   } else {
     /* POSTFIELDS with an explicit size: a Content-Length, never chunked, and
      * the bytes libcurl hashes for SigV4 are the bytes it sends. */
@@ -246,6 +258,11 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
   cc = curl_easy_perform(h);
   curl_slist_free_all(hdrs);
   hdrs = NULL;
+  if (mime) {
+    (void)curl_easy_setopt(h, CURLOPT_MIMEPOST, NULL);
+    curl_mime_free(mime);
+    mime = NULL;
+  }
   if (cc != CURLE_OK)
     goto curl_fail;
   long status = 0;
@@ -260,6 +277,10 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
 
 curl_fail:
   curl_slist_free_all(hdrs);
+  if (mime) {
+    (void)curl_easy_setopt(h, CURLOPT_MIMEPOST, NULL);
+    curl_mime_free(mime);
+  }
   rs->transport_error = true;
   rs->timed_out = cc == CURLE_OPERATION_TIMEDOUT;
   /* curl_easy_strerror is static text; it never contains request data. */

@@ -40,6 +40,8 @@ typedef struct http_request {
   const char *username;         /* sigv4 access key id / basic-auth user, or NULL */
   const char *password;         /* sigv4 secret / basic-auth password, or NULL */
   size_t max_response_bytes;    /* body kept at most (rest discarded); 0 = 64 KiB */
+  const char *form_field;       /* POST body as multipart/form-data (libcurl mime): one file */
+  const char *form_filename;    /* part named form_field holding body; NULL = plain body */
 } http_request;
 
 typedef struct http_response {

@@ -539,7 +539,8 @@ int main(int argc, char **argv) {
     goto fail;
   size_t k = 0;
   for (int i = 0; i < o.clients; i++) {
-    memcpy(all + k, cs[i].lat_ms, cs[i].nlat * sizeof *all);
+    if (cs[i].nlat > 0)
+      memcpy(all + k, cs[i].lat_ms, cs[i].nlat * sizeof *all);
     k += cs[i].nlat;
   }
   qsort(all, nlat, sizeof *all, cmp_double);

@@ -4,7 +4,10 @@
 # the sum of the inputs; the client's own errors exit non-zero.
 source "$(dirname "$0")/lib.sh"
 
-start_sidecar a --batch-window 5 --rescan-interval 1
+# Settings from an INI file (flags from start_sidecar override the rest).
+printf '[sidecar]\ndump_duration_seconds = 5\nrescan_interval = 1\nmax_spool_bytes = 64MiB\n' >"$W/sc.ini"
+start_sidecar a --config "$W/sc.ini"
+grep -q 'window_s=5' "$SC_LOG" || fail "dump_duration_seconds from --config not applied"
 want_n=0 want_c=0
 for i in 1 2 3 4; do
   gz=

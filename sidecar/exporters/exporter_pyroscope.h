@@ -1,0 +1,61 @@
+/* The Grafana Pyroscope exporter's pure parts, exposed for the unit tests:
+ * splitting a profile that exceeds Pyroscope's per-profile size limit, and
+ * turning the service and process labels into a valid Pyroscope series
+ * label set. Internal to sidecar/exporters/; not thread-safe per call
+ * (each call owns its outputs). */
+#ifndef SIDECAR_EXPORTER_PYROSCOPE_H
+#define SIDECAR_EXPORTER_PYROSCOPE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pushprof.pb-c.h"
+
+/* Pyroscope's default validation.max-profile-size-bytes: the uncompressed
+ * size of one profile. */
+#define PYROSCOPE_MAX_PROFILE_BYTES ((size_t)4 << 20)
+
+typedef struct pyroscope_piece {
+  uint8_t *data; /* uncompressed pprof, malloc'ed */
+  size_t len;
+} pyroscope_piece;
+
+/* Splits the uncompressed pprof (pprof, len) by sample into profiles of at
+ * most max_bytes each: every sample lands in exactly one piece with its
+ * values, stack and labels unchanged (so totals are preserved), and each
+ * piece carries the original sample types, period, time and comments and
+ * only the mappings, functions, locations and strings its samples use.
+ * A profile already within max_bytes comes back as one piece (a copy).
+ * Returns 0 with *pieces (malloc'ed array of *npieces) or -1 with why set,
+ * e.g. when one sample alone exceeds max_bytes. Free with
+ * pyroscope_pieces_free. */
+int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
+                    size_t *npieces, char *why, size_t whylen);
+void pyroscope_pieces_free(pyroscope_piece *pieces, size_t n);
+
+typedef struct pyroscope_label {
+  char *name;
+  char *value;
+} pyroscope_label;
+
+/* Pyroscope's limits on series labels (validation.max-length-label-name,
+ * -label-value, max-label-names-per-series defaults). */
+#define PYROSCOPE_MAX_LABEL_NAME 1024
+#define PYROSCOPE_MAX_LABEL_VALUE 2048
+#define PYROSCOPE_MAX_LABELS 30
+
+/* Builds the series labels, sorted by name: __name__=process_cpu,
+ * service_name=service, then each process label with its name made valid
+ * ([a-zA-Z_][a-zA-Z0-9_]*, dots and other bytes become '_', a leading digit
+ * gets a '_' prefix, the reserved "__" prefix becomes "_") and its value
+ * made valid UTF-8 of at most PYROSCOPE_MAX_LABEL_VALUE bytes. Labels that
+ * cannot be kept (empty, a name taken already, over the count limit) are
+ * skipped and described in notes (for the log), never silently.
+ * Returns 0 with *out (malloc'ed, *nout entries) or -1 on ENOMEM. */
+int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels,
+                            size_t nlabels, pyroscope_label **out, size_t *nout, char *notes,
+                            size_t noteslen);
+void pyroscope_labels_free(pyroscope_label *l, size_t n);
+
+/* True if name matches Pyroscope's label-name rule [a-zA-Z_][a-zA-Z0-9_]*. */
+int pyroscope_label_name_valid(const char *name);
+#endif

@@ -1,0 +1,89 @@
+# Helpers for the Pyroscope exporter tests (sourced): the sidecar helpers of
+# tests/integration/sidecar/lib.sh plus a Pyroscope stand-in per test (a
+# test double; see pyroscope_standin.py for what it checks and why).
+source "$(dirname "${BASH_SOURCE[0]}")/../sidecar/lib.sh"
+STANDIN=$S/tests/integration/pyroscope/pyroscope_standin.py
+PY_PIDS=()
+
+pyro_on_exit() {
+  local rc=$? p
+  for p in "${PY_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ $rc -ne 0 ]; then
+    for f in "$W"/py-*/violations.txt "$W"/py-*/requests.jsonl; do
+      [ -f "$f" ] && { echo "== $f" >&2; cut -c1-400 "$f" | tail -20 >&2; }
+    done
+  fi
+  set +e
+  (exit $rc) # on_exit takes the status from $?
+  on_exit
+}
+trap pyro_on_exit EXIT
+
+# start_standin NAME [stand-in flags...]: sets PY_OUT and PY_URL.
+start_standin() {
+  local name=$1
+  shift
+  PY_OUT=$W/py-$name
+  mkdir -p "$PY_OUT"
+  python3 "$STANDIN" --out "$PY_OUT" --port-file "$PY_OUT/port" "$@" >"$PY_OUT/stderr" 2>&1 &
+  PY_PIDS+=($!)
+  for _ in $(seq 100); do
+    [ -s "$PY_OUT/port" ] && break
+    sleep 0.05
+  done
+  [ -s "$PY_OUT/port" ] || fail "stand-in $name did not start: $(cat "$PY_OUT/stderr")"
+  PY_URL=http://127.0.0.1:$(cat "$PY_OUT/port")
+}
+
+# accepted_json DIR: every accepted request record of the stand-in in DIR.
+accepted() { grep -h '"status": 200' "$1/requests.jsonl" 2>/dev/null || true; }
+
+# wait_accepted DIR N SECONDS: until the stand-in accepted N requests.
+wait_accepted() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    [ "$(accepted "$1" | wc -l)" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "stand-in $1 accepted $(accepted "$1" | wc -l) requests within $3 s, want $2"
+}
+
+no_violations() {
+  [ ! -s "$1/violations.txt" ] || fail "the stand-in found violations: $(cat "$1/violations.txt")"
+}
+
+# raw_totals FILE...: "<sum col1> <sum col2>" over the samples go tool pprof
+# -raw lists (fails if it rejects a file). Reads all of its output, which
+# can be large for the split profiles.
+raw_totals() {
+  local f
+  for f in "$@"; do
+    go tool pprof -raw "$f" >"$W/raw.txt" 2>"$W/raw.err" ||
+      fail "go tool pprof -raw rejected $f: $(cat "$W/raw.err")"
+    cat "$W/raw.txt"
+  done | python3 -c '
+import re, sys
+inside = False
+n = c = 0
+for line in sys.stdin:
+    if line.startswith("Samples:"):
+        inside = True
+    elif line.startswith(("Locations", "Mappings")):
+        inside = False
+    else:
+        m = re.match(r"^\s+(\d+)\s+(\d+):", line)
+        if inside and m:
+            n += int(m.group(1)); c += int(m.group(2))
+print(n, c)'
+}
+
+# jq-free field extraction: python over requests.jsonl. pyq DIR EXPR prints
+# EXPR evaluated for the list `reqs` of accepted records.
+pyq() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1] + "/requests.jsonl") if l.strip()]
+reqs = [r for r in reqs if r.get("status") == 200]
+print(eval(sys.argv[2]))
+PY
+}

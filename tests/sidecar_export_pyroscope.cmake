@@ -1,0 +1,11 @@
+# Tests of the Grafana Pyroscope exporter: the profile splitter and label
+# rules (unit), and the real sidecar against a Pyroscope stand-in (integration).
+if(TARGET pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_pyroscope_split SOURCES unit/test_pyroscope_split.c
+    LIBS pushprof_sidecar_lib)
+endif()
+if(TARGET pushprof-sidecar)
+  pushprof_script_test(NAME it_pyroscope_push
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/pyroscope/it_pyroscope_push.sh
+    TIMEOUT 120)
+endif()

@@ -1,0 +1,251 @@
+/* The Pyroscope exporter's pure parts: splitting a profile above the
+ * per-profile limit by sample (totals kept, every piece valid and under the
+ * limit), and the series label rules. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exporter_pyroscope.h"
+#include "pp_pprof.h"
+#include "pp_test.h"
+
+#define NTYPES 2
+
+typedef struct totals {
+  long long v[NTYPES];
+  long long labelled; /* values[0] of samples carrying a "trace_id" label */
+  size_t samples;
+} totals;
+
+static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i) {
+  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
+}
+
+static void add_totals(const Perftools__Profiles__Profile *p, totals *t) {
+  for (size_t i = 0; i < p->n_sample; i++) {
+    const Perftools__Profiles__Sample *s = p->sample[i];
+    for (size_t j = 0; j < NTYPES && j < s->n_value; j++)
+      t->v[j] += s->value[j];
+    for (size_t j = 0; j < s->n_label; j++)
+      if (strcmp(pstr(p, s->label[j]->key), "trace_id") == 0)
+        t->labelled += s->value[0];
+    t->samples++;
+  }
+}
+
+/* A profile of nsamples distinct stacks over long function names; every
+ * third sample carries a trace_id label. */
+static int make_profile(size_t nsamples, size_t name_len, uint8_t **out, size_t *len) {
+  pp_builder *b = pp_builder_new();
+  if (!b)
+    return -1;
+  int rc = -1;
+  char *name = malloc(name_len + 32);
+  if (!name)
+    goto out;
+  memset(name, 'f', name_len);
+  pp_builder_add_sample_type(b, "samples", "count");
+  pp_builder_add_sample_type(b, "cpu", "nanoseconds");
+  pp_builder_set_period(b, "cpu", "nanoseconds", 10000000);
+  pp_builder_set_time(b, 1700000000000000000LL, 60000000000LL);
+  uint64_t map = pp_builder_mapping(b, 0x400000, 0x800000, 0, "/usr/bin/app", "abc123", true);
+  for (size_t i = 0; i < nsamples; i++) {
+    uint64_t locs[3];
+    for (int d = 0; d < 3; d++) {
+      snprintf(name + name_len, 32, "_%zu_%d", i, d);
+      uint64_t f = pp_builder_function(b, name, name, "/src/app.c", (int64_t)i);
+      int64_t line = (int64_t)(i + (size_t)d);
+      locs[d] = pp_builder_location(b, map, 0x400000 + i * 16 + (uint64_t)d, &f, &line, 1);
+    }
+    int64_t vals[NTYPES] = {(int64_t)(i % 7 + 1), (int64_t)(i % 7 + 1) * 10000000};
+    char trace[32];
+    snprintf(trace, sizeof trace, "t%zu", i);
+    pp_label lab = {.key = "trace_id", .str = trace};
+    if (pp_builder_sample(b, locs, 3, vals, NTYPES, i % 3 == 0 ? &lab : NULL, i % 3 == 0) != 0)
+      goto out;
+  }
+  rc = pp_builder_pack(b, out, len);
+out:
+  free(name);
+  pp_builder_free(b);
+  return rc;
+}
+
+static void test_pyroscope_split_small_profile_is_one_copy(void) {
+  uint8_t *p = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_profile(50, 20, &p, &len), ==, 0);
+  pyroscope_piece *pieces = NULL;
+  size_t n = 0;
+  char why[256] = "";
+  PP_CHECK_INT(pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, &pieces, &n, why, sizeof why),
+               ==, 0);
+  PP_CHECK_INT(n, ==, 1);
+  if (n == 1) {
+    PP_CHECK_INT(pieces[0].len, ==, len);
+    PP_CHECK(memcmp(pieces[0].data, p, len) == 0);
+    PP_CHECK(pieces[0].data != p);
+  }
+  pyroscope_pieces_free(pieces, n);
+  free(p);
+}
+
+static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
+  uint8_t *p = NULL;
+  size_t len = 0;
+  /* About 9 MiB: three stack frames of ~300-byte names per sample. */
+  PP_CHECK_INT(make_profile(9000, 300, &p, &len), ==, 0);
+  PP_CHECK_INT(len, >, 2 * PYROSCOPE_MAX_PROFILE_BYTES);
+  char why[256] = "";
+  Perftools__Profiles__Profile *orig = pp_pprof_parse(p, len, (size_t)1 << 30, why, sizeof why);
+  PP_CHECK(orig != NULL);
+  if (!orig) {
+    free(p);
+    return;
+  }
+  totals want = {0}, got = {0};
+  add_totals(orig, &want);
+  pyroscope_piece *pieces = NULL;
+  size_t n = 0;
+  PP_CHECK_INT(pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, &pieces, &n, why, sizeof why),
+               ==, 0);
+  fprintf(stderr, "  %zu bytes -> %zu pieces\n", len, n);
+  PP_CHECK_INT(n, >=, 3);
+  size_t sum_len = 0;
+  for (size_t i = 0; i < n; i++) {
+    PP_CHECK_INT(pieces[i].len, <=, PYROSCOPE_MAX_PROFILE_BYTES);
+    sum_len += pieces[i].len;
+    Perftools__Profiles__Profile *q =
+        pp_pprof_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
+    PP_CHECK(q != NULL);
+    if (!q) {
+      fprintf(stderr, "  piece %zu invalid: %s\n", i, why);
+      continue;
+    }
+    add_totals(q, &got);
+    PP_CHECK_INT(q->n_sample_type, ==, NTYPES);
+    PP_CHECK_STR(pstr(q, q->sample_type[1]->type), "cpu");
+    PP_CHECK(q->period_type != NULL);
+    PP_CHECK_INT(q->period, ==, orig->period);
+    PP_CHECK_INT(q->time_nanos, ==, orig->time_nanos);
+    PP_CHECK_INT(q->duration_nanos, ==, orig->duration_nanos);
+    /* Only what its samples use: far fewer locations than the whole. */
+    PP_CHECK_INT(q->n_location, <=, 3 * q->n_sample);
+    PP_CHECK_INT(q->n_location, <, orig->n_location);
+    perftools__profiles__profile__free_unpacked(q, NULL);
+  }
+  PP_CHECK_INT(got.samples, ==, want.samples);
+  PP_CHECK_INT(got.v[0], ==, want.v[0]);
+  PP_CHECK_INT(got.v[1], ==, want.v[1]);
+  PP_CHECK_INT(got.labelled, ==, want.labelled);
+  PP_CHECK_INT(want.labelled, >, 0);
+  /* Splitting does not multiply the bytes (only the small tables repeat). */
+  PP_CHECK_INT(sum_len, <, len + len / 4);
+  pyroscope_pieces_free(pieces, n);
+  perftools__profiles__profile__free_unpacked(orig, NULL);
+  free(p);
+}
+
+static void test_pyroscope_split_refuses_a_sample_over_the_limit(void) {
+  uint8_t *p = NULL;
+  size_t len = 0;
+  /* Each sample has ~3 x 40 KiB of names: one sample cannot fit 64 KiB. */
+  PP_CHECK_INT(make_profile(4, 40000, &p, &len), ==, 0);
+  pyroscope_piece *pieces = NULL;
+  size_t n = 0;
+  char why[256] = "";
+  PP_CHECK_INT(pyroscope_split(p, len, 65536, &pieces, &n, why, sizeof why), ==, -1);
+  PP_CHECK(strstr(why, "alone") != NULL);
+  PP_CHECK(pieces == NULL);
+  PP_CHECK_INT(n, ==, 0);
+  free(p);
+}
+
+static void test_pyroscope_split_refuses_garbage(void) {
+  uint8_t junk[100000];
+  memset(junk, 0xff, sizeof junk);
+  pyroscope_piece *pieces = NULL;
+  size_t n = 0;
+  char why[256] = "";
+  PP_CHECK_INT(pyroscope_split(junk, sizeof junk, 65536, &pieces, &n, why, sizeof why), ==, -1);
+  PP_CHECK(strstr(why, "invalid") != NULL);
+}
+
+static const char *find(const pyroscope_label *l, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(l[i].name, name) == 0)
+      return l[i].value;
+  return NULL;
+}
+
+static void test_pyroscope_labels_follow_pyroscope_rules(void) {
+  static const char *kv[][2] = {
+      {"k8s.pod.name", "pod-1"}, {"service.name", "other"}, {"1st", "a"},
+      {"__secret", "b"},         {"a-b", "c"},              {"empty", ""},
+      {"bad.utf8", "x\xff" "y"}, {"___", "dropped"},        {"service_name", "dup"},
+  };
+  size_t n = sizeof kv / sizeof kv[0];
+  Pushprof__V1__Label store[64], *ptrs[64];
+  for (size_t i = 0; i < n; i++) {
+    pushprof__v1__label__init(&store[i]);
+    store[i].key = (char *)kv[i][0];
+    store[i].value = (char *)kv[i][1];
+    ptrs[i] = &store[i];
+  }
+  pyroscope_label *out = NULL;
+  size_t nout = 0;
+  char notes[1024];
+  PP_CHECK_INT(pyroscope_series_labels("checkout", ptrs, n, &out, &nout, notes, sizeof notes),
+               ==, 0);
+  PP_CHECK_STR(find(out, nout, "__name__"), "process_cpu");
+  PP_CHECK_STR(find(out, nout, "service_name"), "checkout");
+  PP_CHECK_STR(find(out, nout, "k8s_pod_name"), "pod-1");
+  PP_CHECK_STR(find(out, nout, "_1st"), "a");
+  PP_CHECK_STR(find(out, nout, "_secret"), "b");
+  PP_CHECK_STR(find(out, nout, "a_b"), "c");
+  PP_CHECK_STR(find(out, nout, "bad_utf8"), "x_y");
+  PP_CHECK(find(out, nout, "empty") == NULL);
+  PP_CHECK_INT(nout, ==, 7);
+  for (size_t i = 0; i < nout; i++) {
+    PP_CHECK(pyroscope_label_name_valid(out[i].name));
+    if (i > 0)
+      PP_CHECK(strcmp(out[i - 1].name, out[i].name) < 0);
+  }
+  /* Dropped ones are reported, not silent. */
+  PP_CHECK(strstr(notes, "service.name") != NULL);
+  PP_CHECK(strstr(notes, "___") != NULL);
+  pyroscope_labels_free(out, nout);
+
+  /* More than Pyroscope's 30 names per series: the rest are reported. */
+  char keys[40][16];
+  for (size_t i = 0; i < 40; i++) {
+    snprintf(keys[i], sizeof keys[i], "k%02zu", i);
+    pushprof__v1__label__init(&store[i]);
+    store[i].key = keys[i];
+    store[i].value = "v";
+    ptrs[i] = &store[i];
+  }
+  PP_CHECK_INT(pyroscope_series_labels("svc", ptrs, 40, &out, &nout, notes, sizeof notes), ==, 0);
+  PP_CHECK_INT(nout, ==, PYROSCOPE_MAX_LABELS);
+  PP_CHECK(strstr(notes, "over 30 labels") != NULL);
+  pyroscope_labels_free(out, nout);
+}
+
+static void test_pyroscope_label_name_rule(void) {
+  PP_CHECK(pyroscope_label_name_valid("a"));
+  PP_CHECK(pyroscope_label_name_valid("_a9"));
+  PP_CHECK(!pyroscope_label_name_valid(""));
+  PP_CHECK(!pyroscope_label_name_valid("9a"));
+  PP_CHECK(!pyroscope_label_name_valid("a.b"));
+  PP_CHECK(!pyroscope_label_name_valid("a-b"));
+}
+
+int main(void) {
+  PP_RUN(test_pyroscope_split_small_profile_is_one_copy);
+  PP_RUN(test_pyroscope_split_big_profile_keeps_totals_and_limit);
+  PP_RUN(test_pyroscope_split_refuses_a_sample_over_the_limit);
+  PP_RUN(test_pyroscope_split_refuses_garbage);
+  PP_RUN(test_pyroscope_labels_follow_pyroscope_rules);
+  PP_RUN(test_pyroscope_label_name_rule);
+  PP_DONE();
+}
