@@ -51,11 +51,11 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 frame = open(sys.argv[2], "rb").read()
 for i in range(3):
     if i == 2:
-        # Idle 0.8 s, then 0.5 s to send: 1.3 s since the last frame, but the
-        # 1 s read timeout counts from the frame's first byte.
-        time.sleep(0.8)
+        # Idle 0.9 s, then 0.25 s to send: over 1 s since the last frame, but
+        # the 1 s read timeout counts from the frame's first byte.
+        time.sleep(0.9)
         s.sendall(frame[:100])
-        time.sleep(0.5)
+        time.sleep(0.25)
         s.sendall(frame[100:])
     else:
         s.sendall(frame)

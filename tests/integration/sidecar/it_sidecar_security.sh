@@ -46,8 +46,8 @@ start_sidecar uid2 --allow-uid "$other,$me"
 stop_sidecar
 
 # 4. Connection limit: 2 silent clients hold the slots, the third is refused.
-start_sidecar conns --max-connections 2 --read-timeout 5
-$RAW "$SOCK" hold 2 3 >"$W/hold" &
+start_sidecar conns --max-connections 2 --read-timeout 10
+$RAW "$SOCK" hold 2 5 >"$W/hold" &
 holder=$!
 for _ in $(seq 50); do grep -q holding "$W/hold" 2>/dev/null && break; sleep 0.1; done
 sleep 0.3

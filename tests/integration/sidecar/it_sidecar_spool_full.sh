@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 "$GEN" profile "$W/p.pb" --seed 8 --samples 400 >/dev/null
 size=$(stat -c %s "$W/p.pb")
 
-start_sidecar a --batch-window 4 --max-spool-bytes $((size * 4))
+start_sidecar a --batch-window 8 --max-spool-bytes $((size * 4))
 refused=0
 for i in $(seq 12); do
   rc=0; "$CLI" push "$W/p.pb" --socket "$SOCK" 2>"$W/err" >/dev/null || rc=$?
