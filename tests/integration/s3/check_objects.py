@@ -2,7 +2,7 @@
 ListObjectsV2) or walks the GCS stand-in's directory, downloads every object,
 checks its name (key charset, layout, hash prefix = SHA-256 of the bytes),
 that each object was acknowledged exactly once (one 2xx answer the client
-actually received per key), and that the testbed saw no rule violation.
+actually received per key; for GCS a 412 "already exists" counts), and that the testbed saw no rule violation.
 Objects land in --download/<service>/ for go tool pprof."""
 import argparse
 import collections
@@ -59,7 +59,9 @@ def main():
     acked = collections.Counter()
     for r in recs:
         if r.get("role") == a.role and r.get("method") in ("PUT", "POST") and r.get("key") and \
-                200 <= r.get("status", 0) < 300 and not r.get("fault"):
+                (200 <= r.get("status", 0) < 300 or r.get("status") == 412) and \
+                not r.get("fault") and \
+                r.get("bucket") == a.bucket and r["key"].startswith(a.prefix):
             acked[r["key"]] += 1
     services = set()
     for k, data in sorted(objects.items()):

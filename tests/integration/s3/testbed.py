@@ -57,9 +57,9 @@ def sentinel_secret(kind):
     return "%s-%s-%s" % (ARGS.sentinel, kind, secrets.token_hex(8))
 
 
-def next_fault():
+def next_fault(role):
     """The fault for this upload, or None once the fault window is over."""
-    if not ARGS.faults:
+    if not ARGS.faults or role not in ARGS.fault_roles.split(","):
         return None
     with LOCK:
         now = time.time()
@@ -115,6 +115,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ra = f.split(":")[1] if ":" in f else "1"
             self.reply(429, b"slow down", "text/plain", {"Retry-After": ra})
         elif f == "hang":
+            rec["status"] = 0
+            log(dict(rec))  # now: the test may be over before the hang is
+            rec["logged"] = True
             time.sleep(ARGS.hang_seconds)
             self.close_connection = True
         elif f == "close":
@@ -122,7 +125,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(2)
         else:
             return False
-        rec["status"] = {"hang": 0, "close": 0}.get(f.split(":")[0], int(f.split(":")[0]))
+        kind = f.split(":")[0]
+        rec["status"] = int(kind) if kind.isdigit() else 0
         return True
 
     # ---- dispatch ----
@@ -139,13 +143,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.dispatch()
 
     def dispatch(self):
-        rec = {"role": self.role, "method": self.command, "path": self.path}
+        rec = {"role": self.role, "method": self.command, "path": self.path, "t0": time.time()}
         try:
             getattr(self, "handle_" + self.role)(rec)
         except (BrokenPipeError, ConnectionResetError, OSError) as e:
             rec.setdefault("status", 0)
             rec["error"] = str(e)
-        log(rec)
+        if not rec.get("logged"):
+            log(rec)
 
     # ---- s3: verify, maybe fault, forward ----
     def handle_s3(self, rec):
@@ -191,7 +196,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if bucket in ARGS.deny_bucket:
                 rec["status"] = 403
                 return self.s3_error(403, "AccessDenied", "Access Denied")
-            f = next_fault()
+            f = next_fault("s3")
             if f and f != "stored-close" and self.fault(f, rec, len(body)):
                 return
         else:
@@ -318,7 +323,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rec["bucket"], rec["key"] = bucket, name
         if not KEY_RE.match(name):
             rec["violation"] = "object name outside [A-Za-z0-9._~/-]"
-        f = next_fault()
+        f = next_fault("gcs")
         if f and f != "stored-close" and self.fault(f, rec, len(body)):
             return
         path = os.path.join(ARGS.gcs_dir, bucket, name)
@@ -370,6 +375,7 @@ def main():
                    help="AKID:SECRET[:TOKEN] accepted by the s3 role")
     p.add_argument("--faults", default="")
     p.add_argument("--fault-seconds", type=float, default=0)
+    p.add_argument("--fault-roles", default="s3,gcs")
     p.add_argument("--hang-seconds", type=float, default=30)
     p.add_argument("--deny-bucket", action="append", default=[])
     p.add_argument("--sentinel", default="SENTINEL")
@@ -378,11 +384,14 @@ def main():
     p.add_argument("--pod-token-file", default="")
     p.add_argument("--cred-lifetime", type=int, default=900)
     p.add_argument("--gcs-dir", default="")
+    p.add_argument("--static-bearer", action="append", default=[])
     ARGS = p.parse_args()
     ARGS.faults = [f for f in ARGS.faults.split(",") if f]
     for k in ARGS.static_key:
         parts = k.split(":", 2)
         CREDS[parts[0]] = (parts[1], parts[2] if len(parts) > 2 else None, None)
+    for t in ARGS.static_bearer:
+        BEARER[t] = time.time() + 3600
     LOGF = open(ARGS.log, "a")
     ports = {}
     for role in ARGS.roles.split(","):
