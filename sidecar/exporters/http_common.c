@@ -20,6 +20,7 @@
 
 #include "exporter.h"
 #include "log.h"
+#include "metrics.h"
 
 #define DEFAULT_MAX_RESPONSE (64u << 10)
 
@@ -276,6 +277,16 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
   }
   rs->status = status;
   c->rs = NULL;
+  if (status >= 500)
+    metrics_export_failure("http_5xx");
+  else if (status == 429)
+    metrics_export_failure("http_429");
+  else if (status == 408)
+    metrics_export_failure("http_408");
+  else if (status >= 400)
+    metrics_export_failure(status == 412 ? "http_412" : "http_4xx");
+  else if (status < 200 || status >= 300)
+    metrics_export_failure("http_other");
   return 0;
 
 curl_fail:
@@ -295,6 +306,9 @@ curl_fail:
     hint = " (raise --http-timeout if uploads are large or the link slow)";
   snprintf(rs->detail, sizeof rs->detail, "%s%s%.200s%s", curl_easy_strerror(cc),
            c->errbuf[0] ? ": " : "", c->errbuf, hint);
+  metrics_export_failure(cc == CURLE_OPERATION_TIMEDOUT ? "timeout"
+                         : hint[0]                      ? "tls"
+                                                        : "connection");
 out_err:
   rs->status = 0;
   c->rs = NULL;
