@@ -70,7 +70,9 @@ struct elfsym_cache {
 };
 
 static bool g_libelf_ok;
-static void libelf_init(void) { g_libelf_ok = elf_version(EV_CURRENT) != EV_NONE; }
+static void libelf_init(void) {
+  g_libelf_ok = elf_version(EV_CURRENT) != EV_NONE;
+}
 
 static bool libelf_ready(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -82,7 +84,8 @@ static bool libelf_ready(void) {
 static char *hex_string(const uint8_t *p, size_t n) {
   static const char digits[] = "0123456789abcdef";
   char *s = malloc(2 * n + 1);
-  if (!s) return NULL;
+  if (!s)
+    return NULL;
   for (size_t i = 0; i < n; i++) {
     s[2 * i] = digits[p[i] >> 4];
     s[2 * i + 1] = digits[p[i] & 15];
@@ -96,16 +99,18 @@ static char *hex_string(const uint8_t *p, size_t n) {
 static char *build_id_in_notes(Elf_Data *data, bool *oom) {
   size_t off = 0, name_off, desc_off;
   GElf_Nhdr nh;
-  if (!data || !data->d_buf) return NULL;
+  if (!data || !data->d_buf)
+    return NULL;
   while (off < data->d_size) {
     size_t next = gelf_getnote(data, off, &nh, &name_off, &desc_off);
-    if (next == 0 || next <= off) break;
-    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
-        nh.n_descsz <= 64 && name_off + 4 <= data->d_size &&
-        desc_off + nh.n_descsz <= data->d_size &&
+    if (next == 0 || next <= off)
+      break;
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 && nh.n_descsz <= 64 &&
+        name_off + 4 <= data->d_size && desc_off + nh.n_descsz <= data->d_size &&
         memcmp((const char *)data->d_buf + name_off, "GNU", 4) == 0) {
       char *s = hex_string((const uint8_t *)data->d_buf + desc_off, nh.n_descsz);
-      if (!s) *oom = true;
+      if (!s)
+        *oom = true;
       return s;
     }
     off = next;
@@ -118,32 +123,40 @@ static char *read_build_id(Elf *elf, bool *oom) {
   if (elf_getphdrnum(elf, &nph) == 0) {
     for (size_t i = 0; i < nph; i++) {
       GElf_Phdr ph;
-      if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0) continue;
+      if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE || ph.p_filesz == 0)
+        continue;
       Elf_Type t = ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR;
       Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, t);
       char *s = build_id_in_notes(d, oom);
-      if (s || *oom) return s;
+      if (s || *oom)
+        return s;
     }
   }
   Elf_Scn *scn = NULL;
   while ((scn = elf_nextscn(elf, scn)) != NULL) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+      continue;
     char *s = build_id_in_notes(elf_getdata(scn, NULL), oom);
-    if (s || *oom) return s;
+    if (s || *oom)
+      return s;
   }
   return NULL;
 }
 
 static int read_loads(Elf *elf, elfsym_image *img) {
   size_t nph = 0;
-  if (elf_getphdrnum(elf, &nph) != 0 || nph == 0) return 0;
-  if (nph > 65535) return 0;
+  if (elf_getphdrnum(elf, &nph) != 0 || nph == 0)
+    return 0;
+  if (nph > 65535)
+    return 0;
   img->loads = calloc(nph, sizeof *img->loads);
-  if (!img->loads) return -1;
+  if (!img->loads)
+    return -1;
   for (size_t i = 0; i < nph; i++) {
     GElf_Phdr ph;
-    if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+    if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+      continue;
     load_seg *l = &img->loads[img->nloads++];
     l->offset = ph.p_offset;
     l->vaddr = ph.p_vaddr;
@@ -163,7 +176,8 @@ typedef struct sym_tmp {
 
 static int underscores(const char *s) {
   int n = 0;
-  while (s[n] == '_') n++;
+  while (s[n] == '_')
+    n++;
   return n;
 }
 
@@ -171,14 +185,19 @@ static int underscores(const char *s) {
  * before weak before local, fewer leading underscores, shorter, then name. */
 static int sym_tmp_cmp(const void *a, const void *b, void *names) {
   const sym_tmp *x = a, *y = b;
-  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
-  if ((x->size != 0) != (y->size != 0)) return x->size != 0 ? -1 : 1;
-  if (x->bind_rank != y->bind_rank) return x->bind_rank < y->bind_rank ? -1 : 1;
+  if (x->addr != y->addr)
+    return x->addr < y->addr ? -1 : 1;
+  if ((x->size != 0) != (y->size != 0))
+    return x->size != 0 ? -1 : 1;
+  if (x->bind_rank != y->bind_rank)
+    return x->bind_rank < y->bind_rank ? -1 : 1;
   const char *nx = (const char *)names + x->name, *ny = (const char *)names + y->name;
   int ux = underscores(nx), uy = underscores(ny);
-  if (ux != uy) return ux < uy ? -1 : 1;
+  if (ux != uy)
+    return ux < uy ? -1 : 1;
   size_t lx = strlen(nx), ly = strlen(ny);
-  if (lx != ly) return lx < ly ? -1 : 1;
+  if (lx != ly)
+    return lx < ly ? -1 : 1;
   return strcmp(nx, ny);
 }
 
@@ -197,10 +216,12 @@ static int set_symbols(elfsym_image *img, sym_tmp *tmp, size_t ntmp, char *names
   }
   qsort_r(tmp, ntmp, sizeof *tmp, sym_tmp_cmp, names);
   sym *out = malloc(ntmp * sizeof *out);
-  if (!out) return -1;
+  if (!out)
+    return -1;
   size_t k = 0;
   for (size_t i = 0; i < ntmp; i++) {
-    if (k > 0 && out[k - 1].addr == tmp[i].addr) continue; /* alias: first is preferred */
+    if (k > 0 && out[k - 1].addr == tmp[i].addr)
+      continue; /* alias: first is preferred */
     out[k].addr = tmp[i].addr;
     out[k].size = tmp[i].size;
     out[k].name = tmp[i].name;
@@ -215,31 +236,41 @@ static int set_symbols(elfsym_image *img, sym_tmp *tmp, size_t ntmp, char *names
 
 static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, elfsym_image *img) {
   Elf_Data *data = elf_getdata(scn, NULL);
-  if (!data || sh->sh_entsize == 0) return 0;
+  if (!data || sh->sh_entsize == 0)
+    return 0;
   size_t n = sh->sh_size / sh->sh_entsize;
   size_t cap_names = 4096, nnames = 1, ntmp = 0;
   sym_tmp *tmp = NULL;
   char *names = NULL;
-  if (n > (size_t)1 << 26) n = (size_t)1 << 26;
+  if (n > (size_t)1 << 26)
+    n = (size_t)1 << 26;
   tmp = malloc((n ? n : 1) * sizeof *tmp);
   names = malloc(cap_names);
-  if (!tmp || !names) goto fail;
+  if (!tmp || !names)
+    goto fail;
   names[0] = '\0';
   for (size_t i = 0; i < n; i++) {
     GElf_Sym s;
-    if (!gelf_getsym(data, (int)i, &s)) break;
+    if (!gelf_getsym(data, (int)i, &s))
+      break;
     int type = GELF_ST_TYPE(s.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
-    if (s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+    if (type != STT_FUNC && type != STT_GNU_IFUNC)
+      continue;
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
+      continue;
     const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
-    if (!name || !name[0]) continue;
+    if (!name || !name[0])
+      continue;
     size_t len = strlen(name) + 1;
-    if (nnames + len > UINT32_MAX) break;
+    if (nnames + len > UINT32_MAX)
+      break;
     if (nnames + len > cap_names) {
       size_t nc = cap_names;
-      while (nnames + len > nc) nc *= 2;
+      while (nnames + len > nc)
+        nc *= 2;
       char *nn = realloc(names, nc);
-      if (!nn) goto fail;
+      if (!nn)
+        goto fail;
       names = nn;
       cap_names = nc;
     }
@@ -252,7 +283,8 @@ static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, elfsym_image
     ntmp++;
     nnames += len;
   }
-  if (set_symbols(img, tmp, ntmp, names) != 0) goto fail;
+  if (set_symbols(img, tmp, ntmp, names) != 0)
+    goto fail;
   return 0;
 fail:
   free(tmp);
@@ -266,7 +298,8 @@ static bool load_symbols_from(Elf *elf, elfsym_image *img) {
   GElf_Shdr symsh, dynsh;
   while ((scn = elf_nextscn(elf, scn)) != NULL) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
+    if (!gelf_getshdr(scn, &sh))
+      continue;
     if (sh.sh_type == SHT_SYMTAB && !symtab && section_has_symbols(&sh)) {
       symtab = scn;
       symsh = sh;
@@ -276,10 +309,13 @@ static bool load_symbols_from(Elf *elf, elfsym_image *img) {
     }
   }
   if (symtab) {
-    if (load_symtab(elf, symtab, &symsh, img) != 0) return false;
-    if (img->nsyms > 0) return true;
+    if (load_symtab(elf, symtab, &symsh, img) != 0)
+      return false;
+    if (img->nsyms > 0)
+      return true;
   }
-  if (dynsym) (void)load_symtab(elf, dynsym, &dynsh, img);
+  if (dynsym)
+    (void)load_symtab(elf, dynsym, &dynsh, img);
   return false;
 }
 
@@ -289,24 +325,30 @@ static bool load_symbols_from(Elf *elf, elfsym_image *img) {
 static void load_debug_symbols(elfsym_image *img) {
   size_t idlen = strlen(img->build_id);
   const char *root = img->debug_root ? img->debug_root : "/usr/lib/debug";
-  if (idlen < 4 || !root[0]) return;
+  if (idlen < 4 || !root[0])
+    return;
   size_t plen = strlen(root) + idlen + 32;
   char *path = malloc(plen);
-  if (!path) return;
+  if (!path)
+    return;
   snprintf(path, plen, "%s/.build-id/%.2s/%s.debug", root, img->build_id, img->build_id + 2);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   free(path);
-  if (fd < 0) return;
+  if (fd < 0)
+    return;
   struct stat st;
   Elf *elf = NULL;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) goto done;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    goto done;
   elf = elf_begin(fd, ELF_C_READ, NULL);
-  if (!elf || elf_kind(elf) != ELF_K_ELF) goto done;
+  if (!elf || elf_kind(elf) != ELF_K_ELF)
+    goto done;
   bool oom = false;
   char *id = read_build_id(elf, &oom);
   bool match = !id || strcmp(id, img->build_id) == 0; /* the path already names the id */
   free(id);
-  if (!match) goto done;
+  if (!match)
+    goto done;
   elfsym_image dbg;
   memset(&dbg, 0, sizeof dbg);
   if (load_symbols_from(elf, &dbg) && dbg.nsyms > 0) {
@@ -320,33 +362,40 @@ static void load_debug_symbols(elfsym_image *img) {
     free(dbg.names);
   }
 done:
-  if (elf) elf_end(elf);
+  if (elf)
+    elf_end(elf);
   close(fd);
 }
 
 /* Re-opens the file the image came from (only if it is still the same file). */
 static void load_symbols(elfsym_image *img) {
-  if (img->syms_loaded) return;
+  if (img->syms_loaded)
+    return;
   img->syms_loaded = true;
-  if (!libelf_ready()) return;
+  if (!libelf_ready())
+    return;
   if (img->from_memory) {
     load_debug_symbols(img); /* a .symtab beats the loaded .dynsym */
     return;
   }
   if (img->mem) {
     Elf *elf = elf_memory((char *)img->mem, img->memsize);
-    if (!elf) return;
+    if (!elf)
+      return;
     bool full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img);
     elf_end(elf);
-    if (!full) load_debug_symbols(img);
+    if (!full)
+      load_debug_symbols(img);
     return;
   }
   const char *paths[2] = {img->open_path, img->alt_path};
   bool full = false;
   for (int i = 0; i < 2; i++) {
-    if (!paths[i]) continue;
+    if (!paths[i])
+      continue;
     int fd = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) continue;
+    if (fd < 0)
+      continue;
     struct stat st;
     bool same = fstat(fd, &st) == 0 && (uint64_t)st.st_dev == img->st_dev &&
                 (uint64_t)st.st_ino == img->st_ino && (int64_t)st.st_size == img->st_size;
@@ -358,18 +407,22 @@ static void load_symbols(elfsym_image *img) {
       }
     }
     close(fd);
-    if (same) break;
+    if (same)
+      break;
   }
-  if (!full) load_debug_symbols(img);
+  if (!full)
+    load_debug_symbols(img);
 }
 
 /* ---- images ---- */
 
 void elfsym_image_free(elfsym_image *img) {
-  if (!img) return;
+  if (!img)
+    return;
   if (img->dem) {
     for (size_t i = 0; i < img->nsyms; i++)
-      if (img->dem[i] && img->dem[i] != img->names + img->syms[i].name) free(img->dem[i]);
+      if (img->dem[i] && img->dem[i] != img->names + img->syms[i].name)
+        free(img->dem[i]);
     free(img->dem);
   }
   free(img->key);
@@ -387,15 +440,21 @@ void elfsym_image_free(elfsym_image *img) {
 /* Reads build id and PT_LOADs; the symbols wait for the first lookup. */
 static elfsym_image *image_from_elf(Elf *elf) {
   bool oom = false;
-  if (elf_kind(elf) != ELF_K_ELF) return NULL;
+  if (elf_kind(elf) != ELF_K_ELF)
+    return NULL;
   GElf_Ehdr eh;
-  if (!gelf_getehdr(elf, &eh)) return NULL;
+  if (!gelf_getehdr(elf, &eh))
+    return NULL;
   elfsym_image *img = calloc(1, sizeof *img);
-  if (!img) return NULL;
+  if (!img)
+    return NULL;
   img->build_id = read_build_id(elf, &oom);
-  if (oom) goto fail;
-  if (!img->build_id && !(img->build_id = strdup(""))) goto fail;
-  if (read_loads(elf, img) != 0) goto fail;
+  if (oom)
+    goto fail;
+  if (!img->build_id && !(img->build_id = strdup("")))
+    goto fail;
+  if (read_loads(elf, img) != 0)
+    goto fail;
   return img;
 fail:
   elfsym_image_free(img);
@@ -408,12 +467,15 @@ static elfsym_image *image_open_fd(int fd, const char *open_path, const char *ke
   const char *path = key_path;
   struct stat st;
   elfsym_image *img = NULL;
-  if (!libelf_ready() || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return NULL;
+  if (!libelf_ready() || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return NULL;
   Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-  if (!elf) return NULL;
+  if (!elf)
+    return NULL;
   img = image_from_elf(elf);
   elf_end(elf);
-  if (!img) return NULL;
+  if (!img)
+    return NULL;
   img->open_path = strdup(open_path);
   if (strcmp(open_path, key_path) != 0 && key_path[0] == '/' && !(img->alt_path = strdup(key_path)))
     goto fail;
@@ -424,7 +486,8 @@ static elfsym_image *image_open_fd(int fd, const char *open_path, const char *ke
   snprintf(key, sizeof key, ":%" PRIu64 ":%" PRId64, img->st_ino, img->st_size);
   size_t klen = strlen(path) + strlen(key) + 3 + 2 * strlen(img->build_id);
   img->key = malloc(klen);
-  if (!img->open_path || !img->key) goto fail;
+  if (!img->open_path || !img->key)
+    goto fail;
   if (img->build_id[0])
     snprintf(img->key, klen, "b:%s", img->build_id);
   else
@@ -437,16 +500,19 @@ fail:
 
 elfsym_image *elfsym_image_open(const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return NULL;
+  if (fd < 0)
+    return NULL;
   elfsym_image *img = image_open_fd(fd, path, path);
   close(fd);
   return img;
 }
 
 elfsym_image *elfsym_image_from_memory(const void *data, size_t size) {
-  if (!libelf_ready() || !data || size < 64) return NULL;
+  if (!libelf_ready() || !data || size < 64)
+    return NULL;
   uint8_t *copy = malloc(size);
-  if (!copy) return NULL;
+  if (!copy)
+    return NULL;
   memcpy(copy, data, size);
   Elf *elf = elf_memory((char *)copy, size);
   elfsym_image *img = NULL;
@@ -484,12 +550,15 @@ typedef struct loaded_obj {
 } loaded_obj;
 
 static bool loaded_readable(const loaded_obj *o, uintptr_t addr, size_t len) {
-  if (addr + len < addr) return false;
+  if (addr + len < addr)
+    return false;
   for (int i = 0; i < o->info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &o->info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R))
+      continue;
     uintptr_t lo = o->info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (addr >= lo && addr + len <= hi) return true;
+    if (addr >= lo && addr + len <= hi)
+      return true;
   }
   return false;
 }
@@ -502,21 +571,26 @@ static uintptr_t loaded_ptr(const loaded_obj *o, ElfW(Addr) p) {
 static char *loaded_build_id(const loaded_obj *o, bool *oom) {
   for (int i = 0; i < o->info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &o->info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE) continue;
+    if (ph->p_type != PT_NOTE)
+      continue;
     uintptr_t p = o->info->dlpi_addr + ph->p_vaddr, end = p + ph->p_filesz;
     size_t align = ph->p_align == 8 ? 8 : 4;
-    if (end < p || !loaded_readable(o, p, ph->p_filesz)) continue;
+    if (end < p || !loaded_readable(o, p, ph->p_filesz))
+      continue;
     while (end - p >= sizeof(ElfW(Nhdr))) {
       const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
       size_t name = (nh->n_namesz + align - 1) & ~(align - 1);
       size_t desc = (nh->n_descsz + align - 1) & ~(align - 1);
-      if (name > end - p || desc > end - p) break;
+      if (name > end - p || desc > end - p)
+        break;
       uintptr_t np = p + sizeof *nh, dp = np + name;
-      if (dp < np || dp > end || desc > end - dp) break;
+      if (dp < np || dp > end || desc > end - dp)
+        break;
       if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && nh->n_descsz > 0 &&
           nh->n_descsz <= 64 && memcmp((const void *)np, "GNU", 4) == 0) {
         char *s = hex_string((const uint8_t *)dp, nh->n_descsz);
-        if (!s) *oom = true;
+        if (!s)
+          *oom = true;
         return s;
       }
       p = dp + desc;
@@ -527,8 +601,10 @@ static char *loaded_build_id(const loaded_obj *o, bool *oom) {
 
 /* Number of .dynsym entries, from DT_HASH or DT_GNU_HASH; 0 if unknown. */
 static size_t loaded_nsyms(const loaded_obj *o, uintptr_t hash, uintptr_t gnu_hash) {
-  if (hash && loaded_readable(o, hash, 8)) return ((const uint32_t *)hash)[1];
-  if (!gnu_hash || !loaded_readable(o, gnu_hash, 16)) return 0;
+  if (hash && loaded_readable(o, hash, 8))
+    return ((const uint32_t *)hash)[1];
+  if (!gnu_hash || !loaded_readable(o, gnu_hash, 16))
+    return 0;
   const uint32_t *w = (const uint32_t *)gnu_hash;
   uint32_t nbuckets = w[0], symoffset = w[1], bloom_size = w[2];
   uintptr_t buckets = gnu_hash + 16 + (uintptr_t)bloom_size * sizeof(ElfW(Addr));
@@ -537,12 +613,16 @@ static size_t loaded_nsyms(const loaded_obj *o, uintptr_t hash, uintptr_t gnu_ha
     return 0;
   uint32_t last = 0;
   for (uint32_t i = 0; i < nbuckets; i++)
-    if (((const uint32_t *)buckets)[i] > last) last = ((const uint32_t *)buckets)[i];
-  if (last < symoffset) return symoffset;
+    if (((const uint32_t *)buckets)[i] > last)
+      last = ((const uint32_t *)buckets)[i];
+  if (last < symoffset)
+    return symoffset;
   uintptr_t chain = buckets + (uintptr_t)nbuckets * 4;
   for (uint32_t i = last - symoffset; i < (1u << 24); i++) {
-    if (!loaded_readable(o, chain + (uintptr_t)i * 4, 4)) return 0;
-    if (((const uint32_t *)chain)[i] & 1) return (size_t)symoffset + i + 1;
+    if (!loaded_readable(o, chain + (uintptr_t)i * 4, 4))
+      return 0;
+    if (((const uint32_t *)chain)[i] & 1)
+      return (size_t)symoffset + i + 1;
   }
   return 0;
 }
@@ -557,16 +637,28 @@ static int loaded_symbols(const loaded_obj *o, elfsym_image *img) {
       dynsz = ph->p_memsz;
     }
   }
-  if (!dyn || !loaded_readable(o, dyn, dynsz)) return 0;
+  if (!dyn || !loaded_readable(o, dyn, dynsz))
+    return 0;
   for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)dyn;
        (uintptr_t)(d + 1) <= dyn + dynsz && d->d_tag != DT_NULL; d++) {
     switch (d->d_tag) {
-    case DT_SYMTAB: symtab = loaded_ptr(o, d->d_un.d_ptr); break;
-    case DT_STRTAB: strtab = loaded_ptr(o, d->d_un.d_ptr); break;
-    case DT_STRSZ: strsz = d->d_un.d_val; break;
-    case DT_HASH: hash = loaded_ptr(o, d->d_un.d_ptr); break;
-    case DT_GNU_HASH: gnu_hash = loaded_ptr(o, d->d_un.d_ptr); break;
-    default: break;
+    case DT_SYMTAB:
+      symtab = loaded_ptr(o, d->d_un.d_ptr);
+      break;
+    case DT_STRTAB:
+      strtab = loaded_ptr(o, d->d_un.d_ptr);
+      break;
+    case DT_STRSZ:
+      strsz = d->d_un.d_val;
+      break;
+    case DT_HASH:
+      hash = loaded_ptr(o, d->d_un.d_ptr);
+      break;
+    case DT_GNU_HASH:
+      gnu_hash = loaded_ptr(o, d->d_un.d_ptr);
+      break;
+    default:
+      break;
     }
   }
   size_t n = loaded_nsyms(o, hash, gnu_hash);
@@ -583,14 +675,17 @@ static int loaded_symbols(const loaded_obj *o, elfsym_image *img) {
       continue;
     const char *nm = strs + syms[i].st_name;
     size_t len = strnlen(nm, strsz - syms[i].st_name);
-    if (syms[i].st_name + len >= strsz) continue; /* not terminated inside the table */
+    if (syms[i].st_name + len >= strsz)
+      continue; /* not terminated inside the table */
     ntmp++;
     cap += len + 1;
   }
-  if (ntmp == 0 || cap > UINT32_MAX) return 0;
+  if (ntmp == 0 || cap > UINT32_MAX)
+    return 0;
   sym_tmp *tmp = malloc(ntmp * sizeof *tmp);
   char *names = malloc(cap);
-  if (!tmp || !names) goto fail;
+  if (!tmp || !names)
+    goto fail;
   names[0] = '\0';
   ntmp = 0;
   for (size_t i = 0; i < n; i++) {
@@ -600,7 +695,8 @@ static int loaded_symbols(const loaded_obj *o, elfsym_image *img) {
       continue;
     const char *nm = strs + syms[i].st_name;
     size_t len = strnlen(nm, strsz - syms[i].st_name);
-    if (syms[i].st_name + len >= strsz) continue;
+    if (syms[i].st_name + len >= strsz)
+      continue;
     memcpy(names + nnames, nm, len + 1);
     int bind = ELF64_ST_BIND(syms[i].st_info);
     tmp[ntmp].addr = syms[i].st_value;
@@ -610,7 +706,8 @@ static int loaded_symbols(const loaded_obj *o, elfsym_image *img) {
     ntmp++;
     nnames += len + 1;
   }
-  if (set_symbols(img, tmp, ntmp, names) != 0) goto fail;
+  if (set_symbols(img, tmp, ntmp, names) != 0)
+    goto fail;
   return 0;
 fail:
   free(tmp);
@@ -633,29 +730,37 @@ static int loaded_find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   for (int i = 0; i < info->dlpi_phnum && !covers; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-    covers = ph->p_type == PT_LOAD && f->addr >= (lo & ~(uintptr_t)4095) && f->addr < lo + ph->p_memsz;
+    covers =
+        ph->p_type == PT_LOAD && f->addr >= (lo & ~(uintptr_t)4095) && f->addr < lo + ph->p_memsz;
   }
-  if (!covers) return 0;
+  if (!covers)
+    return 0;
   f->found = true;
   elfsym_image *img = calloc(1, sizeof *img);
-  if (!img) return 1;
+  if (!img)
+    return 1;
   img->build_id = loaded_build_id(&o, &oom);
-  if (oom || (!img->build_id && !(img->build_id = strdup("")))) goto fail;
+  if (oom || (!img->build_id && !(img->build_id = strdup(""))))
+    goto fail;
   img->loads = calloc(info->dlpi_phnum ? info->dlpi_phnum : 1, sizeof *img->loads);
-  if (!img->loads) goto fail;
+  if (!img->loads)
+    goto fail;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
+    if (ph->p_type != PT_LOAD)
+      continue;
     load_seg *l = &img->loads[img->nloads++];
     l->offset = ph->p_offset;
     l->vaddr = ph->p_vaddr;
     l->filesz = ph->p_filesz;
     l->exec = (ph->p_flags & PF_X) != 0;
   }
-  if (loaded_symbols(&o, img) != 0) goto fail;
+  if (loaded_symbols(&o, img) != 0)
+    goto fail;
   img->from_memory = true;
   size_t klen = 2 * strlen(img->build_id) + 40;
-  if (!(img->key = malloc(klen))) goto fail;
+  if (!(img->key = malloc(klen)))
+    goto fail;
   if (img->build_id[0])
     snprintf(img->key, klen, "b:%s", img->build_id);
   else
@@ -669,24 +774,31 @@ fail:
 
 elfsym_image *elfsym_image_from_loaded(uint64_t addr) {
   loaded_find f = {(uintptr_t)addr, NULL, false};
-  if (addr == 0) return NULL;
+  if (addr == 0)
+    return NULL;
   dl_iterate_phdr(loaded_find_cb, &f);
   return f.img;
 }
 
-const char *elfsym_build_id(const elfsym_image *img) { return img->build_id; }
+const char *elfsym_build_id(const elfsym_image *img) {
+  return img->build_id;
+}
 
 bool elfsym_pc_to_vaddr(const elfsym_image *img, uint64_t map_start, uint64_t map_offset,
                         uint64_t pc, uint64_t *vaddr) {
-  if (pc < map_start) return false;
+  if (pc < map_start)
+    return false;
   uint64_t off = pc - map_start + map_offset;
   const load_seg *hit = NULL;
   for (size_t i = 0; i < img->nloads; i++) {
     const load_seg *l = &img->loads[i];
-    if (off < l->offset || off - l->offset >= l->filesz) continue;
-    if (!hit || (l->exec && !hit->exec)) hit = l;
+    if (off < l->offset || off - l->offset >= l->filesz)
+      continue;
+    if (!hit || (l->exec && !hit->exec))
+      hit = l;
   }
-  if (!hit) return false;
+  if (!hit)
+    return false;
   *vaddr = off - hit->offset + hit->vaddr;
   return true;
 }
@@ -699,7 +811,8 @@ size_t elfsym_symbol_count(elfsym_image *img) {
 bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangle,
                    elfsym_symbol *out) {
   load_symbols(img);
-  if (img->nsyms == 0 || vaddr < img->syms[0].addr) return false;
+  if (img->nsyms == 0 || vaddr < img->syms[0].addr)
+    return false;
   size_t lo = 0, hi = img->nsyms; /* last symbol with addr <= vaddr */
   while (hi - lo > 1) {
     size_t mid = lo + (hi - lo) / 2;
@@ -716,15 +829,19 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
       size_t stop = lo > 16 ? lo - 16 : 0;
       while (lo > stop) {
         lo--;
-        if (img->syms[lo].size > 0 && vaddr - img->syms[lo].addr < img->syms[lo].size) break;
+        if (img->syms[lo].size > 0 && vaddr - img->syms[lo].addr < img->syms[lo].size)
+          break;
       }
       s = &img->syms[lo];
-      if (s->size == 0 || vaddr - s->addr >= s->size) return false;
+      if (s->size == 0 || vaddr - s->addr >= s->size)
+        return false;
     }
   } else {
     /* unsized: up to the next symbol, and not absurdly far */
-    if (lo + 1 < img->nsyms && vaddr >= img->syms[lo + 1].addr) return false;
-    if (vaddr - s->addr >= ((uint64_t)1 << 20)) return false;
+    if (lo + 1 < img->nsyms && vaddr >= img->syms[lo + 1].addr)
+      return false;
+    if (vaddr - s->addr >= ((uint64_t)1 << 20))
+      return false;
   }
   const char *name = img->names + s->name;
   out->name = name;
@@ -732,7 +849,8 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
   out->addr = s->addr;
   out->size = s->size;
   if (demangle && name[0] == '_' && name[1] == 'Z') {
-    if (!img->dem) img->dem = calloc(img->nsyms, sizeof *img->dem);
+    if (!img->dem)
+      img->dem = calloc(img->nsyms, sizeof *img->dem);
     if (img->dem) {
       if (!img->dem[lo]) {
         int status = -1;
@@ -752,12 +870,17 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
 
 /* ---- cache ---- */
 
-elfsym_cache *elfsym_cache_new(void) { return calloc(1, sizeof(elfsym_cache)); }
+elfsym_cache *elfsym_cache_new(void) {
+  return calloc(1, sizeof(elfsym_cache));
+}
 
 void elfsym_cache_free(elfsym_cache *c) {
-  if (!c) return;
-  for (size_t i = 0; i < c->nfiles; i++) free(c->files[i].path);
-  for (size_t i = 0; i < c->nimgs; i++) elfsym_image_free(c->imgs[i]);
+  if (!c)
+    return;
+  for (size_t i = 0; i < c->nfiles; i++)
+    free(c->files[i].path);
+  for (size_t i = 0; i < c->nimgs; i++)
+    elfsym_image_free(c->imgs[i]);
   free(c->files);
   free(c->imgs);
   free(c->debug_root);
@@ -768,19 +891,21 @@ void elfsym_cache_free(elfsym_cache *c) {
  * then the path. */
 static elfsym_image *open_mapped(const elfsym_fileid *id) {
   char mf[96];
-  snprintf(mf, sizeof mf, "/proc/self/map_files/%" PRIx64 "-%" PRIx64, id->map_start,
-           id->map_end);
+  snprintf(mf, sizeof mf, "/proc/self/map_files/%" PRIx64 "-%" PRIx64, id->map_start, id->map_end);
   if (id->map_end > id->map_start) {
     int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
       elfsym_image *img = image_open_fd(fd, mf, id->path ? id->path : "");
       close(fd);
-      if (img) return img;
+      if (img)
+        return img;
     }
   }
   elfsym_image *img = NULL;
-  if (!id->deleted && id->path && id->path[0] == '/') img = elfsym_image_open(id->path);
-  if (!img) img = elfsym_image_from_loaded(id->map_start);
+  if (!id->deleted && id->path && id->path[0] == '/')
+    img = elfsym_image_open(id->path);
+  if (!img)
+    img = elfsym_image_from_loaded(id->map_start);
   return img;
 }
 
@@ -807,7 +932,8 @@ static elfsym_image *intern_image(elfsym_cache *c, elfsym_image *img) {
 
 int elfsym_cache_set_debug_root(elfsym_cache *c, const char *dir) {
   char *d = NULL;
-  if (dir && !(d = strdup(dir))) return -1;
+  if (dir && !(d = strdup(dir)))
+    return -1;
   free(c->debug_root);
   c->debug_root = d;
   return 0;
@@ -826,12 +952,14 @@ elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id) {
   if (c->nfiles == c->capfiles) {
     size_t cap = c->capfiles ? c->capfiles * 2 : 16;
     file_ent *v = realloc(c->files, cap * sizeof *v);
-    if (!v) return NULL;
+    if (!v)
+      return NULL;
     c->files = v;
     c->capfiles = cap;
   }
   char *pcopy = strdup(path);
-  if (!pcopy) return NULL;
+  if (!pcopy)
+    return NULL;
   elfsym_image *img = open_mapped(id);
   if (img && c->debug_root && !(img->debug_root = strdup(c->debug_root))) {
     elfsym_image_free(img);
@@ -839,7 +967,8 @@ elfsym_image *elfsym_cache_get(elfsym_cache *c, const elfsym_fileid *id) {
   }
   if (img) {
     img = intern_image(c, img);
-    if (img) img->refs++;
+    if (img)
+      img->refs++;
   }
   file_ent *f = &c->files[c->nfiles++];
   f->path = pcopy;
@@ -857,7 +986,8 @@ void elfsym_cache_sweep(elfsym_cache *c, unsigned keep) {
   for (size_t i = 0; i < c->nfiles; i++) {
     file_ent *f = &c->files[i];
     if (c->gen - f->last_gen > keep) {
-      if (f->img) f->img->refs--;
+      if (f->img)
+        f->img->refs--;
       free(f->path);
       continue;
     }
@@ -876,4 +1006,6 @@ void elfsym_cache_sweep(elfsym_cache *c, unsigned keep) {
   c->gen++;
 }
 
-size_t elfsym_cache_images(const elfsym_cache *c) { return c->nimgs; }
+size_t elfsym_cache_images(const elfsym_cache *c) {
+  return c->nimgs;
+}

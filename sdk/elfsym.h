@@ -1,7 +1,10 @@
 /* ELF symbol tables and build ids via libelf, cached per file: a file (path,
  * device, inode) resolves to an image keyed by its GNU build id (or by path,
  * inode and size when it has none), so a library mapped again, or the same
- * build at another path, is read once. Symbols are read on first lookup.
+ * build at another path, is read once. Symbols are read on first lookup:
+ * .symtab, else a debug file found by build id, else .dynsym. A file is
+ * opened through /proc/self/map_files (the exact mapped file, even if deleted
+ * or replaced), else its path, else read from loaded memory.
  * Odd files (stripped, truncated, unreadable, deleted) never crash: they give
  * an image without symbols, or none at all.
  * Not async-signal-safe (allocates, does I/O). An elfsym_cache and everything

@@ -23,7 +23,7 @@
 
 typedef struct pmap {
   uint64_t start, end, offset;
-  const char *path; /* points into pb->maps */
+  const char *path;  /* points into pb->maps */
   elfsym_image *img; /* NULL: no symbols (unreadable, not ELF, anonymous) */
   bool is_main;
 } pmap;
@@ -46,8 +46,8 @@ typedef struct frame_key {
 } frame_key;
 
 typedef struct frame_info {
-  int64_t pm;           /* index in pb->pm, -1 if the pc is in no known mapping */
-  elfsym_symbol sym;    /* valid if found */
+  int64_t pm;        /* index in pb->pm, -1 if the pc is in no known mapping */
+  elfsym_symbol sym; /* valid if found */
   bool found;
   uint64_t location_id;
 } frame_info;
@@ -55,22 +55,27 @@ typedef struct frame_info {
 static char *read_exe_path(void) {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return NULL;
+  if (n <= 0)
+    return NULL;
   buf[n] = '\0';
   static const char del[] = " (deleted)";
   size_t dl = sizeof del - 1;
-  if ((size_t)n > dl && strcmp(buf + n - dl, del) == 0) buf[n - dl] = '\0';
+  if ((size_t)n > dl && strcmp(buf + n - dl, del) == 0)
+    buf[n - dl] = '\0';
   return strdup(buf);
 }
 
 profbuild *profbuild_new(void) {
   profbuild *pb = calloc(1, sizeof *pb);
-  if (!pb) return NULL;
+  if (!pb)
+    return NULL;
   pb->cache = elfsym_cache_new();
-  if (!pb->cache) goto fail;
+  if (!pb->cache)
+    goto fail;
   pb->exe_path = read_exe_path(); /* NULL is fine: no main mapping preference */
   struct stat st;
-  if (stat("/proc/self/exe", &st) == 0) pb->exe_ino = (uint64_t)st.st_ino;
+  if (stat("/proc/self/exe", &st) == 0)
+    pb->exe_ino = (uint64_t)st.st_ino;
   return pb;
 fail:
   profbuild_free(pb);
@@ -78,7 +83,8 @@ fail:
 }
 
 void profbuild_free(profbuild *pb) {
-  if (!pb) return;
+  if (!pb)
+    return;
   free(pb->pm);
   procmaps_free(&pb->maps);
   elfsym_cache_free(pb->cache);
@@ -106,10 +112,12 @@ static int pmap_cmp(const void *a, const void *b) {
 
 int profbuild_refresh_maps(profbuild *pb) {
   procmaps m;
-  if (procmaps_read_self(&m) != 0) return -1;
+  if (procmaps_read_self(&m) != 0)
+    return -1;
   size_t nexec = 0;
   for (size_t i = 0; i < m.n; i++)
-    if (m.v[i].executable) nexec++;
+    if (m.v[i].executable)
+      nexec++;
   pmap *pm = calloc(nexec ? nexec : 1, sizeof *pm);
   if (!pm) {
     procmaps_free(&m);
@@ -119,10 +127,12 @@ int profbuild_refresh_maps(profbuild *pb) {
   size_t n = 0;
   for (size_t i = 0; i < m.n; i++) {
     const procmaps_entry *e = &m.v[i];
-    if (!e->executable) continue;
+    if (!e->executable)
+      continue;
     bool file = procmaps_is_file(e);
     bool vdso = strcmp(e->path, "[vdso]") == 0;
-    if (!file && !vdso) continue; /* JIT code, anonymous: pcs there stay address-only */
+    if (!file && !vdso)
+      continue; /* JIT code, anonymous: pcs there stay address-only */
     pmap *p = &pm[n++];
     p->start = e->start;
     p->end = e->end;
@@ -131,8 +141,8 @@ int profbuild_refresh_maps(profbuild *pb) {
     if (vdso) {
       p->img = vdso_image(pb, e);
     } else {
-      elfsym_fileid id = {e->path, e->inode, e->dev_major, e->dev_minor, e->deleted,
-                          e->start, e->end};
+      elfsym_fileid id = {e->path,    e->inode, e->dev_major, e->dev_minor,
+                          e->deleted, e->start, e->end};
       p->img = elfsym_cache_get(pb->cache, &id);
       p->is_main = (pb->exe_path && strcmp(pb->exe_path, e->path) == 0) ||
                    (pb->exe_ino != 0 && pb->exe_ino == e->inode);
@@ -150,8 +160,10 @@ int profbuild_refresh_maps(profbuild *pb) {
 
 static int frame_key_cmp(const void *a, const void *b) {
   const frame_key *x = a, *y = b;
-  if (x->pc != y->pc) return x->pc < y->pc ? -1 : 1;
-  if (x->ret != y->ret) return x->ret < y->ret ? -1 : 1;
+  if (x->pc != y->pc)
+    return x->pc < y->pc ? -1 : 1;
+  if (x->ret != y->ret)
+    return x->ret < y->ret ? -1 : 1;
   return 0;
 }
 
@@ -181,25 +193,31 @@ static elfsym_demangle_fn find_demangler(void) {
 }
 
 static int add_header(pp_builder *b, const profbuild_meta *meta) {
-  if (pp_builder_add_sample_type(b, "samples", "count") != 0) return -1;
-  if (pp_builder_add_sample_type(b, "cpu", "nanoseconds") != 0) return -1;
-  if (pp_builder_set_period(b, "cpu", "nanoseconds", meta->period_ns) != 0) return -1;
+  if (pp_builder_add_sample_type(b, "samples", "count") != 0)
+    return -1;
+  if (pp_builder_add_sample_type(b, "cpu", "nanoseconds") != 0)
+    return -1;
+  if (pp_builder_set_period(b, "cpu", "nanoseconds", meta->period_ns) != 0)
+    return -1;
   pp_builder_set_time(b, meta->time_nanos, meta->duration_nanos);
   for (size_t i = 0; i < meta->ncomments; i++)
-    if (meta->comments[i] && pp_builder_add_comment(b, meta->comments[i]) != 0) return -1;
+    if (meta->comments[i] && pp_builder_add_comment(b, meta->comments[i]) != 0)
+      return -1;
   return 0;
 }
 
 static uint64_t pseudo_location(pp_builder *b, const char *name) {
   uint64_t fid = pp_builder_function(b, name, name, "", 0);
-  if (fid == 0) return 0;
+  if (fid == 0)
+    return 0;
   int64_t line = 0;
   return pp_builder_location(b, 0, 0, &fid, &line, 1);
 }
 
 static int frame_index(const frame_key *keys, size_t n, const frame_key *k, size_t *idx) {
   const frame_key *f = bsearch(k, keys, n, sizeof *keys, frame_key_cmp);
-  if (!f) return -1;
+  if (!f)
+    return -1;
   *idx = (size_t)(f - keys);
   return 0;
 }
@@ -212,23 +230,29 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
   uint64_t *map_ids = NULL, *locs = NULL;
   bool *map_funcs = NULL;
   int rc = -1;
-  if (!pb || !meta || !out || !len || (n && !stacks)) return -1;
-  if (!pb->maps_loaded) (void)profbuild_refresh_maps(pb); /* without maps: address-only */
+  if (!pb || !meta || !out || !len || (n && !stacks))
+    return -1;
+  if (!pb->maps_loaded)
+    (void)profbuild_refresh_maps(pb); /* without maps: address-only */
   elfsym_demangle_fn demangle = find_demangler();
 
   /* 1. distinct frames */
   size_t nframes = 0, maxdepth = 1;
   for (size_t i = 0; i < n; i++) {
-    if (stacks[i].special || !stacks[i].pcs) continue;
+    if (stacks[i].special || !stacks[i].pcs)
+      continue;
     nframes += stacks[i].depth;
-    if (stacks[i].depth > maxdepth) maxdepth = stacks[i].depth;
+    if (stacks[i].depth > maxdepth)
+      maxdepth = stacks[i].depth;
   }
   keys = malloc((nframes ? nframes : 1) * sizeof *keys);
   locs = malloc(maxdepth * sizeof *locs);
-  if (!keys || !locs) goto done;
+  if (!keys || !locs)
+    goto done;
   size_t nk = 0;
   for (size_t i = 0; i < n; i++) {
-    if (stacks[i].special || !stacks[i].pcs) continue;
+    if (stacks[i].special || !stacks[i].pcs)
+      continue;
     for (uint32_t d = 0; d < stacks[i].depth; d++) {
       keys[nk].pc = (uint64_t)stacks[i].pcs[d];
       keys[nk].ret = d > 0;
@@ -238,18 +262,21 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
   qsort(keys, nk, sizeof *keys, frame_key_cmp);
   size_t nu = 0;
   for (size_t i = 0; i < nk; i++)
-    if (nu == 0 || frame_key_cmp(&keys[nu - 1], &keys[i]) != 0) keys[nu++] = keys[i];
+    if (nu == 0 || frame_key_cmp(&keys[nu - 1], &keys[i]) != 0)
+      keys[nu++] = keys[i];
 
   /* 2. symbolize */
   info = calloc(nu ? nu : 1, sizeof *info);
   map_funcs = calloc(pb->npm ? pb->npm : 1, sizeof *map_funcs);
   map_ids = calloc(pb->npm ? pb->npm : 1, sizeof *map_ids);
-  if (!info || !map_funcs || !map_ids) goto done;
+  if (!info || !map_funcs || !map_ids)
+    goto done;
   for (size_t i = 0; i < nu; i++) {
     frame_info *fi = &info[i];
     uint64_t q = keys[i].ret && keys[i].pc > 0 ? keys[i].pc - 1 : keys[i].pc;
     fi->pm = find_pmap(pb, q);
-    if (fi->pm < 0) continue;
+    if (fi->pm < 0)
+      continue;
     const pmap *p = &pb->pm[fi->pm];
     uint64_t vaddr;
     if (p->img && elfsym_pc_to_vaddr(p->img, p->start, p->offset, q, &vaddr) &&
@@ -261,14 +288,17 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
 
   /* 3. header and mappings, main executable first */
   b = pp_builder_new();
-  if (!b || add_header(b, meta) != 0) goto done;
+  if (!b || add_header(b, meta) != 0)
+    goto done;
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < pb->npm; i++) {
       const pmap *p = &pb->pm[i];
-      if (p->is_main != (pass == 0)) continue;
+      if (p->is_main != (pass == 0))
+        continue;
       map_ids[i] = pp_builder_mapping(b, p->start, p->end, p->offset, p->path,
                                       p->img ? elfsym_build_id(p->img) : "", map_funcs[i]);
-      if (map_ids[i] == 0) goto done;
+      if (map_ids[i] == 0)
+        goto done;
     }
   }
 
@@ -279,12 +309,14 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     if (fi->found) {
       uint64_t fid = pp_builder_function(b, fi->sym.demangled, fi->sym.name, "", 0);
       int64_t line = 0;
-      if (fid == 0) goto done;
+      if (fid == 0)
+        goto done;
       fi->location_id = pp_builder_location(b, mid, keys[i].pc, &fid, &line, 1);
     } else {
       fi->location_id = pp_builder_location(b, mid, keys[i].pc, NULL, NULL, 0);
     }
-    if (fi->location_id == 0) goto done;
+    if (fi->location_id == 0)
+      goto done;
   }
 
   /* 5. samples */
@@ -294,21 +326,25 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     size_t nlocs = 0;
     if (s->special || !s->pcs || s->depth == 0) {
       locs[0] = pseudo_location(b, s->special ? s->special : "[pushprof] no stack");
-      if (locs[0] == 0) goto done;
+      if (locs[0] == 0)
+        goto done;
       nlocs = 1;
     } else {
       for (uint32_t d = 0; d < s->depth; d++) {
         frame_key k = {(uint64_t)s->pcs[d], d > 0};
         size_t idx;
-        if (frame_index(keys, nu, &k, &idx) != 0) goto done; /* cannot happen */
+        if (frame_index(keys, nu, &k, &idx) != 0)
+          goto done; /* cannot happen */
         locs[nlocs++] = info[idx].location_id;
       }
     }
-    if (pp_builder_sample(b, locs, nlocs, values, 2, s->labels, s->nlabels) != 0) goto done;
+    if (pp_builder_sample(b, locs, nlocs, values, 2, s->labels, s->nlabels) != 0)
+      goto done;
   }
   rc = pp_builder_pack(b, out, len);
 done:
-  if (b) pp_builder_free(b);
+  if (b)
+    pp_builder_free(b);
   free(keys);
   free(info);
   free(map_ids);

@@ -71,6 +71,13 @@ pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${
 pushprof_fuzz_target(NAME env_config SOURCES ${PP_FUZZ_SDK}/env_config.c
   INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include)
 
+# The sidecar library supplies log.c and the libraries (curl, jansson, libxml2).
+if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c)
+  pushprof_fuzz_target(NAME aws_creds SOURCES ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c
+    ${PP_FUZZ_SIDECAR}/exporters/http_common.c
+    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
+endif()
+
 # Writes the seed corpus (tests/fuzz/corpus/*/seed_*): make_seeds DIR.
 add_executable(fuzz_make_seeds ${PP_FUZZ_DIR}/make_seeds.c)
 target_link_libraries(fuzz_make_seeds PRIVATE pushprof_proto)

@@ -61,16 +61,24 @@ typedef struct pushprof_options {
 } pushprof_options;
 
 /* Starts profiling every thread. opts NULL: everything from the environment.
- * Returns PUSHPROF_EALREADY if running. Thread-safe. */
+ * opts is read during the call only (the caller keeps ownership).
+ * Returns 0; PUSHPROF_EALREADY if running; PUSHPROF_EINVAL for an invalid
+ * option or nowhere to write to; PUSHPROF_ECONFIG for an invalid PUSHPROF_*
+ * variable; each failure prints one line on stderr and leaves profiling off.
+ * With an output path the profile is written at normal exit (atexit, bounded
+ * by the exit timeout). Thread-safe. */
 PUSHPROF_API int pushprof_start(const pushprof_options *opts);
 
-/* Stops sampling and writes/pushes the final profile (bounded by the exit
- * timeout). Safe to call when not started (returns PUSHPROF_ENOTSTARTED). */
+/* Stops sampling and writes/pushes the final profile now. Returns 0,
+ * PUSHPROF_ENOTSTARTED when not started, PUSHPROF_ESYS if the output could
+ * not be written (one line on stderr). pushprof_start may be called again
+ * afterwards. Thread-safe. */
 PUSHPROF_API int pushprof_stop(void);
 
 /* Registers the calling thread for sampling. Needed only with the static
- * library for threads created before interposition could see them; the .so
- * files register new threads themselves. Idempotent. */
+ * library, for threads created after pushprof_start; the .so files register
+ * new threads themselves. Idempotent. PUSHPROF_ENOTSTARTED when profiling is
+ * not running. Thread-safe. */
 PUSHPROF_API int pushprof_thread_register(void);
 
 /* Static text for an error code; never NULL. Async-signal-safe. */

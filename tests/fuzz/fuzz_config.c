@@ -43,8 +43,10 @@ static void check_loaded(const sidecar_config *c) {
 
 static void check_value_parsers(const char *s) {
   uint64_t size;
-  if (config_parse_size(s, &size) == 0)
-    FUZZ_CHECK(s[0] >= '0' && s[0] <= '9', "size \"%s\" accepted", s);
+  if (config_parse_size(s, &size) == 0) {
+    const char *d = s + strspn(s, " \t\n\v\f\r"); /* strtoull skips leading space */
+    FUZZ_CHECK(d[0] >= '0' && d[0] <= '9', "size \"%s\" accepted", s);
+  }
   int64_t ms;
   if (config_parse_duration_ms(s, &ms) == 0)
     FUZZ_CHECK(ms >= 0, "duration \"%s\" gave %lld ms", s, (long long)ms);

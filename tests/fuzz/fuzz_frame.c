@@ -2,7 +2,11 @@
  * must agree with pp_frame_header_encode), the PushRequest/PushReply unpack,
  * and the sidecar's whole-frame decoder spool_decode_frame (header, push,
  * limits, pprof), whose accepted requests must respect every limit of
- * PROTOCOL.md. The first input byte picks the frame limit. */
+ * PROTOCOL.md. The first input byte picks the frame limit (bits 0-1) and,
+ * with bit 2 set, has the header's length field rewritten to the real payload
+ * length, so mutations inside a payload still reach the PushRequest and pprof
+ * checks. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "fuzz_target.h"
@@ -47,10 +51,23 @@ static void check_messages(const uint8_t *payload, size_t len) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint32_t limits[] = {PP_FRAME_MAX_DEFAULT, 4096, 64, PP_FRAME_HEADER_SIZE};
   uint32_t max = PP_FRAME_MAX_DEFAULT;
+  uint8_t *fixed = NULL;
   if (size > 0) {
-    max = limits[data[0] % (sizeof limits / sizeof limits[0])];
+    max = limits[data[0] & 3];
+    bool fix_length = (data[0] & 4) != 0;
     data++;
     size--;
+    if (fix_length && size >= PP_FRAME_HEADER_SIZE) {
+      fixed = malloc(size);
+      FUZZ_CHECK(fixed != NULL, "out of memory");
+      memcpy(fixed, data, size);
+      uint32_t n = (uint32_t)(size - PP_FRAME_HEADER_SIZE);
+      fixed[8] = (uint8_t)(n >> 24);
+      fixed[9] = (uint8_t)(n >> 16);
+      fixed[10] = (uint8_t)(n >> 8);
+      fixed[11] = (uint8_t)n;
+      data = fixed;
+    }
   }
   check_header(data, size, max);
   if (size >= PP_FRAME_HEADER_SIZE)
@@ -62,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!req) {
     FUZZ_CHECK(code != PUSHPROF__V1__PUSH_REPLY__CODE__OK, "refused with code OK");
     FUZZ_CHECK(why[0] != '\0', "a refused frame must say why");
+    free(fixed);
     return 0;
   }
   FUZZ_CHECK(code == PUSHPROF__V1__PUSH_REPLY__CODE__OK, "accepted with code %d", code);
@@ -79,5 +97,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(req->end_time_nanos >= req->start_time_nanos, "end before start");
   FUZZ_CHECK(req->pprof.len > 0 && req->pprof.data != NULL, "accepted without a pprof");
   pushprof__v1__push_request__free_unpacked(req, NULL);
+  free(fixed);
   return 0;
 }

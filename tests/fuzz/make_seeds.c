@@ -122,7 +122,7 @@ static void pprof_seeds(void) {
   }
 }
 
-/* ---- frames (first byte: the frame limit fuzz_frame uses) ---- */
+/* ---- frames (first byte: fuzz_frame's frame limit and length-fixing flag) ---- */
 
 static void put_frame(const char *name, uint8_t limit_sel, const uint8_t *frame, size_t len) {
   uint8_t *buf = malloc(len + 1);
@@ -164,6 +164,7 @@ static void frame_seeds(void) {
     die("encode push");
   put_frame("push.frame", 0, frame, flen);
   put_frame("push_limit4k.frame", 1, frame, flen);
+  put_frame("push_fixlen.frame", 4, frame, flen); /* fuzz_frame rewrites the length */
   put_frame("push_truncated.frame", 0, frame, flen - 3);
   free(frame);
 
@@ -409,6 +410,33 @@ static void env_seeds(void) {
           "PUSHPROF_SERVICE=a\tb\n@prog=\x01prog\x7f\nopt.backlog=-5\n");
 }
 
+/* ---- STS / container credential answers, dates, Retry-After ---- */
+
+static void aws_creds_seeds(void) {
+  put_str("aws_creds", "sts.xml",
+          "<AssumeRoleWithWebIdentityResponse "
+          "xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\n"
+          "  <AssumeRoleWithWebIdentityResult>\n"
+          "    <Credentials>\n"
+          "      <AccessKeyId>ASIAFUZZEXAMPLE00001</AccessKeyId>\n"
+          "      <SecretAccessKey>fuzzSecretKeyExample/0123456789abcdefghij</SecretAccessKey>\n"
+          "      <SessionToken>FwoGZXIvYXdzEFUZZ//////////token==</SessionToken>\n"
+          "      <Expiration>2026-11-22T10:00:00Z</Expiration>\n"
+          "    </Credentials>\n"
+          "  </AssumeRoleWithWebIdentityResult>\n"
+          "</AssumeRoleWithWebIdentityResponse>\n");
+  put_str("aws_creds", "sts_error.xml",
+          "<ErrorResponse><Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>"
+          "<Message>expired</Message></Error></ErrorResponse>");
+  put_str("aws_creds", "container.json",
+          "{\"AccessKeyId\":\"ASIAFUZZEXAMPLE00002\",\"SecretAccessKey\":\"c2VjcmV0\","
+          "\"Token\":\"dG9rZW4=\",\"AccountId\":\"123456789012\","
+          "\"Expiration\":\"2026-11-22T10:00:00.123+01:00\"}");
+  put_str("aws_creds", "date.txt", "2026-11-22T10:00:00.5-05:30 ");
+  put_str("aws_creds", "retry_http_date.txt", "Wed, 21 Oct 2026 07:28:00 GMT");
+  put_str("aws_creds", "retry_seconds.txt", "120");
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_seeds OUTDIR   (writes OUTDIR/<target>/seed_*)\n");
@@ -423,5 +451,6 @@ int main(int argc, char **argv) {
   elf_seeds();
   config_seeds();
   env_seeds();
+  aws_creds_seeds();
   return 0;
 }

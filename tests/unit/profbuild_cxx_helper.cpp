@@ -8,10 +8,11 @@ struct Widget {
 };
 __attribute__((noinline)) int Widget::spin(int n) {
   volatile int acc = 0;
-  for (int i = 0; i < n; i++) acc = acc + i;
+  for (int i = 0; i < n; i++)
+    acc = acc + i;
   return acc;
 }
-}  // namespace pushprof_test
+} // namespace pushprof_test
 
 extern "C" void *profbuild_cxx_function(void) {
   return reinterpret_cast<void *>(&pushprof_test::Widget::spin);

@@ -70,6 +70,25 @@ static void test_api_start_stop_writes_the_profile(void) {
   rmdir(tmpl);
 }
 
+static void test_api_can_start_again_after_stop(void) {
+  char tmpl[] = "/tmp/pushprof-test-api2.XXXXXX";
+  char path[128], written[160];
+  PP_CHECK(mkdtemp(tmpl) != NULL);
+  snprintf(path, sizeof path, "%s/again.pb.gz", tmpl);
+  snprintf(written, sizeof written, "%s", path);
+  pushprof_options o = {.hz = 100, .output_path = path};
+  for (int round = 0; round < 2; round++) {
+    unlink(written);
+    PP_CHECK_INT(pushprof_start(&o), ==, 0);
+    spin_cpu(0.05);
+    PP_CHECK_INT(pushprof_stop(), ==, 0);
+    struct stat st;
+    PP_CHECK_INT(stat(written, &st), ==, 0);
+  }
+  unlink(written);
+  rmdir(tmpl);
+}
+
 static void test_api_strerror_names_every_code(void) {
   for (int code = 0; code >= PUSHPROF_ESETUID; code--) {
     const char *s = pushprof_strerror(code);
@@ -93,6 +112,7 @@ int main(void) {
   PP_RUN(test_api_stop_before_start_says_not_started);
   PP_RUN(test_api_rejects_invalid_options_and_stays_off);
   PP_RUN(test_api_start_stop_writes_the_profile);
+  PP_RUN(test_api_can_start_again_after_stop);
   PP_RUN(test_api_strerror_names_every_code);
   PP_RUN(test_api_version_matches_the_header);
   PP_DONE();

@@ -21,7 +21,8 @@ static volatile int g_sink;
 /* A real function with a known name and a body long enough to point inside. */
 __attribute__((noinline, used)) static int elfsym_probe_target(int n) {
   int acc = 0;
-  for (int i = 0; i < n; i++) acc += i * g_sink + (acc >> 3);
+  for (int i = 0; i < n; i++)
+    acc += i * g_sink + (acc >> 3);
   return acc;
 }
 
@@ -41,7 +42,8 @@ static char g_tmpdir[PATH_MAX];
 
 /* The executable file mapping holding pc, from /proc/self/maps. */
 static int mapping_of(uint64_t pc, procmaps *m, const procmaps_entry **e) {
-  if (procmaps_read_self(m) != 0) return -1;
+  if (procmaps_read_self(m) != 0)
+    return -1;
   for (size_t i = 0; i < m->n; i++) {
     if (pc >= m->v[i].start && pc < m->v[i].end && m->v[i].executable) {
       *e = &m->v[i];
@@ -63,14 +65,16 @@ static const char *symbolize(elfsym_cache *c, uint64_t pc, elfsym_symbol *sym,
   procmaps m;
   const procmaps_entry *e;
   const char *name = NULL;
-  if (mapping_of(pc, &m, &e) != 0) return NULL;
+  if (mapping_of(pc, &m, &e) != 0)
+    return NULL;
   elfsym_fileid id = fileid_of(e);
   elfsym_image *img = elfsym_cache_get(c, &id);
   uint64_t vaddr;
   if (img && elfsym_pc_to_vaddr(img, e->start, e->offset, pc, &vaddr) &&
       elfsym_lookup(img, vaddr, NULL, sym)) {
     name = sym->name;
-    if (build_id) *build_id = elfsym_build_id(img);
+    if (build_id)
+      *build_id = elfsym_build_id(img);
   }
   procmaps_free(&m);
   return name;
@@ -82,7 +86,8 @@ static void readelf_build_id(const char *path, char *out, size_t outlen) {
   out[0] = '\0';
   snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", path);
   FILE *p = popen(cmd, "r");
-  if (!p) return;
+  if (!p)
+    return;
   while (fgets(line, sizeof line, p)) {
     char *s = strstr(line, "Build ID: ");
     if (s && !out[0]) {
@@ -133,8 +138,10 @@ static void test_elfsym_resolves_libc_write(void) {
   void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   void *w = libc ? dlsym(libc, "write") : NULL;
   PP_CHECK(w != NULL);
-  if (libc) dlclose(libc);
-  if (!w) return;
+  if (libc)
+    dlclose(libc);
+  if (!w)
+    return;
   uint64_t pc = (uint64_t)(uintptr_t)w;
   PP_CHECK_STR(symbolize(c, pc, &sym, &bid), "write");
   PP_CHECK_STR(symbolize(c, pc + 3, &sym, NULL), "write");
@@ -153,20 +160,27 @@ static int copy_file(const char *from, const char *to, long limit) {
   char buf[65536];
   long total = 0;
   int rc = -1;
-  if (!in || !out) goto done;
+  if (!in || !out)
+    goto done;
   for (;;) {
     size_t want = sizeof buf;
-    if (limit >= 0 && (long)want > limit - total) want = (size_t)(limit - total);
-    if (want == 0) break;
+    if (limit >= 0 && (long)want > limit - total)
+      want = (size_t)(limit - total);
+    if (want == 0)
+      break;
     size_t r = fread(buf, 1, want, in);
-    if (r == 0) break;
-    if (fwrite(buf, 1, r, out) != r) goto done;
+    if (r == 0)
+      break;
+    if (fwrite(buf, 1, r, out) != r)
+      goto done;
     total += (long)r;
   }
   rc = 0;
 done:
-  if (in) fclose(in);
-  if (out && fclose(out) != 0) rc = -1;
+  if (in)
+    fclose(in);
+  if (out && fclose(out) != 0)
+    rc = -1;
   return rc;
 }
 
@@ -174,7 +188,8 @@ static void test_elfsym_cache_shares_images_by_build_id(void) {
   char exe[PATH_MAX], copy[PATH_MAX + 32];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   PP_CHECK(n > 0);
-  if (n <= 0) return;
+  if (n <= 0)
+    return;
   exe[n] = '\0';
   snprintf(copy, sizeof copy, "%s/copy-of-test", g_tmpdir);
   PP_CHECK_INT(copy_file(exe, copy, -1), ==, 0);
@@ -190,7 +205,8 @@ static void test_elfsym_cache_shares_images_by_build_id(void) {
   PP_CHECK_INT(elfsym_cache_images(c), ==, 1);
   PP_CHECK(elfsym_symbol_count(x) > 10);
   /* files not seen for more than `keep` generations are dropped */
-  for (int i = 0; i < 3; i++) elfsym_cache_sweep(c, 1);
+  for (int i = 0; i < 3; i++)
+    elfsym_cache_sweep(c, 1);
   PP_CHECK_INT(elfsym_cache_images(c), ==, 0);
   elfsym_cache_free(c);
   unlink(copy);
@@ -200,7 +216,8 @@ static void test_elfsym_survives_broken_files(void) {
   char exe[PATH_MAX], path[PATH_MAX + 32];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   PP_CHECK(n > 0);
-  if (n <= 0) return;
+  if (n <= 0)
+    return;
   exe[n] = '\0';
   struct stat st;
   PP_CHECK(stat(exe, &st) == 0);
@@ -261,18 +278,21 @@ static void test_elfsym_survives_corrupted_images(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   PP_CHECK(n > 0);
-  if (n <= 0) return;
+  if (n <= 0)
+    return;
   exe[n] = '\0';
   FILE *f = fopen(exe, "rb");
   PP_CHECK(f != NULL);
-  if (!f) return;
+  if (!f)
+    return;
   struct stat st;
   PP_CHECK(fstat(fileno(f), &st) == 0);
   size_t size = (size_t)st.st_size;
   uint8_t *orig = malloc(size), *img = malloc(size);
   PP_CHECK(orig && img && fread(orig, 1, size, f) == size);
   fclose(f);
-  if (!orig || !img) goto done;
+  if (!orig || !img)
+    goto done;
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)orig;
   size_t regions[][2] = {
       {0, sizeof *eh},
@@ -285,7 +305,8 @@ static void test_elfsym_survives_corrupted_images(void) {
   for (int round = 0; round < 400; round++) {
     memcpy(img, orig, size);
     size_t *r = regions[round % 4];
-    if (r[0] >= size || r[1] == 0) continue;
+    if (r[0] >= size || r[1] == 0)
+      continue;
     size_t span = r[0] + r[1] > size ? size - r[0] : r[1];
     for (int k = 0; k < 1 + round % 7; k++) {
       seed = seed * 1103515245u + 12345u;
@@ -294,13 +315,16 @@ static void test_elfsym_survives_corrupted_images(void) {
       img[at] = (uint8_t)(round % 3 == 0 ? 0xff : (seed >> 16));
     }
     elfsym_image *im = elfsym_image_from_memory(img, size);
-    if (!im) continue;
+    if (!im)
+      continue;
     opened++;
     elfsym_symbol sym;
     uint64_t vaddr;
-    if (elfsym_symbol_count(im) > 0) with_syms++;
+    if (elfsym_symbol_count(im) > 0)
+      with_syms++;
     for (uint64_t pc = 0x1000; pc < 0x40000; pc += 0x777)
-      if (elfsym_pc_to_vaddr(im, 0x1000, 0x1000, pc, &vaddr)) (void)elfsym_lookup(im, vaddr, NULL, &sym);
+      if (elfsym_pc_to_vaddr(im, 0x1000, 0x1000, pc, &vaddr))
+        (void)elfsym_lookup(im, vaddr, NULL, &sym);
     elfsym_image_free(im);
   }
   for (size_t len = 0; len <= 4096 && len <= size; len += 7) {
@@ -321,11 +345,13 @@ static void test_elfsym_uses_debug_file_by_build_id(void) {
   char exe[PATH_MAX], stripped[PATH_MAX + 32], dbg[PATH_MAX + 128], cmd[6 * PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   PP_CHECK(n > 0);
-  if (n <= 0) return;
+  if (n <= 0)
+    return;
   exe[n] = '\0';
   elfsym_image *orig = elfsym_image_open(exe);
   PP_CHECK(orig != NULL);
-  if (!orig) return;
+  if (!orig)
+    return;
   const char *bid = elfsym_build_id(orig);
   PP_CHECK(strlen(bid) > 4);
   snprintf(stripped, sizeof stripped, "%s/stripped-exe", g_tmpdir);
@@ -355,7 +381,8 @@ static void test_elfsym_uses_debug_file_by_build_id(void) {
     if (img) {
       bool found = elfsym_lookup(img, vaddr, NULL, &sym);
       PP_CHECK_INT(found, ==, with_debug);
-      if (found) PP_CHECK_STR(sym.name, "elfsym_probe_target");
+      if (found)
+        PP_CHECK_STR(sym.name, "elfsym_probe_target");
     }
     elfsym_cache_free(c);
   }
@@ -368,13 +395,15 @@ static void test_elfsym_reads_deleted_library_through_map_files(void) {
   void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
   Dl_info info;
   PP_CHECK(z && dladdr(z, &info) != 0 && info.dli_fname);
-  if (!z) return;
+  if (!z)
+    return;
   char copy[PATH_MAX + 32];
   snprintf(copy, sizeof copy, "%s/libz copy.so", g_tmpdir);
   PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
   void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
   PP_CHECK(h != NULL);
-  if (!h) return;
+  if (!h)
+    return;
   void *fn = dlsym(h, "zlibVersion");
   PP_CHECK(fn != NULL && fn != z);
   PP_CHECK_INT(unlink(copy), ==, 0);
@@ -407,7 +436,8 @@ static void test_elfsym_reads_loaded_object_from_memory(void) {
   Dl_info info;
   char want[256];
   PP_CHECK(z && dladdr(z, &info) != 0 && info.dli_fname);
-  if (!z) return;
+  if (!z)
+    return;
   readelf_build_id(info.dli_fname, want, sizeof want);
   PP_CHECK(strlen(want) >= 16);
 
@@ -416,7 +446,8 @@ static void test_elfsym_reads_loaded_object_from_memory(void) {
   PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
   void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
   PP_CHECK(h != NULL);
-  if (!h) return;
+  if (!h)
+    return;
   PP_CHECK_INT(unlink(copy), ==, 0);
   uint64_t fn = (uint64_t)(uintptr_t)dlsym(h, "zlibVersion");
   PP_CHECK(fn != 0);
@@ -445,7 +476,8 @@ static void test_elfsym_reads_loaded_object_from_memory(void) {
   readelf_build_id(exe, want, sizeof want);
   img = elfsym_image_from_loaded((uint64_t)(uintptr_t)&elfsym_probe_target);
   PP_CHECK(img != NULL);
-  if (img) PP_CHECK_STR(elfsym_build_id(img), want);
+  if (img)
+    PP_CHECK_STR(elfsym_build_id(img), want);
   elfsym_image_free(img);
   PP_CHECK(elfsym_image_from_loaded(16) == NULL);
 }
@@ -459,7 +491,8 @@ static void test_elfsym_reads_vdso_from_memory(void) {
   procmaps m;
   PP_CHECK_INT(procmaps_read_self(&m), ==, 0);
   for (size_t i = 0; i < m.n; i++) {
-    if (m.v[i].start != base) continue;
+    if (m.v[i].start != base)
+      continue;
     PP_CHECK_STR(m.v[i].path, "[vdso]");
     elfsym_image *img = elfsym_image_from_memory((const void *)base, m.v[i].end - m.v[i].start);
     PP_CHECK(img != NULL);
@@ -474,7 +507,8 @@ static void test_elfsym_reads_vdso_from_memory(void) {
         PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
         PP_CHECK(strstr(sym.name, "clock_gettime") != NULL);
       }
-      if (h) dlclose(h);
+      if (h)
+        dlclose(h);
       elfsym_image_free(img);
     }
   }

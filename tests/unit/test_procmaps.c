@@ -5,7 +5,9 @@
 #include "pp_test.h"
 #include "procmaps.h"
 
-static int parse_str(const char *s, procmaps *m) { return procmaps_parse(s, strlen(s), m); }
+static int parse_str(const char *s, procmaps *m) {
+  return procmaps_parse(s, strlen(s), m);
+}
 
 static void test_procmaps_parses_typical_lines(void) {
   const char *text =
@@ -42,10 +44,9 @@ static void test_procmaps_parses_typical_lines(void) {
 }
 
 static void test_procmaps_keeps_spaces_and_strips_deleted(void) {
-  const char *text =
-      "7f0000000000-7f0000001000 r-xp 00001000 fd:02 99 /opt/my app/lib x.so\n"
-      "7f0000001000-7f0000002000 r-xs 00000000 fd:02 100 /tmp/gone.so (deleted)\n"
-      "7f0000002000-7f0000003000 r-xp 00000000 fd:02 101 /tmp/ (deleted)/real\n";
+  const char *text = "7f0000000000-7f0000001000 r-xp 00001000 fd:02 99 /opt/my app/lib x.so\n"
+                     "7f0000001000-7f0000002000 r-xs 00000000 fd:02 100 /tmp/gone.so (deleted)\n"
+                     "7f0000002000-7f0000003000 r-xp 00000000 fd:02 101 /tmp/ (deleted)/real\n";
   procmaps m;
   PP_CHECK_INT(parse_str(text, &m), ==, 0);
   PP_CHECK_INT(m.n, ==, 3);
@@ -62,18 +63,17 @@ static void test_procmaps_keeps_spaces_and_strips_deleted(void) {
 }
 
 static void test_procmaps_skips_malformed_lines(void) {
-  const char *text =
-      "garbage\n"
-      "\n"
-      "1000-\n"
-      "1000-2000\n"
-      "1000-2000 rwxq 0 0:0 0\n"
-      "2000-1000 r-xp 00000000 00:00 0 /backwards\n"
-      "1000-2000 r-xp 0 00:00 12x /glued\n"
-      "11112222333344445-2000 r-xp 0 00:00 0 /too-long-hex\n"
-      "1000-2000 r-xp 0 00:00 99999999999999999999999 /inode-overflow\n"
-      "3000-4000 r-xp 00000000 08:01 7 /ok\n"
-      "5000-6000 r-xp 00000000 08:01 8"; /* truncated: no newline, no path */
+  const char *text = "garbage\n"
+                     "\n"
+                     "1000-\n"
+                     "1000-2000\n"
+                     "1000-2000 rwxq 0 0:0 0\n"
+                     "2000-1000 r-xp 00000000 00:00 0 /backwards\n"
+                     "1000-2000 r-xp 0 00:00 12x /glued\n"
+                     "11112222333344445-2000 r-xp 0 00:00 0 /too-long-hex\n"
+                     "1000-2000 r-xp 0 00:00 99999999999999999999999 /inode-overflow\n"
+                     "3000-4000 r-xp 00000000 08:01 7 /ok\n"
+                     "5000-6000 r-xp 00000000 08:01 8"; /* truncated: no newline, no path */
   procmaps m;
   PP_CHECK_INT(parse_str(text, &m), ==, 0);
   PP_CHECK_INT(m.n, ==, 2);

@@ -23,11 +23,12 @@ void *profbuild_cxx_demangler(void);
 static volatile int g_sink;
 static const char *g_out_path;
 
-#define PROBE(name)                                                         \
-  __attribute__((noinline, used)) static int name(int n) {                  \
-    int acc = 0;                                                            \
-    for (int i = 0; i < n; i++) acc += i * g_sink + (acc >> 3) + (int)__LINE__; \
-    return acc;                                                             \
+#define PROBE(name)                                                                                \
+  __attribute__((noinline, used)) static int name(int n) {                                         \
+    int acc = 0;                                                                                   \
+    for (int i = 0; i < n; i++)                                                                    \
+      acc += i * g_sink + (acc >> 3) + (int)__LINE__;                                              \
+    return acc;                                                                                    \
   }
 PROBE(profbuild_probe_leaf)
 PROBE(profbuild_probe_mid)
@@ -48,10 +49,12 @@ static Profile *build_and_parse(profbuild *pb, const profbuild_stack *st, size_t
   }
   if (save_to) {
     FILE *f = fopen(save_to, "wb");
-    if (!f || fwrite(out, 1, len, f) != len || fclose(f) != 0) fprintf(stderr, "cannot write %s\n", save_to);
+    if (!f || fwrite(out, 1, len, f) != len || fclose(f) != 0)
+      fprintf(stderr, "cannot write %s\n", save_to);
   }
   Profile *p = pp_pprof_parse(out, len, 64u << 20, why, sizeof why);
-  if (!p) fprintf(stderr, "pp_pprof_parse: %s\n", why);
+  if (!p)
+    fprintf(stderr, "pp_pprof_parse: %s\n", why);
   free(out);
   return p;
 }
@@ -65,8 +68,9 @@ static const Perftools__Profiles__Location *loc(const Profile *p, uint64_t id) {
 }
 
 static const Perftools__Profiles__Function *func_of(const Profile *p,
-                                                      const Perftools__Profiles__Location *l) {
-  if (!l || l->n_line == 0) return NULL;
+                                                    const Perftools__Profiles__Location *l) {
+  if (!l || l->n_line == 0)
+    return NULL;
   uint64_t id = l->line[0]->function_id;
   return id >= 1 && id <= p->n_function ? p->function[id - 1] : NULL;
 }
@@ -78,21 +82,26 @@ static const char *frame_name(const Profile *p, uint64_t loc_id) {
 
 static const Perftools__Profiles__Mapping *mapping_of(const Profile *p, uint64_t loc_id) {
   const Perftools__Profiles__Location *l = loc(p, loc_id);
-  if (!l || l->mapping_id == 0 || l->mapping_id > p->n_mapping) return NULL;
+  if (!l || l->mapping_id == 0 || l->mapping_id > p->n_mapping)
+    return NULL;
   return p->mapping[l->mapping_id - 1];
 }
 
 static void check_dense_ids(const Profile *p) {
-  for (size_t i = 0; i < p->n_mapping; i++) PP_CHECK_INT(p->mapping[i]->id, ==, i + 1);
-  for (size_t i = 0; i < p->n_location; i++) PP_CHECK_INT(p->location[i]->id, ==, i + 1);
-  for (size_t i = 0; i < p->n_function; i++) PP_CHECK_INT(p->function[i]->id, ==, i + 1);
+  for (size_t i = 0; i < p->n_mapping; i++)
+    PP_CHECK_INT(p->mapping[i]->id, ==, i + 1);
+  for (size_t i = 0; i < p->n_location; i++)
+    PP_CHECK_INT(p->location[i]->id, ==, i + 1);
+  for (size_t i = 0; i < p->n_function; i++)
+    PP_CHECK_INT(p->function[i]->id, ==, i + 1);
   PP_CHECK(p->n_string_table > 0 && p->string_table[0][0] == '\0');
 }
 
 static const char *label_str(const Profile *p, const Perftools__Profiles__Sample *s,
                              const char *key) {
   for (size_t i = 0; i < s->n_label; i++)
-    if (strcmp(str(p, s->label[i]->key), key) == 0) return str(p, s->label[i]->str);
+    if (strcmp(str(p, s->label[i]->key), key) == 0)
+      return str(p, s->label[i]->str);
   return NULL;
 }
 
@@ -101,7 +110,8 @@ static const Perftools__Profiles__Sample *sample_with_leaf(const Profile *p, con
   for (size_t i = 0; i < p->n_sample; i++) {
     const Perftools__Profiles__Sample *s = p->sample[i];
     const char *n = s->n_location_id ? frame_name(p, s->location_id[0]) : NULL;
-    if (n && strcmp(n, name) == 0) return s;
+    if (n && strcmp(n, name) == 0)
+      return s;
   }
   return NULL;
 }
@@ -109,7 +119,8 @@ static const Perftools__Profiles__Sample *sample_with_leaf(const Profile *p, con
 static void test_profbuild_names_values_labels_and_ids(void) {
   profbuild *pb = profbuild_new();
   PP_CHECK(pb != NULL);
-  if (!pb) return;
+  if (!pb)
+    return;
   PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
   uintptr_t s1[] = {PC(profbuild_probe_leaf, 4), PC(profbuild_probe_mid, 9),
                     PC(profbuild_probe_root, 9)};
@@ -125,7 +136,8 @@ static void test_profbuild_names_values_labels_and_ids(void) {
   profbuild_meta meta = {10000000, 1700000000123456789, 2000000000, comments, 2};
   Profile *p = build_and_parse(pb, st, 3, &meta, g_out_path);
   PP_CHECK(p != NULL);
-  if (!p) goto done;
+  if (!p)
+    goto done;
   check_dense_ids(p);
   PP_CHECK_INT(p->n_sample_type, ==, 2);
   if (p->n_sample_type == 2) {
@@ -143,7 +155,8 @@ static void test_profbuild_names_values_labels_and_ids(void) {
   PP_CHECK_INT(p->time_nanos, ==, 1700000000123456789);
   PP_CHECK_INT(p->duration_nanos, ==, 2000000000);
   PP_CHECK_INT(p->n_comment, ==, 2);
-  if (p->n_comment == 2) PP_CHECK_STR(str(p, p->comment[1]), "effective hz 100");
+  if (p->n_comment == 2)
+    PP_CHECK_STR(str(p, p->comment[1]), "effective hz 100");
 
   PP_CHECK_INT(p->n_sample, ==, 3);
   const Perftools__Profiles__Sample *a = sample_with_leaf(p, "profbuild_probe_leaf");
@@ -158,7 +171,8 @@ static void test_profbuild_names_values_labels_and_ids(void) {
       PP_CHECK(loc(p, a->location_id[0])->address == PC(profbuild_probe_leaf, 4));
       const Perftools__Profiles__Function *f = func_of(p, loc(p, a->location_id[0]));
       PP_CHECK(f != NULL);
-      if (f) PP_CHECK_STR(str(p, f->system_name), "profbuild_probe_leaf");
+      if (f)
+        PP_CHECK_STR(str(p, f->system_name), "profbuild_probe_leaf");
     }
     PP_CHECK_INT(a->n_value, ==, 2);
     if (a->n_value == 2) {
@@ -185,12 +199,14 @@ static void test_profbuild_names_values_labels_and_ids(void) {
   int mids = 0;
   for (size_t i = 0; i < p->n_sample; i++) {
     const Perftools__Profiles__Sample *s = p->sample[i];
-    if (s->n_location_id == 2 && strcmp(frame_name(p, s->location_id[0]), "profbuild_probe_mid") == 0) {
+    if (s->n_location_id == 2 &&
+        strcmp(frame_name(p, s->location_id[0]), "profbuild_probe_mid") == 0) {
       mids++;
       const char *t = label_str(p, s, "trace_id");
       PP_CHECK_INT(s->value[0], ==, t ? 5 : 7);
       PP_CHECK_INT(s->value[1], ==, (t ? 5 : 7) * 10000000ll);
-      if (t) PP_CHECK_STR(t, "zzz");
+      if (t)
+        PP_CHECK_STR(t, "zzz");
     }
   }
   PP_CHECK_INT(mids, ==, 2);
@@ -208,7 +224,8 @@ static void test_profbuild_symbolizes_return_addresses_as_pc_minus_one(void) {
   elfsym_image *img = NULL;
   procmaps m = {0};
   PP_CHECK(pb != NULL);
-  if (!pb) return;
+  if (!pb)
+    return;
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
@@ -218,7 +235,8 @@ static void test_profbuild_symbolizes_return_addresses_as_pc_minus_one(void) {
   uintptr_t mid = PC(profbuild_probe_mid, 0);
   const procmaps_entry *e = NULL;
   for (size_t i = 0; i < m.n; i++)
-    if (mid >= m.v[i].start && mid < m.v[i].end) e = &m.v[i];
+    if (mid >= m.v[i].start && mid < m.v[i].end)
+      e = &m.v[i];
   uint64_t vaddr;
   elfsym_symbol sym;
   PP_CHECK(e != NULL);
@@ -250,11 +268,13 @@ done:
 static void test_profbuild_demangles_cxx_and_resolves_libc(void) {
   profbuild *pb = profbuild_new();
   PP_CHECK(pb != NULL);
-  if (!pb) return;
+  if (!pb)
+    return;
   PP_CHECK(profbuild_cxx_demangler() != NULL);
   void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   void *w = libc ? dlsym(libc, "write") : NULL;
-  if (libc) dlclose(libc);
+  if (libc)
+    dlclose(libc);
   PP_CHECK(w != NULL);
   uintptr_t s1[] = {(uintptr_t)profbuild_cxx_function() + 2, PC(profbuild_probe_root, 9)};
   uintptr_t s2[] = {(uintptr_t)w + 1, PC(profbuild_probe_root, 9)};
@@ -262,7 +282,8 @@ static void test_profbuild_demangles_cxx_and_resolves_libc(void) {
   profbuild_meta meta = {1000000, 1, 1, NULL, 0};
   Profile *p = build_and_parse(pb, st, 2, &meta, NULL);
   PP_CHECK(p != NULL);
-  if (!p) goto done;
+  if (!p)
+    goto done;
   check_dense_ids(p);
   const Perftools__Profiles__Sample *a = sample_with_leaf(p, "pushprof_test::Widget::spin(int)");
   PP_CHECK(a != NULL);
@@ -290,7 +311,8 @@ done:
 static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   profbuild *pb = profbuild_new();
   PP_CHECK(pb != NULL);
-  if (!pb) return;
+  if (!pb)
+    return;
   void *anon = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   PP_CHECK(anon != MAP_FAILED);
   uintptr_t s1[] = {0x10, (uintptr_t)anon + 8, PC(profbuild_probe_root, 9)};
@@ -303,12 +325,14 @@ static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
   Profile *p = build_and_parse(pb, st, 3, &meta, NULL);
   PP_CHECK(p != NULL);
-  if (!p) goto done;
+  if (!p)
+    goto done;
   check_dense_ids(p);
   PP_CHECK_INT(p->n_sample, ==, 3);
   const Perftools__Profiles__Sample *a = NULL;
   for (size_t i = 0; i < p->n_sample; i++)
-    if (p->sample[i]->n_location_id == 3) a = p->sample[i];
+    if (p->sample[i]->n_location_id == 3)
+      a = p->sample[i];
   PP_CHECK(a != NULL);
   if (a) {
     PP_CHECK(loc(p, a->location_id[0])->address == 0x10);
@@ -327,10 +351,12 @@ static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   }
   r = sample_with_leaf(p, "[pushprof] truncated");
   PP_CHECK(r != NULL);
-  if (r) PP_CHECK_INT(r->n_location_id, ==, 1);
+  if (r)
+    PP_CHECK_INT(r->n_location_id, ==, 1);
   perftools__profiles__profile__free_unpacked(p, NULL);
 done:
-  if (anon != MAP_FAILED) munmap(anon, 4096);
+  if (anon != MAP_FAILED)
+    munmap(anon, 4096);
   profbuild_free(pb);
 }
 
@@ -339,13 +365,17 @@ static int copy_file(const char *from, const char *to) {
   char buf[65536];
   size_t r;
   int rc = -1;
-  if (!in || !out) goto done;
+  if (!in || !out)
+    goto done;
   while ((r = fread(buf, 1, sizeof buf, in)) > 0)
-    if (fwrite(buf, 1, r, out) != r) goto done;
+    if (fwrite(buf, 1, r, out) != r)
+      goto done;
   rc = 0;
 done:
-  if (in) fclose(in);
-  if (out && fclose(out) != 0) rc = -1;
+  if (in)
+    fclose(in);
+  if (out && fclose(out) != 0)
+    rc = -1;
   return rc;
 }
 
@@ -357,17 +387,20 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
   void *h = NULL;
   char dir[] = "/tmp/pp-profbuild-XXXXXX", copy[64];
   PP_CHECK(pb != NULL);
-  if (!pb || !mkdtemp(dir)) goto done;
+  if (!pb || !mkdtemp(dir))
+    goto done;
   uintptr_t s0[] = {PC(profbuild_probe_root, 9)};
   profbuild_stack st0[] = {{s0, 1, NULL, 0, 1, NULL}};
   Profile *p = build_and_parse(pb, st0, 1, &meta, NULL);
   PP_CHECK(p != NULL);
-  if (p) perftools__profiles__profile__free_unpacked(p, NULL);
+  if (p)
+    perftools__profiles__profile__free_unpacked(p, NULL);
 
   void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
   Dl_info info;
   PP_CHECK(z && dladdr(z, &info) && info.dli_fname);
-  if (!z) goto done;
+  if (!z)
+    goto done;
   snprintf(copy, sizeof copy, "%s/libzcopy.so", dir);
   PP_CHECK_INT(copy_file(info.dli_fname, copy), ==, 0);
   h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
@@ -376,7 +409,8 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
   PP_CHECK(fn != NULL && fn != z);
   void *vd = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
   void *gt = vd ? dlsym(vd, "__vdso_clock_gettime") : NULL;
-  if (!fn) goto done;
+  if (!fn)
+    goto done;
   uintptr_t s1[] = {(uintptr_t)fn + 1, PC(profbuild_probe_root, 9)};
   uintptr_t s2[] = {(uintptr_t)gt + 1, PC(profbuild_probe_root, 9)};
   profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL}, {s2, 2, NULL, 0, 1, NULL}};
@@ -388,7 +422,8 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
     PP_CHECK(a != NULL);
     const Perftools__Profiles__Mapping *m = a ? mapping_of(p, a->location_id[0]) : NULL;
     PP_CHECK(m != NULL);
-    if (m) PP_CHECK_STR(str(p, m->filename), copy);
+    if (m)
+      PP_CHECK_STR(str(p, m->filename), copy);
     if (gt) {
       int found = 0;
       for (size_t i = 0; i < p->n_sample; i++) {
@@ -403,9 +438,11 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
     }
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
-  if (vd) dlclose(vd);
+  if (vd)
+    dlclose(vd);
 done:
-  if (h) dlclose(h);
+  if (h)
+    dlclose(h);
   unlink(copy);
   rmdir(dir);
   profbuild_free(pb);
@@ -414,7 +451,8 @@ done:
 static void test_profbuild_empty_profile_is_valid(void) {
   profbuild *pb = profbuild_new();
   PP_CHECK(pb != NULL);
-  if (!pb) return;
+  if (!pb)
+    return;
   profbuild_meta meta = {10000000, 5, 6, NULL, 0};
   Profile *p = build_and_parse(pb, NULL, 0, &meta, NULL);
   PP_CHECK(p != NULL);
@@ -440,7 +478,8 @@ static void test_profbuild_many_distinct_stacks(void) {
   uintptr_t *pcs = malloc(sizeof(uintptr_t) * NSTACKS * DEPTH);
   profbuild_stack *st = calloc(NSTACKS, sizeof *st);
   PP_CHECK(pb && pcs && st);
-  if (!pb || !pcs || !st) goto done;
+  if (!pb || !pcs || !st)
+    goto done;
   uintptr_t fns[] = {PC(profbuild_probe_leaf, 0), PC(profbuild_probe_mid, 0),
                      PC(profbuild_probe_root, 0)};
   unsigned seed = 42;
@@ -449,7 +488,7 @@ static void test_profbuild_many_distinct_stacks(void) {
       seed = seed * 1103515245u + 12345u;
       pcs[i * DEPTH + d] = fns[(seed >> 16) % 3] + 1 + (seed >> 8) % 8;
     }
-    pcs[i * DEPTH] = fns[0] + 1 + i % 8; /* leaf in profbuild_probe_leaf */
+    pcs[i * DEPTH] = fns[0] + 1 + i % 8;         /* leaf in profbuild_probe_leaf */
     pcs[i * DEPTH + 1] = fns[1] + 1 + i / 8 % 8; /* pairs (i%8, i/8%8): 64 */
     pcs[i * DEPTH + 2] = fns[2] + 1 + i / 64 % 8;
     st[i].pcs = &pcs[i * DEPTH];
@@ -464,14 +503,16 @@ static void test_profbuild_many_distinct_stacks(void) {
     double t0 = now_s();
     PP_CHECK_INT(profbuild_build(pb, st, NSTACKS, &meta, &out, &len), ==, 0);
     double t = now_s() - t0;
-    if (t < best) best = t;
+    if (t < best)
+      best = t;
     if (round == 0) {
       char why[256];
       Profile *p = pp_pprof_parse(out, len, 256u << 20, why, sizeof why);
       PP_CHECK(p != NULL);
       if (p) {
         int64_t total = 0;
-        for (size_t i = 0; i < p->n_sample; i++) total += p->sample[i]->value[0];
+        for (size_t i = 0; i < p->n_sample; i++)
+          total += p->sample[i]->value[0];
         PP_CHECK_INT(total, ==, NSTACKS);
         PP_CHECK(p->n_location <= 3 * 8 * 2);
         for (size_t i = 0; i < p->n_location; i++)
@@ -484,7 +525,8 @@ static void test_profbuild_many_distinct_stacks(void) {
   fprintf(stderr, "figure: %d stacks of depth %d built in %.1f ms (%.0f stacks/s)\n", NSTACKS,
           DEPTH, best * 1e3, NSTACKS / best);
   double t0 = now_s();
-  for (int i = 0; i < 20; i++) PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
+  for (int i = 0; i < 20; i++)
+    PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
   fprintf(stderr, "figure: profbuild_refresh_maps (cached files) %.0f us\n",
           (now_s() - t0) / 20 * 1e6);
 done:

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""SDK benchmarks: CPU overhead and accuracy of pushprof next to gperftools.
+
+Runs bench_sdk_split (2 threads, fixed work split 50/30/20) with no
+profiler, with LD_PRELOAD=libpushprof_preload.so (PUSHPROF_HZ) and with
+LD_PRELOAD=libprofiler.so (CPUPROFILE_FREQUENCY), interleaved (the order
+rotates every run), several runs; prints medians. A benchmark, not a test:
+it prints figures and never fails on time.
+
+  sdk_bench.py --build DIR [--runs N] [--hz HZ] [--units U]
+
+Overhead: the child's CPU time (user+sys from wait4, so it includes the
+profiler's own thread and its exit-time write) divided by the same run's
+no-profiler CPU time; median over runs. Wall time likewise.
+Accuracy: each function's share of the profile's samples minus its true
+share (measured by the workload on its thread CPU clocks), in percentage
+points; median of the absolute error over runs. Capture: samples in the
+profile / (CPU seconds x hz).
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import pprof_check  # noqa: E402
+
+FUNCS = ["bench_fifty", "bench_thirty", "bench_twenty"]
+GPERF_CANDIDATES = ["/usr/lib/x86_64-linux-gnu/libprofiler.so",
+                    "/usr/lib/x86_64-linux-gnu/libprofiler.so.0",
+                    "/usr/lib/libprofiler.so"]
+
+
+def run_child(cmd, env):
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit("sdk_bench: %s exited %d: %s" % (cmd[0], p.returncode, err.decode()))
+    vals = {}
+    for line in out.decode().splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            vals[k] = float(v)
+    return ru.ru_utime + ru.ru_stime, wall, vals, err.decode()
+
+
+def shares_from(profile, binary, symbolize):
+    prof = pprof_check.parse_raw(pprof_check.run_pprof(profile, binary, symbolize))
+    rep = pprof_check.summarize(prof, 0)
+    total = rep["total"].get("samples/count", 0)
+    counts = {f: rep["cum"].get(f, 0) for f in FUNCS}
+    denom = sum(counts.values())
+    shares = {f: 100.0 * counts[f] / denom if denom else 0.0 for f in FUNCS}
+    return shares, total, denom
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--hz", type=int, default=100)
+    ap.add_argument("--units", type=int, default=60)
+    a = ap.parse_args()
+
+    build = os.path.abspath(a.build)
+    preload = os.path.join(build, "sdk", "libpushprof_preload.so")
+    if not os.path.exists(preload):
+        raise SystemExit("sdk_bench: %s missing; build first" % preload)
+    gperf = next((g for g in GPERF_CANDIDATES if os.path.exists(g)), None)
+    tmp = tempfile.mkdtemp(prefix="pushprof-bench.")
+    try:
+        binary = os.path.join(tmp, "bench_sdk_split")
+        subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread",
+                        os.path.join(HERE, "bench_sdk_split.c"), "-o", binary], check=True)
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith("PUSHPROF_") and k not in ("LD_PRELOAD", "CPUPROFILE")}
+        variants = ["none", "pushprof"] + (["gperftools"] if gperf else [])
+        res = {v: {"cpu": [], "wall": [], "ratio": [], "wall_ratio": [], "err": {f: [] for f in FUNCS},
+                   "capture": []} for v in variants}
+        for r in range(a.runs):
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            got = {}
+            for v in order:
+                env = dict(base)
+                prof = os.path.join(tmp, "%s-%d.prof" % (v, r))
+                if v == "pushprof":
+                    env.update(LD_PRELOAD=preload, PUSHPROF_OUTPUT=prof, PUSHPROF_HZ=str(a.hz))
+                elif v == "gperftools":
+                    env.update(LD_PRELOAD=gperf, CPUPROFILE=prof, CPUPROFILE_FREQUENCY=str(a.hz))
+                cpu, wall, vals, err = run_child([binary, str(a.units)], env)
+                got[v] = (cpu, wall, vals, prof, err)
+            for v in variants:
+                cpu, wall, vals, prof, err = got[v]
+                res[v]["cpu"].append(cpu)
+                res[v]["wall"].append(wall)
+                res[v]["ratio"].append(cpu / got["none"][0])
+                res[v]["wall_ratio"].append(wall / got["none"][1])
+                if v == "none":
+                    continue
+                true_total = sum(vals["true_" + f] for f in FUNCS)
+                shares, total, _ = shares_from(prof, binary if v == "gperftools" else None,
+                                               "local" if v == "gperftools" else "none")
+                for f in FUNCS:
+                    res[v]["err"][f].append(abs(shares[f] - 100.0 * vals["true_" + f] / true_total))
+                res[v]["capture"].append(total / (vals["cpu_seconds"] * a.hz))
+            print("run %d/%d: %s" % (r + 1, a.runs, "  ".join(
+                "%s %.3fs cpu" % (v, got[v][0]) for v in variants)), file=sys.stderr)
+
+        med = statistics.median
+        print("SDK benchmark: bench_sdk_split, 2 threads, %d units/thread, %d Hz, %d interleaved runs, medians"
+              % (a.units, a.hz, a.runs))
+        print("  (machine: %d CPUs, load average at the end %.1f)" % (os.cpu_count(), os.getloadavg()[0]))
+        print("%-11s %9s %10s %10s %8s %9s %9s %9s" % ("profiler", "CPU s", "CPU ratio", "wall ratio",
+                                                        "capture", "err 50%", "err 30%", "err 20%"))
+        for v in variants:
+            rv = res[v]
+            if v == "none":
+                print("%-11s %9.3f %10s %10s %8s %9s %9s %9s" % (v, med(rv["cpu"]), "1", "1", "-", "-", "-", "-"))
+                continue
+            print("%-11s %9.3f %10.4f %10.4f %8.3f %8.2fpt %8.2fpt %8.2fpt" % (
+                v, med(rv["cpu"]), med(rv["ratio"]), med(rv["wall_ratio"]), med(rv["capture"]),
+                med(rv["err"]["bench_fifty"]), med(rv["err"]["bench_thirty"]),
+                med(rv["err"]["bench_twenty"])))
+        print("CPU ratio = profiled CPU / no-profiler CPU of the same run (user+sys incl. exit write);")
+        print("err = |share in profile - true share| in points; capture = samples / (CPU s x hz).")
+        if not gperf:
+            print("(gperftools' libprofiler.so not found: install libgoogle-perftools-dev)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
