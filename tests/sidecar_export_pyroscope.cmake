@@ -9,3 +9,9 @@ if(TARGET pushprof-sidecar)
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/pyroscope/it_pyroscope_push.sh
     TIMEOUT 120)
 endif()
+if(TARGET pushprof-sidecar)
+  pushprof_script_test(NAME it_pyroscope_ingest
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/pyroscope/it_pyroscope_ingest.sh)
+  pushprof_script_test(NAME it_pyroscope_faults
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/pyroscope/it_pyroscope_faults.sh)
+endif()

@@ -585,6 +585,11 @@ static int read_secret(const char *name, char *out, size_t outlen, char *err, si
       snprintf(err, errlen, "$%s is longer than %zu bytes", name, outlen - 1);
       return -1;
     }
+    for (const char *s = v; *s; s++)
+      if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+        snprintf(err, errlen, "$%s holds control characters (one line expected)", name);
+        return -1;
+      }
     snprintf(out, outlen, "%s", v);
     return 1;
   }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Delivery rules with the Pyroscope stand-in (a test double): 503 and 500
+# are retried, 429 waits out its Retry-After, and the batch then arrives
+# once; a 403 is permanent: no retry, the push moves to the spool's failed/
+# with the reason beside it; a refused connection is retried, never failed.
+source "$(dirname "$0")/lib_pyroscope.sh"
+export PUSHPROF_TEST_BACKOFF_MS=100
+
+# 1. 503, 500, 429 (Retry-After: 2), then accepted.
+start_standin retry --fail 503,500,429 --retry-after 2
+start_sidecar retry --export "pyroscope+$PY_URL" --batch-window 1
+read -r n c < <("$GEN" profile "$W/in.pb" --seed 11 --samples 100)
+"$CLI" push "$W/in.pb" --socket "$SOCK" --service flaky >/dev/null || fail "push"
+wait_accepted "$PY_OUT" 1 30
+no_violations "$PY_OUT"
+statuses=$(python3 -c '
+import json, sys
+print(" ".join(str(json.loads(l)["status"]) for l in open(sys.argv[1])))' "$PY_OUT/requests.jsonl")
+[ "$statuses" = "503 500 429 200" ] || fail "request statuses $statuses, want 503 500 429 200"
+gap=$(python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+print(int((r[3]["t"] - r[2]["t"]) * 1000))' "$PY_OUT/requests.jsonl")
+[ "$gap" -ge 1900 ] || fail "retried ${gap} ms after a 429 with Retry-After: 2"
+got=$(raw_totals $(pyq "$PY_OUT" 'reqs[0]["series"][0]["samples"][0]["file"]'))
+[ "$got" = "$n $c" ] || fail "totals $got, pushed $n $c"
+wait_metric pushprof_batches_exported_total 1 5
+[ "$(metric pushprof_export_retries_total)" -eq 3 ] || fail "retries $(metric pushprof_export_retries_total), want 3"
+sleep 1
+[ "$(wc -l <"$PY_OUT/requests.jsonl")" -eq 4 ] || fail "requests after success: $(wc -l <"$PY_OUT/requests.jsonl")"
+stop_sidecar
+
+# 2. 403: permanent, to failed/ with its reason, no retry.
+start_standin forbidden --always 403
+start_sidecar forbidden --export "pyroscope+$PY_URL" --batch-window 1
+"$CLI" push "$W/in.pb" --socket "$SOCK" --service denied >/dev/null || fail "push"
+for _ in $(seq 100); do
+  ls "$W/spool/failed/"*.reason >/dev/null 2>&1 && break
+  sleep 0.1
+done
+reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a 403"
+echo "$reason" | grep -q 'HTTP 403' || fail "failed/ reason does not name the 403: $reason"
+[ "$(metric 'pushprof_drops_total{reason="export_permanent"}')" -eq 1 ] || fail "export_permanent drop not counted"
+sleep 1
+[ "$(wc -l <"$PY_OUT/requests.jsonl")" -eq 1 ] || fail "a 403 was retried"
+stop_sidecar
+
+# 3. Nothing listening: retried, stays in the spool, not failed.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+rm -f "$W/spool/failed/"*
+start_sidecar refused --export "pyroscope+http://127.0.0.1:$port" --batch-window 1
+"$CLI" push "$W/in.pb" --socket "$SOCK" --service later >/dev/null || fail "push"
+wait_metric pushprof_export_retries_total 2 20
+[ -z "$(ls "$W/spool/failed/" 2>/dev/null)" ] || fail "a refused connection failed the batch"
+[ "$(find "$W/spool" -maxdepth 1 -name "*.push" | wc -l)" -eq 1 ] || fail "the push left the spool: $(ls -R "$W/spool")"
+stop_sidecar
+echo "ok: 503/500/429 retried (Retry-After ${gap} ms), 403 to failed/, refused connection retried"
