@@ -232,8 +232,7 @@ static int split_range(split_ctx *c, size_t lo, size_t hi) {
   uint8_t *data = NULL;
   size_t len = 0;
   if (build_piece(c, lo, hi, &data, &len) != 0) {
-    snprintf(c->why, c->whylen, "out of memory splitting a profile of %zu samples",
-             c->p->n_sample);
+    snprintf(c->why, c->whylen, "out of memory splitting a profile of %zu samples", c->p->n_sample);
     return -1;
   }
   if (len <= c->max_bytes) {
@@ -492,9 +491,8 @@ static bool name_taken(const pyroscope_label *v, size_t n, const char *name) {
   return false;
 }
 
-int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels,
-                            size_t nlabels, pyroscope_label **out, size_t *nout, char *notes,
-                            size_t noteslen) {
+int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels, size_t nlabels,
+                            pyroscope_label **out, size_t *nout, char *notes, size_t noteslen) {
   *out = NULL;
   *nout = 0;
   if (notes && noteslen)
@@ -563,7 +561,7 @@ oom:
 typedef struct pyro_exporter {
   exporter base;
   http_client *http;
-  char *base_url; /* http(s)://host:port[/prefix], no trailing slash */
+  char *base_url;  /* http(s)://host:port[/prefix], no trailing slash */
   char *shown_url; /* for messages */
   bool ingest;
   char *tenant;
@@ -734,8 +732,7 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
   }
   pyroscope_pieces_free(pieces, n);
   log_event(LOG_INFO, "profile split for Pyroscope's per-profile limit",
-            "bytes=%zu pieces=%zu max_profile_bytes=%zu", obj->pprof_len, n,
-            pe->max_profile_bytes);
+            "bytes=%zu pieces=%zu max_profile_bytes=%zu", obj->pprof_len, n, pe->max_profile_bytes);
   *out = g;
   *nout = n;
   return EXPORT_OK;
@@ -900,9 +897,8 @@ static void ingest_clean(const char *in, char *out, size_t outlen) {
   size_t o = 0;
   for (; in && *in && o + 1 < outlen; in++) {
     char ch = *in;
-    out[o++] = (ch == '{' || ch == '}' || ch == ',' || ch == '=' || (unsigned char)ch < 0x20)
-                   ? '_'
-                   : ch;
+    out[o++] =
+        (ch == '{' || ch == '}' || ch == ',' || ch == '=' || (unsigned char)ch < 0x20) ? '_' : ch;
   }
   out[o] = '\0';
 }
@@ -917,8 +913,7 @@ static long sample_rate(const export_object *obj) {
   if (!p)
     return 0;
   long hz = 0;
-  if (p->period_type && p->period > 0 &&
-      strcmp(pstr(p, p->period_type->unit), "nanoseconds") == 0)
+  if (p->period_type && p->period > 0 && strcmp(pstr(p, p->period_type->unit), "nanoseconds") == 0)
     hz = (long)(1000000000LL / p->period);
   perftools__profiles__profile__free_unpacked(p, NULL);
   return hz;
@@ -943,8 +938,8 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
     if (strcmp(lab[i].name, "__name__") == 0 || strcmp(lab[i].name, "service_name") == 0)
       continue;
     ingest_clean(lab[i].value, tmp, sizeof tmp);
-    kl += (size_t)snprintf(key + kl, sizeof key - kl, "%s%s=%s", nin++ ? "," : "{", lab[i].name,
-                           tmp);
+    kl +=
+        (size_t)snprintf(key + kl, sizeof key - kl, "%s%s=%s", nin++ ? "," : "{", lab[i].name, tmp);
   }
   if (nin && kl + 1 < sizeof key)
     snprintf(key + kl, sizeof key - kl, "}");
@@ -1051,8 +1046,10 @@ static int parse_url(const char *url, char **base, char *err, size_t errlen) {
   const char *p = url + strlen("pyroscope+");
   bool https = strncasecmp(p, "https://", 8) == 0;
   if (!https && strncasecmp(p, "http://", 7) != 0) {
-    snprintf(err, errlen, "export URL \"%.200s\": write pyroscope+http://HOST:PORT or "
-             "pyroscope+https://HOST:PORT", url);
+    snprintf(err, errlen,
+             "export URL \"%.200s\": write pyroscope+http://HOST:PORT or "
+             "pyroscope+https://HOST:PORT",
+             url);
     return -1;
   }
   const char *host = p + (https ? 8 : 7);
@@ -1109,8 +1106,8 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
     goto fail;
   }
   http_redact_url(pe->base_url, pe->shown_url, strlen(pe->base_url) + 1);
-  const char *api = opts && opts->pyroscope_api && *opts->pyroscope_api ? opts->pyroscope_api
-                                                                        : "push";
+  const char *api =
+      opts && opts->pyroscope_api && *opts->pyroscope_api ? opts->pyroscope_api : "push";
   if (strcmp(api, "ingest") == 0) {
     pe->ingest = true;
   } else if (strcmp(api, "push") != 0) {
@@ -1160,7 +1157,10 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
   log_event(LOG_INFO, "pyroscope exporter ready",
             "url=%s api=%s tenant=%s auth=%s max_profile_bytes=%zu",
             log_quote(pe->shown_url, q, sizeof q), pe->ingest ? "ingest" : "push",
-            pe->tenant ? "set" : "none", basic ? "basic" : bearer ? "bearer" : "none",
+            pe->tenant ? "set" : "none",
+            basic    ? "basic"
+            : bearer ? "bearer"
+                     : "none",
             pe->max_profile_bytes);
   return &pe->base;
 fail:

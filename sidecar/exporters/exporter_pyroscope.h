@@ -51,9 +51,8 @@ typedef struct pyroscope_label {
  * cannot be kept (empty, a name taken already, over the count limit) are
  * skipped and described in notes (for the log), never silently.
  * Returns 0 with *out (malloc'ed, *nout entries) or -1 on ENOMEM. */
-int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels,
-                            size_t nlabels, pyroscope_label **out, size_t *nout, char *notes,
-                            size_t noteslen);
+int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels, size_t nlabels,
+                            pyroscope_label **out, size_t *nout, char *notes, size_t noteslen);
 void pyroscope_labels_free(pyroscope_label *l, size_t n);
 
 /* True if name matches Pyroscope's label-name rule [a-zA-Z_][a-zA-Z0-9_]*. */

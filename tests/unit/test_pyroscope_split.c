@@ -180,9 +180,16 @@ static const char *find(const pyroscope_label *l, size_t n, const char *name) {
 
 static void test_pyroscope_labels_follow_pyroscope_rules(void) {
   static const char *kv[][2] = {
-      {"k8s.pod.name", "pod-1"}, {"service.name", "other"}, {"1st", "a"},
-      {"__secret", "b"},         {"a-b", "c"},              {"empty", ""},
-      {"bad.utf8", "x\xff" "y"}, {"___", "dropped"},        {"service_name", "dup"},
+      {"k8s.pod.name", "pod-1"},
+      {"service.name", "other"},
+      {"1st", "a"},
+      {"__secret", "b"},
+      {"a-b", "c"},
+      {"empty", ""},
+      {"bad.utf8", "x\xff"
+                   "y"},
+      {"___", "dropped"},
+      {"service_name", "dup"},
   };
   size_t n = sizeof kv / sizeof kv[0];
   Pushprof__V1__Label store[64], *ptrs[64];
@@ -195,8 +202,8 @@ static void test_pyroscope_labels_follow_pyroscope_rules(void) {
   pyroscope_label *out = NULL;
   size_t nout = 0;
   char notes[1024];
-  PP_CHECK_INT(pyroscope_series_labels("checkout", ptrs, n, &out, &nout, notes, sizeof notes),
-               ==, 0);
+  PP_CHECK_INT(pyroscope_series_labels("checkout", ptrs, n, &out, &nout, notes, sizeof notes), ==,
+               0);
   PP_CHECK_STR(find(out, nout, "__name__"), "process_cpu");
   PP_CHECK_STR(find(out, nout, "service_name"), "checkout");
   PP_CHECK_STR(find(out, nout, "k8s_pod_name"), "pod-1");

@@ -47,6 +47,7 @@ got=$(raw_totals $files)
 grep -q 'msg="profile split for Pyroscope' "$SC_LOG" || fail "the split is not logged"
 
 wait_metric pushprof_batches_exported_total 2 10
+metrics | grep -q -- "$SECRET" && fail "the basic-auth password appears in /metrics"
 stop_sidecar
 grep -q -- "$SECRET" "$SC_LOG" && fail "the basic-auth password appears in the sidecar log"
 
