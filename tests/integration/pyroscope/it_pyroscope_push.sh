@@ -3,7 +3,8 @@
 # Pyroscope's documented push API rules) over the push API: tenant and basic
 # auth headers, series labels (__name__, service_name, dotted process labels
 # turned into underscores), every profile a valid pprof, and a 5 MiB profile
-# split below the 4 MiB per-profile limit with its sample totals kept.
+# of 150,000 samples split below the per-profile limits (4 MiB, 16000
+# samples) with its sample totals kept.
 source "$(dirname "$0")/lib_pyroscope.sh"
 
 SECRET=pw-SENTINEL-$RANDOM$RANDOM
@@ -26,6 +27,7 @@ big_len=$(stat -c %s "$W/big.pb")
 "$CLI" push "$W/big.pb" --socket "$SOCK" --service bigsvc >/dev/null || fail "push big"
 
 wait_accepted "$PY_OUT" 2 40
+wait_metric pushprof_batches_exported_total 2 40 # every request of the split one too
 no_violations "$PY_OUT"
 
 # checkout: one series, the labels Pyroscope needs, dots made underscores.
@@ -41,12 +43,13 @@ nbig=$(pyq "$PY_OUT" 'sum(len(s["samples"]) for r in reqs for s in r["series"] i
 [ "$nbig" -ge 2 ] || fail "the ${big_len}-byte profile arrived as $nbig profile(s), want a split"
 maxsize=$(pyq "$PY_OUT" 'max(smp["size"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc" for smp in s["samples"])')
 [ "$maxsize" -le $((4 << 20)) ] || fail "a piece is $maxsize bytes"
+maxn=$(pyq "$PY_OUT" 'max(smp["samples"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc" for smp in s["samples"])')
+[ "$maxn" -le 16000 ] || fail "a piece has $maxn samples"
 files=$(pyq "$PY_OUT" '" ".join(smp["file"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc" for smp in s["samples"])')
 got=$(raw_totals $files)
 [ "$got" = "$big_n $big_c" ] || fail "bigsvc totals $got over $nbig pieces, pushed $big_n $big_c"
 grep -q 'msg="profile split for Pyroscope' "$SC_LOG" || fail "the split is not logged"
 
-wait_metric pushprof_batches_exported_total 2 10
 metrics | grep -q -- "$SECRET" && fail "the basic-auth password appears in /metrics"
 stop_sidecar
 grep -q -- "$SECRET" "$SC_LOG" && fail "the basic-auth password appears in the sidecar log"
