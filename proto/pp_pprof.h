@@ -56,6 +56,17 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
 Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, size_t max_size,
                                              char *why, size_t whylen);
 
+/* The same as pp_pprof_parse, but the decoded profile lives in one arena:
+ * protobuf-c unpacking is mostly small mallocs, and one arena makes it
+ * several times cheaper and returns the memory in a few large blocks.
+ * NULL with why set on failure. Free with pp_pprof_free (NULL is fine). */
+typedef struct pp_pprof pp_pprof;
+pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
+                                size_t whylen);
+const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p);
+size_t pp_pprof_mem(const pp_pprof *p); /* bytes the arena holds */
+void pp_pprof_free(pp_pprof *p);
+
 /* Merges a validated src into b: strings, mappings, functions, locations
  * remapped, identical samples summed, labels kept. On the first add b takes
  * src's sample types and period; later adds must match them (else -1 with

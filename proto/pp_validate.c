@@ -209,3 +209,119 @@ Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, si
   }
   return p;
 }
+
+/* ---- arena-backed parse ---- */
+
+#define ARENA_ALIGN 16
+#define ARENA_MIN_CHUNK ((size_t)64 << 10)
+
+typedef struct arena_chunk {
+  struct arena_chunk *next;
+  size_t used, cap;
+  _Alignas(ARENA_ALIGN) unsigned char mem[];
+} arena_chunk;
+
+struct pp_pprof {
+  Perftools__Profiles__Profile *prof;
+  arena_chunk *chunks;
+  size_t total;
+  size_t next_cap; /* capacity of the next chunk: doubles, so few chunks */
+  bool oom;
+};
+
+static void *arena_alloc(void *data, size_t size) {
+  pp_pprof *a = data;
+  size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+  if (size == 0)
+    size = ARENA_ALIGN;
+  arena_chunk *c = a->chunks;
+  if (!c || c->cap - c->used < size) {
+    size_t cap = a->next_cap;
+    if (cap < size)
+      cap = size;
+    if (cap > SIZE_MAX - sizeof *c) {
+      a->oom = true;
+      return NULL;
+    }
+    c = malloc(sizeof *c + cap);
+    if (!c) {
+      a->oom = true;
+      return NULL;
+    }
+    c->next = a->chunks;
+    c->used = 0;
+    c->cap = cap;
+    a->chunks = c;
+    a->total += sizeof *c + cap;
+    if (a->next_cap < ((size_t)64 << 20))
+      a->next_cap *= 2;
+  }
+  void *p = c->mem + c->used;
+  c->used += size;
+  return p;
+}
+
+static void arena_free(void *data, void *ptr) {
+  (void)data; /* everything goes at once, in pp_pprof_free */
+  (void)ptr;
+}
+
+void pp_pprof_free(pp_pprof *p) {
+  if (!p)
+    return;
+  arena_chunk *c = p->chunks;
+  while (c) {
+    arena_chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+  free(p);
+}
+
+const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p) {
+  return p->prof;
+}
+
+size_t pp_pprof_mem(const pp_pprof *p) {
+  return p->total;
+}
+
+pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
+                                size_t whylen) {
+  uint8_t *raw = NULL;
+  size_t rawlen = 0;
+  pp_pprof *a = calloc(1, sizeof *a);
+  if (!a) {
+    say(why, whylen, "out of memory parsing a profile");
+    return NULL;
+  }
+  if (len >= 2 && data[0] == GZIP_MAGIC0 && data[1] == GZIP_MAGIC1) {
+    if (pp_gunzip_why(data, len, max_size, &raw, &rawlen, why, whylen) != 0)
+      goto fail;
+    data = raw;
+    len = rawlen;
+  } else if (len > max_size) {
+    say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
+    goto fail;
+  }
+  /* Decoded structs take a few times the encoded size; start near that. */
+  a->next_cap = len < ARENA_MIN_CHUNK / 2 ? ARENA_MIN_CHUNK : len * 2;
+  ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+  a->prof = perftools__profiles__profile__unpack(&al, len, data);
+  free(raw);
+  raw = NULL;
+  if (!a->prof) {
+    if (a->oom)
+      say(why, whylen, "out of memory decoding a pprof profile of %zu bytes", len);
+    else
+      say(why, whylen, "not a pprof profile: protobuf decoding of %zu bytes failed", len);
+    goto fail;
+  }
+  if (pp_pprof_validate(a->prof, why, whylen) != 0)
+    goto fail;
+  return a;
+fail:
+  free(raw);
+  pp_pprof_free(a);
+  return NULL;
+}

@@ -1,7 +1,9 @@
 /* Thread table of the sampler: one preallocated slot per sampled thread, its
  * per-thread CPU-time timer (timer_create + SIGEV_THREAD_ID) and its stack
  * bounds. Registration, scans and timer changes take the table lock; the
- * signal handler only reads slots through atomics (threads_from_cookie). */
+ * signal handler only reads slots through atomics (threads_from_cookie).
+ * Slots are static (never freed), so a late signal never reads freed memory.
+ * Functions are thread-safe and not async-signal-safe unless marked. */
 #ifndef PUSHPROF_THREADS_LINUX_H
 #define PUSHPROF_THREADS_LINUX_H
 #include <stdatomic.h>

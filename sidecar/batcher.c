@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -345,20 +346,34 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
 }
 
 void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
-  Perftools__Profiles__Profile *prof = NULL;
+  char why[256] = "", reason[300], q[400];
+  pp_pprof *pp = NULL;
+  if (b && id && req) {
+    pp = pp_pprof_parse_pooled(req->pprof.data, req->pprof.len, PPROF_MAX_SIZE, why, sizeof why);
+    if (!pp) {
+      snprintf(reason, sizeof reason, "invalid pprof: %s", why);
+      log_event(LOG_ERROR, "push cannot be batched; moved to failed/", "id=%s reason=%s", id,
+                log_quote(reason, q, sizeof q));
+      metrics_drop("invalid_pprof", 1);
+      if (b->sp)
+        spool_move_failed(b->sp, id, reason);
+      pushprof__v1__push_request__free_unpacked(req, NULL);
+      return;
+    }
+  }
+  batcher_add_parsed(b, id, req, pp, bytes);
+}
+
+void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *req, pp_pprof *pp,
+                        size_t bytes) {
+  const Perftools__Profiles__Profile *prof = pp ? pp_pprof_profile(pp) : NULL;
   char why[256] = "", reason[300];
   char *key = NULL;
   size_t keylen = 0;
   const char *drop = NULL;
 
-  if (!b || !id || !req)
+  if (!b || !id || !req || !prof)
     goto out;
-  prof = pp_pprof_parse(req->pprof.data, req->pprof.len, PPROF_MAX_SIZE, why, sizeof why);
-  if (!prof) {
-    drop = "invalid_pprof";
-    snprintf(reason, sizeof reason, "invalid pprof: %s", why);
-    goto fail_push;
-  }
   key = make_key(req, prof, &keylen);
   if (!key) {
     log_event(LOG_ERROR, "out of memory grouping a push; it stays in the spool", "id=%s", id);
@@ -449,8 +464,7 @@ fail_push:;
     spool_move_failed(b->sp, id, reason);
 out:
   free(key);
-  if (prof)
-    perftools__profiles__profile__free_unpacked(prof, NULL);
+  pp_pprof_free(pp);
   if (req)
     pushprof__v1__push_request__free_unpacked(req, NULL);
 }
@@ -527,7 +541,27 @@ static int export_group(batcher *b, group *g, char *err, size_t errlen) {
   return rc;
 }
 
-/* Handles the outcome of one attempt. b->mu held, g busy. */
+/* Deletes (reason NULL) or moves to failed/ the spool files of a group that
+ * is done and already unlinked, then frees it. Called with b->mu held; drops
+ * it meanwhile: hundreds of unlinks must not stall the connection threads
+ * waiting in batcher_add (each holding its decoded push in memory). */
+static void retire_group(batcher *b, group *g, const char *reason) {
+  pthread_mutex_unlock(&b->mu);
+  for (size_t i = 0; b->sp && i < g->nids; i++) {
+    if (reason)
+      spool_move_failed(b->sp, g->ids[i], reason);
+    else
+      spool_remove(b->sp, g->ids[i]);
+  }
+  group_free(g);
+  /* The batch's memory (merged builder, gzip) goes back to the system now,
+   * not at the next peak: RSS follows the load down. */
+  malloc_trim(0);
+  pthread_mutex_lock(&b->mu);
+}
+
+/* Handles the outcome of one attempt. b->mu held (dropped meanwhile when the
+ * group is done), g busy. */
 static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_t now) {
   char q[600];
   g->busy = false;
@@ -537,10 +571,8 @@ static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_
     log_event(LOG_INFO, "batch exported", "service=%s pushes=%zu bytes=%zu attempts=%d dest=%s",
               log_quote(g->service, q, 300), g->nids, g->gzlen, g->attempts + 1,
               log_quote(err, q + 300, 300));
-    for (size_t i = 0; b->sp && i < g->nids; i++)
-      spool_remove(b->sp, g->ids[i]);
     unlink_group(b, g);
-    group_free(g);
+    retire_group(b, g, NULL);
     return;
   }
   metrics_add(M_EXPORT_FAILURES, 1);
@@ -549,10 +581,8 @@ static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_
               "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), g->nids,
               log_quote(err, q + 300, 300));
     metrics_drop("export_permanent", g->nids);
-    for (size_t i = 0; b->sp && i < g->nids; i++)
-      spool_move_failed(b->sp, g->ids[i], err);
     unlink_group(b, g);
-    group_free(g);
+    retire_group(b, g, err);
     return;
   }
   int64_t delay = backoff_ms(b, g->attempts);

@@ -23,6 +23,10 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp);
 int batcher_start(batcher *b);
 /* Thread-safe. Takes ownership of req (already durable under id). */
 void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, size_t bytes);
+/* The same for a push whose pprof was already parsed (spool_decode_push):
+ * takes ownership of req and prof; req->pprof is not used. */
+void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *req, pp_pprof *prof,
+                        size_t bytes);
 /* Exports every open batch now, waiting at most grace_s; what is not
  * exported stays in the spool. Then stops the thread. */
 void batcher_shutdown(batcher *b, int grace_s);

@@ -396,14 +396,17 @@ static void reject(conn *c, const char *metric_reason, int code, const char *why
     log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
 }
 
-/* Handles one complete frame. Returns false if the connection must close. */
-static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) {
+/* Handles one complete frame and frees it (*framep = NULL) as soon as it is
+ * durable. Returns false if the connection must close. */
+static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline) {
   listener *l = c->l;
+  uint8_t *frame = *framep;
   int code = RC_INTERNAL;
   char why[REASON_MAX];
   why[0] = 0;
+  pp_pprof *prof = NULL;
   Pushprof__V1__PushRequest *req =
-      spool_decode_frame(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
+      spool_decode_push(frame, len, l->cfg.max_frame_bytes, &prof, &code, why, sizeof why);
   if (!req) {
     if (code == RC_OK)
       code = RC_INTERNAL;
@@ -413,8 +416,11 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   uint64_t seq = req->sequence;
   char id[SPOOL_ID_MAX];
   int rc = spool_put(l->sp, frame, len, id);
+  free(frame);
+  *framep = NULL;
   if (rc != SPOOL_OK) {
     pushprof__v1__push_request__free_unpacked(req, NULL);
+    pp_pprof_free(prof);
     if (rc == SPOOL_FULL) {
       snprintf(why, sizeof why,
                "spool full (%llu bytes pending): retry later; space frees as batches export "
@@ -434,7 +440,7 @@ static bool handle_frame(conn *c, uint8_t *frame, size_t len, int64_t deadline) 
   log_event(LOG_DEBUG, "push accepted", "id=%s service=%s bytes=%zu seq=%llu", id,
             log_quote(req->service, svc, sizeof svc), len, (unsigned long long)seq);
   /* Durable now: the batcher owns it whether or not the ack arrived. */
-  batcher_add(l->b, id, req, len);
+  batcher_add_parsed(l->b, id, req, prof, len);
   return delivered;
 }
 
@@ -581,7 +587,7 @@ static void conn_loop(conn *c) {
     size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
     size_t reserved = 0;
     uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);
-    bool keep = buf && handle_frame(c, buf, total, now_ms() + l->cfg.read_timeout_ms);
+    bool keep = buf && handle_frame(c, &buf, total, now_ms() + l->cfg.read_timeout_ms);
     free(buf);
     atomic_fetch_sub(&l->inflight, reserved);
     frames++;

@@ -7,7 +7,9 @@
  * found by a scan) run outside it: a put reserves its bytes first, a scan
  * claims the names it found first, so two threads never handle one file.
  * Callbacks run without the lock held (they take the batcher's lock, and the
- * batcher calls back into the spool). */
+ * batcher calls back into the spool). The directory fsync after a rename is
+ * shared by concurrent puts (group commit, sync_dir_after); sync_mu is taken
+ * before mu, never the other way round. */
 #include "spool.h"
 
 #include <dirent.h>
@@ -55,6 +57,16 @@ struct spool {
   name_set pending;
   name_set bad; /* files we could neither read nor quarantine: never retried */
   uint32_t counter;
+  uint64_t renamed; /* puts renamed into place so far (guarded by mu) */
+  /* Group commit of the directory fsync (guarded by sync_mu): a put may ack
+   * once an fsync of the directory that started after its rename succeeded;
+   * concurrent puts share one instead of queueing one each. */
+  pthread_mutex_t sync_mu;
+  pthread_cond_t sync_cv;
+  bool syncing;
+  uint64_t synced;           /* every rename up to this one is durable */
+  uint64_t fail_lo, fail_hi; /* the last failed fsync covered renames in (lo, hi] */
+  int fail_errno;
 };
 
 /* ---- sorted name sets ---- */
@@ -270,6 +282,19 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     free(s);
     return NULL;
   }
+  if (pthread_mutex_init(&s->sync_mu, NULL) != 0) {
+    snprintf(err, errlen, "cannot init spool mutex");
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return NULL;
+  }
+  if (pthread_cond_init(&s->sync_cv, NULL) != 0) {
+    snprintf(err, errlen, "cannot init spool condition variable");
+    pthread_mutex_destroy(&s->sync_mu);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return NULL;
+  }
   s->max_bytes = cfg->max_bytes;
   s->drop_oldest = cfg->drop_oldest;
   s->dir = strdup(cfg->dir);
@@ -325,6 +350,8 @@ void spool_close(spool *s) {
   free(s->pending.v);
   free(s->bad.v);
   free(s->dir);
+  pthread_cond_destroy(&s->sync_cv);
+  pthread_mutex_destroy(&s->sync_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -358,6 +385,47 @@ static int reserve_locked(spool *s, uint64_t len) {
 ok:
   s->bytes += len;
   return SPOOL_OK;
+}
+
+/* Returns once a directory fsync that started after rename number seq has
+ * succeeded (0), or one covering it failed (-1, errno set). One thread runs
+ * the fsync for every rename made before it started; the others wait. */
+static int sync_dir_after(spool *s, uint64_t seq) {
+  int rc = 0;
+  pthread_mutex_lock(&s->sync_mu);
+  for (;;) {
+    if (seq > s->fail_lo && seq <= s->fail_hi) {
+      errno = s->fail_errno;
+      rc = -1;
+      break;
+    }
+    if (s->synced >= seq)
+      break;
+    if (s->syncing) {
+      pthread_cond_wait(&s->sync_cv, &s->sync_mu);
+      continue;
+    }
+    s->syncing = true;
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->renamed; /* >= seq: renames complete before they count */
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->sync_mu);
+    int r = fsync(s->dirfd);
+    int e = errno;
+    pthread_mutex_lock(&s->sync_mu);
+    s->syncing = false;
+    if (r == 0) {
+      if (target > s->synced)
+        s->synced = target;
+    } else {
+      s->fail_lo = s->synced;
+      s->fail_hi = target;
+      s->fail_errno = e;
+    }
+    pthread_cond_broadcast(&s->sync_cv);
+  }
+  pthread_mutex_unlock(&s->sync_mu);
+  return rc;
 }
 
 int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]) {
@@ -402,8 +470,9 @@ int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX])
     pthread_mutex_unlock(&s->mu);
     goto fail;
   }
+  uint64_t seq = ++s->renamed;
   pthread_mutex_unlock(&s->mu);
-  if (fsync(s->dirfd) != 0) {
+  if (sync_dir_after(s, seq) != 0) {
     int e = errno;
     pthread_mutex_lock(&s->mu);
     set_erase(&s->pending, name, NULL);
@@ -654,16 +723,19 @@ int spool_remove(spool *s, const char *id) {
   int rc = SPOOL_OK;
   if (!id_ok(id))
     return SPOOL_EIO;
-  pthread_mutex_lock(&s->mu);
-  if (set_erase(&s->pending, id, &b))
-    s->bytes -= b;
-  /* ENOENT: already gone (e.g. dropped to make room); nothing to do. */
+  /* Unlink before forgetting the name, outside the lock (puts wait on it):
+   * while the file exists it stays pending, so a concurrent scan never
+   * takes it for a new drop-in. ENOENT: already gone (e.g. dropped to make
+   * room); nothing to do. */
   if (unlinkat(s->dirfd, id, 0) != 0 && errno != ENOENT) {
     char q[128];
     log_event(LOG_ERROR, "cannot delete exported spool file", "file=%s/%s err=%s", s->dir, id,
               log_quote(strerror(errno), q, sizeof q));
     rc = SPOOL_EIO;
   }
+  pthread_mutex_lock(&s->mu);
+  if (set_erase(&s->pending, id, &b))
+    s->bytes -= b;
   publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   return rc;
@@ -722,8 +794,14 @@ size_t spool_files(spool *s) {
 
 Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
                                               int *reply_code, char *why, size_t whylen) {
+  return spool_decode_push(buf, len, max_frame, NULL, reply_code, why, whylen);
+}
+
+Pushprof__V1__PushRequest *spool_decode_push(const uint8_t *buf, size_t len, uint32_t max_frame,
+                                             pp_pprof **prof_out, int *reply_code, char *why,
+                                             size_t whylen) {
   Pushprof__V1__PushRequest *req = NULL;
-  Perftools__Profiles__Profile *prof = NULL;
+  pp_pprof *prof = NULL;
   pp_frame_header h;
   const char *hwhy = NULL;
   char pwhy[256];
@@ -775,10 +853,18 @@ Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, ui
   size_t max_pprof = (size_t)max_frame * 8u;
   if (max_pprof < (size_t)max_frame)
     max_pprof = SIZE_MAX;
-  prof = pp_pprof_parse(req->pprof.data, req->pprof.len, max_pprof, pwhy, sizeof pwhy);
+  prof = pp_pprof_parse_pooled(req->pprof.data, req->pprof.len, max_pprof, pwhy, sizeof pwhy);
   if (!prof)
     FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
-  perftools__profiles__profile__free_unpacked(prof, NULL);
+  if (prof_out) {
+    /* The parsed profile replaces the encoded bytes: no need to hold both. */
+    free(req->pprof.data);
+    req->pprof.data = NULL;
+    req->pprof.len = 0;
+    *prof_out = prof;
+  } else {
+    pp_pprof_free(prof);
+  }
   return req;
 fail:
   if (req)

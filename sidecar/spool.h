@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pp_pprof.h"
 #include "pushprof.pb-c.h"
 
 #define SPOOL_ID_MAX 64
@@ -43,4 +44,9 @@ size_t spool_files(spool *s);
  * checked too). NULL with why on failure. Shared by the listener and scans. */
 Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
                                               int *reply_code, char *why, size_t whylen);
+/* The same, also handing over the parsed pprof (*prof_out, freed with
+ * pp_pprof_free) so it is parsed once; req->pprof is then emptied. */
+Pushprof__V1__PushRequest *spool_decode_push(const uint8_t *buf, size_t len, uint32_t max_frame,
+                                             pp_pprof **prof_out, int *reply_code, char *why,
+                                             size_t whylen);
 #endif

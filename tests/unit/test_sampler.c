@@ -251,13 +251,29 @@ static void test_sampler_forked_child_survives(void) {
   burn_alpha(0.05);
   pid_t pid = fork();
   if (pid == 0) {
-    /* No timers and no collector here; burning CPU and cutting must be safe. */
+    /* No timers and no collector here; burning CPU and cutting must be
+     * safe, and sampling can start afresh (what issue 4's restart does). */
     burn_beta(0.1);
-    uint8_t *buf;
+    uint8_t *buf = NULL;
     size_t len;
     int64_t a, b;
-    int rc = sampler_cut(&buf, &len, &a, &b);
-    _exit(rc == PUSHPROF_ENOTSTARTED && !sampler_running() ? 0 : 3);
+    if (sampler_cut(&buf, &len, &a, &b) != PUSHPROF_ENOTSTARTED || sampler_running())
+      _exit(3);
+    if (sampler_start(&cfg, err, sizeof err) != 0)
+      _exit(4);
+    double cpu = burn_beta(0.2);
+    sampler_stop();
+    if (sampler_cut(&buf, &len, &a, &b) != 0)
+      _exit(5);
+    char why[200];
+    Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 64 << 20, why, sizeof why);
+    free(buf);
+    if (!p)
+      _exit(6);
+    int64_t with_caller, n = count_with(p, "burn_beta", "", &with_caller);
+    int64_t alpha = count_with(p, "burn_alpha", "", &with_caller); /* the parent's */
+    perftools__profiles__profile__free_unpacked(p, NULL);
+    _exit(n >= (int64_t)(cpu * 250 * 0.5) && alpha == 0 ? 0 : 7);
   }
   PP_CHECK_INT(pid, >, 0);
   int status = -1;

@@ -395,6 +395,101 @@ static void test_rescan_races_with_puts_without_double_handover(void) {
   btu_rmtree(dir);
 }
 
+typedef struct group_arg {
+  spool *s;
+  int ok;
+  char ids[25][SPOOL_ID_MAX];
+} group_arg;
+
+static void *group_putter(void *p) {
+  group_arg *a = p;
+  size_t len = 0;
+  uint8_t *f = btu_frame("group", 1, &len);
+  for (int i = 0; i < 25 && f; i++)
+    if (spool_put(a->s, f, len, a->ids[a->ok]) == SPOOL_OK)
+      a->ok++;
+  free(f);
+  return NULL;
+}
+
+/* Concurrent puts share directory fsyncs (group commit): every put that
+ * returned OK is a distinct file that a fresh spool finds again. */
+static void test_concurrent_puts_all_land_with_shared_dir_fsync(void) {
+  setup();
+  spool *s = open_spool(1 << 26, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  group_arg a[8];
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) {
+    a[i] = (group_arg){.s = s};
+    PP_CHECK_INT(pthread_create(&t[i], NULL, group_putter, &a[i]), ==, 0);
+  }
+  for (int i = 0; i < 8; i++)
+    pthread_join(t[i], NULL);
+  int ok = 0;
+  for (int i = 0; i < 8; i++) {
+    ok += a[i].ok;
+    for (int j = 0; j < a[i].ok; j++)
+      PP_CHECK_INT(access(sub(a[i].ids[j]), F_OK), ==, 0);
+  }
+  PP_CHECK_INT(ok, ==, 200);
+  PP_CHECK_INT(spool_files(s), ==, 200);
+  spool_close(s);
+  s = open_spool(1 << 26, false);
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  seen got = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &got), ==, 200);
+  PP_CHECK_INT(got.n, ==, 200);
+  spool_close(s);
+  btu_rmtree(dir);
+}
+
+/* spool_decode_push hands over the parsed pprof (the same profile the frame
+ * holds) and drops the encoded copy from the request. */
+static void test_decode_push_hands_over_parsed_pprof(void) {
+  size_t plen = 0, flen = 0;
+  uint8_t *p = btu_pprof(42, "leaf_fn", &plen);
+  PP_CHECK(p != NULL);
+  uint8_t *f = p ? btu_frame_raw("svc", p, plen, &flen) : NULL;
+  PP_CHECK(f != NULL);
+  if (!f) {
+    free(p);
+    return;
+  }
+  char why[256] = "";
+  int code = -1;
+  pp_pprof *prof = NULL;
+  Pushprof__V1__PushRequest *r =
+      spool_decode_push(f, flen, PP_FRAME_MAX_DEFAULT, &prof, &code, why, sizeof why);
+  PP_CHECK(r != NULL);
+  PP_CHECK(prof != NULL);
+  if (r && prof) {
+    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
+    PP_CHECK(r->pprof.data == NULL);
+    PP_CHECK_INT(r->pprof.len, ==, 0);
+    PP_CHECK_STR(r->service, "svc");
+    PP_CHECK_INT(btu_total(pp_pprof_profile(prof)), ==, 3 * 42); /* 42 + 2 * 42 */
+    PP_CHECK(pp_pprof_mem(prof) > 0);
+  }
+  if (r)
+    pushprof__v1__push_request__free_unpacked(r, NULL);
+  pp_pprof_free(prof);
+  /* A bad pprof: nothing handed over. */
+  free(f);
+  f = btu_frame_raw("svc", (const uint8_t *)"\x0a\x05junk!", 7, &flen);
+  prof = NULL;
+  r = f ? spool_decode_push(f, flen, PP_FRAME_MAX_DEFAULT, &prof, &code, why, sizeof why) : NULL;
+  PP_CHECK(r == NULL);
+  PP_CHECK(prof == NULL);
+  PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  free(f);
+  free(p);
+}
+
 static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
   int code = -1;
   Pushprof__V1__PushRequest *r = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, wl);
@@ -554,5 +649,7 @@ int main(void) {
   PP_RUN(test_disk_error_is_eio_and_leaves_nothing);
   PP_RUN(test_open_reports_unusable_dir);
   PP_RUN(test_decode_frame_validates_every_layer);
+  PP_RUN(test_concurrent_puts_all_land_with_shared_dir_fsync);
+  PP_RUN(test_decode_push_hands_over_parsed_pprof);
   PP_DONE();
 }
