@@ -309,8 +309,13 @@ long pyroscope_count_samples(const uint8_t *pprof, size_t len) {
   return n;
 }
 
-int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
-                    pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen) {
+int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
+                    size_t *npieces, char *why, size_t whylen) {
+  return pyroscope_split_limits(pprof, len, max_bytes, 0, pieces, npieces, why, whylen);
+}
+
+int pyroscope_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
+                           pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen) {
   *pieces = NULL;
   *npieces = 0;
   long nsamples = max_samples ? pyroscope_count_samples(pprof, len) : 0;
@@ -765,8 +770,8 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   char why[512];
-  if (pyroscope_split(obj->pprof, obj->pprof_len, pe->max_profile_bytes, pe->max_samples, &pieces,
-                      &n, why, sizeof why) != 0) {
+  if (pyroscope_split_limits(obj->pprof, obj->pprof_len, pe->max_profile_bytes, pe->max_samples,
+                             &pieces, &n, why, sizeof why) != 0) {
     snprintf(err, errlen, "cannot split the %zu byte profile for Pyroscope: %s", obj->pprof_len,
              why);
     return strstr(why, "out of memory") ? EXPORT_RETRY : EXPORT_PERMANENT;

@@ -32,8 +32,11 @@ typedef struct pyroscope_piece {
  * Returns 0 with *pieces (malloc'ed array of *npieces) or -1 with why set,
  * e.g. when one sample alone exceeds max_bytes. Free with
  * pyroscope_pieces_free. */
-int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
-                    pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen);
+int pyroscope_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
+                           pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen);
+/* The same with the size limit only (max_samples 0). */
+int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
+                    size_t *npieces, char *why, size_t whylen);
 /* The number of samples (top-level field 2) of an uncompressed pprof, by a
  * scan of the wire format; -1 if it is not well-formed protobuf. */
 long pyroscope_count_samples(const uint8_t *pprof, size_t len);

@@ -78,8 +78,8 @@ static void test_pyroscope_split_small_profile_is_one_copy(void) {
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES, &pieces,
-                               &n, why, sizeof why),
+  PP_CHECK_INT(pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES,
+                                      &pieces, &n, why, sizeof why),
                ==, 0);
   PP_CHECK_INT(n, ==, 1);
   if (n == 1) {
@@ -108,8 +108,8 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
   add_totals(orig, &want);
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
-  PP_CHECK_INT(pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES, &pieces,
-                               &n, why, sizeof why),
+  PP_CHECK_INT(pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES,
+                                      &pieces, &n, why, sizeof why),
                ==, 0);
   fprintf(stderr, "  %zu bytes -> %zu pieces\n", len, n);
   PP_CHECK_INT(n, >=, 3);
@@ -162,8 +162,8 @@ static void test_pyroscope_split_by_sample_count(void) {
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   PP_CHECK_INT(
-      pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 16, &pieces, &n, why, sizeof why), ==,
-      0);
+      pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 16, &pieces, &n, why, sizeof why),
+      ==, 0);
   PP_CHECK_INT(n, ==, 4);
   for (size_t i = 0; i < n; i++) {
     PP_CHECK_INT(pyroscope_count_samples(pieces[i].data, pieces[i].len), <=, 16);
@@ -182,8 +182,8 @@ static void test_pyroscope_split_by_sample_count(void) {
   pyroscope_pieces_free(pieces, n);
   /* Within both limits: one piece, the same bytes. */
   PP_CHECK_INT(
-      pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 50, &pieces, &n, why, sizeof why), ==,
-      0);
+      pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 50, &pieces, &n, why, sizeof why),
+      ==, 0);
   PP_CHECK_INT(n, ==, 1);
   pyroscope_pieces_free(pieces, n);
   uint8_t trunc[3] = {0x12, 0x05, 0x00}; /* field 2, length 5, 1 byte left */
@@ -201,7 +201,7 @@ static void test_pyroscope_split_refuses_a_sample_over_the_limit(void) {
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split(p, len, 65536, 0, &pieces, &n, why, sizeof why), ==, -1);
+  PP_CHECK_INT(pyroscope_split(p, len, 65536, &pieces, &n, why, sizeof why), ==, -1);
   PP_CHECK(strstr(why, "alone") != NULL);
   PP_CHECK(pieces == NULL);
   PP_CHECK_INT(n, ==, 0);
@@ -214,7 +214,7 @@ static void test_pyroscope_split_refuses_garbage(void) {
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split(junk, sizeof junk, 65536, 0, &pieces, &n, why, sizeof why), ==, -1);
+  PP_CHECK_INT(pyroscope_split(junk, sizeof junk, 65536, &pieces, &n, why, sizeof why), ==, -1);
   PP_CHECK(strstr(why, "invalid") != NULL);
 }
 
