@@ -45,11 +45,13 @@ static const metric_desc gauge_desc[G_GAUGE_MAX] = {
 static _Atomic uint64_t counters[M_COUNTER_MAX];
 static _Atomic int64_t gauges[G_GAUGE_MAX];
 
-enum { FAMILY_REJECTED, FAMILY_DROPS, FAMILY_MAX };
+enum { FAMILY_REJECTED, FAMILY_DROPS, FAMILY_EXPORT_FAILURES, FAMILY_MAX };
 static const metric_desc family_desc[FAMILY_MAX] = {
     [FAMILY_REJECTED] = {"pushprof_pushes_rejected_total",
                          "Pushes refused with an error reply, by reason."},
     [FAMILY_DROPS] = {"pushprof_drops_total", "Data given up on after it was accepted, by reason."},
+    [FAMILY_EXPORT_FAILURES] = {"pushprof_export_failures_by_class_total",
+                                "Failed HTTP requests of the exporters, by class."},
 };
 
 #define REASONS_MAX 64 /* further distinct reasons are folded into "other" */
@@ -110,6 +112,10 @@ void metrics_reject(const char *reason) {
 
 void metrics_drop(const char *reason, uint64_t n) {
   reason_add(FAMILY_DROPS, reason, n);
+}
+
+void metrics_export_failure(const char *cls) {
+  reason_add(FAMILY_EXPORT_FAILURES, cls, 1);
 }
 
 uint64_t metrics_reason_value(const char *family, const char *reason) {

@@ -33,6 +33,10 @@ void metrics_set(metric_gauge g, int64_t v);
 void metrics_reject(const char *reason);
 /* pushprof_drops_total{reason="..."}: data given up on (not refused at the door) */
 void metrics_drop(const char *reason, uint64_t n);
+/* pushprof_export_failures_by_class_total{reason="..."}: one failed HTTP
+ * request of an exporter (http_5xx, http_429, http_408, http_4xx, timeout,
+ * tls, connection, ...). */
+void metrics_export_failure(const char *cls);
 /* Renders everything; malloc'ed, caller frees. NULL on ENOMEM. */
 char *metrics_render(void);
 /* Test helper: the current value of a rejected/drop reason (0 if never seen). */

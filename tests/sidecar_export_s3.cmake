@@ -8,7 +8,7 @@ if(TARGET pushprof_sidecar_lib)
   # The test tools' own SigV4 verifier against AWS's published example.
   pushprof_script_test(NAME test_sigv4_verifier
     COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/s3/sigv4.py --selftest LABELS unit)
-  foreach(t upload creds faults)
+  foreach(t upload creds faults tls)
     pushprof_script_test(NAME it_s3_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/s3/it_s3_${t}.sh)
   endforeach()

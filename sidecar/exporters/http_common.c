@@ -20,6 +20,7 @@
 
 #include "exporter.h"
 #include "log.h"
+#include "metrics.h"
 
 #define DEFAULT_MAX_RESPONSE (64u << 10)
 
@@ -33,6 +34,7 @@ struct http_client {
   /* Per-request state used by the callbacks. */
   http_response *rs;
   size_t max_body;
+  char errbuf[CURL_ERROR_SIZE];
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -199,6 +201,8 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
     }
     hdrs = n;
   }
+  c->errbuf[0] = '\0';
+  SETOPT(CURLOPT_ERRORBUFFER, c->errbuf);
   SETOPT(CURLOPT_URL, rq->url);
   SETOPT(CURLOPT_NOSIGNAL, 1L);
   SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
@@ -273,6 +277,16 @@ int http_perform(http_client *c, const http_request *rq, http_response *rs) {
   }
   rs->status = status;
   c->rs = NULL;
+  if (status >= 500)
+    metrics_export_failure("http_5xx");
+  else if (status == 429)
+    metrics_export_failure("http_429");
+  else if (status == 408)
+    metrics_export_failure("http_408");
+  else if (status >= 400)
+    metrics_export_failure(status == 412 ? "http_412" : "http_4xx");
+  else if (status < 200 || status >= 300)
+    metrics_export_failure("http_other");
   return 0;
 
 curl_fail:
@@ -283,8 +297,18 @@ curl_fail:
   }
   rs->transport_error = true;
   rs->timed_out = cc == CURLE_OPERATION_TIMEDOUT;
-  /* curl_easy_strerror is static text; it never contains request data. */
-  snprintf(rs->detail, sizeof rs->detail, "%s", curl_easy_strerror(cc));
+  /* libcurl's texts name hosts and TLS problems, never the credentials. */
+  const char *hint = "";
+  if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+      cc == CURLE_SSL_CONNECT_ERROR)
+    hint = " (check the endpoint's certificate; add its CA with --ca-file)";
+  else if (cc == CURLE_OPERATION_TIMEDOUT)
+    hint = " (raise --http-timeout if uploads are large or the link slow)";
+  snprintf(rs->detail, sizeof rs->detail, "%s%s%.200s%s", curl_easy_strerror(cc),
+           c->errbuf[0] ? ": " : "", c->errbuf, hint);
+  metrics_export_failure(cc == CURLE_OPERATION_TIMEDOUT ? "timeout"
+                         : hint[0]                      ? "tls"
+                                                        : "connection");
 out_err:
   rs->status = 0;
   c->rs = NULL;

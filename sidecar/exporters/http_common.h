@@ -51,7 +51,7 @@ typedef struct http_response {
   int retry_after_s;    /* from Retry-After, clamped; -1 if absent or unparsable */
   char *body;           /* NUL-terminated, at most max_response_bytes; may be NULL */
   size_t body_len;
-  char detail[256];     /* the transport error in words (no credentials), "" if none */
+  char detail[512];     /* the transport error in words (no credentials), "" if none */
 } http_response;
 
 /* Creates a client; "who" names the exporter in messages ("s3", "gs").

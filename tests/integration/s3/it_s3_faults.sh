@@ -38,6 +38,10 @@ done
 [ "$(metric pushprof_batches_exported_total)" -ge 5 ] || fail "batches not all exported after the faults"
 retries=$(metric pushprof_export_retries_total)
 [ "$retries" -ge 6 ] || fail "only $retries retries: the faults did not bite"
+for cls in http_5xx http_429 timeout connection; do
+  v=$(metric "pushprof_export_failures_by_class_total{reason=\"$cls\"}")
+  [ "$v" -ge 1 ] || fail "failures of class $cls not counted in /metrics"
+done
 grep -q SENTINEL "$SC_LOG" && fail "secret in the log"
 metrics | grep -q SENTINEL && fail "secret in /metrics"
 stop_sidecar

@@ -18,7 +18,10 @@ export AWS_ENDPOINT_URL=http://127.0.0.1:$S3P
 start_sidecar s3 --export s3://profiles/team/prod --batch-window 1 --rescan-interval 1
 read -r want_n want_c < <(push_profiles checkout 3 1)
 push_profiles "billing svc" 2 11 >/dev/null
-wait_metric pushprof_batches_exported_total 2 30
+# One batch above libcurl's 1 MiB "Expect: 100-continue" threshold.
+read -r big_n big_c < <("$GEN" profile "$W/big.pb.gz" --seed 4 --samples 150000 --functions 20000 --gzip)
+"$CLI" push "$W/big.pb.gz" --socket "$SOCK" --service big >/dev/null || fail "big push"
+wait_metric pushprof_batches_exported_total 3 30
 for _ in $(seq 100); do
   [ "$(metric pushprof_spool_files)" -eq 0 ] && break
   sleep 0.1
@@ -27,9 +30,13 @@ done
 stop_sidecar
 
 python3 "$T3/check_objects.py" --log "$W/tb.jsonl" --s3 "127.0.0.1:$S3RVER_PORT" --bucket profiles \
-  --prefix team/prod/testnode/ --download "$W/dl" --expect-services checkout,billing_svc \
+  --prefix team/prod/testnode/ --download "$W/dl" --expect-services checkout,billing_svc,big \
   --no-violations || fail "object check failed"
 got=$(pprof_totals "$W"/dl/checkout/*.pb.gz)
 [ "$got" = "$want_n $want_c" ] || fail "checkout totals $got, pushed $want_n $want_c"
+big=$(pprof_totals_big "$W"/dl/big/*.pb.gz)
+[ "$big" = "$big_n $big_c" ] || fail "big totals $big, pushed $big_n $big_c"
+size=$(stat -c %s "$W"/dl/big/*.pb.gz)
+[ "$size" -gt 1100000 ] || fail "the big batch is only $size bytes: not above 1 MiB"
 grep -q "SENTINEL" "$W"/sidecar-*.log && fail "a credential reached the log: $(grep SENTINEL "$W"/sidecar-*.log | head -2)"
-echo "ok: S3 uploads signed correctly (verified), objects named by content hash, totals $got"
+echo "ok: S3 uploads signed correctly (verified), objects named by content hash, totals $got, a $size-byte batch too"

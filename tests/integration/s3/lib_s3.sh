@@ -87,3 +87,24 @@ push_profiles() {
   done
   echo "$tn $tc"
 }
+
+# pprof_totals_big FILE: like pprof_totals, but reads all of go tool pprof's
+# output first (big profiles: no early close of the pipe).
+pprof_totals_big() {
+  go tool pprof -raw "$1" >"$W/raw.txt" 2>"$W/pprof.err" || fail "go tool pprof -raw rejected $1: $(cat "$W/pprof.err")"
+  python3 - "$W/raw.txt" <<'PY'
+import re, sys
+inside = False
+n = c = 0
+for line in open(sys.argv[1]):
+    if line.startswith("Samples:"):
+        inside = True
+        continue
+    if line.startswith("Locations"):
+        break
+    m = re.match(r"^\s+(\d+)\s+(\d+):", line)
+    if inside and m:
+        n += int(m.group(1)); c += int(m.group(2))
+print(n, c)
+PY
+}

@@ -28,6 +28,7 @@ import os
 import re
 import secrets
 import socketserver
+import ssl
 import sys
 import threading
 import time
@@ -385,6 +386,8 @@ def main():
     p.add_argument("--cred-lifetime", type=int, default=900)
     p.add_argument("--gcs-dir", default="")
     p.add_argument("--static-bearer", action="append", default=[])
+    p.add_argument("--tls-cert", default="", help="serve the s3 role over TLS")
+    p.add_argument("--tls-key", default="")
     ARGS = p.parse_args()
     ARGS.faults = [f for f in ARGS.faults.split(",") if f]
     for k in ARGS.static_key:
@@ -397,6 +400,10 @@ def main():
     for role in ARGS.roles.split(","):
         h = type("H_" + role, (Handler,), {"role": role})
         srv = Server(("127.0.0.1", 0), h)
+        if role == "s3" and ARGS.tls_cert:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(ARGS.tls_cert, ARGS.tls_key)
+            srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
         ports[role] = srv.server_address[1]
         threading.Thread(target=srv.serve_forever, daemon=True).start()
     tmp = ARGS.ports_file + ".tmp"
