@@ -22,7 +22,8 @@ Pyroscope would accept. The rules and where they come from:
       <= 2048 bytes; no duplicate names; __name__ a valid metric name;
       service_name non-empty. Annotations are for distributors only.
     - RawSample.ID parses as a UUID (the ingester calls uuid.Parse).
-    - raw_profile: a pprof, gzip-compressed or not, at most 4 MiB
+    - raw_profile (its sample totals, as `go tool pprof -raw` lists them,
+      are recorded for the test to compare): a pprof, gzip-compressed or not, at most 4 MiB
       uncompressed (validation.max-profile-size-bytes) and at most 16000
       samples (validation.max-profile-stacktrace-samples; ValidateProfile
       rejects more), checked by this double with `go tool pprof -raw` as an
@@ -194,7 +195,23 @@ def check_profile(st, raw, where):
                        timeout=60)
     if r.returncode != 0 or b"Samples:" not in r.stdout:
         raise Bad(f"{where}: go tool pprof -raw rejects it: {r.stderr[:200]!r}")
-    return path, len(data), nsamples
+    return path, len(data), nsamples, raw_totals(r.stdout.decode("utf-8", "replace"))
+
+
+def raw_totals(out):
+    """Sums of the first two sample values in `go tool pprof -raw` output."""
+    inside, tot = False, [0, 0]
+    for line in out.splitlines():
+        if line.startswith("Samples:"):
+            inside = True
+        elif line.startswith(("Locations", "Mappings")):
+            inside = False
+        elif inside:
+            m = re.match(r"^\s+(-?\d+)\s+(-?\d+):", line)
+            if m:
+                tot[0] += int(m.group(1))
+                tot[1] += int(m.group(2))
+    return tot
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -297,8 +314,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 except ValueError:
                     raise Bad(f"RawSample.ID {sid!r} is not a UUID")
                 raw = smp.get("raw_profile", [b""])[-1]
-                path, size, ns = check_profile(self.server.st, raw, f"sample {sid}")
-                samples.append({"id": sid, "file": path, "size": size, "samples": ns})
+                path, size, ns, tot = check_profile(self.server.st, raw, f"sample {sid}")
+                samples.append({"id": sid, "file": path, "size": size, "samples": ns,
+                                "totals": tot})
             out.append({"labels": labels, "samples": samples})
         if not out:
             raise Bad("request without series")
@@ -333,10 +351,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "profile" not in parts:
             raise Bad("no multipart field 'profile'")
         raw = parts["profile"].get_payload(decode=True)
-        path, size, ns = check_profile(self.server.st, raw, "ingest profile")
+        path, size, ns, tot = check_profile(self.server.st, raw, "ingest profile")
         return {"app": m.group(1), "labels": labels, "from": frm, "until": until,
                 "spyName": q.get("spyName", [""])[0], "sampleRate": q.get("sampleRate", [""])[0],
-                "samples": [{"file": path, "size": size, "samples": ns}]}
+                "samples": [{"file": path, "size": size, "samples": ns, "totals": tot}]}
 
 
 def main():
