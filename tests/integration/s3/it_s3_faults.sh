@@ -108,5 +108,6 @@ ls "$W/spool/failed/"*.reason >/dev/null 2>&1 || fail "no reason file in failed/
 grep -q 'HTTP 403: AccessDenied' "$W"/spool/failed/*.reason || fail "reason: $(cat "$W"/spool/failed/*.reason)"
 [ "$(find "$W/spool/failed" -type f ! -name '*.reason' | wc -l)" -ge 1 ] || fail "push not kept in failed/"
 grep -q 'batch refused for good' "$SC_LOG" || fail "403 not logged"
+grep -rq SENTINEL "$W/spool/failed" "$SC_LOG" && fail "a secret reached failed/ or the log"
 stop_sidecar
 echo "ok: faults survived (retries=$retries, RSS max ${rss_max} KiB), each batch once, 403 -> failed/ with reason"

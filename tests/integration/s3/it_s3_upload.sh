@@ -27,6 +27,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ "$(metric pushprof_spool_files)" -eq 0 ] || fail "spool not drained"
+metrics | grep -q SENTINEL && fail "a credential reached /metrics"
 stop_sidecar
 
 python3 "$T3/check_objects.py" --log "$W/tb.jsonl" --s3 "127.0.0.1:$S3RVER_PORT" --bucket profiles \
