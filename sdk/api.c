@@ -154,8 +154,8 @@ static void api_at_exit(void) {
    * its profile is not ours to write (the parent writes its own). */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
     return;
-  int timeout_ms = api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms
-                                               : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
+  int timeout_ms =
+      api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
   pthread_t t;
   pthread_attr_t ta;
   struct timespec deadline;
@@ -176,7 +176,8 @@ static void api_at_exit(void) {
   }
   pthread_mutex_lock(&exit_wait.m);
   while (!exit_wait.done) {
-    if (pthread_cond_clockwait(&exit_wait.c, &exit_wait.m, CLOCK_MONOTONIC, &deadline) == ETIMEDOUT) {
+    if (pthread_cond_clockwait(&exit_wait.c, &exit_wait.m, CLOCK_MONOTONIC, &deadline) ==
+        ETIMEDOUT) {
       waited_out = !exit_wait.done;
       break;
     }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define SIGNAL_ACCEPTED \
+#define SIGNAL_ACCEPTED                                                                            \
   "SIGPROF, SIGVTALRM, SIGUSR1, SIGUSR2, SIGRTMIN, SIGRTMIN+n, SIGRTMAX-n or their numbers"
 
 /* Empty values count as unset, as a shell's `VAR=` usually means "none". */
@@ -145,16 +145,15 @@ static int fail(const source *src, const char *value, const char *accepted, char
   return src->from_env ? PUSHPROF_ECONFIG : PUSHPROF_EINVAL;
 }
 
-static int fail_int(const source *src, long value, const char *accepted, char *err,
-                    size_t errlen) {
+static int fail_int(const source *src, long value, const char *accepted, char *err, size_t errlen) {
   char buf[32];
   snprintf(buf, sizeof buf, "%ld", value);
   return fail(src, buf, accepted, err, errlen);
 }
 
 /* An int setting: opts value (0 = unset) over the environment over def. */
-static int resolve_int(int optval, const char *env, const source *src_in, long lo, long hi,
-                       int def, const char *accepted, int *out, char *err, size_t errlen) {
+static int resolve_int(int optval, const char *env, const source *src_in, long lo, long hi, int def,
+                       const char *accepted, int *out, char *err, size_t errlen) {
   source src = *src_in;
   if (optval != 0) {
     if (optval < lo || optval > hi)
@@ -259,9 +258,9 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
   }
 
   s = (source){"pushprof_options.socket_path", "PUSHPROF_SOCKET", 0};
-  rc = resolve_path(o->socket_path, env_value(get, ctx, "PUSHPROF_SOCKET"), &s, cfg->socket_path,
-                    sizeof cfg->socket_path, "a Unix socket path of at most 107 bytes", err,
-                    errlen);
+  rc =
+      resolve_path(o->socket_path, env_value(get, ctx, "PUSHPROF_SOCKET"), &s, cfg->socket_path,
+                   sizeof cfg->socket_path, "a Unix socket path of at most 107 bytes", err, errlen);
   if (rc)
     return rc;
 

@@ -78,6 +78,12 @@ if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds
     INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
 endif()
 
+if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c)
+  pushprof_fuzz_target(NAME pyroscope SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c
+    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
+    LIBS pushprof_sidecar_lib DEPENDS pushprof_proto)
+endif()
+
 # Writes the seed corpus (tests/fuzz/corpus/*/seed_*): make_seeds DIR.
 add_executable(fuzz_make_seeds ${PP_FUZZ_DIR}/make_seeds.c)
 target_link_libraries(fuzz_make_seeds PRIVATE pushprof_proto)

@@ -20,13 +20,13 @@ static double thread_cpu(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-#define WORK_FN(name, mult)                                                    \
-  __attribute__((noipa)) uint64_t name(uint64_t n);                            \
-  __attribute__((noipa)) uint64_t name(uint64_t n) {                           \
-    volatile uint64_t acc = 0;                                                 \
-    for (uint64_t i = 0; i < n; i++)                                           \
-      acc += i * (mult);                                                       \
-    return acc;                                                                \
+#define WORK_FN(name, mult)                                                                        \
+  __attribute__((noipa)) uint64_t name(uint64_t n);                                                \
+  __attribute__((noipa)) uint64_t name(uint64_t n) {                                               \
+    volatile uint64_t acc = 0;                                                                     \
+    for (uint64_t i = 0; i < n; i++)                                                               \
+      acc += i * (mult);                                                                           \
+    return acc;                                                                                    \
   }
 WORK_FN(bench_fifty, 2654435761u)
 WORK_FN(bench_thirty, 2246822519u)

@@ -84,7 +84,8 @@ def main():
                         os.path.join(HERE, "bench_sdk_split.c"), "-o", binary], check=True)
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith("PUSHPROF_") and k not in ("LD_PRELOAD", "CPUPROFILE")}
-        variants = ["none", "pushprof"] + (["gperftools"] if gperf else [])
+        # "control" runs with no profiler again: its ratio is the noise floor.
+        variants = ["none", "control", "pushprof"] + (["gperftools"] if gperf else [])
         res = {v: {"cpu": [], "wall": [], "ratio": [], "wall_ratio": [], "err": {f: [] for f in FUNCS},
                    "capture": []} for v in variants}
         for r in range(a.runs):
@@ -105,7 +106,7 @@ def main():
                 res[v]["wall"].append(wall)
                 res[v]["ratio"].append(cpu / got["none"][0])
                 res[v]["wall_ratio"].append(wall / got["none"][1])
-                if v == "none":
+                if v in ("none", "control"):
                     continue
                 true_total = sum(vals["true_" + f] for f in FUNCS)
                 shares, total, _ = shares_from(prof, binary if v == "gperftools" else None,
@@ -120,18 +121,23 @@ def main():
         print("SDK benchmark: bench_sdk_split, 2 threads, %d units/thread, %d Hz, %d interleaved runs, medians"
               % (a.units, a.hz, a.runs))
         print("  (machine: %d CPUs, load average at the end %.1f)" % (os.cpu_count(), os.getloadavg()[0]))
-        print("%-11s %9s %10s %10s %8s %9s %9s %9s" % ("profiler", "CPU s", "CPU ratio", "wall ratio",
-                                                        "capture", "err 50%", "err 30%", "err 20%"))
+        print("%-11s %7s %10s %17s %10s %8s %9s %9s %9s" % (
+            "profiler", "CPU s", "CPU ratio", "(min..max)", "wall ratio", "capture", "err 50%",
+            "err 30%", "err 20%"))
         for v in variants:
             rv = res[v]
-            if v == "none":
-                print("%-11s %9.3f %10s %10s %8s %9s %9s %9s" % (v, med(rv["cpu"]), "1", "1", "-", "-", "-", "-"))
+            rng = "(%.3f..%.3f)" % (min(rv["ratio"]), max(rv["ratio"]))
+            if v in ("none", "control"):
+                print("%-11s %7.3f %10.4f %17s %10.4f %8s %9s %9s %9s" % (
+                    v, med(rv["cpu"]), med(rv["ratio"]), rng if v == "control" else "",
+                    med(rv["wall_ratio"]), "-", "-", "-", "-"))
                 continue
-            print("%-11s %9.3f %10.4f %10.4f %8.3f %8.2fpt %8.2fpt %8.2fpt" % (
-                v, med(rv["cpu"]), med(rv["ratio"]), med(rv["wall_ratio"]), med(rv["capture"]),
+            print("%-11s %7.3f %10.4f %17s %10.4f %8.3f %8.2fpt %8.2fpt %8.2fpt" % (
+                v, med(rv["cpu"]), med(rv["ratio"]), rng, med(rv["wall_ratio"]), med(rv["capture"]),
                 med(rv["err"]["bench_fifty"]), med(rv["err"]["bench_thirty"]),
                 med(rv["err"]["bench_twenty"])))
         print("CPU ratio = profiled CPU / no-profiler CPU of the same run (user+sys incl. exit write);")
+        print("control = no profiler again: its spread is the noise floor of the CPU ratio;")
         print("err = |share in profile - true share| in points; capture = samples / (CPU s x hz).")
         if not gperf:
             print("(gperftools' libprofiler.so not found: install libgoogle-perftools-dev)")

@@ -40,7 +40,7 @@ static void put_str(const char *target, const char *name, const char *s) {
 
 /* ---- pprof ---- */
 
-enum shape { SHAPE_FULL, SHAPE_INLINE, SHAPE_MINIMAL };
+enum shape { SHAPE_FULL, SHAPE_INLINE, SHAPE_MINIMAL, SHAPE_MANY };
 
 static void pack_profile(enum shape shape, uint8_t **out, size_t *len) {
   pp_builder *b = pp_builder_new();
@@ -91,6 +91,13 @@ static void pack_profile(enum shape shape, uint8_t **out, size_t *len) {
     rc |= pp_builder_sample(b, (uint64_t[]){llibc, lwork, lmain}, 3, (int64_t[]){2, 20000000}, nv,
                             labels + 1, 1);
     rc |= pp_builder_sample(b, (uint64_t[]){lmain}, 1, (int64_t[]){1, 10000000}, nv, NULL, 0);
+    for (int i = 0; shape == SHAPE_MANY && i < 40; i++) {
+      char route[16];
+      snprintf(route, sizeof route, "/r%d", i);
+      pp_label l = {.key = "route", .str = route};
+      rc |=
+          pp_builder_sample(b, (uint64_t[]){lwork, lmain}, 2, (int64_t[]){i, i * 1000}, nv, &l, 1);
+    }
     if (rc != 0)
       die("samples");
   }
@@ -437,6 +444,39 @@ static void aws_creds_seeds(void) {
   put_str("aws_creds", "retry_seconds.txt", "120");
 }
 
+/* ---- Pyroscope: split (first byte even) and series labels (odd) ---- */
+
+static void pyroscope_seeds(void) {
+  static const struct {
+    enum shape shape;
+    uint8_t limit; /* fuzz_pyroscope: max bytes = 64 + 16 * limit */
+    const char *name;
+  } splits[] = {{SHAPE_FULL, 22, "split_full"},
+                {SHAPE_INLINE, 24, "split_inline"},
+                {SHAPE_MANY, 26, "split_many"},
+                {SHAPE_FULL, 4, "split_sample_too_big"},
+                {SHAPE_FULL, 255, "split_fits"}};
+  for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
+    uint8_t *p;
+    size_t n;
+    pack_profile(splits[i].shape, &p, &n);
+    uint8_t *buf = malloc(n + 2);
+    if (!buf)
+      die("malloc");
+    buf[0] = 0;
+    buf[1] = splits[i].limit;
+    memcpy(buf + 2, p, n);
+    put("pyroscope", splits[i].name, buf, n + 2);
+    free(buf);
+    free(p);
+  }
+  put_str("pyroscope", "labels",
+          "\x01"
+          "checkout\nenv=prod\nk8s.pod.name=api-7d9c\n__reserved=x\n9lives=y\n"
+          "service_name=shadow\nempty=\n=novalue\nbad=\xff\xfe\xc0\xaf\xed\xa0\x80ok\n"
+          "\xc3\xa9t\xc3\xa9=caf\xc3\xa9\n");
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_seeds OUTDIR   (writes OUTDIR/<target>/seed_*)\n");
@@ -452,5 +492,6 @@ int main(int argc, char **argv) {
   config_seeds();
   env_seeds();
   aws_creds_seeds();
+  pyroscope_seeds();
   return 0;
 }

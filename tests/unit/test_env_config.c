@@ -35,11 +35,25 @@ static void test_env_config_defaults_without_environment(void) {
 }
 
 static void test_env_config_reads_every_variable(void) {
-  const char *env[] = {"PUSHPROF_HZ", "250", "PUSHPROF_SIGNAL", "SIGRTMIN+3",
-                       "PUSHPROF_SERVICE", "api", "PUSHPROF_OUTPUT", "/tmp/p-%p.pb.gz",
-                       "PUSHPROF_SOCKET", "/run/pp.sock", "PUSHPROF_UPLOAD_PERIOD", "30",
-                       "PUSHPROF_EXIT_TIMEOUT_MS", "500", "PUSHPROF_SPOOL_DIR", "/var/spool/pp",
-                       "PUSHPROF_BACKLOG", "3", NULL};
+  const char *env[] = {"PUSHPROF_HZ",
+                       "250",
+                       "PUSHPROF_SIGNAL",
+                       "SIGRTMIN+3",
+                       "PUSHPROF_SERVICE",
+                       "api",
+                       "PUSHPROF_OUTPUT",
+                       "/tmp/p-%p.pb.gz",
+                       "PUSHPROF_SOCKET",
+                       "/run/pp.sock",
+                       "PUSHPROF_UPLOAD_PERIOD",
+                       "30",
+                       "PUSHPROF_EXIT_TIMEOUT_MS",
+                       "500",
+                       "PUSHPROF_SPOOL_DIR",
+                       "/var/spool/pp",
+                       "PUSHPROF_BACKLOG",
+                       "3",
+                       NULL};
   env_config c;
   char err[256];
   PP_CHECK_INT(resolve(NULL, env, &c, err, sizeof err), ==, 0);
@@ -55,10 +69,20 @@ static void test_env_config_reads_every_variable(void) {
 }
 
 static void test_env_config_options_override_environment(void) {
-  const char *env[] = {"PUSHPROF_HZ", "250", "PUSHPROF_SERVICE", "fromenv", "PUSHPROF_OUTPUT",
-                       "/env", "PUSHPROF_SIGNAL", "SIGUSR1", NULL};
-  pushprof_options o = {.hz = 50, .service = "fromopts", .output_path = "/opts",
-                        .signal_number = SIGUSR2, .handle_term_signals = 1};
+  const char *env[] = {"PUSHPROF_HZ",
+                       "250",
+                       "PUSHPROF_SERVICE",
+                       "fromenv",
+                       "PUSHPROF_OUTPUT",
+                       "/env",
+                       "PUSHPROF_SIGNAL",
+                       "SIGUSR1",
+                       NULL};
+  pushprof_options o = {.hz = 50,
+                        .service = "fromopts",
+                        .output_path = "/opts",
+                        .signal_number = SIGUSR2,
+                        .handle_term_signals = 1};
   env_config c;
   char err[256];
   PP_CHECK_INT(resolve(&o, env, &c, err, sizeof err), ==, 0);

@@ -20,23 +20,27 @@ static inline double wl_clock(clockid_t id) {
   }
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
-static inline double wl_thread_cpu(void) { return wl_clock(CLOCK_THREAD_CPUTIME_ID); }
-static inline double wl_process_cpu(void) { return wl_clock(CLOCK_PROCESS_CPUTIME_ID); }
+static inline double wl_thread_cpu(void) {
+  return wl_clock(CLOCK_THREAD_CPUTIME_ID);
+}
+static inline double wl_process_cpu(void) {
+  return wl_clock(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 /* Defines `uint64_t name(double seconds)`, spinning for that much thread CPU.
  * The clock is read every ~0.5 ms of work so almost every sample's leaf is
  * the function itself, not clock_gettime. noipa keeps one frame with one
  * plain symbol name: no inlining, no .constprop clone, and no folding of
  * these identical bodies into one address. */
-#define WL_SPIN_FN(name)                                                          \
-  __attribute__((noipa)) uint64_t name(double seconds);                           \
-  __attribute__((noipa)) uint64_t name(double seconds) {                          \
-    volatile uint64_t acc = 0;                                                    \
-    double end = wl_thread_cpu() + seconds;                                       \
-    while (wl_thread_cpu() < end)                                                 \
-      for (uint64_t i = 0; i < 500000; i++)                                       \
-        acc += i * 2654435761u;                                                   \
-    return acc;                                                                   \
+#define WL_SPIN_FN(name)                                                                           \
+  __attribute__((noipa)) uint64_t name(double seconds);                                            \
+  __attribute__((noipa)) uint64_t name(double seconds) {                                           \
+    volatile uint64_t acc = 0;                                                                     \
+    double end = wl_thread_cpu() + seconds;                                                        \
+    while (wl_thread_cpu() < end)                                                                  \
+      for (uint64_t i = 0; i < 500000; i++)                                                        \
+        acc += i * 2654435761u;                                                                    \
+    return acc;                                                                                    \
   }
 
 /* Linked variants start profiling from the environment at the top of main

@@ -33,8 +33,12 @@ __attribute__((constructor)) static void ownsig_install(void) {
     atomic_store(&foreign_signals, -1000000);
 }
 
-long ownsig_own(void) { return atomic_load(&own_signals); }
-long ownsig_foreign(void) { return atomic_load(&foreign_signals); }
+long ownsig_own(void) {
+  return atomic_load(&own_signals);
+}
+long ownsig_foreign(void) {
+  return atomic_load(&foreign_signals);
+}
 void ownsig_disarm(void) {
   struct itimerval it = {{0, 0}, {0, 0}};
   setitimer(ITIMER_PROF, &it, NULL);
