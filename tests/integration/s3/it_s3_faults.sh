@@ -17,7 +17,7 @@ source "$(dirname "$0")/lib_s3.sh"
 start_s3rver profiles
 start_testbed --roles s3 --upstream "127.0.0.1:$S3RVER_PORT" --region us-east-1 \
   --static-key "AKIDFAULT:SENTINEL-faultsecret" --faults 500,503,429:2,hang,close,stored-close \
-  --fault-seconds 12 --hang-seconds 20 --deny-bucket denied
+  --fault-seconds 12 --hang-seconds 20 --deny-bucket denied --no-keepalive
 unset AWS_SESSION_TOKEN AWS_ROLE_ARN AWS_CONTAINER_CREDENTIALS_FULL_URI AWS_ENDPOINT_URL_S3
 export AWS_ACCESS_KEY_ID=AKIDFAULT AWS_SECRET_ACCESS_KEY=SENTINEL-faultsecret AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL=http://127.0.0.1:$(tb_port s3) PUSHPROF_TEST_BACKOFF_MS=100
