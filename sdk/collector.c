@@ -35,9 +35,9 @@ typedef struct agg_entry {
 typedef struct agg {
   agg_entry **tab;
   size_t cap, n;
-  size_t bytes;                    /* held by entries: bounded by g_agg_limit */
+  size_t bytes;                     /* held by entries: bounded by g_agg_limit */
   int64_t labels_dropped, overflow; /* samples over the soft / hard limit */
-  int64_t signals, samples; /* handled signals; periods they stand for */
+  int64_t signals, samples;         /* handled signals; periods they stand for */
   int64_t truncated, leaf_only, oom;
 } agg;
 
@@ -69,7 +69,7 @@ static profbuild *g_pb;
  * "[pushprof] too many distinct samples". High-cardinality labels (a trace
  * id per request) thus never grow memory past the limit. */
 static _Atomic size_t g_agg_limit = COLLECTOR_AGG_BYTES;
-static uint64_t g_labels_skipped_seen; /* under g_mu */
+static uint64_t g_labels_skipped_seen;                            /* under g_mu */
 static const char g_dropped_label[] = "pushprof_labels\0dropped"; /* with its final NUL */
 
 static int64_t clock_ns(clockid_t clk) {
@@ -121,8 +121,8 @@ static uint64_t record_hash(const agg_key *k) {
 
 static int entry_matches(const agg_entry *e, uint64_t h, const agg_key *k) {
   const ring_record *r = k->r;
-  return e->hash == h && e->depth == r->depth && e->flags == r->flags &&
-         e->nlabels == k->nlabels && e->labels_len == k->labels_len &&
+  return e->hash == h && e->depth == r->depth && e->flags == r->flags && e->nlabels == k->nlabels &&
+         e->labels_len == k->labels_len &&
          memcmp(e->pcs, r->pcs, r->depth * sizeof(uintptr_t)) == 0 &&
          memcmp(e->labels, k->labels, k->labels_len) == 0;
 }
@@ -452,8 +452,8 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   if (a.oom)
     st[ns++] = (profbuild_stack){.special = "[pushprof] out of memory", .count = a.oom};
   if (a.overflow)
-    st[ns++] = (profbuild_stack){.special = "[pushprof] too many distinct samples",
-                                 .count = a.overflow};
+    st[ns++] =
+        (profbuild_stack){.special = "[pushprof] too many distinct samples", .count = a.overflow};
 
   threads_stats ts;
   threads_get_stats(&ts);

@@ -124,7 +124,7 @@ static void test_labels_budget_is_exact(void) {
   v[252] = '\0'; /* "a" + 252 + 2 = 255 */
   PP_CHECK_INT(pushprof_label_set("a", v), ==, 0);
   v[252] = 'v';
-  v[253] = '\0'; /* 256 */
+  v[253] = '\0';                                        /* 256 */
   PP_CHECK_INT(pushprof_label_set("bb", v + 1), ==, 0); /* "bb" + 252 + 2 = 256: 511 */
   published(before, sizeof before);
   PP_CHECK_INT(pushprof_label_set("c", "1"), ==, PUSHPROF_ELIMIT); /* 511 + 4 */
@@ -179,7 +179,9 @@ static void *writer(void *arg) {
 }
 
 static int value_ok(const char *k, const char *v) {
-  const char *const *set = strcmp(k, "trace_id") == 0 ? vals1 : strcmp(k, "span") == 0 ? vals2 : NULL;
+  const char *const *set = strcmp(k, "trace_id") == 0 ? vals1
+                           : strcmp(k, "span") == 0   ? vals2
+                                                      : NULL;
   if (!set)
     return strcmp(k, "first") == 0 && strcmp(v, "1") == 0;
   for (int i = 0; i < 3; i++)
@@ -358,7 +360,7 @@ static void test_labels_high_cardinality_memory_is_bounded(void) {
           kept, (long long)dropped, dropped_n, (long long)total);
   (void)ring_full;
   PP_CHECK_INT(ring_n, ==, 0);
-  PP_CHECK_INT(total, >=, N);    /* nothing lost: every sample counted somewhere */
+  PP_CHECK_INT(total, >=, N);     /* nothing lost: every sample counted somewhere */
   PP_CHECK_INT(total, <=, N + 5); /* plus any real 1 Hz timer sample */
   PP_CHECK_INT(dropped, >=, N / 2);
   PP_CHECK_INT(dropped_n, <=, 3);

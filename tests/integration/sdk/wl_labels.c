@@ -25,8 +25,7 @@ WL_SPIN_FN(req_7)
 WL_SPIN_FN(between_requests)
 WL_SPIN_FN(main_work)
 
-static uint64_t (*const req[8])(double) = {req_0, req_1, req_2, req_3,
-                                           req_4, req_5, req_6, req_7};
+static uint64_t (*const req[8])(double) = {req_0, req_1, req_2, req_3, req_4, req_5, req_6, req_7};
 static int nreq = 40;
 static double req_s = 0.020;
 static pthread_barrier_t go;
