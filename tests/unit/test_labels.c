@@ -163,7 +163,8 @@ static void *writer(void *arg) {
   if (pushprof_label_set("first", "1") != 0)
     return (void *)1;
   atomic_store(&g_writer_block, labels_self_block());
-  for (unsigned i = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); i++) {
+  /* acquire: the reader's last copy happens before this thread's exit frees the block */
+  for (unsigned i = 0; !atomic_load_explicit(&g_stop, memory_order_acquire); i++) {
     int rc = pushprof_label_set("trace_id", vals1[i % 3]);
     rc |= pushprof_label_set("span", vals2[i % 3]); /* lengths change: memmove */
     if (i % 7 == 0)
