@@ -5,12 +5,17 @@ pushprof_unit_test(NAME test_env_config
 target_include_directories(test_env_config PRIVATE ${PROJECT_SOURCE_DIR}/sdk
   ${PROJECT_SOURCE_DIR}/sdk/include)
 
+# pprof_check.py, which every integration test relies on, checked on a
+# hand-written profile.
+pushprof_script_test(NAME it_pprof_check
+  COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pprof_check.py)
+
 # Everything below needs the SDK libraries (absent until the sampler lands).
 if(NOT TARGET pushprof)
   return()
 endif()
 
-pushprof_unit_test(NAME test_api SOURCES unit/test_api.c LIBS pushprof_static)
+pushprof_unit_test(NAME test_api SOURCES unit/test_api.c LIBS pushprof_static LABELS "unit;tsan")
 
 # Workloads: NAME (plain, for LD_PRELOAD) and NAME_linked (libpushprof.so,
 # calls pushprof_start). Built into tests/sdk_workloads/.

@@ -21,6 +21,7 @@ Checks (each prints "ok ..." or "FAIL ..." on stderr):
   --min-samples N            total >= N
   --expect-total N:PCT       total within PCT percent of N
   --shares F1,F2,...         the functions whose shares --expect-share uses
+                             (commas inside (), <>, [] belong to the name)
                              (share = value / sum over these functions, by --by)
   --expect-share F=P:TOL     share of F is P +- TOL percentage points
   --min-attributed FRAC      the --shares functions hold >= FRAC of the total
@@ -46,6 +47,24 @@ LINE_RE = re.compile(r"^(.*) (\S*):(-?\d+) s=(-?\d+)(?:\((.*)\))?$")
 SAMPLE_RE = re.compile(r"^((?:\s+-?\d+)+): ((?:\d+ )*)\s*$")
 LABEL_RE = re.compile(r"(\S+?):\[([^\]]*)\]")
 MAP_RE = re.compile(r"^(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S*) (\S*) ?(.*)$")
+
+
+def split_names(spec):
+    """Splits F1,F2,... on the commas outside (), <> and [] (C++ names such
+    as ns::f(int, char) hold commas)."""
+    names, depth, cur = [], 0, ""
+    for ch in spec:
+        if ch in "(<[":
+            depth += 1
+        elif ch in ")>]" and depth > 0:
+            depth -= 1
+        if ch == "," and depth == 0:
+            names.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    names.append(cur)
+    return [n for n in names if n]
 
 
 def run_pprof(profile, binary=None, symbolize="none"):
@@ -225,7 +244,7 @@ def main(argv=None):
                                                             100.0 * (total - n) / n if n else 0))
     counts = rep[a.by]
     if a.shares:
-        names = a.shares.split(",")
+        names = split_names(a.shares)
         denom = sum(counts.get(f, 0) for f in names)
         rep["shares"] = {f: (100.0 * counts.get(f, 0) / denom if denom else 0.0) for f in names}
         if a.min_attributed is not None:
