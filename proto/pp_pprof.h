@@ -64,8 +64,11 @@ typedef struct pp_pprof pp_pprof;
 pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
                                 size_t whylen);
 const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p);
-size_t pp_pprof_mem(const pp_pprof *p); /* bytes the arena holds */
+size_t pp_pprof_mem(const pp_pprof *p); /* bytes of the arena in use */
+/* Thread-safe: a few freed arenas are kept for reuse (their pages are
+ * already faulted in); pp_pprof_cache_trim returns them to the system. */
 void pp_pprof_free(pp_pprof *p);
+void pp_pprof_cache_trim(void);
 
 /* Merges a validated src into b: strings, mappings, functions, locations
  * remapped, identical samples summed, labels kept. On the first add b takes

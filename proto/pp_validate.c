@@ -4,6 +4,7 @@
 #include "pp_hash.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,11 +214,21 @@ Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, si
 /* ---- arena-backed parse ---- */
 
 #define ARENA_ALIGN 16
-#define ARENA_MIN_CHUNK ((size_t)64 << 10)
+#define ARENA_SLACK ((size_t)64 << 10)
+#define ARENA_FIRST_MAX ((size_t)256 << 20)
+/* Decoded structs take 5-15x the encoded size. The first chunk is sized for
+ * the worst of that: pages never touched cost no memory, and one chunk is
+ * usually enough. */
+#define ARENA_EXPANSION 16
+/* Chunks kept for reuse (their pages are already faulted in: a fresh 6 MiB
+ * arena costs ~1,500 page faults, as much again as the decoding itself). */
+#define CACHE_MAX_CHUNKS 8
+#define CACHE_MAX_TOUCHED ((size_t)8 << 20)
 
 typedef struct arena_chunk {
   struct arena_chunk *next;
   size_t used, cap;
+  size_t touched; /* high-water mark of used: what the chunk holds in RAM */
   _Alignas(ARENA_ALIGN) unsigned char mem[];
 } arena_chunk;
 
@@ -225,36 +236,95 @@ struct pp_pprof {
   Perftools__Profiles__Profile *prof;
   arena_chunk *chunks;
   size_t total;
-  size_t next_cap; /* capacity of the next chunk: doubles, so few chunks */
+  size_t next_cap;
   bool oom;
 };
 
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static arena_chunk *cache;
+static size_t cache_n, cache_touched;
+
+/* The smallest cached chunk of at least min bytes, else a new one of cap. */
+static arena_chunk *chunk_get(size_t min, size_t cap) {
+  arena_chunk *best = NULL, **bestp = NULL;
+  pthread_mutex_lock(&cache_mu);
+  for (arena_chunk **pp = &cache; *pp; pp = &(*pp)->next)
+    if ((*pp)->cap >= min && (!best || (*pp)->cap < best->cap)) {
+      best = *pp;
+      bestp = pp;
+    }
+  if (best) {
+    *bestp = best->next;
+    cache_n--;
+    cache_touched -= best->touched;
+  }
+  pthread_mutex_unlock(&cache_mu);
+  if (best) {
+    best->used = 0;
+    return best;
+  }
+  if (cap > SIZE_MAX - sizeof(arena_chunk))
+    return NULL;
+  arena_chunk *c = malloc(sizeof *c + cap);
+  if (c) {
+    c->cap = cap;
+    c->used = 0;
+    c->touched = 0;
+  }
+  return c;
+}
+
+static void chunk_put(arena_chunk *c) {
+  if (c->used > c->touched)
+    c->touched = c->used;
+  pthread_mutex_lock(&cache_mu);
+  bool keep = cache_n < CACHE_MAX_CHUNKS && cache_touched + c->touched <= CACHE_MAX_TOUCHED;
+  if (keep) {
+    c->next = cache;
+    cache = c;
+    cache_n++;
+    cache_touched += c->touched;
+  }
+  pthread_mutex_unlock(&cache_mu);
+  if (!keep)
+    free(c);
+}
+
+void pp_pprof_cache_trim(void) {
+  pthread_mutex_lock(&cache_mu);
+  arena_chunk *c = cache;
+  cache = NULL;
+  cache_n = 0;
+  cache_touched = 0;
+  pthread_mutex_unlock(&cache_mu);
+  while (c) {
+    arena_chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+}
+
 static void *arena_alloc(void *data, size_t size) {
   pp_pprof *a = data;
+  if (size > SIZE_MAX - ARENA_ALIGN) {
+    a->oom = true;
+    return NULL;
+  }
   size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
   if (size == 0)
     size = ARENA_ALIGN;
   arena_chunk *c = a->chunks;
   if (!c || c->cap - c->used < size) {
-    size_t cap = a->next_cap;
-    if (cap < size)
-      cap = size;
-    if (cap > SIZE_MAX - sizeof *c) {
-      a->oom = true;
-      return NULL;
-    }
-    c = malloc(sizeof *c + cap);
+    size_t cap = a->next_cap < size ? size : a->next_cap;
+    c = chunk_get(size, cap);
     if (!c) {
       a->oom = true;
       return NULL;
     }
     c->next = a->chunks;
-    c->used = 0;
-    c->cap = cap;
     a->chunks = c;
-    a->total += sizeof *c + cap;
-    if (a->next_cap < ((size_t)64 << 20))
-      a->next_cap *= 2;
+    a->total += c->cap;
+    a->next_cap = c->cap <= SIZE_MAX / 2 ? c->cap * 2 : c->cap;
   }
   void *p = c->mem + c->used;
   c->used += size;
@@ -272,7 +342,7 @@ void pp_pprof_free(pp_pprof *p) {
   arena_chunk *c = p->chunks;
   while (c) {
     arena_chunk *n = c->next;
-    free(c);
+    chunk_put(c);
     c = n;
   }
   free(p);
@@ -283,7 +353,10 @@ const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p) {
 }
 
 size_t pp_pprof_mem(const pp_pprof *p) {
-  return p->total;
+  size_t used = 0;
+  for (const arena_chunk *c = p->chunks; c; c = c->next)
+    used += c->used;
+  return used;
 }
 
 pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
@@ -304,8 +377,9 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
     say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
     goto fail;
   }
-  /* Decoded structs take a few times the encoded size; start near that. */
-  a->next_cap = len < ARENA_MIN_CHUNK / 2 ? ARENA_MIN_CHUNK : len * 2;
+  a->next_cap = len < (ARENA_FIRST_MAX - ARENA_SLACK) / ARENA_EXPANSION
+                    ? len * ARENA_EXPANSION + ARENA_SLACK
+                    : ARENA_FIRST_MAX;
   ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
   a->prof = perftools__profiles__profile__unpack(&al, len, data);
   free(raw);

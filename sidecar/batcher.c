@@ -554,6 +554,7 @@ static void retire_group(batcher *b, group *g, const char *reason) {
       spool_remove(b->sp, g->ids[i]);
   }
   group_free(g);
+  pp_pprof_cache_trim();
   /* The batch's memory (merged builder, gzip) goes back to the system now,
    * not at the next peak: RSS follows the load down. */
   malloc_trim(0);

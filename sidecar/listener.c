@@ -405,9 +405,15 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   char why[REASON_MAX];
   why[0] = 0;
   pp_pprof *prof = NULL;
+  /* The disk writes the frame while we decode and validate it; nothing is
+   * renamed into the spool (or acked) before the push proved valid. */
+  spool_txn txn;
+  int rc = spool_begin(l->sp, frame, len, &txn);
   Pushprof__V1__PushRequest *req =
       spool_decode_push(frame, len, l->cfg.max_frame_bytes, &prof, &code, why, sizeof why);
   if (!req) {
+    if (rc == SPOOL_OK)
+      spool_abort(l->sp, &txn);
     if (code == RC_OK)
       code = RC_INTERNAL;
     reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", 0, deadline);
@@ -415,7 +421,10 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   }
   uint64_t seq = req->sequence;
   char id[SPOOL_ID_MAX];
-  int rc = spool_put(l->sp, frame, len, id);
+  if (rc == SPOOL_OK)
+    rc = spool_commit(l->sp, &txn, id);
+  else if (rc == SPOOL_FULL)
+    rc = spool_put(l->sp, frame, len, id); /* may drop the oldest (--spool-drop-oldest) */
   free(frame);
   *framep = NULL;
   if (rc != SPOOL_OK) {

@@ -428,17 +428,39 @@ static int sync_dir_after(spool *s, uint64_t seq) {
   return rc;
 }
 
-int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]) {
-  char name[SPOOL_ID_MAX], tmp[SPOOL_ID_MAX + 1];
-  struct timespec ts;
-  int fd = -1, rc;
-  bool renamed = false;
-  char q[128];
+/* Undoes a failed write: removes the file, gives its bytes back, logs. */
+static int put_failed(spool *s, spool_txn *t, bool renamed) {
+  int e = errno;
+  char tmp[SPOOL_ID_MAX + 1], q[128];
+  if (t->fd >= 0)
+    close(t->fd);
+  t->fd = -1;
+  snprintf(tmp, sizeof tmp, ".%s", t->name);
+  unlinkat(s->dirfd, renamed ? t->name : tmp, 0);
+  pthread_mutex_lock(&s->mu);
+  s->bytes -= t->len;
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  log_event(LOG_ERROR, "cannot write spool file", "dir=%s err=%s fix=\"free disk space or fix %s\"",
+            s->dir, log_quote(strerror(e), q, sizeof q), s->dir);
+  return SPOOL_EIO;
+}
 
+static int put_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t, bool may_drop) {
+  char tmp[SPOOL_ID_MAX + 1];
+  struct timespec ts;
+  int rc;
+
+  t->fd = -1;
+  t->len = len;
+  t->name[0] = '\0';
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
     return SPOOL_EIO;
   pthread_mutex_lock(&s->mu);
-  rc = reserve_locked(s, len);
+  if (!may_drop && s->max_bytes && s->bytes + len > s->max_bytes)
+    rc = SPOOL_FULL; /* the caller decides after validating the push */
+  else
+    rc = reserve_locked(s, len);
   uint32_t ctr = s->counter++;
   if (rc == SPOOL_OK)
     publish_gauges(s);
@@ -446,55 +468,81 @@ int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX])
   if (rc != SPOOL_OK)
     return rc;
 
-  snprintf(name, sizeof name, "%020" PRIu64 "-%010" PRIu32 "%s",
+  snprintf(t->name, sizeof t->name, "%020" PRIu64 "-%010" PRIu32 "%s",
            (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, ctr, PP_SPOOL_SUFFIX);
-  snprintf(tmp, sizeof tmp, ".%s", name);
-  fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd < 0)
-    goto fail;
-  if (write_all(fd, frame, len) != 0 || fsync(fd) != 0)
-    goto fail;
-  if (close(fd) != 0) {
-    fd = -1;
-    goto fail;
+  snprintf(tmp, sizeof tmp, ".%s", t->name);
+  t->fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (t->fd < 0 || write_all(t->fd, frame, len) != 0)
+    return put_failed(s, t, false);
+  return SPOOL_OK;
+}
+
+int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
+  int rc = put_begin(s, frame, len, t, false);
+  /* Only a hint that lets the disk work while the caller validates; the
+   * fsync in spool_commit is what makes the file durable. */
+  if (rc == SPOOL_OK && sync_file_range(t->fd, 0, (off_t)len, SYNC_FILE_RANGE_WRITE) != 0)
+    log_event(LOG_DEBUG, "sync_file_range failed (ignored)", "errno=%d", errno);
+  return rc;
+}
+
+void spool_abort(spool *s, spool_txn *t) {
+  char tmp[SPOOL_ID_MAX + 1];
+  if (t->fd < 0)
+    return;
+  close(t->fd);
+  t->fd = -1;
+  snprintf(tmp, sizeof tmp, ".%s", t->name);
+  if (unlinkat(s->dirfd, tmp, 0) != 0 && errno != ENOENT) {
+    char q[128];
+    log_event(LOG_WARN, "cannot remove spool temp file", "file=%s/%s err=%s", s->dir, tmp,
+              log_quote(strerror(errno), q, sizeof q));
   }
-  fd = -1;
   pthread_mutex_lock(&s->mu);
-  if (renameat(s->dirfd, tmp, s->dirfd, name) != 0) {
+  s->bytes -= t->len;
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+}
+
+int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
+  char tmp[SPOOL_ID_MAX + 1];
+  if (t->fd < 0)
+    return SPOOL_EIO;
+  snprintf(tmp, sizeof tmp, ".%s", t->name);
+  if (fsync(t->fd) != 0)
+    return put_failed(s, t, false);
+  int fd = t->fd;
+  t->fd = -1;
+  if (close(fd) != 0)
+    return put_failed(s, t, false);
+  pthread_mutex_lock(&s->mu);
+  if (renameat(s->dirfd, tmp, s->dirfd, t->name) != 0) {
     pthread_mutex_unlock(&s->mu);
-    goto fail;
+    return put_failed(s, t, false);
   }
-  renamed = true;
-  if (set_insert(&s->pending, name, len) != 0) {
-    errno = ENOMEM;
+  if (set_insert(&s->pending, t->name, t->len) != 0) {
     pthread_mutex_unlock(&s->mu);
-    goto fail;
+    errno = ENOMEM;
+    return put_failed(s, t, true);
   }
   uint64_t seq = ++s->renamed;
   pthread_mutex_unlock(&s->mu);
   if (sync_dir_after(s, seq) != 0) {
     int e = errno;
     pthread_mutex_lock(&s->mu);
-    set_erase(&s->pending, name, NULL);
+    set_erase(&s->pending, t->name, NULL);
     pthread_mutex_unlock(&s->mu);
     errno = e;
-    goto fail;
+    return put_failed(s, t, true);
   }
-  memcpy(id, name, sizeof name);
+  memcpy(id, t->name, SPOOL_ID_MAX);
   return SPOOL_OK;
+}
 
-fail:;
-  int e = errno;
-  if (fd >= 0)
-    close(fd);
-  unlinkat(s->dirfd, renamed ? name : tmp, 0);
-  pthread_mutex_lock(&s->mu);
-  s->bytes -= len;
-  publish_gauges(s);
-  pthread_mutex_unlock(&s->mu);
-  log_event(LOG_ERROR, "cannot write spool file", "dir=%s err=%s fix=\"free disk space or fix %s\"",
-            s->dir, log_quote(strerror(e), q, sizeof q), s->dir);
-  return SPOOL_EIO;
+int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]) {
+  spool_txn t;
+  int rc = put_begin(s, frame, len, &t, true);
+  return rc == SPOOL_OK ? spool_commit(s, &t, id) : rc;
 }
 
 /* ---- scans ---- */

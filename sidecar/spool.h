@@ -29,6 +29,19 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen);
 void spool_close(spool *s);
 /* Makes frame durable; on success writes its id (a file name) to id. */
 int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]);
+/* spool_put in two halves, so the disk writes while the caller validates:
+ * spool_begin writes a temp file and starts its writeback (never drops old
+ * files: SPOOL_FULL when they would have to go; then validate and use
+ * spool_put); then spool_commit (fsync, rename, directory fsync: durable,
+ * or SPOOL_EIO with nothing left) or spool_abort (temp file removed). */
+typedef struct spool_txn {
+  int fd;
+  size_t len;
+  char name[SPOOL_ID_MAX];
+} spool_txn;
+int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t);
+int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]);
+void spool_abort(spool *s, spool_txn *t);
 /* Calls cb for every valid pending file (oldest first); quarantines bad ones.
  * cb takes ownership of req. Returns the number of files handed over. */
 typedef void (*spool_scan_cb)(void *arg, const char *id, Pushprof__V1__PushRequest *req,

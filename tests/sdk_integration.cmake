@@ -15,7 +15,7 @@ if(NOT TARGET pushprof)
   return()
 endif()
 
-pushprof_unit_test(NAME test_api SOURCES unit/test_api.c LIBS pushprof_static)
+pushprof_unit_test(NAME test_api SOURCES unit/test_api.c LIBS pushprof_static LABELS "unit;tsan")
 
 # Workloads: NAME (plain, for LD_PRELOAD) and NAME_linked (libpushprof.so,
 # calls pushprof_start). Built into tests/sdk_workloads/.

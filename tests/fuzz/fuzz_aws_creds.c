@@ -2,7 +2,10 @@
  * STS AssumeRoleWithWebIdentity XML parser and the container-credentials JSON
  * parser (libxml2 and jansson underneath), and, cut at its first NUL, through
  * the ISO 8601 and Retry-After parsers. Accepted credentials must be
- * header-safe and complete; refused ones must leave nothing behind. */
+ * header-safe and complete; refused ones must leave nothing behind. The input
+ * is also an HTTP error body for http_describe (one printable line that never
+ * shows the URL's password or query), its first line a URL for
+ * http_redact_url and its second a secret for http_scrub. */
 #include <string.h>
 
 #include "aws_creds.h"
@@ -30,7 +33,64 @@ static void check_result(int rc, const aws_credentials *c, const char *err, cons
   FUZZ_CHECK(memcmp(c, &zero, sizeof zero) == 0, "%s left credentials behind on failure", parser);
 }
 
+#define URL_SECRET "s3cr3tPassw0rd"
+#define URL_SIG "deadbeefsig0123"
+
+static void check_http(const uint8_t *data, size_t size) {
+  char *body = malloc(size + 1); /* http_perform NUL-terminates bodies */
+  FUZZ_CHECK(body != NULL, "out of memory");
+  memcpy(body, data, size);
+  body[size] = '\0';
+  http_response rs = {.status = 403, .retry_after_s = -1, .body = body, .body_len = size};
+  char err[512];
+  http_describe(
+      "PUT", "https://AKIDEXAMPLE:" URL_SECRET "@bucket.s3.example.com/k?X-Amz-Signature=" URL_SIG,
+      &rs, err, sizeof err);
+  size_t n = strnlen(err, sizeof err);
+  FUZZ_CHECK(n < sizeof err, "http_describe left err unterminated");
+  for (size_t i = 0; i < n; i++)
+    FUZZ_CHECK((unsigned char)err[i] >= 0x20 && (unsigned char)err[i] < 0x7f,
+               "byte %#x in the error line", (unsigned)(unsigned char)err[i]);
+  /* The body may spell anything (entities, escapes); the URL part may not. */
+  char *status = strstr(err, ": HTTP 403");
+  FUZZ_CHECK(status != NULL, "no status in \"%s\"", err);
+  *status = '\0';
+  FUZZ_CHECK(!strstr(err, URL_SECRET) && !strstr(err, URL_SIG), "URL not redacted: \"%s\"", err);
+
+  /* First line: a URL to redact. */
+  const char *nl = memchr(body, '\n', size);
+  char *url = strndup(body, nl ? (size_t)(nl - body) : size);
+  FUZZ_CHECK(url != NULL, "out of memory");
+  char out[256];
+  memset(out, 'x', sizeof out);
+  http_redact_url(url, out, sizeof out);
+  FUZZ_CHECK(strnlen(out, sizeof out) < sizeof out, "redacted URL unterminated");
+  const char *sep = strstr(out, "://");
+  if (sep && strstr(url, "://")) {
+    const char *host = sep + 3;
+    size_t hl = strcspn(host, "/");
+    FUZZ_CHECK(!memchr(host, '@', hl), "userinfo left in \"%s\"", out);
+    FUZZ_CHECK(!strpbrk(host, "?#"), "query or fragment left in \"%s\"", out);
+  }
+
+  /* Second line: a secret to scrub from the body (secrets never hold '*'). */
+  if (nl) {
+    const char *s2 = nl + 1, *nl2 = strchr(s2, '\n');
+    char *secret = strndup(s2, nl2 ? (size_t)(nl2 - s2) : strlen(s2));
+    char *text = strdup(body);
+    FUZZ_CHECK(secret && text, "out of memory");
+    http_scrub(text, secret);
+    if (strlen(secret) >= 4 && !strchr(secret, '*'))
+      FUZZ_CHECK(strstr(text, secret) == NULL, "secret \"%s\" survived http_scrub", secret);
+    free(secret);
+    free(text);
+  }
+  free(url);
+  free(body);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  check_http(data, size);
   aws_credentials c;
   char err[256] = "";
   int rc = aws_creds_parse_sts((const char *)data, size, &c, err, sizeof err);

@@ -442,6 +442,14 @@ static void aws_creds_seeds(void) {
   put_str("aws_creds", "date.txt", "2026-11-22T10:00:00.5-05:30 ");
   put_str("aws_creds", "retry_http_date.txt", "Wed, 21 Oct 2026 07:28:00 GMT");
   put_str("aws_creds", "retry_seconds.txt", "120");
+  put_str("aws_creds", "s3_error.xml",
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
+          "<Message>Access\tDenied\n\x01</Message><RequestId>4442587FB7D0A2F9</RequestId></Error>");
+  put_str("aws_creds", "gcs_error.json",
+          "{\"error\":{\"code\":403,\"message\":\"caller does not have storage.objects.create\"}}");
+  put_str("aws_creds", "url_and_secret.txt",
+          "https://user:pa@ss@host.example:9000/bucket/key?X-Amz-Credential=AKID#frag\n"
+          "SECRETVALUE\nbody with SECRETVALUE and SECRETVALUESECRETVALUE\n");
 }
 
 /* ---- Pyroscope: split (first byte even) and series labels (odd) ---- */

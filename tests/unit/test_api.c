@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,6 +91,39 @@ static void test_api_can_start_again_after_stop(void) {
   rmdir(tmpl);
 }
 
+/* Child mode (test_api --exit-child PATH): profile, then exit(7) with the
+ * profile still running, so the exit handler writes it. */
+static int exit_child(const char *path) {
+  pushprof_options o = {.hz = 100, .output_path = path};
+  if (pushprof_start(&o) != 0)
+    return 99;
+  spin_cpu(0.05);
+  exit(7);
+}
+
+/* Standalone mode: a process that exits while profiling writes its profile
+ * from the exit handler and keeps its exit status. A fresh process
+ * (posix_spawn of this binary, no fork handlers) runs the child mode. */
+static void test_api_exit_writes_the_profile_and_keeps_the_status(void) {
+  char tmpl[] = "/tmp/pushprof-test-api3.XXXXXX";
+  char path[128], written[160];
+  PP_CHECK(mkdtemp(tmpl) != NULL);
+  snprintf(path, sizeof path, "%s/exit-%%p.pb.gz", tmpl);
+  char *argv[] = {"test_api", "--exit-child", path, NULL};
+  pid_t child = -1;
+  PP_CHECK_INT(posix_spawn(&child, "/proc/self/exe", NULL, NULL, argv, environ), ==, 0);
+  int status = 0;
+  PP_CHECK_INT(waitpid(child, &status, 0), ==, child);
+  PP_CHECK(WIFEXITED(status));
+  PP_CHECK_INT(WEXITSTATUS(status), ==, 7);
+  snprintf(written, sizeof written, "%s/exit-%ld.pb.gz", tmpl, (long)child);
+  struct stat st;
+  PP_CHECK_INT(stat(written, &st), ==, 0);
+  PP_CHECK(st.st_size > 20);
+  unlink(written);
+  rmdir(tmpl);
+}
+
 static void test_api_strerror_names_every_code(void) {
   for (int code = 0; code >= PUSHPROF_ESETUID; code--) {
     const char *s = pushprof_strerror(code);
@@ -108,11 +143,14 @@ static void test_api_version_matches_the_header(void) {
   PP_CHECK_STR(pushprof_version(), v);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--exit-child") == 0)
+    return exit_child(argv[2]);
   PP_RUN(test_api_stop_before_start_says_not_started);
   PP_RUN(test_api_rejects_invalid_options_and_stays_off);
   PP_RUN(test_api_start_stop_writes_the_profile);
   PP_RUN(test_api_can_start_again_after_stop);
+  PP_RUN(test_api_exit_writes_the_profile_and_keeps_the_status);
   PP_RUN(test_api_strerror_names_every_code);
   PP_RUN(test_api_version_matches_the_header);
   PP_DONE();

@@ -490,6 +490,43 @@ static void test_decode_push_hands_over_parsed_pprof(void) {
   free(p);
 }
 
+/* The two-step put: abort leaves nothing and gives the bytes back; commit
+ * makes the push pending; begin never drops old pushes to make room, even
+ * with drop_oldest (a push not yet validated must not cost a valid one). */
+static void test_begin_commit_abort(void) {
+  setup();
+  size_t len = 0;
+  uint8_t *f = btu_frame("txn", 1, &len);
+  spool *s = f ? open_spool(len * 2, true) : NULL;
+  PP_CHECK(s != NULL);
+  if (!s) {
+    free(f);
+    return;
+  }
+  spool_txn t;
+  char id[SPOOL_ID_MAX];
+  PP_CHECK_INT(spool_begin(s, f, len, &t), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_bytes(s), ==, len);
+  spool_abort(s, &t);
+  PP_CHECK_INT(spool_bytes(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  PP_CHECK_INT(spool_begin(s, f, len, &t), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_commit(s, &t, id), ==, SPOOL_OK);
+  PP_CHECK_INT(access(sub(id), F_OK), ==, 0);
+  PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  /* Full: begin refuses and drops nothing; spool_put drops the oldest. */
+  PP_CHECK_INT(spool_begin(s, f, len, &t), ==, SPOOL_FULL);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+  PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  PP_CHECK_INT(spool_bytes(s), ==, 2 * len);
+  spool_close(s);
+  free(f);
+  btu_rmtree(dir);
+}
+
 static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
   int code = -1;
   Pushprof__V1__PushRequest *r = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, wl);
@@ -651,5 +688,6 @@ int main(void) {
   PP_RUN(test_decode_frame_validates_every_layer);
   PP_RUN(test_concurrent_puts_all_land_with_shared_dir_fsync);
   PP_RUN(test_decode_push_hands_over_parsed_pprof);
+  PP_RUN(test_begin_commit_abort);
   PP_DONE();
 }
