@@ -86,6 +86,8 @@ static const opt_def opts[] = {
     {"pyroscope-max-profile-bytes", "pyroscope_max_profile_bytes", NULL, T_SIZE,
      OFF(pyroscope_max_profile_bytes), 65536, 1ll << 30,
      "split profiles above this uncompressed size (the server's limit; default 4MiB)"},
+    {"pyroscope-max-samples", "pyroscope_max_samples", NULL, T_COUNT, OFF(pyroscope_max_samples), 1,
+     1000000000, "split profiles with more samples (the server's limit; default 16000)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 #define OPT_CONFIG 1000

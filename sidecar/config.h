@@ -45,6 +45,7 @@ typedef struct sidecar_config {
   char *pyroscope_api;               /* --pyroscope-api / pyroscope_api (push) */
   char *pyroscope_tenant;            /* --pyroscope-tenant / pyroscope_tenant */
   uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (4 MiB) */
+  int pyroscope_max_samples;         /* --pyroscope-max-samples (16000) */
 } sidecar_config;
 
 enum config_status {

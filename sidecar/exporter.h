@@ -54,6 +54,7 @@ typedef struct exporter_options {
   const char *pyroscope_api;     /* --pyroscope-api: "push" (default) or "ingest" */
   const char *pyroscope_tenant;  /* --pyroscope-tenant (else PYROSCOPE_TENANT_ID) */
   uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (0 = 4 MiB) */
+  int pyroscope_max_samples;     /* --pyroscope-max-samples (0 = 16000) */
 } exporter_options;
 
 /* Creates the exporter for url; NULL with a message naming the URL and the fix. */

@@ -88,7 +88,8 @@ int main(int argc, char **argv) {
                          .gcs_endpoint = cfg.gcs_endpoint,
                          .pyroscope_api = cfg.pyroscope_api,
                          .pyroscope_tenant = cfg.pyroscope_tenant,
-                         .pyroscope_max_profile_bytes = cfg.pyroscope_max_profile_bytes};
+                         .pyroscope_max_profile_bytes = cfg.pyroscope_max_profile_bytes,
+                         .pyroscope_max_samples = cfg.pyroscope_max_samples};
   ex = exporter_create(cfg.export_url, &eo, err, sizeof err);
   if (!ex) {
     fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", cfg.export_url, err);

@@ -5,6 +5,8 @@ if(TARGET pushprof_sidecar_lib)
     LIBS pushprof_sidecar_lib)
 endif()
 if(TARGET pushprof-sidecar)
+  add_executable(gen_big_pprof integration/pyroscope/gen_big_pprof.c)
+  target_link_libraries(gen_big_pprof PRIVATE pushprof_proto)
   pushprof_script_test(NAME it_pyroscope_push
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/pyroscope/it_pyroscope_push.sh
     TIMEOUT 120)

@@ -6,12 +6,13 @@
  * The exporter interface hands over one merged profile per put(), so each
  * request carries one series (its labels: __name__=process_cpu,
  * service_name and the process labels) whose samples are that profile, or
- * its pieces when it is above Pyroscope's per-profile limit
- * (validation.max-profile-size-bytes, 4 MiB uncompressed by default): the
- * profile is split by sample, never cut. Pieces go in as few requests as
- * keep each body under the same size; if a later request of a split profile
- * fails, the retry resumes after the requests already accepted (remembered
- * by content hash, so at-least-once across sidecar restarts only).
+ * its pieces when it is above Pyroscope's per-profile limits
+ * (validation.max-profile-size-bytes, 4 MiB uncompressed, and
+ * validation.max-profile-stacktrace-samples, 16000, by default; over either
+ * the server rejects the profile): it is split by sample, never cut. Pieces go in as few requests
+ * as keep each body under the same size; if a later request of a split profile fails, the retry
+ * resumes after the requests already accepted (remembered by content hash, so at-least-once across
+ * sidecar restarts only).
  *
  * Ingest API (--pyroscope-api=ingest): POST PREFIX/ingest?name=SERVICE{labels}
  * &from=&until=&format=pprof&spyName=pushprof[&sampleRate=] with a
@@ -113,7 +114,7 @@ typedef struct split_ctx {
    * being built (0 = not copied yet), by source position. */
   uint64_t *map_memo, *func_memo, *loc_memo;
   size_t maxtmp, maxlab;
-  size_t max_bytes;
+  size_t max_bytes, max_samples;
   pyroscope_piece *out;
   size_t nout, capout;
   char *why;
@@ -231,9 +232,12 @@ static int emit(split_ctx *c, uint8_t *data, size_t len) {
 static int split_range(split_ctx *c, size_t lo, size_t hi) {
   uint8_t *data = NULL;
   size_t len = 0;
+  if (c->max_samples && hi - lo > c->max_samples) {
+    size_t half = lo + (hi - lo) / 2;
+    return split_range(c, lo, half) != 0 ? -1 : split_range(c, half, hi);
+  }
   if (build_piece(c, lo, hi, &data, &len) != 0) {
-    snprintf(c->why, c->whylen, "out of memory splitting a profile of %zu samples",
-             c->p->n_sample);
+    snprintf(c->why, c->whylen, "out of memory splitting a profile of %zu samples", c->p->n_sample);
     return -1;
   }
   if (len <= c->max_bytes) {
@@ -265,11 +269,57 @@ void pyroscope_pieces_free(pyroscope_piece *pieces, size_t n) {
   free(pieces);
 }
 
+long pyroscope_count_samples(const uint8_t *pprof, size_t len) {
+  size_t i = 0;
+  long n = 0;
+  while (i < len) {
+    uint64_t key = 0, v = 0;
+    for (int shift = 0;; shift += 7) {
+      if (i >= len || shift > 63)
+        return -1;
+      key |= (uint64_t)(pprof[i] & 0x7f) << shift;
+      if (!(pprof[i++] & 0x80))
+        break;
+    }
+    unsigned wt = (unsigned)(key & 7);
+    if (wt == 0 || wt == 2) {
+      for (int shift = 0;; shift += 7) {
+        if (i >= len || shift > 63)
+          return -1;
+        v |= (uint64_t)(pprof[i] & 0x7f) << shift;
+        if (!(pprof[i++] & 0x80))
+          break;
+      }
+      if (wt == 2) {
+        if (v > len - i)
+          return -1;
+        i += (size_t)v;
+      }
+    } else if (wt == 1 || wt == 5) {
+      size_t w = wt == 1 ? 8 : 4;
+      if (w > len - i)
+        return -1;
+      i += w;
+    } else {
+      return -1;
+    }
+    if ((key >> 3) == 2)
+      n++;
+  }
+  return n;
+}
+
 int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
                     size_t *npieces, char *why, size_t whylen) {
+  return pyroscope_split_limits(pprof, len, max_bytes, 0, pieces, npieces, why, whylen);
+}
+
+int pyroscope_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
+                           pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen) {
   *pieces = NULL;
   *npieces = 0;
-  if (len <= max_bytes) {
+  long nsamples = max_samples ? pyroscope_count_samples(pprof, len) : 0;
+  if (len <= max_bytes && nsamples >= 0 && (size_t)nsamples <= max_samples) {
     uint8_t *copy = malloc(len ? len : 1);
     pyroscope_piece *one = malloc(sizeof *one);
     if (!copy || !one) {
@@ -291,7 +341,8 @@ int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscop
     snprintf(why, whylen, "cannot split an invalid profile: %s", pwhy);
     return -1;
   }
-  split_ctx c = {.p = p, .max_bytes = max_bytes, .why = why, .whylen = whylen};
+  split_ctx c = {
+      .p = p, .max_bytes = max_bytes, .max_samples = max_samples, .why = why, .whylen = whylen};
   int rc = -1;
   c.maxtmp = 1;
   c.maxlab = 1;
@@ -326,6 +377,8 @@ int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscop
   }
   /* Start from about the right number of pieces; halving fixes the rest. */
   size_t k = len / max_bytes + 1;
+  if (max_samples && (p->n_sample + max_samples - 1) / max_samples > k)
+    k = (p->n_sample + max_samples - 1) / max_samples;
   if (k > p->n_sample)
     k = p->n_sample;
   for (size_t i = 0; i < k; i++) {
@@ -492,9 +545,8 @@ static bool name_taken(const pyroscope_label *v, size_t n, const char *name) {
   return false;
 }
 
-int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels,
-                            size_t nlabels, pyroscope_label **out, size_t *nout, char *notes,
-                            size_t noteslen) {
+int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels, size_t nlabels,
+                            pyroscope_label **out, size_t *nout, char *notes, size_t noteslen) {
   *out = NULL;
   *nout = 0;
   if (notes && noteslen)
@@ -563,11 +615,12 @@ oom:
 typedef struct pyro_exporter {
   exporter base;
   http_client *http;
-  char *base_url; /* http(s)://host:port[/prefix], no trailing slash */
+  char *base_url;  /* http(s)://host:port[/prefix], no trailing slash */
   char *shown_url; /* for messages */
   bool ingest;
   char *tenant;
   size_t max_profile_bytes;
+  size_t max_samples;
   /* Resume point of a split profile whose later requests failed. */
   char done_hash[65];
   size_t done_requests;
@@ -696,12 +749,14 @@ static void gz_free(gz_piece *g, size_t n) {
   free(g);
 }
 
-/* The profile as gzip pieces of at most max_profile_bytes uncompressed. */
+/* The profile as gzip pieces within the server's per-profile limits. */
 static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **out, size_t *nout,
                        char *err, size_t errlen) {
   *out = NULL;
   *nout = 0;
-  if (obj->pprof_len <= pe->max_profile_bytes || !obj->pprof) {
+  long nsamples = obj->pprof ? pyroscope_count_samples(obj->pprof, obj->pprof_len) : 0;
+  if (!obj->pprof || (obj->pprof_len <= pe->max_profile_bytes && nsamples >= 0 &&
+                      (size_t)nsamples <= pe->max_samples)) {
     gz_piece *g = calloc(1, sizeof *g);
     if (!g) {
       snprintf(err, errlen, "out of memory");
@@ -715,8 +770,8 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   char why[512];
-  if (pyroscope_split(obj->pprof, obj->pprof_len, pe->max_profile_bytes, &pieces, &n, why,
-                      sizeof why) != 0) {
+  if (pyroscope_split_limits(obj->pprof, obj->pprof_len, pe->max_profile_bytes, pe->max_samples,
+                             &pieces, &n, why, sizeof why) != 0) {
     snprintf(err, errlen, "cannot split the %zu byte profile for Pyroscope: %s", obj->pprof_len,
              why);
     return strstr(why, "out of memory") ? EXPORT_RETRY : EXPORT_PERMANENT;
@@ -733,9 +788,9 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
     g[i].owned = true;
   }
   pyroscope_pieces_free(pieces, n);
-  log_event(LOG_INFO, "profile split for Pyroscope's per-profile limit",
-            "bytes=%zu pieces=%zu max_profile_bytes=%zu", obj->pprof_len, n,
-            pe->max_profile_bytes);
+  log_event(LOG_INFO, "profile split for Pyroscope's per-profile limits",
+            "bytes=%zu samples=%ld pieces=%zu max_profile_bytes=%zu max_samples=%zu",
+            obj->pprof_len, nsamples, n, pe->max_profile_bytes, pe->max_samples);
   *out = g;
   *nout = n;
   return EXPORT_OK;
@@ -900,9 +955,8 @@ static void ingest_clean(const char *in, char *out, size_t outlen) {
   size_t o = 0;
   for (; in && *in && o + 1 < outlen; in++) {
     char ch = *in;
-    out[o++] = (ch == '{' || ch == '}' || ch == ',' || ch == '=' || (unsigned char)ch < 0x20)
-                   ? '_'
-                   : ch;
+    out[o++] =
+        (ch == '{' || ch == '}' || ch == ',' || ch == '=' || (unsigned char)ch < 0x20) ? '_' : ch;
   }
   out[o] = '\0';
 }
@@ -917,8 +971,7 @@ static long sample_rate(const export_object *obj) {
   if (!p)
     return 0;
   long hz = 0;
-  if (p->period_type && p->period > 0 &&
-      strcmp(pstr(p, p->period_type->unit), "nanoseconds") == 0)
+  if (p->period_type && p->period > 0 && strcmp(pstr(p, p->period_type->unit), "nanoseconds") == 0)
     hz = (long)(1000000000LL / p->period);
   perftools__profiles__profile__free_unpacked(p, NULL);
   return hz;
@@ -943,8 +996,8 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
     if (strcmp(lab[i].name, "__name__") == 0 || strcmp(lab[i].name, "service_name") == 0)
       continue;
     ingest_clean(lab[i].value, tmp, sizeof tmp);
-    kl += (size_t)snprintf(key + kl, sizeof key - kl, "%s%s=%s", nin++ ? "," : "{", lab[i].name,
-                           tmp);
+    kl +=
+        (size_t)snprintf(key + kl, sizeof key - kl, "%s%s=%s", nin++ ? "," : "{", lab[i].name, tmp);
   }
   if (nin && kl + 1 < sizeof key)
     snprintf(key + kl, sizeof key - kl, "}");
@@ -1051,8 +1104,10 @@ static int parse_url(const char *url, char **base, char *err, size_t errlen) {
   const char *p = url + strlen("pyroscope+");
   bool https = strncasecmp(p, "https://", 8) == 0;
   if (!https && strncasecmp(p, "http://", 7) != 0) {
-    snprintf(err, errlen, "export URL \"%.200s\": write pyroscope+http://HOST:PORT or "
-             "pyroscope+https://HOST:PORT", url);
+    snprintf(err, errlen,
+             "export URL \"%.200s\": write pyroscope+http://HOST:PORT or "
+             "pyroscope+https://HOST:PORT",
+             url);
     return -1;
   }
   const char *host = p + (https ? 8 : 7);
@@ -1109,8 +1164,8 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
     goto fail;
   }
   http_redact_url(pe->base_url, pe->shown_url, strlen(pe->base_url) + 1);
-  const char *api = opts && opts->pyroscope_api && *opts->pyroscope_api ? opts->pyroscope_api
-                                                                        : "push";
+  const char *api =
+      opts && opts->pyroscope_api && *opts->pyroscope_api ? opts->pyroscope_api : "push";
   if (strcmp(api, "ingest") == 0) {
     pe->ingest = true;
   } else if (strcmp(api, "push") != 0) {
@@ -1136,6 +1191,8 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
   pe->max_profile_bytes = opts && opts->pyroscope_max_profile_bytes > 0
                               ? (size_t)opts->pyroscope_max_profile_bytes
                               : PYROSCOPE_MAX_PROFILE_BYTES;
+  pe->max_samples = opts && opts->pyroscope_max_samples > 0 ? (size_t)opts->pyroscope_max_samples
+                                                            : PYROSCOPE_MAX_SAMPLES;
   /* Refuse a bad credential setup at start rather than at the first batch. */
   if (load_creds(&c, err, errlen) != 0) {
     creds_wipe(&c);
@@ -1158,10 +1215,13 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
   pe->base.impl = pe;
   char q[600];
   log_event(LOG_INFO, "pyroscope exporter ready",
-            "url=%s api=%s tenant=%s auth=%s max_profile_bytes=%zu",
+            "url=%s api=%s tenant=%s auth=%s max_profile_bytes=%zu max_samples=%zu",
             log_quote(pe->shown_url, q, sizeof q), pe->ingest ? "ingest" : "push",
-            pe->tenant ? "set" : "none", basic ? "basic" : bearer ? "bearer" : "none",
-            pe->max_profile_bytes);
+            pe->tenant ? "set" : "none",
+            basic    ? "basic"
+            : bearer ? "bearer"
+                     : "none",
+            pe->max_profile_bytes, pe->max_samples);
   return &pe->base;
 fail:
   pyro_destroy(&pe->base);

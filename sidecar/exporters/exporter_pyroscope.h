@@ -13,6 +13,9 @@
 /* Pyroscope's default validation.max-profile-size-bytes: the uncompressed
  * size of one profile. */
 #define PYROSCOPE_MAX_PROFILE_BYTES ((size_t)4 << 20)
+/* Pyroscope's default validation.max-profile-stacktrace-samples: a profile
+ * with more samples is rejected (400), not truncated. */
+#define PYROSCOPE_MAX_SAMPLES 16000
 
 typedef struct pyroscope_piece {
   uint8_t *data; /* uncompressed pprof, malloc'ed */
@@ -20,16 +23,23 @@ typedef struct pyroscope_piece {
 } pyroscope_piece;
 
 /* Splits the uncompressed pprof (pprof, len) by sample into profiles of at
- * most max_bytes each: every sample lands in exactly one piece with its
+ * most max_bytes and at most max_samples samples (0: no count limit) each:
+ * every sample lands in exactly one piece with its
  * values, stack and labels unchanged (so totals are preserved), and each
  * piece carries the original sample types, period, time and comments and
  * only the mappings, functions, locations and strings its samples use.
- * A profile already within max_bytes comes back as one piece (a copy).
+ * A profile already within both limits comes back as one piece (a copy).
  * Returns 0 with *pieces (malloc'ed array of *npieces) or -1 with why set,
  * e.g. when one sample alone exceeds max_bytes. Free with
  * pyroscope_pieces_free. */
+int pyroscope_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
+                           pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen);
+/* The same with the size limit only (max_samples 0). */
 int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
                     size_t *npieces, char *why, size_t whylen);
+/* The number of samples (top-level field 2) of an uncompressed pprof, by a
+ * scan of the wire format; -1 if it is not well-formed protobuf. */
+long pyroscope_count_samples(const uint8_t *pprof, size_t len);
 void pyroscope_pieces_free(pyroscope_piece *pieces, size_t n);
 
 typedef struct pyroscope_label {
@@ -51,9 +61,8 @@ typedef struct pyroscope_label {
  * cannot be kept (empty, a name taken already, over the count limit) are
  * skipped and described in notes (for the log), never silently.
  * Returns 0 with *out (malloc'ed, *nout entries) or -1 on ENOMEM. */
-int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels,
-                            size_t nlabels, pyroscope_label **out, size_t *nout, char *notes,
-                            size_t noteslen);
+int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels, size_t nlabels,
+                            pyroscope_label **out, size_t *nout, char *notes, size_t noteslen);
 void pyroscope_labels_free(pyroscope_label *l, size_t n);
 
 /* True if name matches Pyroscope's label-name rule [a-zA-Z_][a-zA-Z0-9_]*. */

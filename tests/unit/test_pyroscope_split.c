@@ -78,7 +78,8 @@ static void test_pyroscope_split_small_profile_is_one_copy(void) {
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, &pieces, &n, why, sizeof why),
+  PP_CHECK_INT(pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES,
+                                      &pieces, &n, why, sizeof why),
                ==, 0);
   PP_CHECK_INT(n, ==, 1);
   if (n == 1) {
@@ -107,7 +108,8 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
   add_totals(orig, &want);
   pyroscope_piece *pieces = NULL;
   size_t n = 0;
-  PP_CHECK_INT(pyroscope_split(p, len, PYROSCOPE_MAX_PROFILE_BYTES, &pieces, &n, why, sizeof why),
+  PP_CHECK_INT(pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES,
+                                      &pieces, &n, why, sizeof why),
                ==, 0);
   fprintf(stderr, "  %zu bytes -> %zu pieces\n", len, n);
   PP_CHECK_INT(n, >=, 3);
@@ -146,6 +148,51 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
   free(p);
 }
 
+static void test_pyroscope_split_by_sample_count(void) {
+  uint8_t *p = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_profile(50, 20, &p, &len), ==, 0);
+  PP_CHECK_INT(pyroscope_count_samples(p, len), ==, 50);
+  char why[256] = "";
+  Perftools__Profiles__Profile *orig = pp_pprof_parse(p, len, (size_t)1 << 30, why, sizeof why);
+  PP_CHECK(orig != NULL);
+  totals want = {0}, got = {0};
+  if (orig)
+    add_totals(orig, &want);
+  pyroscope_piece *pieces = NULL;
+  size_t n = 0;
+  PP_CHECK_INT(
+      pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 16, &pieces, &n, why, sizeof why),
+      ==, 0);
+  PP_CHECK_INT(n, ==, 4);
+  for (size_t i = 0; i < n; i++) {
+    PP_CHECK_INT(pyroscope_count_samples(pieces[i].data, pieces[i].len), <=, 16);
+    Perftools__Profiles__Profile *q =
+        pp_pprof_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
+    PP_CHECK(q != NULL);
+    if (q) {
+      add_totals(q, &got);
+      perftools__profiles__profile__free_unpacked(q, NULL);
+    }
+  }
+  PP_CHECK_INT(got.samples, ==, 50);
+  PP_CHECK_INT(got.v[0], ==, want.v[0]);
+  PP_CHECK_INT(got.v[1], ==, want.v[1]);
+  PP_CHECK_INT(got.labelled, ==, want.labelled);
+  pyroscope_pieces_free(pieces, n);
+  /* Within both limits: one piece, the same bytes. */
+  PP_CHECK_INT(
+      pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 50, &pieces, &n, why, sizeof why),
+      ==, 0);
+  PP_CHECK_INT(n, ==, 1);
+  pyroscope_pieces_free(pieces, n);
+  uint8_t trunc[3] = {0x12, 0x05, 0x00}; /* field 2, length 5, 1 byte left */
+  PP_CHECK_INT(pyroscope_count_samples(trunc, sizeof trunc), ==, -1);
+  if (orig)
+    perftools__profiles__profile__free_unpacked(orig, NULL);
+  free(p);
+}
+
 static void test_pyroscope_split_refuses_a_sample_over_the_limit(void) {
   uint8_t *p = NULL;
   size_t len = 0;
@@ -180,9 +227,16 @@ static const char *find(const pyroscope_label *l, size_t n, const char *name) {
 
 static void test_pyroscope_labels_follow_pyroscope_rules(void) {
   static const char *kv[][2] = {
-      {"k8s.pod.name", "pod-1"}, {"service.name", "other"}, {"1st", "a"},
-      {"__secret", "b"},         {"a-b", "c"},              {"empty", ""},
-      {"bad.utf8", "x\xff" "y"}, {"___", "dropped"},        {"service_name", "dup"},
+      {"k8s.pod.name", "pod-1"},
+      {"service.name", "other"},
+      {"1st", "a"},
+      {"__secret", "b"},
+      {"a-b", "c"},
+      {"empty", ""},
+      {"bad.utf8", "x\xff"
+                   "y"},
+      {"___", "dropped"},
+      {"service_name", "dup"},
   };
   size_t n = sizeof kv / sizeof kv[0];
   Pushprof__V1__Label store[64], *ptrs[64];
@@ -195,8 +249,8 @@ static void test_pyroscope_labels_follow_pyroscope_rules(void) {
   pyroscope_label *out = NULL;
   size_t nout = 0;
   char notes[1024];
-  PP_CHECK_INT(pyroscope_series_labels("checkout", ptrs, n, &out, &nout, notes, sizeof notes),
-               ==, 0);
+  PP_CHECK_INT(pyroscope_series_labels("checkout", ptrs, n, &out, &nout, notes, sizeof notes), ==,
+               0);
   PP_CHECK_STR(find(out, nout, "__name__"), "process_cpu");
   PP_CHECK_STR(find(out, nout, "service_name"), "checkout");
   PP_CHECK_STR(find(out, nout, "k8s_pod_name"), "pod-1");
@@ -243,6 +297,7 @@ static void test_pyroscope_label_name_rule(void) {
 int main(void) {
   PP_RUN(test_pyroscope_split_small_profile_is_one_copy);
   PP_RUN(test_pyroscope_split_big_profile_keeps_totals_and_limit);
+  PP_RUN(test_pyroscope_split_by_sample_count);
   PP_RUN(test_pyroscope_split_refuses_a_sample_over_the_limit);
   PP_RUN(test_pyroscope_split_refuses_garbage);
   PP_RUN(test_pyroscope_labels_follow_pyroscope_rules);

@@ -22,7 +22,7 @@ import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 print(int((r[3]["t"] - r[2]["t"]) * 1000))' "$PY_OUT/requests.jsonl")
 [ "$gap" -ge 1900 ] || fail "retried ${gap} ms after a 429 with Retry-After: 2"
-got=$(raw_totals $(pyq "$PY_OUT" 'reqs[0]["series"][0]["samples"][0]["file"]'))
+got=$(totals "$PY_OUT" flaky)
 [ "$got" = "$n $c" ] || fail "totals $got, pushed $n $c"
 wait_metric pushprof_batches_exported_total 1 5
 [ "$(metric pushprof_export_retries_total)" -eq 3 ] || fail "retries $(metric pushprof_export_retries_total), want 3"

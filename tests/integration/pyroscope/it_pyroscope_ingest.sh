@@ -31,7 +31,7 @@ from=$(pyq "$PY_OUT" 'reqs[0]["from"]')
 until=$(pyq "$PY_OUT" 'reqs[0]["until"]')
 [ "$from" -ge $((before - 5)) ] && [ "$until" -le $((after + 5)) ] && [ "$from" -le "$until" ] ||
   fail "from=$from until=$until outside [$before, $after]"
-got=$(raw_totals $(pyq "$PY_OUT" 'reqs[0]["samples"][0]["file"]'))
+got=$(totals "$PY_OUT" billing)
 [ "$got" = "$n $c" ] || fail "ingested totals $got, pushed $n $c"
 stop_sidecar
 grep -q -- "$TOKEN" "$SC_LOG" && fail "the bearer token appears in the sidecar log"

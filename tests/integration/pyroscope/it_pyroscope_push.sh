@@ -2,15 +2,17 @@
 # The real sidecar exports to a Pyroscope stand-in (a test double checking
 # Pyroscope's documented push API rules) over the push API: tenant and basic
 # auth headers, series labels (__name__, service_name, dotted process labels
-# turned into underscores), every profile a valid pprof, and a 5 MiB profile
-# split below the 4 MiB per-profile limit with its sample totals kept.
+# turned into underscores), every profile a valid pprof, a 5 MiB profile
+# split below the 4 MiB per-profile limit and, with --pyroscope-max-samples
+# lowered, a 3 x 200-sample merged profile split by count, sample totals kept.
 source "$(dirname "$0")/lib_pyroscope.sh"
 
 SECRET=pw-SENTINEL-$RANDOM$RANDOM
 printf '%s\n' "$SECRET" >"$W/pw"
 start_standin push --tenant team-a --basic "alice:$SECRET"
 PYROSCOPE_BASIC_AUTH_USER=alice PYROSCOPE_BASIC_AUTH_PASSWORD_FILE=$W/pw \
-  start_sidecar push --export "pyroscope+$PY_URL" --pyroscope-tenant team-a --batch-window 2
+  start_sidecar push --export "pyroscope+$PY_URL" --pyroscope-tenant team-a --batch-window 2 \
+  --pyroscope-max-samples 250
 
 want_n=0 want_c=0
 for i in 1 2 3; do
@@ -19,34 +21,37 @@ for i in 1 2 3; do
   "$CLI" push "$W/in$i.pb" --socket "$SOCK" --service checkout --label k8s.pod.name=pod-7 \
     --label deployment.environment=test --label service.name=ignored >/dev/null || fail "push $i"
 done
-# About 5.5 MB uncompressed: over Pyroscope's 4 MiB per-profile limit.
-read -r big_n big_c < <("$GEN" profile "$W/big.pb" --seed 7 --samples 150000 --functions 20000)
+# About 5.3 MB uncompressed: over Pyroscope's 4 MiB per-profile limit.
+read -r big_n big_c < <("$B/tests/gen_big_pprof" "$W/big.pb" 5000 300)
 big_len=$(stat -c %s "$W/big.pb")
 [ "$big_len" -gt $((4 << 20)) ] || fail "generated profile is only $big_len bytes"
 "$CLI" push "$W/big.pb" --socket "$SOCK" --service bigsvc >/dev/null || fail "push big"
 
 wait_accepted "$PY_OUT" 2 40
+wait_metric pushprof_batches_exported_total 2 40 # every request of the split one too
 no_violations "$PY_OUT"
 
 # checkout: one series, the labels Pyroscope needs, dots made underscores.
 labels=$(pyq "$PY_OUT" '[s["labels"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "checkout"][0]')
 want="{'__name__': 'process_cpu', 'deployment_environment': 'test', 'k8s_pod_name': 'pod-7', 'service_name': 'checkout'}"
 [ "$labels" = "$want" ] || fail "checkout labels $labels, want $want"
-files=$(pyq "$PY_OUT" '" ".join(smp["file"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "checkout" for smp in s["samples"])')
-got=$(raw_totals $files)
+got=$(totals "$PY_OUT" checkout)
 [ "$got" = "$want_n $want_c" ] || fail "checkout totals $got, pushed $want_n $want_c"
+ncheck=$(pyq "$PY_OUT" 'sum(len(s["samples"]) for r in reqs for s in r["series"] if s["labels"]["service_name"] == "checkout")')
+[ "$ncheck" -ge 2 ] || fail "3 x 200 samples with --pyroscope-max-samples 250 arrived as $ncheck profile(s)"
+maxn=$(pyq "$PY_OUT" 'max(smp["samples"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "checkout" for smp in s["samples"])')
+[ "$maxn" -le 250 ] || fail "a checkout piece has $maxn samples"
 
 # bigsvc: split into several profiles, each under 4 MiB, totals kept.
 nbig=$(pyq "$PY_OUT" 'sum(len(s["samples"]) for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc")')
 [ "$nbig" -ge 2 ] || fail "the ${big_len}-byte profile arrived as $nbig profile(s), want a split"
 maxsize=$(pyq "$PY_OUT" 'max(smp["size"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc" for smp in s["samples"])')
 [ "$maxsize" -le $((4 << 20)) ] || fail "a piece is $maxsize bytes"
-files=$(pyq "$PY_OUT" '" ".join(smp["file"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc" for smp in s["samples"])')
-got=$(raw_totals $files)
+got=$(totals "$PY_OUT" bigsvc)
 [ "$got" = "$big_n $big_c" ] || fail "bigsvc totals $got over $nbig pieces, pushed $big_n $big_c"
 grep -q 'msg="profile split for Pyroscope' "$SC_LOG" || fail "the split is not logged"
 
-wait_metric pushprof_batches_exported_total 2 10
+metrics | grep -q -- "$SECRET" && fail "the basic-auth password appears in /metrics"
 stop_sidecar
 grep -q -- "$SECRET" "$SC_LOG" && fail "the basic-auth password appears in the sidecar log"
 

@@ -52,29 +52,23 @@ no_violations() {
   [ ! -s "$1/violations.txt" ] || fail "the stand-in found violations: $(cat "$1/violations.txt")"
 }
 
-# raw_totals FILE...: "<sum col1> <sum col2>" over the samples go tool pprof
-# -raw lists (fails if it rejects a file). Reads all of its output, which
-# can be large for the split profiles.
-raw_totals() {
-  local f
-  for f in "$@"; do
-    go tool pprof -raw "$f" >"$W/raw.txt" 2>"$W/raw.err" ||
-      fail "go tool pprof -raw rejected $f: $(cat "$W/raw.err")"
-    cat "$W/raw.txt"
-  done | python3 -c '
-import re, sys
-inside = False
+# totals DIR SERVICE: "<sum col1> <sum col2>" over every profile the
+# stand-in accepted for SERVICE, as its go tool pprof -raw run listed them.
+totals() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
 n = c = 0
-for line in sys.stdin:
-    if line.startswith("Samples:"):
-        inside = True
-    elif line.startswith(("Locations", "Mappings")):
-        inside = False
-    else:
-        m = re.match(r"^\s+(\d+)\s+(\d+):", line)
-        if inside and m:
-            n += int(m.group(1)); c += int(m.group(2))
-print(n, c)'
+for l in open(sys.argv[1] + "/requests.jsonl"):
+    r = json.loads(l)
+    if r.get("status") != 200:
+        continue
+    for s in r.get("series", [{"labels": {"service_name": r.get("app")}, "samples": r.get("samples", [])}]):
+        if s["labels"].get("service_name") == sys.argv[2]:
+            for smp in s["samples"]:
+                n += smp["totals"][0]
+                c += smp["totals"][1]
+print(n, c)
+PY
 }
 
 # jq-free field extraction: python over requests.jsonl. pyq DIR EXPR prints

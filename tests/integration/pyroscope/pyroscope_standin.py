@@ -22,9 +22,12 @@ Pyroscope would accept. The rules and where they come from:
       <= 2048 bytes; no duplicate names; __name__ a valid metric name;
       service_name non-empty. Annotations are for distributors only.
     - RawSample.ID parses as a UUID (the ingester calls uuid.Parse).
-    - raw_profile: a pprof, gzip-compressed or not, at most 4 MiB
-      uncompressed (validation.max-profile-size-bytes), checked by this
-      double with `go tool pprof -raw` as an independent parser.
+    - raw_profile (its sample totals, as `go tool pprof -raw` lists them,
+      are recorded for the test to compare): a pprof, gzip-compressed or not, at most 4 MiB
+      uncompressed (validation.max-profile-size-bytes) and at most 16000
+      samples (validation.max-profile-stacktrace-samples; ValidateProfile
+      rejects more), checked by this double with `go tool pprof -raw` as an
+      independent parser.
   ingest API  POST /ingest?name=APP{k=v,..}&from=S&until=S&format=pprof
     - multipart/form-data with a file field "profile" holding the pprof.
   both: X-Scope-OrgID when --tenant is given (multi-tenant mode), and the
@@ -60,6 +63,7 @@ import urllib.parse
 import uuid
 
 MAX_PROFILE = 4 << 20
+MAX_SAMPLES = 16000
 MAX_LABELS = 30
 NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 METRIC_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
@@ -112,6 +116,27 @@ def decode(buf, msg):
     return out
 
 
+def count_field(buf, field):
+    """How often top-level field `field` occurs in a protobuf message."""
+    i = n = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        wt = key & 7
+        if wt == 0:
+            _, i = varint(buf, i)
+        elif wt == 2:
+            ln, i = varint(buf, i)
+            i += ln
+        elif wt in (1, 5):
+            i += 8 if wt == 1 else 4
+        else:
+            raise Bad(f"wire type {wt} in the pprof")
+        if i > len(buf):
+            raise Bad("truncated pprof")
+        n += (key >> 3) == field
+    return n
+
+
 def text(b, what):
     try:
         return b.decode("utf-8")
@@ -155,6 +180,9 @@ def check_profile(st, raw, where):
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     if len(data) > MAX_PROFILE:
         raise Bad(f"{where}: profile is {len(data)} bytes uncompressed, over {MAX_PROFILE}")
+    nsamples = count_field(data, 2)  # Profile.sample = 2
+    if nsamples > MAX_SAMPLES:
+        raise Bad(f"{where}: {nsamples} samples, over {MAX_SAMPLES}")
     with st.lock:
         st.n_prof += 1
         path = os.path.join(st.args.out, f"prof-{st.n_prof:04d}.pprof")
@@ -167,7 +195,23 @@ def check_profile(st, raw, where):
                        timeout=60)
     if r.returncode != 0 or b"Samples:" not in r.stdout:
         raise Bad(f"{where}: go tool pprof -raw rejects it: {r.stderr[:200]!r}")
-    return path, len(data)
+    return path, len(data), nsamples, raw_totals(r.stdout.decode("utf-8", "replace"))
+
+
+def raw_totals(out):
+    """Sums of the first two sample values in `go tool pprof -raw` output."""
+    inside, tot = False, [0, 0]
+    for line in out.splitlines():
+        if line.startswith("Samples:"):
+            inside = True
+        elif line.startswith(("Locations", "Mappings")):
+            inside = False
+        elif inside:
+            m = re.match(r"^\s+(-?\d+)\s+(-?\d+):", line)
+            if m:
+                tot[0] += int(m.group(1))
+                tot[1] += int(m.group(2))
+    return tot
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -270,8 +314,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 except ValueError:
                     raise Bad(f"RawSample.ID {sid!r} is not a UUID")
                 raw = smp.get("raw_profile", [b""])[-1]
-                path, size = check_profile(self.server.st, raw, f"sample {sid}")
-                samples.append({"id": sid, "file": path, "size": size})
+                path, size, ns, tot = check_profile(self.server.st, raw, f"sample {sid}")
+                samples.append({"id": sid, "file": path, "size": size, "samples": ns,
+                                "totals": tot})
             out.append({"labels": labels, "samples": samples})
         if not out:
             raise Bad("request without series")
@@ -306,10 +351,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "profile" not in parts:
             raise Bad("no multipart field 'profile'")
         raw = parts["profile"].get_payload(decode=True)
-        path, size = check_profile(self.server.st, raw, "ingest profile")
+        path, size, ns, tot = check_profile(self.server.st, raw, "ingest profile")
         return {"app": m.group(1), "labels": labels, "from": frm, "until": until,
                 "spyName": q.get("spyName", [""])[0], "sampleRate": q.get("sampleRate", [""])[0],
-                "samples": [{"file": path, "size": size}]}
+                "samples": [{"file": path, "size": size, "samples": ns, "totals": tot}]}
 
 
 def main():
