@@ -154,16 +154,23 @@ static void *exit_flush(void *arg) {
 }
 
 static void api_at_exit(void) {
-  /* A forked child inherits this handler but not the sampler's threads:
-   * its profile is not ours to write (the parent writes its own). */
+  (void)api_final_flush();
+}
+
+int api_final_flush(void) {
+  /* A forked child that did not restart, or a vfork/posix_spawn child
+   * (which shares our memory): its profile is not ours to write. */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
-    return;
+    return 0;
   int timeout_ms =
       api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
   pthread_t t;
   pthread_attr_t ta;
   struct timespec deadline;
   int waited_out = 0;
+  pthread_mutex_lock(&exit_wait.m);
+  exit_wait.done = 0; /* again after an exec that failed and restarted us */
+  pthread_mutex_unlock(&exit_wait.m);
   if (pthread_attr_init(&ta) != 0)
     goto inline_flush;
   pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
@@ -191,9 +198,10 @@ static void api_at_exit(void) {
     api_log("pushprof: the final profile was not written within %d ms; giving up (raise "
             "PUSHPROF_EXIT_TIMEOUT_MS)",
             timeout_ms);
-  return;
+  return 1;
 inline_flush:
   exit_flush(NULL);
+  return 1;
 }
 
 /* With a socket, starts the pusher (sampling already runs); undoes the

@@ -89,6 +89,24 @@ assert 30 <= pw <= 65, pw
 assert 18 <= cw <= 40, cw
 PY
   ;;
+forkexec) # fork, then the child execs another preloaded program: three profiles
+  start_sidecar
+  run_pre PUSHPROF_HZ=100 "$FORK" "$DEMO" >/dev/null || fail "wl_fork failed"
+  stop_sidecar
+  n=$(grep -c 'msg="push accepted"' "$w/side.log" || true)
+  [ "$n" -eq 3 ] || fail "want 3 pushes (parent, child before exec, demo_work), got $n"
+  out=$($CHECK "$(merged)" --by cum)
+  python3 - "$out" <<'PY' || fail "fork+exec sample counts"
+import json, sys
+cum = json.loads(sys.argv[1])["cum"]
+pw, cw = cum.get("parent_work", 0), cum.get("child_work", 0)
+demo = sum(cum.get(f, 0) for f in ("parse_records", "compress_blocks", "checksum_output"))
+print("parent_work", pw, "child_work", cw, "demo_work stages", demo, file=sys.stderr)
+assert 30 <= pw <= 65, pw   # 0.5 s in the parent, once
+assert 18 <= cw <= 40, cw   # 0.3 s in the child before exec, flushed by the exec wrapper
+assert 35 <= demo <= 80, demo  # demo_work: 2 threads x 0.3 s
+PY
+  ;;
 spool) # sidecar down at exit, PUSHPROF_SPOOL_DIR set: arrives once it starts
   mkdir -p "$w/run" "$w/spool"
   run_pre PUSHPROF_SPOOL_DIR="$w/spool" PUSHPROF_EXIT_TIMEOUT_MS=1000 "$DEMO" 0.1 >/dev/null 2>"$w/job.err" ||
