@@ -5,6 +5,7 @@
 #  - neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET: one line, profiling off;
 #  - an unwritable PUSHPROF_OUTPUT: one line at exit, exit status unchanged;
 #  - a valid run keeps the exit status and writes a profile named by %p;
+#  - fork without exec writes nothing in the child, exec gets its own profile;
 #  - a setuid program refuses to be profiled (when run as root).
 # Both under LD_PRELOAD and linked (pushprof_start's return code too).
 . "$(dirname "$0")/sdk_lib.sh"
@@ -70,6 +71,22 @@ CASES
   "${CHECK[@]}" "$prof" --quiet --min-samples 1
   echo "ok $mode valid run -> $prof"
 done
+
+# fork and exec under LD_PRELOAD: bash forks a subshell (a child that exits
+# without exec: it must not write, hang or change its status) and execs
+# /bin/true (a new program: its own profile). Exactly two profiles: bash's
+# (named by its pid) and true's, each valid.
+rm -f "$T"/prof/*
+rc=0
+LD_PRELOAD=$PRELOAD PUSHPROF_OUTPUT="$T/prof/f-%p.pb.gz" \
+  bash -c '( exit 0 ); /bin/true; echo "bash=$$"; exit 3' >"$T/out" 2>"$T/err" || rc=$?
+[ "$rc" -eq 3 ] || fail "fork/exec: exit status $rc, expected 3 (stderr: $(cat "$T/err"))"
+[ "$(lines)" -eq 0 ] || fail "fork/exec: unexpected stderr: $(cat "$T/err")"
+n=$(ls "$T"/prof/f-*.pb.gz | wc -l)
+[ "$n" -eq 2 ] || fail "fork/exec: expected 2 profiles (bash, true), got: $(ls "$T/prof")"
+[ -e "$T/prof/f-$(out_value bash).pb.gz" ] || fail "fork/exec: no profile for bash's pid $(out_value bash)"
+for f in "$T"/prof/f-*.pb.gz; do "${CHECK[@]}" "$f" --quiet --min-samples 0; done
+echo "ok fork/exec -> $(ls "$T/prof" | tr '\n' ' ')"
 
 # setuid: a copy of a program that needs libpushprof_preload.so (DT_NEEDED, so
 # the loader keeps it in secure mode), owned by nobody and setuid, run by
