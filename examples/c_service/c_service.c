@@ -56,7 +56,7 @@ __attribute__((noinline)) static uint64_t handle_search(uint64_t id) {
 }
 __attribute__((noinline)) static uint64_t handle_health(uint64_t id) { return spin_units(id, 1); }
 
-static int serve(const request *rq) {
+__attribute__((noinline)) static int serve(const request *rq) {
   char trace[32];
   snprintf(trace, sizeof trace, "%016llx", (unsigned long long)(rq->id * 0x9e3779b97f4a7c15ULL));
   int rc = pushprof_label_set("trace_id", trace);
