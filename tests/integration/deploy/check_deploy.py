@@ -12,7 +12,12 @@ the app drop-in reaches the socket (systemd-analyze verify when present).
 Every pushprof-sidecar flag used anywhere is one `--help` lists; each
 sidecar command line is started for real (paths moved to a temp dir) and
 must answer /healthz; each app's PUSHPROF_* environment goes through the real
-preload library, which must not call it invalid.
+preload library, which must not call it invalid. End to end, for each app and
+the sidecar it reaches: demo_work under the preload library with the file's
+PUSHPROF_* pushes to the sidecar started with the file's flags, and a profile
+must come out (checked with go tool pprof); with PUSHPROF_SPOOL_DIR, again
+with the sidecar down at the app's exit and started afterwards. (Skipped with
+a note while the SDK cannot push.)
 
 usage: check_deploy.py [--self-test] [--static] DIR
   --self-test  also break copies of DIR in known ways; each must be caught
@@ -42,14 +47,17 @@ ROOT_HELPER_CAPS = {"CHOWN", "FOWNER"}  # all a one-shot root init container may
 
 
 class Checker:
-    def __init__(self, directory, static=False):
+    def __init__(self, directory, static=False, e2e=True):
         self.dir = directory
         self.static = static
+        self.e2e = e2e
         self.errors = []
         self.notes = []
         self.sidecar_cmdlines = []  # (where, [args])
         self.app_envs = []  # (where, {PUSHPROF_*: value})
         self.flag_uses = []  # (where, flag)
+        self.pairs = []  # (where, sidecar args, app PUSHPROF_* env): end to end
+        self.e2e_done = 0
 
     def err(self, where, msg):
         self.errors.append("%s: %s" % (where, msg))
@@ -256,6 +264,7 @@ class Checker:
             if sock_group is None:
                 self.err(cw, "the socket's group is unknown: set runAsGroup (or fsGroup with an emptyDir)")
             k8s["sidecars"].append(dict(where=cw, sock=sid, spool=spool_id, uid=suid, group=sock_group,
+                                        args=[str(a) for a in c.get("args") or []],
                                         allow=flags.get("allow-uid"), podid=podid))
         for c in apps:
             aw = "%s app %s" % (where, c.get("name"))
@@ -283,6 +292,7 @@ class Checker:
                     self.err(aw, "the spool volume is mounted at %s, not at PUSHPROF_SPOOL_DIR %s"
                              % (spm.get("mountPath"), spool))
             k8s["apps"].append(dict(where=aw, sock=aid, spool=spid, spool_path=spool,
+                                    env={k: v for k, v in env.items() if k and k.startswith("PUSHPROF_")},
                                     uid=self.eff(pod, c, "runAsUser"), groups=self.groups_of(pod, c),
                                     podid=podid))
         sa = pod.get("serviceAccountName")
@@ -354,6 +364,7 @@ class Checker:
             for s in match:
                 if a["sock"][0] == "emptyDir" and s["podid"] != a["podid"]:
                     continue
+                self.pairs.append(("%s -> %s" % (a["where"], s["where"]), s["args"], a["env"]))
                 if s["uid"] != a["uid"] and s["group"] not in a["groups"]:
                     self.err(a["where"], "cannot open the 0660 socket of %s: uid %s, groups %s; "
                              "socket owner %s group %s" % (s["where"], a["uid"], sorted(a["groups"]),
@@ -499,6 +510,7 @@ class Checker:
                     k, _, v = kv.partition("=")
                     denv[k] = v
             self.app_envs.append((dw, {k: v for k, v in denv.items() if k.startswith("PUSHPROF_")}))
+            self.pairs.append((dw + " -> " + uw, expanded, {k: v for k, v in denv.items() if k.startswith("PUSHPROF_")}))
             if denv.get("PUSHPROF_SOCKET") != sock:
                 self.err(dw, "PUSHPROF_SOCKET=%s but the sidecar listens on %s" % (denv.get("PUSHPROF_SOCKET"), sock))
             if "PUSHPROF_SPOOL_DIR" in denv and denv["PUSHPROF_SPOOL_DIR"] != spool:
@@ -609,10 +621,11 @@ class Checker:
             if f not in known:
                 self.err(where, "--%s is not a flag pushprof-sidecar --help lists" % f)
 
-    def run_sidecar(self, where, args, tmp):
-        """Starts the sidecar with ARGS, paths moved into TMP; must answer /healthz."""
+    @staticmethod
+    def relocate(args, tmp):
+        """ARGS with the paths moved into TMP, metrics on any free loopback port."""
         out = []
-        for k, v in self.flags_of(args):
+        for k, v in Checker.flags_of(args):
             if k == "socket":
                 v = os.path.join(tmp, "s.sock")
             elif k == "spool":
@@ -621,14 +634,24 @@ class Checker:
                 v = "file://" + os.path.join(tmp, "out")
             elif k == "metrics-addr":
                 v = "127.0.0.1:0"
+            elif k == "allow-uid":
+                v = str(os.getuid())  # the test's processes push as this user
             elif k in ("ca-file",):
                 continue
             out.append("--%s" % k if v is None else "--%s=%s" % (k, v))
         if not any(a.startswith("--metrics-addr") for a in out):
             out.append("--metrics-addr=127.0.0.1:0")
-        if not any(a.startswith("--socket") for a in out):
-            out.append("--socket=" + os.path.join(tmp, "s.sock"))
-        log = open(os.path.join(tmp, "log"), "w+")
+        for k in ("socket", "spool"):
+            if not any(a.startswith("--%s=" % k) for a in out):
+                out.append("--%s=%s" % (k, os.path.join(tmp, "s.sock" if k == "socket" else "spool")))
+        if not any(a.startswith("--export=") for a in out):
+            out.append("--export=file://" + os.path.join(tmp, "out"))
+        return out
+
+    def start_sidecar(self, where, args, tmp, logname="sidecar.log"):
+        """Starts the sidecar with ARGS relocated into TMP; (process, metrics port)."""
+        out = self.relocate(args, tmp)
+        log = open(os.path.join(tmp, logname), "w+")
         p = subprocess.Popen([SIDECAR_BIN] + out, stdout=log, stderr=subprocess.STDOUT,
                              env=dict(os.environ, NODE_NAME="test-node"))
         port, ok = None, False
@@ -642,6 +665,37 @@ class Checker:
                     port = int(m.group(1))
                     break
                 time.sleep(0.05)
+        except BaseException:
+            p.kill()
+            raise
+        log.seek(0)
+        text = log.read()
+        log.close()
+        if not port:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            self.err(where, "pushprof-sidecar %s did not start: %s" % (" ".join(out), text.strip()[-500:]))
+            return None, None
+        return p, port
+
+    @staticmethod
+    def stop_sidecar(p):
+        p.send_signal(signal.SIGTERM)
+        try:
+            return p.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            return None
+
+    def run_sidecar(self, where, args, tmp):
+        """The sidecar starts with ARGS (paths in TMP), answers /healthz, stops with 0."""
+        p, port = self.start_sidecar(where, args, tmp)
+        if not p:
+            return
+        ok = False
+        try:
             if port:
                 try:
                     body = urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=5).read()
@@ -651,30 +705,90 @@ class Checker:
                 if not ok:
                     self.err(where, "started, but /healthz answered %r" % body[:100])
         finally:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    rc = p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    rc = p.wait()
-                if port and rc != 0:
-                    self.err(where, "exit status %d after SIGTERM" % rc)
-            log.seek(0)
-            text = log.read()
-            log.close()
-        if not port:
-            self.err(where, "pushprof-sidecar %s did not start: %s" % (" ".join(out), text.strip()[-500:]))
+            rc = self.stop_sidecar(p)
+            if rc != 0:
+                self.err(where, "exit status %s after SIGTERM" % rc)
 
-    def check_sdk_env(self, where, env, tmp):
-        """The app's PUSHPROF_* through the real preload library: nothing invalid."""
+    def app_env(self, env, tmp):
+        """The app's PUSHPROF_* with its paths moved into TMP, as relocate() does."""
         e = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": os.path.abspath(PRELOAD_LIB)}
         for k, v in env.items():
             if k == "PUSHPROF_SOCKET":
-                v = os.path.join(tmp, "none.sock")
-            elif k in ("PUSHPROF_SPOOL_DIR", "PUSHPROF_OUTPUT"):
-                v = os.path.join(tmp, os.path.basename(str(v)))
+                v = os.path.join(tmp, "s.sock")
+            elif k == "PUSHPROF_SPOOL_DIR":
+                v = os.path.join(tmp, "spool")
+            elif k == "PUSHPROF_OUTPUT":
+                v = os.path.join(tmp, "out-%p.pb.gz")
             e[k] = "" if v is None else str(v)
+        return e
+
+    def find_profiles(self, tmp):
+        return sorted(glob.glob(os.path.join(tmp, "out", "**", "*.pb.gz"), recursive=True))
+
+    def pprof_ok(self, where, path):
+        env = dict(os.environ)
+        env.setdefault("HOME", "/root")
+        env.setdefault("GOCACHE", "/tmp/pushprof-gocache")
+        r = subprocess.run([sys.executable, os.path.join(SOURCE, "tests", "integration", "pprof_check.py"),
+                            path, "--min-samples", "1", "--expect-function", "parse_records|compress_blocks"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        if r.returncode != 0:
+            self.err(where, "the exported profile fails go tool pprof checks: %s" % r.stderr.strip()[-400:])
+
+    def check_end_to_end(self, where, args, env):
+        """The app (demo_work under the preload library, with the file's
+        PUSHPROF_*) pushes to the sidecar started with the file's flags: a
+        profile must come out. If the app uses the spool drop-in, the same
+        again with the sidecar down at the app's exit, started afterwards."""
+        work = os.path.join(BUILD, "examples", "demo_work")
+        with tempfile.TemporaryDirectory(prefix="pushprof-deploy-e2e-") as tmp:
+            e = self.app_env(env, tmp)
+            p, _ = self.start_sidecar(where, args, tmp)
+            if not p:
+                return
+            try:
+                r = subprocess.run([work, "0.1"], env=e, capture_output=True, text=True, timeout=90)
+            finally:
+                rc = self.stop_sidecar(p)
+            if "cannot push to the sidecar yet" in r.stderr:
+                self.notes.append("end to end skipped: this SDK build cannot push yet (%s)" % where)
+                return
+            if r.returncode != 0 or rc != 0:
+                self.err(where, "app exit %d, sidecar exit %s; app said: %s" % (r.returncode, rc, r.stderr.strip()))
+            profs = self.find_profiles(tmp)
+            if not profs:
+                log = open(os.path.join(tmp, "sidecar.log")).read()
+                self.err(where, "no profile exported; app said: %s; sidecar log: %s" % (r.stderr.strip(), log.strip()[-600:]))
+                return
+            self.pprof_ok(where, profs[0])
+            self.e2e_done += 1
+            if "PUSHPROF_SPOOL_DIR" not in env:
+                return
+            for f in profs:
+                os.unlink(f)
+            os.makedirs(e["PUSHPROF_SPOOL_DIR"], exist_ok=True)
+            e["PUSHPROF_EXIT_TIMEOUT_MS"] = "1000"
+            r = subprocess.run([work, "0.1"], env=e, capture_output=True, text=True, timeout=90)
+            drops = [f for f in os.listdir(e["PUSHPROF_SPOOL_DIR"]) if f.endswith(".push")]
+            if not drops:
+                self.err(where, "sidecar down at exit: nothing dropped in PUSHPROF_SPOOL_DIR; app said: %s" % r.stderr.strip())
+                return
+            p, _ = self.start_sidecar(where, args, tmp, "sidecar2.log")
+            if not p:
+                return
+            time.sleep(0.5)
+            rc = self.stop_sidecar(p)  # SIGTERM exports the open batch
+            profs = self.find_profiles(tmp)
+            if not profs:
+                log = open(os.path.join(tmp, "sidecar2.log")).read()
+                self.err(where, "the drop-in was not exported after the sidecar came back: %s" % log.strip()[-600:])
+                return
+            self.pprof_ok(where + " (drop-in)", profs[0])
+            self.e2e_done += 1
+
+    def check_sdk_env(self, where, env, tmp):
+        """The app's PUSHPROF_* through the real preload library: nothing invalid."""
+        e = self.app_env(env, tmp)  # no sidecar there
         r = subprocess.run(["/bin/true"], env=e, capture_output=True, text=True, timeout=70)
         if "invalid" in r.stderr or r.returncode != 0:
             self.err(where, "the SDK refuses this environment: %s" % r.stderr.strip())
@@ -705,6 +819,9 @@ class Checker:
         for where, env in self.app_envs:
             with tempfile.TemporaryDirectory(prefix="pushprof-deploy-") as t:
                 self.check_sdk_env(where, env, t)
+        if self.e2e and not self.errors:
+            for where, args, env in self.pairs:
+                self.check_end_to_end(where, args, env)
 
     def run(self):
         self.check_kubernetes()
@@ -795,7 +912,7 @@ def self_test(directory):
             for o, n in edits:
                 text = text.replace(o, n, 1)
             open(p, "w").write(text)
-            errs = Checker(d, static=not runtime).run()
+            errs = Checker(d, static=not runtime, e2e=False).run()
             if words == "":
                 if errs:
                     print("HARMLESS EDIT REFUSED: %s: %s" % (label, errs))
@@ -812,6 +929,15 @@ def self_test(directory):
     return failures
 
 
+class RefusingChecker(Checker):
+    """The sidecars admit only a uid other than the test's: nothing can arrive."""
+
+    @staticmethod
+    def relocate(args, tmp):
+        out = [a for a in Checker.relocate(args, tmp) if not a.startswith("--allow-uid")]
+        return out + ["--allow-uid=%d" % (os.getuid() + 4242)]
+
+
 def main():
     args = sys.argv[1:]
     st = "--self-test" in args
@@ -824,8 +950,9 @@ def main():
     errs = c.run()
     for n in c.notes:
         print("note:", n)
-    print("checked: %d sidecar command lines started, %d app environments through the SDK, %d flag uses"
-          % (0 if static else len(c.sidecar_cmdlines), 0 if static else len(c.app_envs), len(c.flag_uses)))
+    print("checked: %d sidecar command lines started, %d app environments through the SDK, %d flag uses, "
+          "%d profiles delivered end to end" % (0 if static else len(c.sidecar_cmdlines),
+                                              0 if static else len(c.app_envs), len(c.flag_uses), c.e2e_done))
     for e in errs:
         print("FAIL:", e)
     if errs:
@@ -837,6 +964,13 @@ def main():
             print("self-test: %d broken copies not caught" % n)
             return 1
         print("self-test: all %d broken copies caught" % len(BREAKAGES))
+        if c.e2e_done:
+            r = RefusingChecker(args[0])
+            errs = r.run()
+            if not any("no profile exported" in e for e in errs):
+                print("self-test: end to end passed with sidecars that refuse every push: %s" % errs)
+                return 1
+            print("self-test: end to end fails when the sidecar refuses the app's pushes")
     return 0
 
 
