@@ -8,3 +8,8 @@ foreach(c short jobs200 sigterm fork forkexec spool slow backlog)
   pushprof_script_test(NAME it_push_${c}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/push/it_push.sh ${c})
 endforeach()
+
+# Benchmark (not a test): per-period push cost for 1k and 10k unique stacks.
+add_executable(bench_push bench/bench_push.c)
+target_link_libraries(bench_push PRIVATE pushprof_sdk_objs pushprof_proto PkgConfig::PROTOBUFC
+  PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads ${CMAKE_DL_LIBS} rt)
