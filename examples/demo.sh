@@ -20,10 +20,9 @@ sidecar=$!
 trap 'kill $sidecar 2>/dev/null; wait $sidecar 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -S "$work/pushprof.sock" ] && break; sleep 0.05; done
 
-echo "== running demo_work under LD_PRELOAD=libpushprof_preload.so"
+echo "== running demo_work under LD_PRELOAD=libpushprof_preload.so, pushing to the sidecar"
 LD_PRELOAD="$PWD/$build/sdk/libpushprof_preload.so" PUSHPROF_SERVICE=demo-job \
-  PUSHPROF_OUTPUT="$work/demo-%p.pb.gz" "$build/examples/demo_work" "$seconds"
-"$build/sidecar/pushprof" push "$work"/demo-*.pb.gz --socket "$work/pushprof.sock" --service demo-job
+  PUSHPROF_SOCKET="$work/pushprof.sock" PUSHPROF_LABELS=env=demo "$build/examples/demo_work" "$seconds"
 
 for _ in $(seq 100); do
   prof=$(find "$out" -name '*.pb.gz' 2>/dev/null | head -1)

@@ -165,7 +165,9 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
           !str_ok(&c, l->str, "sample label of sample", i) ||
           !str_ok(&c, l->num_unit, "sample label of sample", i))
         goto fail;
-      if (l->key == 0) {
+      /* Index 0 or another "" entry: an empty key either way (a merge would
+       * map both to index 0, which must not turn valid into invalid). */
+      if (l->key == 0 || p->string_table[l->key][0] == '\0') {
         say(why, whylen, "sample %zu label %zu has no key", i, j);
         goto fail;
       }

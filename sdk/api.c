@@ -16,6 +16,7 @@
 #include "api_internal.h"
 #include "env_config.h"
 #include "pp_pprof.h"
+#include "push.h"
 #include "pushprof.h"
 #include "sampler.h"
 
@@ -108,6 +109,9 @@ static int stop_locked(void) {
   int rc;
   sampler_stop();
   atomic_store(&api_started, 0);
+  if (push_active()) /* the sidecar path owns the last window */
+    return push_final(api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms
+                                                  : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS);
   rc = sampler_cut(&raw, &rawlen, &start_ns, &end_ns);
   if (rc != 0) {
     api_log("pushprof: cannot build the final profile: %s", pushprof_strerror(rc));
@@ -150,16 +154,23 @@ static void *exit_flush(void *arg) {
 }
 
 static void api_at_exit(void) {
-  /* A forked child inherits this handler but not the sampler's threads:
-   * its profile is not ours to write (the parent writes its own). */
+  (void)api_final_flush();
+}
+
+int api_final_flush(void) {
+  /* A forked child that did not restart, or a vfork/posix_spawn child
+   * (which shares our memory): its profile is not ours to write. */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
-    return;
+    return 0;
   int timeout_ms =
       api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
   pthread_t t;
   pthread_attr_t ta;
   struct timespec deadline;
   int waited_out = 0;
+  pthread_mutex_lock(&exit_wait.m);
+  exit_wait.done = 0; /* again after an exec that failed and restarted us */
+  pthread_mutex_unlock(&exit_wait.m);
   if (pthread_attr_init(&ta) != 0)
     goto inline_flush;
   pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
@@ -187,9 +198,70 @@ static void api_at_exit(void) {
     api_log("pushprof: the final profile was not written within %d ms; giving up (raise "
             "PUSHPROF_EXIT_TIMEOUT_MS)",
             timeout_ms);
-  return;
+  return 1;
 inline_flush:
   exit_flush(NULL);
+  return 1;
+}
+
+/* With a socket, starts the pusher (sampling already runs); undoes the
+ * sampler on failure. Caller holds api_lock. */
+static int start_push_locked(const env_config *cfg, char *err, size_t errlen) {
+  if (!cfg->socket_path[0])
+    return 0;
+  if (cfg->output_path[0])
+    api_log("pushprof: PUSHPROF_OUTPUT is ignored: profiles go to the sidecar at %s",
+            cfg->socket_path);
+  int rc = push_start(cfg, err, errlen);
+  if (rc != 0) {
+    sampler_stop();
+    api_log("pushprof: %s; profiling is off", err);
+    return rc;
+  }
+  if (cfg->handle_term_signals)
+    push_install_term_handlers();
+  return 0;
+}
+
+/* fork(): the child gets a fresh profile of its own (its pid, its threads,
+ * none of the parent's samples) and pushes it at its own exit. */
+static void api_atfork_prepare(void) {
+  pthread_mutex_lock(&api_lock);
+}
+
+static void api_atfork_parent(void) {
+  pthread_mutex_unlock(&api_lock);
+}
+
+static void api_atfork_child(void) {
+  pthread_mutex_unlock(&api_lock);
+  if (!atomic_load(&api_started) || !api_cfg.socket_path[0])
+    return;
+  char err[256];
+  push_atfork_child();
+  atomic_store(&api_started, 0);
+  sampler_stop();
+  sampler_config sc = {.hz = api_cfg.hz, .signo = api_cfg.signo};
+  if (sampler_start(&sc, err, sizeof err) != 0)
+    return; /* the child runs unprofiled; the parent is unaffected */
+  /* The parent's window is not ours: drop what the cut holds. */
+  uint8_t *junk = NULL;
+  size_t jl;
+  int64_t a, b;
+  if (sampler_cut(&junk, &jl, &a, &b) == 0)
+    free(junk);
+  if (start_push_locked(&api_cfg, err, sizeof err) != 0)
+    return;
+  atomic_store(&api_pid, (int)getpid());
+  atomic_store(&api_started, 1);
+}
+
+int pushprof_flush(int timeout_ms) {
+  if (!atomic_load(&api_started))
+    return PUSHPROF_ENOTSTARTED;
+  if (!push_active())
+    return PUSHPROF_EINVAL; /* standalone mode: nothing to push to */
+  return push_flush(timeout_ms);
 }
 
 int pushprof_start(const pushprof_options *opts) {
@@ -201,13 +273,9 @@ int pushprof_start(const pushprof_options *opts) {
     api_log("pushprof: %s; profiling is off", err);
     return rc;
   }
-  if (!cfg.output_path[0]) {
-    if (cfg.socket_path[0])
-      api_log("pushprof: PUSHPROF_SOCKET is set but this build cannot push to the sidecar yet; "
-              "profiling is off (set PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
-    else
-      api_log("pushprof: neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET is set; profiling is off "
-              "(set PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
+  if (!cfg.output_path[0] && !cfg.socket_path[0]) {
+    api_log("pushprof: neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET is set; profiling is off "
+            "(set PUSHPROF_SOCKET to the sidecar's socket, or PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
     return PUSHPROF_EINVAL;
   }
   if (pthread_mutex_lock(&api_lock) != 0)
@@ -223,19 +291,21 @@ int pushprof_start(const pushprof_options *opts) {
             err[0] ? err : pushprof_strerror(rc));
     goto out;
   }
+  rc = start_push_locked(&cfg, err, sizeof err);
+  if (rc != 0)
+    goto out;
   api_cfg = cfg;
   atomic_store(&api_pid, (int)getpid());
   atomic_store(&api_started, 1);
   if (!api_atexit_installed) {
+    if (pthread_atfork(api_atfork_prepare, api_atfork_parent, api_atfork_child) != 0)
+      api_log("pushprof: cannot register fork handlers; forked children are not profiled");
     if (atexit(api_at_exit) != 0)
       api_log("pushprof: cannot register the exit handler; call pushprof_stop() to write %s",
               cfg.output_path);
     else
       api_atexit_installed = 1;
   }
-  if (cfg.socket_path[0])
-    api_log("pushprof: PUSHPROF_SOCKET is ignored: this build cannot push to the sidecar yet; "
-            "writing PUSHPROF_OUTPUT at exit");
 out:
   pthread_mutex_unlock(&api_lock);
   return rc;

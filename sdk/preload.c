@@ -17,5 +17,8 @@ __attribute__((constructor)) static void preload_init(void) {
     api_log("pushprof: refusing to profile a setuid/setgid program; profiling is off");
     return;
   }
-  (void)pushprof_start(NULL); /* logs its own line on failure */
+  /* An unmodified job killed by SIGTERM/SIGINT/SIGHUP still ships: the
+   * handlers are installed only where the program left the default. */
+  pushprof_options o = {.handle_term_signals = 1};
+  (void)pushprof_start(&o); /* logs its own line on failure */
 }

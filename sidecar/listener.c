@@ -446,8 +446,14 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   metrics_add(M_PUSH_BYTES, len);
   bool delivered = send_reply(c->fd, RC_OK, "", seq, id, deadline) == 0;
   char svc[PP_SERVICE_MAX * 2 + 8];
-  log_event(LOG_DEBUG, "push accepted", "id=%s service=%s bytes=%zu seq=%llu", id,
-            log_quote(req->service, svc, sizeof svc), len, (unsigned long long)seq);
+  log_event(LOG_DEBUG, "push accepted",
+            "id=%s service=%s pid=%u bytes=%zu seq=%llu sdk_dropped=%llu", id,
+            log_quote(req->service, svc, sizeof svc), req->pid, len, (unsigned long long)seq,
+            (unsigned long long)req->dropped_profiles);
+  /* Profiles the SDK had to give up (its backlog was full) are counted here,
+   * the first place they can be seen. */
+  if (req->dropped_profiles)
+    metrics_drop("sdk_backlog_full", req->dropped_profiles);
   /* Durable now: the batcher owns it whether or not the ack arrived. */
   batcher_add_parsed(l->b, id, req, prof, len);
   return delivered;

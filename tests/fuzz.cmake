@@ -52,7 +52,8 @@ function(pushprof_fuzz_target)
 endfunction()
 
 pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
-  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB DEPENDS pushprof_proto)
+  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads
+  DEPENDS pushprof_proto)
 
 pushprof_fuzz_target(NAME frame
   SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_SIDECAR}/spool.c ${PP_FUZZ_SIDECAR}/log.c

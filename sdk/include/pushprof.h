@@ -75,6 +75,15 @@ PUSHPROF_API int pushprof_start(const pushprof_options *opts);
  * afterwards. Thread-safe. */
 PUSHPROF_API int pushprof_stop(void);
 
+/* Pushes what has been sampled so far to the sidecar (PUSHPROF_SOCKET) and
+ * waits for its acknowledgement, at most timeout_ms. Returns PUSHPROF_OK,
+ * PUSHPROF_ETIMEDOUT, PUSHPROF_EREFUSED, PUSHPROF_EUNAVAILABLE (unsent
+ * profiles stay in the backlog and are retried), PUSHPROF_ENOTSTARTED, or
+ * PUSHPROF_EINVAL in standalone mode. Never blocks longer than timeout_ms;
+ * the push itself runs on the SDK's thread. Thread-safe; not
+ * async-signal-safe. */
+PUSHPROF_API int pushprof_flush(int timeout_ms);
+
 /* Registers the calling thread for sampling. Needed only with the static
  * library, for threads created after pushprof_start; the .so files register
  * new threads themselves. Idempotent. PUSHPROF_ENOTSTARTED when profiling is

@@ -21,7 +21,7 @@
 #define TOKEN_FILE_MAX (64u << 10)
 #define REFRESH_MARGIN_S 300
 
-enum src { SRC_ENV, SRC_IRSA, SRC_POD };
+enum src { SRC_ENV, SRC_IRSA, SRC_POD, SRC_STATIC };
 
 struct aws_creds {
   enum src src;
@@ -551,7 +551,7 @@ aws_creds *aws_creds_new_static(const char *access_key_id, const char *secret, c
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
-  p->src = SRC_ENV;
+  p->src = SRC_STATIC;
   if (copy_field(p->cur.access_key_id, sizeof p->cur.access_key_id, access_key_id,
                  "access key id", err, errlen) != 0 ||
       copy_field(p->cur.secret_access_key, sizeof p->cur.secret_access_key, secret, "secret", err,
@@ -586,18 +586,24 @@ const char *aws_creds_source(const aws_creds *p) {
     return "irsa";
   case SRC_POD:
     return "pod-identity";
+  case SRC_STATIC:
+    return "static";
   }
   return "?";
 }
 
+bool aws_creds_temporary(const aws_creds *p) {
+  return p->src == SRC_IRSA || p->src == SRC_POD;
+}
+
 void aws_creds_invalidate(aws_creds *p) {
-  if (p->src != SRC_ENV)
+  if (aws_creds_temporary(p))
     p->refresh_at = 0, p->have = false;
 }
 
 int aws_creds_get(aws_creds *p, const aws_credentials **out, char *err, size_t errlen) {
   time_t now = time(NULL);
-  if (p->src == SRC_ENV || (p->have && now < p->refresh_at)) {
+  if (!aws_creds_temporary(p) || (p->have && now < p->refresh_at)) {
     *out = &p->cur;
     return EXPORT_OK;
   }

@@ -35,8 +35,10 @@ aws_creds *aws_creds_new(const http_options *ho, const char *region, char *err, 
 aws_creds *aws_creds_new_static(const char *access_key_id, const char *secret, char *err,
                                 size_t errlen);
 void aws_creds_free(aws_creds *p);
-/* "env", "irsa" or "pod-identity". */
+/* "env", "irsa", "pod-identity" or "static" (aws_creds_new_static). */
 const char *aws_creds_source(const aws_creds *p);
+/* True for sources that hand out expiring credentials (irsa, pod-identity). */
+bool aws_creds_temporary(const aws_creds *p);
 
 /* Current credentials, fetched or refreshed first if needed. Returns
  * EXPORT_OK (and *out, valid until the next call), EXPORT_RETRY (STS or the

@@ -26,6 +26,11 @@ exporter *exporter_s3_new_compat(const char *scheme, const char *bucket, const c
                                  const char *endpoint, const char *region, bool path_style,
                                  aws_creds *creds, bool gcs, const exporter_options *opts,
                                  char *err, size_t errlen);
+/* The URL objects go under: ENDPOINT/BUCKET (path style: forced, or for
+ * IP/localhost endpoints and dotted bucket names) or SCHEME://BUCKET.HOST.
+ * 0, or -1 if endpoint is not http(s)://HOST[:PORT][/]. */
+int exporter_bucket_base_url(const char *endpoint, const char *bucket, bool path_style, char *out,
+                             size_t outlen);
 /* PREFIX/<subdir...>/<node>/<service>/<UTC start>-<hash16>.pb.gz, every
  * segment sanitized to [A-Za-z0-9._-]. 0, or -1 if it does not fit. */
 int exporter_object_key(const char *prefix, const export_object *obj, char *out, size_t outlen);

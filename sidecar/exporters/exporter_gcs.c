@@ -141,7 +141,7 @@ static int gcs_put(exporter *ex, const export_object *obj, char *err, size_t err
   http_request rq = {
       .method = "POST", .url = url, .headers = hdrs, .body = obj->data, .body_len = obj->len};
   http_response rs;
-  http_perform(ge->http, &rq, &rs);
+  (void)http_perform(ge->http, &rq, &rs); /* a transport error is classified below */
   rc = http_classify(&rs);
   if (rs.status == 412) {
     rc = EXPORT_OK;

@@ -981,28 +981,42 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
                        const creds *c, char *err, size_t errlen) {
   pyroscope_label *lab = NULL;
   size_t nlab = 0;
-  char notes[1024], key[8192], tmp[4096], url[16384], tenant_hdr[TENANT_MAX + 32];
-  char *enc = NULL;
+  char notes[1024], tenant_hdr[TENANT_MAX + 32];
+  char *enc = NULL, *key = NULL, *url = NULL;
   int rc = EXPORT_RETRY;
   if (pyroscope_series_labels(obj->service, obj->labels, obj->nlabels, &lab, &nlab, notes,
                               sizeof notes) != 0) {
     snprintf(err, errlen, "out of memory building Pyroscope labels");
     return EXPORT_RETRY;
   }
+  if (notes[0]) {
+    char q[1100];
+    log_event(LOG_WARN, "process labels adjusted for Pyroscope", "notes=%s",
+              log_quote(notes, q, sizeof q));
+  }
   /* name=SERVICE{k=v,...}: the service and __name__ are implied. */
-  ingest_clean(obj->service && *obj->service ? obj->service : "unknown_service", key, sizeof key);
+  const char *svc = obj->service && *obj->service ? obj->service : "unknown_service";
+  size_t keycap = strlen(svc) + 3;
+  for (size_t i = 0; i < nlab; i++)
+    keycap += strlen(lab[i].name) + strlen(lab[i].value) + 2;
+  if (!(key = malloc(keycap))) {
+    snprintf(err, errlen, "out of memory building the ingest name");
+    goto out;
+  }
+  ingest_clean(svc, key, keycap);
   size_t kl = strlen(key), nin = 0;
-  for (size_t i = 0; i < nlab && kl + 8 < sizeof key; i++) {
+  for (size_t i = 0; i < nlab; i++) {
     if (strcmp(lab[i].name, "__name__") == 0 || strcmp(lab[i].name, "service_name") == 0)
       continue;
-    ingest_clean(lab[i].value, tmp, sizeof tmp);
-    kl +=
-        (size_t)snprintf(key + kl, sizeof key - kl, "%s%s=%s", nin++ ? "," : "{", lab[i].name, tmp);
+    kl += (size_t)snprintf(key + kl, keycap - kl, "%s%s=", nin++ ? "," : "{", lab[i].name);
+    ingest_clean(lab[i].value, key + kl, keycap - kl);
+    kl += strlen(key + kl);
   }
-  if (nin && kl + 1 < sizeof key)
-    snprintf(key + kl, sizeof key - kl, "}");
+  if (nin)
+    snprintf(key + kl, keycap - kl, "}");
   enc = curl_easy_escape(NULL, key, 0);
-  if (!enc) {
+  size_t urlcap = strlen(pe->base_url) + (enc ? strlen(enc) : 0) + 256;
+  if (!enc || !(url = malloc(urlcap))) {
     snprintf(err, errlen, "out of memory encoding the ingest name");
     goto out;
   }
@@ -1011,11 +1025,11 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
   if (until < from)
     until = from;
   long hz = sample_rate(obj);
-  int ul = snprintf(url, sizeof url,
+  int ul = snprintf(url, urlcap,
                     "%s%s?name=%s&from=%" PRId64 "&until=%" PRId64 "&format=pprof&spyName=pushprof",
                     pe->base_url, INGEST_PATH, enc, from, until);
-  if (hz > 0 && ul > 0 && (size_t)ul < sizeof url)
-    snprintf(url + ul, sizeof url - (size_t)ul, "&sampleRate=%ld", hz);
+  if (hz > 0 && ul > 0 && (size_t)ul < urlcap)
+    snprintf(url + ul, urlcap - (size_t)ul, "&sampleRate=%ld", hz);
   bool resume = obj->content_hash && strcmp(pe->done_hash, obj->content_hash) == 0;
   for (size_t i = resume ? pe->done_requests : 0; i < n; i++) {
     const char *hdr[4];
@@ -1047,6 +1061,8 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
   rc = EXPORT_OK;
 out:
   curl_free(enc);
+  free(key);
+  free(url);
   pyroscope_labels_free(lab, nlab);
   return rc;
 }

@@ -100,7 +100,7 @@ int exporter_parse_bucket_url(const char *url, const char *scheme, char **bucket
   }
   const char *b = url + sl + 3;
   size_t bl = strcspn(b, "/?#");
-  if (b[bl] == '?' || b[bl] == '#' || strpbrk(b, "?#")) {
+  if (strpbrk(b, "?#")) {
     snprintf(err, errlen, "export URL \"%.200s\": %s:// takes no query or fragment", url, scheme);
     return -1;
   }
@@ -260,12 +260,11 @@ static int s3_put(exporter *ex, const export_object *obj, char *err, size_t errl
                      .username = cr->access_key_id,
                      .password = cr->secret_access_key};
   http_response rs;
-  http_perform(se->http, &rq, &rs);
+  (void)http_perform(se->http, &rq, &rs); /* a transport error is classified below */
   rc = http_classify(&rs);
   if (se->gcs && rs.status == 412) {
     rc = EXPORT_OK; /* ifGenerationMatch=0: an earlier try already stored it */
-  } else if (rc != EXPORT_OK && is_token_error(&rs) &&
-             strcmp(aws_creds_source(se->creds), "env") != 0) {
+  } else if (rc != EXPORT_OK && is_token_error(&rs) && aws_creds_temporary(se->creds)) {
     aws_creds_invalidate(se->creds);
     rc = EXPORT_RETRY;
   }
@@ -302,22 +301,33 @@ static void s3_destroy(exporter *ex) {
   free(se);
 }
 
+int exporter_bucket_base_url(const char *endpoint, const char *bucket, bool path_style, char *out,
+                              size_t outlen) {
+  char sch[16], auth[512], host[512];
+  if (split_endpoint(endpoint, sch, sizeof sch, auth, sizeof auth, host, sizeof host) != 0)
+    return -1;
+  /* Virtual-hosted style cannot work for IP/localhost endpoints, and breaks
+   * TLS host checks for dotted bucket names. */
+  if (host_is_ip_or_local(host) || strchr(bucket, '.'))
+    path_style = true;
+  int n = path_style ? snprintf(out, outlen, "%s://%s/%s", sch, auth, bucket)
+                     : snprintf(out, outlen, "%s://%s.%s", sch, bucket, auth);
+  return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
 exporter *exporter_s3_new_compat(const char *scheme, const char *bucket, const char *prefix,
                                  const char *endpoint, const char *region, bool path_style,
                                  aws_creds *creds, bool gcs, const exporter_options *opts,
                                  char *err, size_t errlen) {
-  char sch[16], auth[512], host[512];
+  char base[1200];
   s3_exporter *se = NULL;
-  if (split_endpoint(endpoint, sch, sizeof sch, auth, sizeof auth, host, sizeof host) != 0) {
+  if (exporter_bucket_base_url(endpoint, bucket, path_style, base, sizeof base) != 0) {
     snprintf(err, errlen,
              "endpoint \"%.200s\" is not http(s)://HOST[:PORT] (no path, no user:password@)",
              endpoint);
     goto fail;
   }
-  /* Virtual-hosted style cannot work for IP/localhost endpoints, and breaks
-   * TLS host checks for dotted bucket names. */
-  if (host_is_ip_or_local(host) || strchr(bucket, '.'))
-    path_style = true;
+  path_style = strstr(base, "://") && strchr(strstr(base, "://") + 3, '/');
   for (const char *c = region; *c; c++)
     if (!isalnum((unsigned char)*c) && *c != '-') {
       snprintf(err, errlen, "region \"%.64s\" is not a region name (e.g. eu-west-1)", region);
@@ -328,8 +338,7 @@ exporter *exporter_s3_new_compat(const char *scheme, const char *bucket, const c
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  size_t bl = strlen(sch) + strlen(auth) + strlen(bucket) + 8;
-  se->base_url = malloc(bl);
+  se->base_url = strdup(base);
   size_t pl = strlen(region) + 16;
   se->provider = malloc(pl);
   se->bucket = strdup(bucket);
@@ -339,10 +348,6 @@ exporter *exporter_s3_new_compat(const char *scheme, const char *bucket, const c
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  if (path_style)
-    snprintf(se->base_url, bl, "%s://%s/%s", sch, auth, bucket);
-  else
-    snprintf(se->base_url, bl, "%s://%s.%s", sch, bucket, auth);
   snprintf(se->provider, pl, "aws:amz:%s:s3", region);
   http_options ho = {.ca_file = opts->ca_file,
                      .insecure_skip_verify = opts->tls_insecure_skip_verify,

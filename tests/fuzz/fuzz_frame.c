@@ -1,7 +1,7 @@
 /* The SDK -> sidecar frame: the header codec (pp_frame_header_decode, which
  * must agree with pp_frame_header_encode), the PushRequest/PushReply unpack,
- * and the sidecar's whole-frame decoder spool_decode_frame (header, push,
- * limits, pprof), whose accepted requests must respect every limit of
+ * and the sidecar's whole-frame decoders spool_decode_push / spool_decode_frame
+ * (header, push, limits, pprof), whose accepted requests must respect every limit of
  * PROTOCOL.md. The first input byte picks the frame limit (bits 0-1) and,
  * with bit 2 set, has the header's length field rewritten to the real payload
  * length, so mutations inside a payload still reach the PushRequest and pprof
@@ -11,6 +11,7 @@
 
 #include "fuzz_target.h"
 #include "pp_frame.h"
+#include "pp_pprof.h"
 #include "pushprof.pb-c.h"
 #include "spool.h"
 
@@ -73,9 +74,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size >= PP_FRAME_HEADER_SIZE)
     check_messages(data + PP_FRAME_HEADER_SIZE, size - PP_FRAME_HEADER_SIZE);
 
+  /* The listener's path: the parsed pprof is handed over, req->pprof emptied. */
+  int pcode = -1;
+  char pwhy[512] = "";
+  pp_pprof *prof = NULL;
+  Pushprof__V1__PushRequest *preq =
+      spool_decode_push(data, size, max, &prof, &pcode, pwhy, sizeof pwhy);
+  if (preq) {
+    FUZZ_CHECK(prof != NULL, "accepted push without its parsed pprof");
+    FUZZ_CHECK(pp_pprof_profile(prof) != NULL, "parsed pprof without a profile");
+    pushprof__v1__push_request__free_unpacked(preq, NULL);
+    pp_pprof_free(prof);
+  } else {
+    FUZZ_CHECK(pwhy[0] != '\0', "a refused push must say why");
+  }
+
+  /* The spool scan's path. */
   int code = -1;
   char why[512] = "";
   Pushprof__V1__PushRequest *req = spool_decode_frame(data, size, max, &code, why, sizeof why);
+  FUZZ_CHECK((req != NULL) == (preq != NULL), "spool_decode_frame and spool_decode_push disagree");
   if (!req) {
     FUZZ_CHECK(code != PUSHPROF__V1__PUSH_REPLY__CODE__OK, "refused with code OK");
     FUZZ_CHECK(why[0] != '\0', "a refused frame must say why");

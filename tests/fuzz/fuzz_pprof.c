@@ -1,7 +1,10 @@
-/* pprof parse/validate/merge: any bytes go through pp_pprof_parse; what it
- * accepts is merged twice into a builder, packed, parsed again and must
- * validate, keep its sample types, and hold exactly twice the value sums of
- * the input (merging neither loses nor double-counts samples). */
+/* pprof parse/validate/merge: any bytes go through pp_pprof_parse and the
+ * arena-backed pp_pprof_parse_pooled (the sidecar's path), which must agree
+ * on what they accept and on what it holds. The accepted profile is merged
+ * twice into a builder (once as each parser decoded it), packed, parsed again
+ * and must validate, keep its sample types and period, and hold exactly
+ * twice the value sums of the input (merging neither loses nor
+ * double-counts samples). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -25,21 +28,29 @@ static const char *str_at(const Perftools__Profiles__Profile *p, int64_t ix) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char why[256] = "";
+  char why[256] = "", pwhy[256] = "";
   Perftools__Profiles__Profile *p = pp_pprof_parse(data, size, MAX_UNPACKED, why, sizeof why);
+  pp_pprof *pooled = pp_pprof_parse_pooled(data, size, MAX_UNPACKED, pwhy, sizeof pwhy);
+  FUZZ_CHECK((p != NULL) == (pooled != NULL), "the parsers disagree: \"%s\" vs \"%s\"", why, pwhy);
   if (!p) {
-    FUZZ_CHECK(why[0] != '\0', "a rejected profile must say why");
+    FUZZ_CHECK(why[0] != '\0' && pwhy[0] != '\0', "a rejected profile must say why");
     return 0;
   }
   FUZZ_CHECK(pp_pprof_validate(p, why, sizeof why) == 0, "parse accepted what validate refuses: %s",
              why);
+  const Perftools__Profiles__Profile *pp = pp_pprof_profile(pooled);
+  FUZZ_CHECK(pp->n_sample == p->n_sample && pp->n_location == p->n_location &&
+                 pp->n_function == p->n_function && pp->n_mapping == p->n_mapping &&
+                 pp->n_string_table == p->n_string_table && pp->period == p->period,
+             "the pooled decode differs");
 
   pp_builder *b = pp_builder_new();
   FUZZ_CHECK(b != NULL, "out of memory");
   int rc = pp_merge_add(b, p, why, sizeof why);
   FUZZ_CHECK(rc == 0, "a validated profile must merge: %s", why);
-  rc = pp_merge_add(b, p, why, sizeof why);
+  rc = pp_merge_add(b, pp, why, sizeof why);
   FUZZ_CHECK(rc == 0, "a profile must merge with itself: %s", why);
+  pp_pprof_free(pooled);
 
   uint8_t *out = NULL;
   size_t outlen = 0;

@@ -126,6 +126,33 @@ static void test_s3sign_bucket_urls(void) {
   PP_CHECK_INT(exporter_parse_bucket_url("gs://ab", "gs", &b, &p, err, sizeof err), ==, -1);
 }
 
+static void test_s3sign_bucket_addressing(void) {
+  char u[256];
+  PP_CHECK_INT(exporter_bucket_base_url("https://s3.eu-west-1.amazonaws.com", "logs", false, u,
+                                        sizeof u),
+               ==, 0);
+  PP_CHECK_STR(u, "https://logs.s3.eu-west-1.amazonaws.com");
+  PP_CHECK_INT(exporter_bucket_base_url("https://s3.eu-west-1.amazonaws.com/", "logs", true, u,
+                                        sizeof u),
+               ==, 0);
+  PP_CHECK_STR(u, "https://s3.eu-west-1.amazonaws.com/logs");
+  /* Dotted bucket names and IP/localhost endpoints: path style by itself. */
+  PP_CHECK_INT(exporter_bucket_base_url("https://s3.amazonaws.com", "a.b", false, u, sizeof u), ==,
+               0);
+  PP_CHECK_STR(u, "https://s3.amazonaws.com/a.b");
+  PP_CHECK_INT(exporter_bucket_base_url("http://127.0.0.1:9000", "logs", false, u, sizeof u), ==,
+               0);
+  PP_CHECK_STR(u, "http://127.0.0.1:9000/logs");
+  PP_CHECK_INT(exporter_bucket_base_url("http://[::1]:9000", "logs", false, u, sizeof u), ==, 0);
+  PP_CHECK_STR(u, "http://[::1]:9000/logs");
+  PP_CHECK_INT(exporter_bucket_base_url("http://localhost:9000", "logs", false, u, sizeof u), ==,
+               0);
+  PP_CHECK_STR(u, "http://localhost:9000/logs");
+  PP_CHECK_INT(exporter_bucket_base_url("ftp://h", "logs", false, u, sizeof u), ==, -1);
+  PP_CHECK_INT(exporter_bucket_base_url("https://u:p@h", "logs", false, u, sizeof u), ==, -1);
+  PP_CHECK_INT(exporter_bucket_base_url("https://h/path", "logs", false, u, sizeof u), ==, -1);
+}
+
 static void test_s3sign_credential_parsers(void) {
   time_t t;
   PP_CHECK_INT(aws_parse_iso8601("2023-11-14T22:13:20Z", &t), ==, 0);
@@ -167,6 +194,7 @@ int main(void) {
   PP_RUN(test_s3sign_curl_reproduces_aws_get_example);
   PP_RUN(test_s3sign_object_key_layout_and_charset);
   PP_RUN(test_s3sign_bucket_urls);
+  PP_RUN(test_s3sign_bucket_addressing);
   PP_RUN(test_s3sign_credential_parsers);
   curl_global_cleanup();
   PP_DONE();

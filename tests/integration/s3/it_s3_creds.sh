@@ -2,7 +2,7 @@
 # Temporary AWS credentials, against the testbed's doubles in front of s3rver:
 #  - IRSA: AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE -> the STS stand-in,
 #    which checks AssumeRoleWithWebIdentity and hands out credentials that
-#    live 4 s (real ones live >= 15 min: scaled down). The token file is
+#    live 6 s (real ones live >= 15 min: scaled down). The token file is
 #    rotated mid-run; STS only accepts its current content. The sidecar must
 #    refresh before expiry (the verifier refuses expired credentials) and
 #    keep uploading.
@@ -18,7 +18,7 @@ echo "SENTINEL-podtoken" >"$W/podtoken"
 start_s3rver profiles
 start_testbed --roles s3,sts,pod --upstream "127.0.0.1:$S3RVER_PORT" --region us-west-2 \
   --role-arn arn:aws:iam::123456789012:role/pushprof --web-identity-token-file "$W/webtoken" \
-  --pod-token-file "$W/podtoken" --cred-lifetime 4
+  --pod-token-file "$W/podtoken" --cred-lifetime 6
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_CONTAINER_CREDENTIALS_FULL_URI
 export AWS_REGION=us-west-2 AWS_ENDPOINT_URL_S3=http://127.0.0.1:$(tb_port s3)
 export AWS_ENDPOINT_URL_STS=http://127.0.0.1:$(tb_port sts)/
@@ -46,7 +46,7 @@ sts_ok=$(python3 -c "
 import json
 r=[json.loads(l) for l in open('$W/tb.jsonl')]
 print(sum(1 for x in r if x['role']=='sts' and x.get('status')==200))")
-[ "$sts_ok" -ge 3 ] || fail "only $sts_ok STS calls in 12 s with 4 s credentials (no refresh?)"
+[ "$sts_ok" -ge 3 ] || fail "only $sts_ok STS calls in 12 s with 6 s credentials (no refresh?)"
 grep -q 'WebIdentityToken is not' "$W/tb.jsonl" && fail "the sidecar sent a stale web identity token"
 python3 "$T3/check_objects.py" --log "$W/tb.jsonl" --s3 "127.0.0.1:$S3RVER_PORT" --bucket profiles \
   --prefix irsa/testnode/ --download "$W/dl-irsa" --no-violations || fail "IRSA objects"
@@ -59,16 +59,16 @@ export AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1:$(tb_port pod)/v1/cre
 export AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$W/podtoken
 start_sidecar pod --export s3://profiles/pod --batch-window 1 --rescan-interval 1
 grep -q 'credentials=pod-identity' "$SC_LOG" || fail "Pod Identity not chosen"
-for i in $(seq 6); do
+for i in $(seq 8); do
   push_profiles "pod$i" 1 "$((i + 40))" >/dev/null
   sleep 1
 done
-wait_metric pushprof_batches_exported_total 6 30
+wait_metric pushprof_batches_exported_total 8 30
 check_no_sentinel pod
 stop_sidecar
 python3 "$T3/check_objects.py" --log "$W/tb.jsonl" --s3 "127.0.0.1:$S3RVER_PORT" --bucket profiles \
   --prefix pod/testnode/ --download "$W/dl-pod" --no-violations || fail "Pod Identity objects"
 pod_ok=$(grep -c '"role": "pod".*"status": 200' "$W/tb.jsonl" || true)
-[ "$pod_ok" -ge 2 ] || fail "Pod Identity credentials fetched $pod_ok times in 6 s of 4 s credentials"
+[ "$pod_ok" -ge 2 ] || fail "Pod Identity credentials fetched $pod_ok times in 8 s of 6 s credentials"
 grep -q SENTINEL "$W"/sidecar-*.log && fail "secret in a log after stop"
 echo "ok: IRSA ($sts_ok STS calls, token rotated) and Pod Identity ($pod_ok agent calls) kept uploading; no secret in logs or metrics"

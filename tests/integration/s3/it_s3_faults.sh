@@ -17,7 +17,7 @@ source "$(dirname "$0")/lib_s3.sh"
 start_s3rver profiles
 start_testbed --roles s3 --upstream "127.0.0.1:$S3RVER_PORT" --region us-east-1 \
   --static-key "AKIDFAULT:SENTINEL-faultsecret" --faults 500,503,429:2,hang,close,stored-close \
-  --fault-seconds 12 --hang-seconds 20 --deny-bucket denied
+  --fault-seconds 12 --hang-seconds 20 --deny-bucket denied --no-keepalive
 unset AWS_SESSION_TOKEN AWS_ROLE_ARN AWS_CONTAINER_CREDENTIALS_FULL_URI AWS_ENDPOINT_URL_S3
 export AWS_ACCESS_KEY_ID=AKIDFAULT AWS_SECRET_ACCESS_KEY=SENTINEL-faultsecret AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL=http://127.0.0.1:$(tb_port s3) PUSHPROF_TEST_BACKOFF_MS=100
@@ -108,5 +108,6 @@ ls "$W/spool/failed/"*.reason >/dev/null 2>&1 || fail "no reason file in failed/
 grep -q 'HTTP 403: AccessDenied' "$W"/spool/failed/*.reason || fail "reason: $(cat "$W"/spool/failed/*.reason)"
 [ "$(find "$W/spool/failed" -type f ! -name '*.reason' | wc -l)" -ge 1 ] || fail "push not kept in failed/"
 grep -q 'batch refused for good' "$SC_LOG" || fail "403 not logged"
+grep -rq SENTINEL "$W/spool/failed" "$SC_LOG" && fail "a secret reached failed/ or the log"
 stop_sidecar
 echo "ok: faults survived (retries=$retries, RSS max ${rss_max} KiB), each batch once, 403 -> failed/ with reason"

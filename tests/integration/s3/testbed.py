@@ -82,6 +82,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def reply(self, status, body=b"", ctype="application/xml", extra=None):
         self.send_response(status)
+        if ARGS.no_keepalive:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         for k, v in (extra or {}).items():
@@ -155,6 +158,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---- s3: verify, maybe fault, forward ----
     def handle_s3(self, rec):
+        u0 = urllib.parse.urlsplit(self.path).path.lstrip("/").split("/", 1)
+        f = None
+        if self.command == "PUT" and len(u0) > 1 and u0[0] not in ARGS.deny_bucket:
+            f = next_fault("s3")
+            if f == "close":  # mid-upload: half the body read, then the connection dropped
+                rec["key"], rec["bucket"], rec["fault"], rec["status"] = \
+                    urllib.parse.unquote(u0[1]), u0[0], f, 0
+                self.rfile.read(int(self.headers.get("Content-Length", "0")) // 2)
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
         body = self.read_body(rec)
         if body is None:
             return self.s3_error(400, "BadRequest", rec["violation"])
@@ -197,11 +211,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if bucket in ARGS.deny_bucket:
                 rec["status"] = 403
                 return self.s3_error(403, "AccessDenied", "Access Denied")
-            f = next_fault("s3")
             if f and f != "stored-close" and self.fault(f, rec, len(body)):
                 return
-        else:
-            f = None
         # Forward without the signature (s3rver's own V4 check is partial).
         drop = {"authorization", "x-amz-security-token", "host", "expect", "connection"}
         fwd = {n: v for n, v in hdrs if n.lower() not in drop}
@@ -377,6 +388,10 @@ def main():
     p.add_argument("--faults", default="")
     p.add_argument("--fault-seconds", type=float, default=0)
     p.add_argument("--fault-roles", default="s3,gcs")
+    p.add_argument("--no-keepalive", action="store_true",
+                   help="one request per connection: libcurl then never resends a request "
+                        "by itself on a reused connection that died, so every request seen "
+                        "is one attempt of the sidecar")
     p.add_argument("--hang-seconds", type=float, default=30)
     p.add_argument("--deny-bucket", action="append", default=[])
     p.add_argument("--sentinel", default="SENTINEL")

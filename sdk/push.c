@@ -1,0 +1,685 @@
+/* The push path (see push.h). One pusher thread per process owns the
+ * periodic cuts; the backlog is a bounded FIFO of cut windows guarded by
+ * push_lock; an entry being sent is out of the FIFO, so the final flush and
+ * the pusher never send the same window twice. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_internal.h"
+#include "pp_client.h"
+#include "pp_frame.h"
+#include "push.h"
+#include "pushprof.h"
+#include "sampler.h"
+
+#define PUSH_SEND_TIMEOUT_MS 5000 /* one periodic push, connect to ack */
+#define PUSH_REASONS_SEEN 16      /* distinct refusal reasons logged once each */
+
+typedef struct push_entry {
+  uint8_t *pprof;
+  size_t len;
+  int64_t start_ns, end_ns;
+  uint64_t seq;
+} push_entry;
+
+static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t push_cond = PTHREAD_COND_INITIALIZER;
+static struct {
+  /* Set at start, read-only after. */
+  char socket_path[108];
+  char spool_dir[PATH_MAX];
+  char service[ENV_CONFIG_SERVICE_MAX + 1];
+  char hostname[PP_HOSTNAME_MAX + 1];
+  push_label labels[PUSH_LABELS_MAX];
+  size_t nlabels;
+  int period_ms, exit_timeout_ms;
+  int64_t process_start_ns;
+  int wake_r, wake_w;
+  pthread_t thread;
+  /* Guarded by push_lock. */
+  push_entry *q; /* ring of capacity qcap */
+  size_t qcap, qhead, qlen;
+  uint64_t seq;
+  uint64_t dropped_unreported, dropped_total;
+  uint64_t flush_req, flush_done;
+  int flush_rc;
+  int stop;
+  char reasons[PUSH_REASONS_SEEN][96];
+  size_t nreasons;
+} P = {.wake_r = -1, .wake_w = -1};
+static atomic_int push_on;      /* pusher running (start .. final) */
+static atomic_int push_term_ok; /* term handlers may wake the pusher */
+static atomic_int push_thread_on;
+
+static int64_t now_ns(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- process labels ---- */
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* Copies [s, s+n) trimmed of blanks into out (cap bytes with the NUL),
+ * %-decoding when asked. -1 if it does not fit or a %-escape is bad. */
+static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap) {
+  while (n && (*s == ' ' || *s == '\t'))
+    s++, n--;
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+    n--;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (decode && c == '%') {
+      if (i + 2 >= n)
+        return -1;
+      int a = hexval(s[i + 1]), b = hexval(s[i + 2]);
+      if (a < 0 || b < 0)
+        return -1;
+      c = (char)(a * 16 + b);
+      i += 2;
+    }
+    if ((unsigned char)c < 0x20 || c == 0x7f)
+      return -1;
+    if (o + 1 >= cap)
+      return -1;
+    out[o++] = c;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+int push_parse_labels(const char *s, int otel, push_label *labels, size_t *n, char *err,
+                      size_t errlen) {
+  const char *p = s;
+  while (p && *p) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *eq = memchr(p, '=', len);
+    push_label l;
+    if (len == 0 || (!eq && strspn(p, " \t") == len)) {
+      p = end ? end + 1 : NULL; /* tolerate empty items ("a=b,,c=d") */
+      continue;
+    }
+    if (!eq) {
+      snprintf(err, errlen, "item \"%.*s\" has no '=' (expected key=value,key=value)",
+               (int)(len > 64 ? 64 : len), p);
+      return -1;
+    }
+    if (copy_part(p, (size_t)(eq - p), otel, l.key, sizeof l.key) != 0 || !l.key[0]) {
+      snprintf(err, errlen, "key \"%.*s\" is empty, longer than 128 bytes or has control bytes",
+               (int)(eq - p > 64 ? 64 : eq - p), p);
+      return -1;
+    }
+    if (copy_part(eq + 1, len - (size_t)(eq - p) - 1, otel, l.value, sizeof l.value) != 0) {
+      snprintf(err, errlen, "the value of \"%s\" is longer than 1024 bytes, has control bytes%s",
+               l.key, otel ? " or a bad %-escape" : "");
+      return -1;
+    }
+    size_t i;
+    for (i = 0; i < *n; i++)
+      if (strcmp(labels[i].key, l.key) == 0)
+        break;
+    if (i == *n) {
+      if (*n >= PUSH_LABELS_MAX) {
+        snprintf(err, errlen, "more than %d labels", PUSH_LABELS_MAX);
+        return -1;
+      }
+      (*n)++;
+    }
+    labels[i] = l;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+/* ---- backlog (push_lock held) ---- */
+
+static void entry_free(push_entry *e) {
+  free(e->pprof);
+  e->pprof = NULL;
+}
+
+static void drop_oldest_locked(const char *why) {
+  push_entry *e = &P.q[P.qhead];
+  entry_free(e);
+  P.qhead = (P.qhead + 1) % P.qcap;
+  P.qlen--;
+  P.dropped_unreported++;
+  P.dropped_total++;
+  api_log("pushprof: dropped the profile of %.3f s (%s); %llu dropped so far",
+          (double)(e->end_ns - e->start_ns) / 1e9, why, (unsigned long long)P.dropped_total);
+}
+
+static void q_push_back_locked(push_entry e) {
+  if (P.qlen == P.qcap)
+    drop_oldest_locked("backlog full: raise PUSHPROF_BACKLOG or check the sidecar");
+  P.q[(P.qhead + P.qlen) % P.qcap] = e;
+  P.qlen++;
+}
+
+static void q_push_front_locked(push_entry e) {
+  if (P.qlen == P.qcap) {
+    /* e is older than everything queued: it is the one to give up. */
+    P.dropped_unreported++;
+    P.dropped_total++;
+    api_log("pushprof: dropped the profile of %.3f s (backlog full: raise PUSHPROF_BACKLOG or "
+            "check the sidecar); %llu dropped so far",
+            (double)(e.end_ns - e.start_ns) / 1e9, (unsigned long long)P.dropped_total);
+    entry_free(&e);
+    return;
+  }
+  P.qhead = (P.qhead + P.qcap - 1) % P.qcap;
+  P.q[P.qhead] = e;
+  P.qlen++;
+}
+
+static int q_pop_front_locked(push_entry *e) {
+  if (P.qlen == 0)
+    return 0;
+  *e = P.q[P.qhead];
+  P.q[P.qhead].pprof = NULL;
+  P.qhead = (P.qhead + 1) % P.qcap;
+  P.qlen--;
+  return 1;
+}
+
+/* Logs a refusal or failure reason once per distinct reason (push_lock held). */
+static void log_once_locked(const char *what, const char *reason) {
+  char key[96];
+  snprintf(key, sizeof key, "%s: %s", what, reason);
+  for (size_t i = 0; i < P.nreasons; i++)
+    if (strcmp(P.reasons[i], key) == 0)
+      return;
+  if (P.nreasons < PUSH_REASONS_SEEN)
+    memcpy(P.reasons[P.nreasons++], key, sizeof key);
+  api_log("pushprof: %s: %s (logged once; retrying with the backlog, at most %zu profiles)", what,
+          reason, P.qcap);
+}
+
+/* ---- one push ---- */
+
+static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t *len) {
+  Pushprof__V1__Label lab[PUSH_LABELS_MAX];
+  Pushprof__V1__Label *labp[PUSH_LABELS_MAX];
+  for (size_t i = 0; i < P.nlabels; i++) {
+    pushprof__v1__label__init(&lab[i]);
+    lab[i].key = (char *)P.labels[i].key;
+    lab[i].value = (char *)P.labels[i].value;
+    labp[i] = &lab[i];
+  }
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = P.service;
+  req.n_labels = P.nlabels;
+  req.labels = labp;
+  req.pid = (uint32_t)getpid();
+  req.hostname = P.hostname;
+  req.start_time_nanos = e->start_ns;
+  req.end_time_nanos = e->end_ns;
+  req.sequence = e->seq;
+  req.pprof.data = e->pprof;
+  req.pprof.len = e->len;
+  req.process_start_time_nanos = P.process_start_ns;
+  req.dropped_profiles = dropped;
+  return pp_client_encode_push(&req, frame, len);
+}
+
+enum { SENT_ACKED, SENT_RETRY, SENT_DROPPED };
+
+/* Sends e; *rc gets the PUSHPROF_E* code of a failure. */
+static int send_entry(const push_entry *e, int timeout_ms, int *rc) {
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&push_lock);
+  uint64_t dropped = P.dropped_unreported;
+  pthread_mutex_unlock(&push_lock);
+  if (encode(e, dropped, &frame, &len) != 0) {
+    *rc = PUSHPROF_ENOMEM;
+    return SENT_RETRY;
+  }
+  pp_client_reply reply;
+  memset(&reply, 0, sizeof reply);
+  int st = pp_client_push_frame(P.socket_path, frame, len, timeout_ms, &reply);
+  free(frame);
+  int out = SENT_RETRY;
+  pthread_mutex_lock(&push_lock);
+  switch (st) {
+  case PP_CLIENT_ACKED:
+    P.dropped_unreported -= dropped < P.dropped_unreported ? dropped : P.dropped_unreported;
+    *rc = PUSHPROF_OK;
+    out = SENT_ACKED;
+    break;
+  case PP_CLIENT_REFUSED:
+    *rc = PUSHPROF_EREFUSED;
+    if (reply.code == PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED ||
+        reply.code == PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE) {
+      log_once_locked("the sidecar asked to retry later", reply.reason);
+    } else {
+      /* Retrying the same bytes cannot succeed: give this one up, counted. */
+      P.dropped_unreported++;
+      P.dropped_total++;
+      api_log("pushprof: the sidecar refused a profile for good: %s; %llu dropped so far",
+              reply.reason, (unsigned long long)P.dropped_total);
+      out = SENT_DROPPED;
+    }
+    break;
+  case PP_CLIENT_TIMEOUT:
+    *rc = PUSHPROF_ETIMEDOUT;
+    log_once_locked("push timed out", reply.reason);
+    break;
+  default:
+    *rc = PUSHPROF_EUNAVAILABLE;
+    log_once_locked("cannot push", reply.reason);
+    break;
+  }
+  pthread_mutex_unlock(&push_lock);
+  return out;
+}
+
+/* Cuts a window into the backlog, then sends the backlog oldest first until
+ * one fails or the deadline (CLOCK_MONOTONIC ns) passes. Returns 0 when the
+ * backlog is empty, else the last failure's code. */
+static int cut_and_send(int64_t deadline, int per_send_ms) {
+  push_entry e = {0};
+  int rc = sampler_cut(&e.pprof, &e.len, &e.start_ns, &e.end_ns);
+  pthread_mutex_lock(&push_lock);
+  if (rc == 0) {
+    e.seq = ++P.seq;
+    q_push_back_locked(e);
+  }
+  pthread_mutex_unlock(&push_lock);
+  int last = rc;
+  for (;;) {
+    int64_t left_ms = (deadline - now_ns(CLOCK_MONOTONIC)) / 1000000;
+    if (left_ms <= 0)
+      return last ? last : PUSHPROF_ETIMEDOUT;
+    pthread_mutex_lock(&push_lock);
+    int have = q_pop_front_locked(&e);
+    pthread_mutex_unlock(&push_lock);
+    if (!have)
+      return last;
+    int t = left_ms < per_send_ms ? (int)left_ms : per_send_ms;
+    int r = send_entry(&e, t, &last);
+    if (r == SENT_RETRY) {
+      pthread_mutex_lock(&push_lock);
+      q_push_front_locked(e);
+      pthread_mutex_unlock(&push_lock);
+      return last;
+    }
+    entry_free(&e);
+    if (r == SENT_ACKED)
+      last = 0;
+  }
+}
+
+/* ---- spool drop-in ---- */
+
+static int write_dropin(const push_entry *e, uint64_t dropped) {
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  char name[64], tmp[66];
+  int dfd = -1, fd = -1, rc = -1;
+  if (encode(e, dropped, &frame, &len) != 0)
+    return -1;
+  snprintf(name, sizeof name, "%020lld-%d-%llu%s", (long long)now_ns(CLOCK_REALTIME), (int)getpid(),
+           (unsigned long long)e->seq, PP_SPOOL_SUFFIX);
+  snprintf(tmp, sizeof tmp, ".%s", name);
+  dfd = open(P.spool_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    goto out;
+  fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+  if (fd < 0)
+    goto out;
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(fd, frame + off, len - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      goto out;
+    off += (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    fd = -1;
+    goto out;
+  }
+  fd = -1;
+  if (renameat(dfd, tmp, dfd, name) != 0)
+    goto out;
+  (void)fsync(dfd);
+  rc = 0;
+out:;
+  int saved = errno;
+  if (fd >= 0) {
+    close(fd);
+  }
+  if (rc != 0 && dfd >= 0)
+    unlinkat(dfd, tmp, 0);
+  if (dfd >= 0)
+    close(dfd);
+  free(frame);
+  errno = saved;
+  return rc;
+}
+
+/* ---- the pusher thread ---- */
+
+static void wake(char what) {
+  if (P.wake_w >= 0) {
+    ssize_t w = write(P.wake_w, &what, 1);
+    (void)w; /* a full pipe already holds a wake-up */
+  }
+}
+
+static void run_flush_cycle(int64_t deadline) {
+  pthread_mutex_lock(&push_lock);
+  uint64_t req = P.flush_req;
+  pthread_mutex_unlock(&push_lock);
+  int rc = cut_and_send(deadline, PUSH_SEND_TIMEOUT_MS);
+  pthread_mutex_lock(&push_lock);
+  P.flush_rc = rc;
+  P.flush_done = req;
+  pthread_cond_broadcast(&push_cond);
+  pthread_mutex_unlock(&push_lock);
+}
+
+static void *pusher_main(void *arg) {
+  (void)arg;
+  int64_t next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+  for (;;) {
+    int64_t left = (next - now_ns(CLOCK_MONOTONIC)) / 1000000;
+    struct pollfd pfd = {.fd = P.wake_r, .events = POLLIN};
+    int n = poll(&pfd, 1, left > 0 ? (int)(left > 60000 ? 60000 : left) : 0);
+    int flush = 0, term = 0;
+    if (n > 0) {
+      unsigned char buf[64];
+      ssize_t r = read(P.wake_r, buf, sizeof buf);
+      for (ssize_t i = 0; i < r; i++) {
+        if (buf[i] == 'F')
+          flush = 1;
+        else if (buf[i] >= 'a' || buf[i] == 0)
+          continue;
+        else if (buf[i] < 64)
+          term = term ? term : buf[i]; /* a signal number */
+      }
+    }
+    pthread_mutex_lock(&push_lock);
+    int stop = P.stop;
+    pthread_mutex_unlock(&push_lock);
+    if (stop)
+      break;
+    if (term) {
+      /* Flush through the API (stops sampling, pushes the last window within
+       * the exit timeout), then die of the signal as if we were not here. */
+      pushprof_stop();
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      sigaction(term, &dfl, NULL);
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, term);
+      pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+      raise(term);
+      break; /* not reached unless the signal was ignored meanwhile */
+    }
+    if (flush || now_ns(CLOCK_MONOTONIC) >= next) {
+      int64_t deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+      run_flush_cycle(deadline);
+      if (!flush || now_ns(CLOCK_MONOTONIC) >= next)
+        next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+    }
+  }
+  return NULL;
+}
+
+/* ---- process facts ---- */
+
+static int64_t process_start_ns(void) {
+  /* /proc/self/stat field 22 (ticks since boot) + /proc/stat btime. */
+  char buf[1024];
+  long long btime = -1;
+  unsigned long long start = 0;
+  FILE *f = fopen("/proc/self/stat", "re");
+  if (!f)
+    return now_ns(CLOCK_REALTIME);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  for (int field = 2; p && field < 22; field++)
+    p = strchr(p + 1, ' ');
+  if (!p || sscanf(p + 1, "%llu", &start) != 1)
+    return now_ns(CLOCK_REALTIME);
+  f = fopen("/proc/stat", "re");
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "btime %lld", &btime) == 1)
+        break;
+    fclose(f);
+  }
+  long hz = sysconf(_SC_CLK_TCK);
+  if (btime < 0 || hz <= 0)
+    return now_ns(CLOCK_REALTIME);
+  return (int64_t)btime * 1000000000 + (int64_t)(start * (1000000000ULL / (unsigned long)hz));
+}
+
+/* ---- public to the SDK ---- */
+
+int push_start(const env_config *cfg, char *err, size_t errlen) {
+  char why[256];
+  size_t n = 0;
+  static push_label labels[PUSH_LABELS_MAX]; /* too big for the stack */
+  const char *otel = getenv("OTEL_RESOURCE_ATTRIBUTES");
+  if (otel && push_parse_labels(otel, 1, labels, &n, why, sizeof why) != 0) {
+    snprintf(err, errlen, "OTEL_RESOURCE_ATTRIBUTES: %s", why);
+    return PUSHPROF_ECONFIG;
+  }
+  const char *pl = getenv("PUSHPROF_LABELS");
+  if (pl && push_parse_labels(pl, 0, labels, &n, why, sizeof why) != 0) {
+    snprintf(err, errlen,
+             "PUSHPROF_LABELS=\"%.64s\": %s (accepted: key=value,key=value; at most "
+             "64 labels, keys 1..128 bytes, values up to 1024 bytes)",
+             pl, why);
+    return PUSHPROF_ECONFIG;
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    snprintf(err, errlen, "cannot create the pusher's pipe: %s", strerror(errno));
+    return PUSHPROF_ESYS;
+  }
+  pthread_mutex_lock(&push_lock);
+  P.q = calloc((size_t)cfg->backlog, sizeof *P.q);
+  if (!P.q) {
+    pthread_mutex_unlock(&push_lock);
+    close(fds[0]);
+    close(fds[1]);
+    snprintf(err, errlen, "out of memory");
+    return PUSHPROF_ENOMEM;
+  }
+  P.qcap = (size_t)cfg->backlog;
+  P.qhead = P.qlen = 0;
+  memcpy(P.labels, labels, n * sizeof labels[0]);
+  P.nlabels = n;
+  snprintf(P.socket_path, sizeof P.socket_path, "%s", cfg->socket_path);
+  snprintf(P.spool_dir, sizeof P.spool_dir, "%s", cfg->spool_dir);
+  snprintf(P.service, sizeof P.service, "%s", cfg->service);
+  if (gethostname(P.hostname, sizeof P.hostname) != 0)
+    snprintf(P.hostname, sizeof P.hostname, "unknown");
+  P.hostname[sizeof P.hostname - 1] = '\0';
+  P.period_ms = cfg->upload_period_s * 1000;
+  P.exit_timeout_ms = cfg->exit_timeout_ms;
+  P.process_start_ns = process_start_ns();
+  P.wake_r = fds[0];
+  P.wake_w = fds[1];
+  P.stop = 0;
+  P.flush_req = P.flush_done = 0;
+  P.nreasons = 0;
+  pthread_mutex_unlock(&push_lock);
+  /* The pusher must not take the host's signals meant for other threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&P.thread, NULL, pusher_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot start the pusher thread: %s", strerror(rc));
+    return PUSHPROF_ESYS;
+  }
+  atomic_store(&push_thread_on, 1);
+  atomic_store(&push_on, 1);
+  atomic_store(&push_term_ok, 1);
+  return 0;
+}
+
+int push_active(void) {
+  return atomic_load(&push_on);
+}
+
+int push_flush(int timeout_ms) {
+  if (!atomic_load(&push_on))
+    return PUSHPROF_ENOTSTARTED;
+  if (timeout_ms < 0)
+    return PUSHPROF_EINVAL;
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += timeout_ms / 1000;
+  dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&push_lock);
+  uint64_t my = ++P.flush_req;
+  pthread_mutex_unlock(&push_lock);
+  wake('F');
+  int rc = 0;
+  pthread_mutex_lock(&push_lock);
+  while (P.flush_done < my && rc == 0)
+    rc = pthread_cond_clockwait(&push_cond, &push_lock, CLOCK_MONOTONIC, &dl);
+  int out = P.flush_done >= my ? P.flush_rc : PUSHPROF_ETIMEDOUT;
+  pthread_mutex_unlock(&push_lock);
+  return out;
+}
+
+int push_final(int timeout_ms) {
+  if (!atomic_exchange(&push_on, 0))
+    return PUSHPROF_ENOTSTARTED;
+  int64_t start = now_ns(CLOCK_MONOTONIC);
+  /* Leave a tenth of the budget to write drop-ins for what is left. */
+  int64_t deadline = start + (int64_t)timeout_ms * 900000;
+  int on_pusher = atomic_load(&push_thread_on) && pthread_equal(pthread_self(), P.thread);
+  if (atomic_load(&push_thread_on) && !on_pusher) {
+    pthread_mutex_lock(&push_lock);
+    P.stop = 1;
+    pthread_mutex_unlock(&push_lock);
+    wake('S');
+    struct timespec dl = {.tv_sec = (time_t)(deadline / 1000000000),
+                          .tv_nsec = (long)(deadline % 1000000000)};
+    /* pthread_timedjoin_np waits against CLOCK_REALTIME: convert. */
+    int64_t rt = now_ns(CLOCK_REALTIME) + (deadline - now_ns(CLOCK_MONOTONIC));
+    dl.tv_sec = (time_t)(rt / 1000000000);
+    dl.tv_nsec = (long)(rt % 1000000000);
+    if (pthread_timedjoin_np(P.thread, NULL, &dl) == 0)
+      atomic_store(&push_thread_on, 0);
+  }
+  int rc = cut_and_send(deadline, PUSH_SEND_TIMEOUT_MS);
+  /* Whatever is left: the sidecar's spool, or one line saying what is lost. */
+  size_t spooled = 0, lost = 0;
+  push_entry e;
+  for (;;) {
+    pthread_mutex_lock(&push_lock);
+    int have = q_pop_front_locked(&e);
+    uint64_t dropped = P.dropped_unreported;
+    pthread_mutex_unlock(&push_lock);
+    if (!have)
+      break;
+    if (P.spool_dir[0] && write_dropin(&e, dropped) == 0)
+      spooled++;
+    else
+      lost++;
+    entry_free(&e);
+  }
+  if (spooled)
+    api_log("pushprof: the sidecar at %s did not take %zu profile(s) in time; written to its spool "
+            "%s",
+            P.socket_path, spooled, P.spool_dir);
+  if (lost)
+    api_log("pushprof: %zu profile(s) lost at exit: the sidecar at %s did not take them within "
+            "%d ms%s",
+            lost, P.socket_path, timeout_ms,
+            P.spool_dir[0] ? " and the spool was not writable"
+                           : " (set PUSHPROF_SPOOL_DIR to the sidecar's spool to keep them)");
+  return spooled + lost ? (rc ? rc : PUSHPROF_ETIMEDOUT) : 0;
+}
+
+static void term_handler(int signo) {
+  int saved = errno;
+  unsigned char b = (unsigned char)signo;
+  if (!atomic_load(&push_term_ok) || P.wake_w < 0 || write(P.wake_w, &b, 1) != 1) {
+    /* Nobody to flush: behave exactly as the default action would. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(signo, &dfl, NULL);
+    raise(signo);
+  }
+  errno = saved;
+}
+
+void push_install_term_handlers(void) {
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction old;
+    if (sigaction(sigs[i], NULL, &old) != 0)
+      continue;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+      continue; /* the program handles (or ignores) it: not ours */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = term_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
+void push_atfork_child(void) {
+  /* The pusher thread and the backlog are the parent's. */
+  atomic_store(&push_on, 0);
+  atomic_store(&push_thread_on, 0);
+  atomic_store(&push_term_ok, 0);
+  pthread_mutex_init(&push_lock, NULL);
+  pthread_cond_init(&push_cond, NULL);
+  for (size_t i = 0; i < P.qlen; i++)
+    entry_free(&P.q[(P.qhead + i) % P.qcap]);
+  free(P.q);
+  P.q = NULL;
+  P.qlen = P.qcap = P.qhead = 0;
+  if (P.wake_r >= 0)
+    close(P.wake_r);
+  if (P.wake_w >= 0)
+    close(P.wake_w);
+  P.wake_r = P.wake_w = -1;
+  P.dropped_unreported = P.dropped_total = 0;
+  P.seq = 0;
+}

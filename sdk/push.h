@@ -1,0 +1,53 @@
+/* The push path: an SDK thread (the pusher) cuts a window every upload
+ * period, keeps it in a bounded backlog and pushes it to the sidecar over its
+ * Unix socket (proto/PROTOCOL.md). It also carries the final flush at exit,
+ * on SIGTERM/SIGINT/SIGHUP and before exec. Application threads only ever
+ * wake it (pushprof_flush waits at most its timeout). Thread-safe; nothing
+ * here is async-signal-safe except push_term_signal_handler. */
+#ifndef PUSHPROF_PUSH_H
+#define PUSHPROF_PUSH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "env_config.h"
+
+#define PUSH_LABELS_MAX 64 /* process labels (PP_LABELS_MAX) */
+
+typedef struct push_label {
+  char key[129];    /* PP_LABEL_KEY_MAX + 1 */
+  char value[1025]; /* PP_LABEL_VALUE_MAX + 1 */
+} push_label;
+
+/* Parses "k=v,k=v" (PUSHPROF_LABELS; OTEL_RESOURCE_ATTRIBUTES with
+ * %-decoding when otel is 1) into labels, replacing entries with the same
+ * key. Returns 0, or -1 with a one-line reason in err. Pure function. */
+int push_parse_labels(const char *s, int otel, push_label *labels, size_t *n, char *err,
+                      size_t errlen);
+
+/* Starts the pusher thread for cfg->socket_path. Process labels come from
+ * OTEL_RESOURCE_ATTRIBUTES then PUSHPROF_LABELS. 0 or a negative PUSHPROF_E*
+ * code with a one-line reason in err (profiling then stays off). */
+int push_start(const env_config *cfg, char *err, size_t errlen);
+
+/* 1 if push_start succeeded and push_final has not run. */
+int push_active(void);
+
+/* Cuts what was sampled so far and pushes it (and the backlog), waiting for
+ * the acks at most timeout_ms. Called from application threads. */
+int push_flush(int timeout_ms);
+
+/* The last flush: call after sampler_stop(). Stops the pusher thread, cuts
+ * the remainder and pushes everything unsent within timeout_ms; what the
+ * sidecar could not take goes to cfg->spool_dir as drop-in files, or is
+ * named in one warning line. Safe to call from the pusher thread itself. */
+int push_final(int timeout_ms);
+
+/* Installs the SIGTERM/SIGINT/SIGHUP handler for each of them whose
+ * disposition is SIG_DFL now: the handler only wakes the pusher, which
+ * flushes (through pushprof_stop) and then re-raises the signal with its
+ * default action, so the exit status is unchanged. */
+void push_install_term_handlers(void);
+
+/* fork(): the child starts with an empty backlog and no pusher thread. */
+void push_atfork_child(void);
+#endif

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The SDK's push path against the real sidecar, with real processes under
+# LD_PRELOAD:  it_push.sh CASE   (short | jobs200 | sigterm | fork | forkexec |
+#                                 spool | slow | backlog)
+set -euo pipefail
+case_=$1
+B=${PUSHPROF_BUILD_DIR:?}
+S=${PUSHPROF_SOURCE_DIR:?}
+PRELOAD=$B/sdk/libpushprof_preload.so
+DEMO=$B/examples/demo_work
+FORK=$B/tests/push_workloads/wl_fork
+CHECK="python3 $S/tests/integration/pprof_check.py"
+export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}
+w=$(mktemp -d /tmp/it_push.XXXXXX)
+sock=$w/run/pushprof.sock
+sidecar_pid=
+cleanup() {
+  [ -n "$sidecar_pid" ] && kill "$sidecar_pid" 2>/dev/null && wait "$sidecar_pid" 2>/dev/null
+  rm -rf "$w"
+}
+trap cleanup EXIT
+fail() { echo "FAIL [$case_]: $*" >&2; [ -f "$w/side.log" ] && tail -20 "$w/side.log" >&2; exit 1; }
+
+start_sidecar() {
+  "$B/sidecar/pushprof-sidecar" --socket "$sock" --spool "$w/spool" --export "file://$w/out" \
+    --batch-window 1 --shutdown-grace 5 2>>"$w/side.log" &
+  sidecar_pid=$!
+  for _ in $(seq 200); do [ -S "$sock" ] && return 0; sleep 0.05; done
+  fail "sidecar did not start"
+}
+stop_sidecar() { # SIGTERM: exports open batches, then exits
+  kill -TERM "$sidecar_pid"; wait "$sidecar_pid" || true; sidecar_pid=
+}
+accepted_pids() { grep 'msg="push accepted"' "$w/side.log" | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u; }
+merged() { # merges every exported object into one file for pprof_check
+  local files; files=$(find "$w/out" -name '*.pb.gz' | sort)
+  [ -n "$files" ] || fail "nothing exported"
+  # shellcheck disable=SC2086
+  go tool pprof -proto -symbolize=none $files >"$w/merged.pb.gz" 2>/dev/null || fail "pprof merge"
+  echo "$w/merged.pb.gz"
+}
+run_pre() { env LD_PRELOAD="$PRELOAD" PUSHPROF_SOCKET="$sock" PUSHPROF_SERVICE=it-push "$@"; }
+
+case $case_ in
+short) # a 30 ms job's profile arrives with its samples
+  start_sidecar
+  run_pre PUSHPROF_HZ=250 "$DEMO" 0.03 >/dev/null
+  stop_sidecar
+  [ "$(accepted_pids | wc -l)" -eq 1 ] || fail "want 1 push"
+  $CHECK "$(merged)" --min-samples 3 --expect-function parse_records >/dev/null ;;
+jobs200) # 200 short jobs in a row: 200 pushes acked, all exported
+  start_sidecar
+  for i in $(seq 200); do run_pre "$DEMO" 0.005 >/dev/null || fail "job $i failed"; done
+  stop_sidecar
+  n=$(accepted_pids | wc -l)
+  [ "$n" -eq 200 ] || fail "$n of 200 jobs' pushes accepted"
+  exported=$(grep 'msg="batch exported"' "$w/side.log" | sed -n 's/.* pushes=\([0-9]*\) .*/\1/p' |
+    awk '{s+=$1} END {print s+0}')
+  [ "$exported" -eq 200 ] || fail "$exported of 200 pushes exported" ;;
+sigterm) # killed by SIGTERM after ~1 s of CPU: status 143 and the profile arrives
+  start_sidecar
+  set +e
+  env LD_PRELOAD="$PRELOAD" PUSHPROF_SOCKET="$sock" PUSHPROF_SERVICE=it-push "$DEMO" 30 >/dev/null &
+  job=$! # the job itself, not a subshell: the signal must reach it
+  sleep 1.5
+  kill -TERM $job
+  wait $job
+  st=$?
+  set -e
+  [ "$st" -eq 143 ] || fail "exit status $st, want 143"
+  stop_sidecar
+  [ "$(accepted_pids | wc -l)" -eq 1 ] || fail "no push from the killed job"
+  $CHECK "$(merged)" --min-samples 5 --expect-function parse_records >/dev/null ;;
+fork) # parent and child each push their own profile; nothing counted twice
+  start_sidecar
+  run_pre PUSHPROF_HZ=100 "$FORK" >/dev/null || fail "wl_fork failed"
+  stop_sidecar
+  [ "$(accepted_pids | wc -l)" -eq 2 ] || fail "want pushes from 2 pids, got $(accepted_pids | tr '\n' ' ')"
+  out=$($CHECK "$(merged)" --by cum)
+  python3 - "$out" <<'PY' || fail "fork sample counts"
+import json, sys
+p = json.loads(sys.argv[1])
+cum = p["cum"]; period = 10_000_000  # samples/count values; 100 Hz
+pw, cw = cum.get("parent_work", 0), cum.get("child_work", 0)
+print("parent_work", pw, "child_work", cw, file=sys.stderr)
+# CPU: parent 0.5 s, child 0.3 s. An inherited window would double-count
+# parent_work in the child's profile (~80 instead of ~50).
+assert 30 <= pw <= 65, pw
+assert 18 <= cw <= 40, cw
+PY
+  ;;
+forkexec) # fork, then the child execs another preloaded program: three profiles
+  start_sidecar
+  run_pre PUSHPROF_HZ=100 "$FORK" "$DEMO" >/dev/null || fail "wl_fork failed"
+  stop_sidecar
+  n=$(grep -c 'msg="push accepted"' "$w/side.log" || true)
+  [ "$n" -eq 3 ] || fail "want 3 pushes (parent, child before exec, demo_work), got $n"
+  out=$($CHECK "$(merged)" --by cum)
+  python3 - "$out" <<'PY' || fail "fork+exec sample counts"
+import json, sys
+cum = json.loads(sys.argv[1])["cum"]
+pw, cw = cum.get("parent_work", 0), cum.get("child_work", 0)
+demo = sum(cum.get(f, 0) for f in ("parse_records", "compress_blocks", "checksum_output"))
+print("parent_work", pw, "child_work", cw, "demo_work stages", demo, file=sys.stderr)
+assert 30 <= pw <= 65, pw   # 0.5 s in the parent, once
+assert 18 <= cw <= 40, cw   # 0.3 s in the child before exec, flushed by the exec wrapper
+assert 35 <= demo <= 80, demo  # demo_work: 2 threads x 0.3 s
+PY
+  ;;
+spool) # sidecar down at exit, PUSHPROF_SPOOL_DIR set: arrives once it starts
+  mkdir -p "$w/run" "$w/spool"
+  run_pre PUSHPROF_SPOOL_DIR="$w/spool" PUSHPROF_EXIT_TIMEOUT_MS=1000 "$DEMO" 0.1 >/dev/null 2>"$w/job.err" ||
+    fail "job failed"
+  ls "$w/spool"/*.push >/dev/null 2>&1 || fail "no drop-in in the spool: $(cat "$w/job.err")"
+  start_sidecar
+  for _ in $(seq 100); do [ -n "$(find "$w/out" -name '*.pb.gz' 2>/dev/null)" ] && break; sleep 0.1; done
+  stop_sidecar
+  $CHECK "$(merged)" --min-samples 5 --expect-function parse_records >/dev/null ;;
+slow) # a sidecar that never answers: exit grows by at most the exit timeout
+  mkdir -p "$w/run"
+  python3 - "$sock" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(64)
+conns = []
+end = time.time() + 30
+s.settimeout(0.2)
+while time.time() < end:
+    try: conns.append(s.accept()[0])   # accept, read nothing, answer nothing
+    except socket.timeout: pass
+PY
+  silent=$!
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+  set +e
+  t0=$(date +%s%N)
+  run_pre PUSHPROF_EXIT_TIMEOUT_MS=1000 bash -c "$DEMO 0.05 >/dev/null; exit 7" 2>"$w/job.err"
+  st=$?
+  t1=$(date +%s%N)
+  set -e
+  kill $silent 2>/dev/null || true
+  [ "$st" -eq 7 ] || fail "exit status $st, want 7"
+  ms=$(((t1 - t0) / 1000000))
+  echo "job took $ms ms with a silent sidecar (exit timeout 1000 ms per process)"
+  # bash and demo_work each wait at most 1000 ms; plus the work itself.
+  [ "$ms" -lt 4000 ] || fail "took $ms ms"
+  grep -q "lost at exit" "$w/job.err" || fail "no warning line: $(cat "$w/job.err")" ;;
+backlog) # sidecar away for ~6 s: backlog bounded, drops counted when it is back
+  start_sidecar
+  env LD_PRELOAD="$PRELOAD" PUSHPROF_SOCKET="$sock" PUSHPROF_UPLOAD_PERIOD=1 PUSHPROF_BACKLOG=2 \
+    sleep 12 2>"$w/job.err" &
+  job=$!
+  sleep 2
+  stop_sidecar
+  sleep 6
+  start_sidecar
+  wait $job || fail "job failed"
+  stop_sidecar
+  grep 'msg="push accepted"' "$w/side.log" | grep -q 'sdk_dropped=[1-9]' ||
+    fail "no push reported dropped profiles"
+  grep -q "backlog full" "$w/job.err" || fail "the SDK did not log the drop" ;;
+*) fail "unknown case" ;;
+esac
+echo "ok [$case_]"
