@@ -71,7 +71,8 @@ int aws_parse_iso8601(const char *s, time_t *out) {
   } else if ((*end == '+' || *end == '-') && isdigit((unsigned char)end[1]) &&
              isdigit((unsigned char)end[2]) && end[3] == ':' && isdigit((unsigned char)end[4]) &&
              isdigit((unsigned char)end[5])) {
-    off = ((end[1] - '0') * 10 + (end[2] - '0')) * 3600 + ((end[4] - '0') * 10 + (end[5] - '0')) * 60;
+    off =
+        ((end[1] - '0') * 10 + (end[2] - '0')) * 3600 + ((end[4] - '0') * 10 + (end[5] - '0')) * 60;
     if (*end == '-')
       off = -off;
     end += 6;
@@ -174,8 +175,8 @@ int aws_creds_parse_sts(const char *xml, size_t len, aws_credentials *out, char 
   exp = elem_text(cred, "Expiration");
   if (copy_field(out->access_key_id, sizeof out->access_key_id, ak, "STS AccessKeyId", err,
                  errlen) != 0 ||
-      copy_field(out->secret_access_key, sizeof out->secret_access_key, sk,
-                 "STS SecretAccessKey", err, errlen) != 0 ||
+      copy_field(out->secret_access_key, sizeof out->secret_access_key, sk, "STS SecretAccessKey",
+                 err, errlen) != 0 ||
       copy_field(out->session_token, sizeof out->session_token, tok, "STS SessionToken", err,
                  errlen) != 0)
     goto out;
@@ -328,12 +329,11 @@ static int fetch_irsa(aws_creds *p, aws_credentials *out, char *err, size_t errl
   }
   static const char *const hdrs[] = {"Content-Type: application/x-www-form-urlencoded",
                                      "Accept: application/xml", NULL};
-  http_request rq = {.method = "POST", .url = p->sts_url, .headers = hdrs, .body = body,
-                     .body_len = len};
+  http_request rq = {
+      .method = "POST", .url = p->sts_url, .headers = hdrs, .body = body, .body_len = len};
   http_response rs;
   if (http_perform(p->http, &rq, &rs) != 0 || rs.status != 200) {
-    rc = fetch_failed("STS AssumeRoleWithWebIdentity (IRSA)", "POST", p->sts_url, &rs, err,
-                      errlen);
+    rc = fetch_failed("STS AssumeRoleWithWebIdentity (IRSA)", "POST", p->sts_url, &rs, err, errlen);
     http_scrub(err, tok);
     http_response_free(&rs);
     goto out;
@@ -359,8 +359,8 @@ out:
 static int fetch_pod(aws_creds *p, aws_credentials *out, char *err, size_t errlen) {
   char *tok = NULL;
   if (p->auth_token_file) {
-    tok = read_token_file(p->auth_token_file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", err,
-                          errlen);
+    tok =
+        read_token_file(p->auth_token_file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", err, errlen);
     if (!tok)
       return EXPORT_RETRY;
   } else if (p->auth_token) {
@@ -459,8 +459,8 @@ aws_creds *aws_creds_new(const http_options *ho, const char *region, char *err, 
     }
     p->src = SRC_ENV;
     const char *tok = env("AWS_SESSION_TOKEN");
-    if (copy_field(p->cur.access_key_id, sizeof p->cur.access_key_id, ak, "AWS_ACCESS_KEY_ID",
-                   err, errlen) != 0 ||
+    if (copy_field(p->cur.access_key_id, sizeof p->cur.access_key_id, ak, "AWS_ACCESS_KEY_ID", err,
+                   errlen) != 0 ||
         copy_field(p->cur.secret_access_key, sizeof p->cur.secret_access_key, sk,
                    "AWS_SECRET_ACCESS_KEY", err, errlen) != 0 ||
         (tok && copy_field(p->cur.session_token, sizeof p->cur.session_token, tok,
@@ -471,7 +471,8 @@ aws_creds *aws_creds_new(const http_options *ho, const char *region, char *err, 
   }
   if (role || tokf) {
     if (!role || !tokf) {
-      snprintf(err, errlen, "IRSA needs both AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE; only %s is set",
+      snprintf(err, errlen,
+               "IRSA needs both AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE; only %s is set",
                role ? "AWS_ROLE_ARN" : "AWS_WEB_IDENTITY_TOKEN_FILE");
       goto fail;
     }
@@ -552,8 +553,8 @@ aws_creds *aws_creds_new_static(const char *access_key_id, const char *secret, c
     return NULL;
   }
   p->src = SRC_STATIC;
-  if (copy_field(p->cur.access_key_id, sizeof p->cur.access_key_id, access_key_id,
-                 "access key id", err, errlen) != 0 ||
+  if (copy_field(p->cur.access_key_id, sizeof p->cur.access_key_id, access_key_id, "access key id",
+                 err, errlen) != 0 ||
       copy_field(p->cur.secret_access_key, sizeof p->cur.secret_access_key, secret, "secret", err,
                  errlen) != 0) {
     aws_creds_free(p);
@@ -608,13 +609,14 @@ int aws_creds_get(aws_creds *p, const aws_credentials **out, char *err, size_t e
     return EXPORT_OK;
   }
   aws_credentials fresh;
-  int rc = p->src == SRC_IRSA ? fetch_irsa(p, &fresh, err, errlen)
-                              : fetch_pod(p, &fresh, err, errlen);
+  int rc =
+      p->src == SRC_IRSA ? fetch_irsa(p, &fresh, err, errlen) : fetch_pod(p, &fresh, err, errlen);
   if (rc != EXPORT_OK) {
     /* Old credentials still valid for a while: keep going on them. */
     if (p->have && p->cur.expiration > now + 10) {
       char q[600];
-      log_event(LOG_WARN, "cannot refresh AWS credentials; using the current ones until they expire",
+      log_event(LOG_WARN,
+                "cannot refresh AWS credentials; using the current ones until they expire",
                 "source=%s expires_in_s=%lld reason=%s", aws_creds_source(p),
                 (long long)(p->cur.expiration - now), log_quote(err, q, sizeof q));
       *out = &p->cur;

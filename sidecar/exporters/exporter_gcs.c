@@ -84,12 +84,15 @@ static int fetch_token(gcs_exporter *ge, char *err, size_t errlen) {
   }
   time_t now = time(NULL);
   long long life = json_integer_value(ei);
+  if (life > 86400)
+    life = 86400; /* tokens live an hour; a huge value must not overflow time_t maths */
   wipe_token(ge);
   snprintf(ge->token, sizeof ge->token, "%s", tok);
   ge->expires = now + (time_t)life;
   ge->refresh_at = aws_creds_refresh_at(now, ge->expires);
-  log_event(LOG_INFO, "GCS access token obtained", "source=metadata expires_in_s=%lld refresh_in_s=%lld",
-            life, (long long)(ge->refresh_at - now));
+  log_event(LOG_INFO, "GCS access token obtained",
+            "source=metadata expires_in_s=%lld refresh_in_s=%lld", life,
+            (long long)(ge->refresh_at - now));
   rc = EXPORT_OK;
 out:
   if (j) {
@@ -214,8 +217,9 @@ exporter *exporter_gcs_create(const char *url, const exporter_options *opts, cha
   const char *hid = env("PUSHPROF_GCS_HMAC_ACCESS_ID"), *hsec = env("PUSHPROF_GCS_HMAC_SECRET");
   if (hid || hsec) {
     if (!hid || !hsec) {
-      snprintf(err, errlen, "GCS HMAC needs both PUSHPROF_GCS_HMAC_ACCESS_ID and "
-                            "PUSHPROF_GCS_HMAC_SECRET");
+      snprintf(err, errlen,
+               "GCS HMAC needs both PUSHPROF_GCS_HMAC_ACCESS_ID and "
+               "PUSHPROF_GCS_HMAC_SECRET");
       goto out;
     }
     aws_creds *cr = aws_creds_new_static(hid, hsec, why, sizeof why);
@@ -262,8 +266,7 @@ exporter *exporter_gcs_create(const char *url, const exporter_options *opts, cha
       snprintf(err, errlen, "out of memory");
       goto fail;
     }
-    snprintf(ge->meta_url, ml, "%s/computeMetadata/v1/instance/service-accounts/default/token",
-             mb);
+    snprintf(ge->meta_url, ml, "%s/computeMetadata/v1/instance/service-accounts/default/token", mb);
     free(mb);
     http_options mo = {.timeout_ms = 10000}; /* plain http on the node, by design */
     ge->meta = http_client_new(&mo, "gs-metadata", err, errlen);
@@ -280,8 +283,9 @@ exporter *exporter_gcs_create(const char *url, const exporter_options *opts, cha
   ge->base.impl = ge;
   ge->base.retry_after_s = -1;
   char q[600];
-  log_event(LOG_INFO, "object store exporter ready", "scheme=gs bucket=%s endpoint=%s credentials=%s",
-            ge->bucket, log_quote(ge->endpoint, q, sizeof q),
+  log_event(LOG_INFO, "object store exporter ready",
+            "scheme=gs bucket=%s endpoint=%s credentials=%s", ge->bucket,
+            log_quote(ge->endpoint, q, sizeof q),
             ge->static_token ? "GOOGLE_OAUTH_ACCESS_TOKEN" : "metadata");
   ex = &ge->base;
   goto out;

@@ -30,8 +30,8 @@ typedef struct s3_exporter {
   http_client *http;
   aws_creds *creds;
   char *bucket, *prefix;
-  char *base_url; /* scheme://host[:port]/BUCKET or scheme://BUCKET.host[:port] */
-  char *provider; /* "aws:amz:REGION:s3" */
+  char *base_url;    /* scheme://host[:port]/BUCKET or scheme://BUCKET.host[:port] */
+  char *provider;    /* "aws:amz:REGION:s3" */
   char *scheme_name; /* "s3" or "gs" for messages */
   bool gcs;          /* x-goog-if-generation-match: 0; 412 means already stored */
 } s3_exporter;
@@ -131,8 +131,8 @@ int exporter_parse_bucket_url(const char *url, const char *scheme, char **bucket
   for (size_t i = 0; i < pl; i++) {
     char c = p[i];
     if (!(isalnum((unsigned char)c) || strchr("._-~/", c))) {
-      snprintf(err, errlen,
-               "export URL \"%.200s\": the prefix may hold only A-Z a-z 0-9 . _ - ~ /", url);
+      snprintf(err, errlen, "export URL \"%.200s\": the prefix may hold only A-Z a-z 0-9 . _ - ~ /",
+               url);
       return -1;
     }
   }
@@ -302,7 +302,7 @@ static void s3_destroy(exporter *ex) {
 }
 
 int exporter_bucket_base_url(const char *endpoint, const char *bucket, bool path_style, char *out,
-                              size_t outlen) {
+                             size_t outlen) {
   char sch[16], auth[512], host[512];
   if (split_endpoint(endpoint, sch, sizeof sch, auth, sizeof auth, host, sizeof host) != 0)
     return -1;
@@ -388,8 +388,8 @@ exporter *exporter_s3_create(const char *url, const exporter_options *opts, char
                        : env("AWS_DEFAULT_REGION")         ? env("AWS_DEFAULT_REGION")
                                                            : "us-east-1";
   const char *endpoint = opts->s3_endpoint && *opts->s3_endpoint ? opts->s3_endpoint
-                         : env("AWS_ENDPOINT_URL_S3")             ? env("AWS_ENDPOINT_URL_S3")
-                                                                  : env("AWS_ENDPOINT_URL");
+                         : env("AWS_ENDPOINT_URL_S3")            ? env("AWS_ENDPOINT_URL_S3")
+                                                                 : env("AWS_ENDPOINT_URL");
   if (!endpoint) {
     snprintf(ep, sizeof ep, "https://s3.%s.amazonaws.com", region);
     endpoint = ep;

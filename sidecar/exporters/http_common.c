@@ -178,7 +178,7 @@ static CURLcode sslctx_cb(CURL *curl, void *sslctx, void *user) {
 
 #define SETOPT(opt, val)                                                                           \
   do {                                                                                             \
-    if ((cc = curl_easy_setopt(h, opt, val)) != CURLE_OK)                                         \
+    if ((cc = curl_easy_setopt(h, opt, val)) != CURLE_OK)                                          \
       goto curl_fail;                                                                              \
   } while (0)
 

@@ -29,29 +29,29 @@ typedef struct http_options {
 typedef struct http_client http_client;
 
 typedef struct http_request {
-  const char *method;           /* "GET", "PUT", "POST" */
-  const char *url;              /* no credentials in it */
-  const char *const *headers;   /* "Name: value" lines, NULL-terminated; may be NULL.
-                                   Never an empty value ("Expect:"): old libcurl signs
-                                   those wrongly. */
-  const void *body;             /* sent with Content-Length (never chunked); may be NULL */
+  const char *method;         /* "GET", "PUT", "POST" */
+  const char *url;            /* no credentials in it */
+  const char *const *headers; /* "Name: value" lines, NULL-terminated; may be NULL.
+                                 Never an empty value ("Expect:"): old libcurl signs
+                                 those wrongly. */
+  const void *body;           /* sent with Content-Length (never chunked); may be NULL */
   size_t body_len;
-  const char *aws_sigv4;        /* CURLOPT_AWS_SIGV4 provider string, or NULL */
-  const char *username;         /* sigv4 access key id / basic-auth user, or NULL */
-  const char *password;         /* sigv4 secret / basic-auth password, or NULL */
-  size_t max_response_bytes;    /* body kept at most (rest discarded); 0 = 64 KiB */
-  const char *form_field;       /* POST body as multipart/form-data (libcurl mime): one file */
-  const char *form_filename;    /* part named form_field holding body; NULL = plain body */
+  const char *aws_sigv4;     /* CURLOPT_AWS_SIGV4 provider string, or NULL */
+  const char *username;      /* sigv4 access key id / basic-auth user, or NULL */
+  const char *password;      /* sigv4 secret / basic-auth password, or NULL */
+  size_t max_response_bytes; /* body kept at most (rest discarded); 0 = 64 KiB */
+  const char *form_field;    /* POST body as multipart/form-data (libcurl mime): one file */
+  const char *form_filename; /* part named form_field holding body; NULL = plain body */
 } http_request;
 
 typedef struct http_response {
   long status;          /* 0 when no HTTP answer came (see transport_error) */
   bool transport_error; /* connection refused/reset, timeout, TLS failure, ... */
   bool timed_out;
-  int retry_after_s;    /* from Retry-After, clamped; -1 if absent or unparsable */
-  char *body;           /* NUL-terminated, at most max_response_bytes; may be NULL */
+  int retry_after_s; /* from Retry-After, clamped; -1 if absent or unparsable */
+  char *body;        /* NUL-terminated, at most max_response_bytes; may be NULL */
   size_t body_len;
-  char detail[512];     /* the transport error in words (no credentials), "" if none */
+  char detail[512]; /* the transport error in words (no credentials), "" if none */
 } http_response;
 
 /* Creates a client; "who" names the exporter in messages ("s3", "gs").

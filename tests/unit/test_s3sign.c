@@ -95,7 +95,9 @@ static void test_s3sign_curl_reproduces_aws_get_example(void) {
 
 static void test_s3sign_object_key_layout_and_charset(void) {
   char key[512];
-  export_object o = {.service = "my svc/../x", .node = "node-1", .subdir = "team//a b/",
+  export_object o = {.service = "my svc/../x",
+                     .node = "node-1",
+                     .subdir = "team//a b/",
                      .start_ns = 1700000000LL * 1000000000LL,
                      .content_hash = "0123456789abcdef0123456789abcdef"};
   PP_CHECK_INT(exporter_object_key("pre/fix", &o, key, sizeof key), ==, 0);
@@ -128,13 +130,13 @@ static void test_s3sign_bucket_urls(void) {
 
 static void test_s3sign_bucket_addressing(void) {
   char u[256];
-  PP_CHECK_INT(exporter_bucket_base_url("https://s3.eu-west-1.amazonaws.com", "logs", false, u,
-                                        sizeof u),
-               ==, 0);
+  PP_CHECK_INT(
+      exporter_bucket_base_url("https://s3.eu-west-1.amazonaws.com", "logs", false, u, sizeof u),
+      ==, 0);
   PP_CHECK_STR(u, "https://logs.s3.eu-west-1.amazonaws.com");
-  PP_CHECK_INT(exporter_bucket_base_url("https://s3.eu-west-1.amazonaws.com/", "logs", true, u,
-                                        sizeof u),
-               ==, 0);
+  PP_CHECK_INT(
+      exporter_bucket_base_url("https://s3.eu-west-1.amazonaws.com/", "logs", true, u, sizeof u),
+      ==, 0);
   PP_CHECK_STR(u, "https://s3.eu-west-1.amazonaws.com/logs");
   /* Dotted bucket names and IP/localhost endpoints: path style by itself. */
   PP_CHECK_INT(exporter_bucket_base_url("https://s3.amazonaws.com", "a.b", false, u, sizeof u), ==,

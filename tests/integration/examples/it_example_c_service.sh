@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# examples/c_service: installed into a temporary prefix, the example is
+# configured as its own CMake project with find_package(pushprof), runs 600
+# requests on 4 threads pushing to the real sidecar, and the exported profile
+# carries per-request trace_id labels and route labels in proportion to each
+# route's work (checkout 6 units, search 3, health 2 x 1 per 4 requests).
+source "$(dirname "$0")/ex_lib.sh"
+P=$W/prefix
+cmake --install "$B" --prefix "$P" >"$W/install.log" 2>&1 || { cat "$W/install.log"; fail "cmake --install"; }
+cmake -S "$S/examples/c_service" -B "$W/cbuild" -DCMAKE_PREFIX_PATH="$P" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$W/cmake.log" 2>&1 || { cat "$W/cmake.log"; fail "configure c_service"; }
+cmake --build "$W/cbuild" >"$W/build.log" 2>&1 || { cat "$W/build.log"; fail "build c_service"; }
+readelf -d "$W/cbuild/c_service" | grep -q 'libpushprof.so' || fail "c_service does not link libpushprof.so"
+
+start_sidecar csvc --batch-window 60
+PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=c-service PUSHPROF_UPLOAD_PERIOD=2 \
+  "$W/cbuild/c_service" 600 4 >"$W/svc.out" 2>"$W/svc.err" || fail "c_service exited $?: $(cat "$W/svc.err")"
+grep -q '^c_service: 600 requests on 4 threads' "$W/svc.out" || fail "c_service printed: $(cat "$W/svc.out")"
+[ ! -s "$W/svc.err" ] || fail "c_service stderr: $(cat "$W/svc.err")"
+stop_and_export
+json=$(profiles_json c-service)
+python3 - "$json" <<'PY' || fail "exported profile: $json"
+import json, sys
+r = json.loads(sys.argv[1])
+L, total = r["labels"], r["total"]
+assert total >= 60, "only %d samples" % total
+routes = L.get("route", {})
+for rt in ("/checkout", "/search", "/health"):
+    assert routes.get(rt, 0) > 0, "no samples labelled route=%s: %s" % (rt, routes)
+lab = sum(routes.values())
+# Nearly every sample is inside a request (labels set around all the work).
+assert lab >= 0.8 * total, "only %d of %d samples carry a route" % (lab, total)
+share = {k: v / lab for k, v in routes.items()}
+# Expected shares 6/11, 3/11, 2/11 of the work.
+for rt, want in (("/checkout", 6 / 11), ("/search", 3 / 11), ("/health", 2 / 11)):
+    assert abs(share[rt] - want) <= 0.12, "route=%s share %.2f, want %.2f +- 0.12" % (rt, share[rt], want)
+traces = L.get("trace_id", {})
+assert sum(traces.values()) == lab, "trace_id on %d samples, route on %d" % (sum(traces.values()), lab)
+assert len(traces) >= 50, "only %d distinct trace_ids" % len(traces)
+for f in ("spin_units", "handle_checkout", "serve", "worker"):
+    assert f in r["functions"], "function %s missing" % f
+print("ok %d samples; route shares %s; %d distinct trace_ids" % (
+    total, {k: round(v, 2) for k, v in share.items()}, len(traces)))
+PY
+echo pass
