@@ -84,6 +84,8 @@ static int fetch_token(gcs_exporter *ge, char *err, size_t errlen) {
   }
   time_t now = time(NULL);
   long long life = json_integer_value(ei);
+  if (life > 86400)
+    life = 86400; /* tokens live an hour; a huge value must not overflow time_t maths */
   wipe_token(ge);
   snprintf(ge->token, sizeof ge->token, "%s", tok);
   ge->expires = now + (time_t)life;

@@ -9,6 +9,8 @@ security contexts (non-root, read-only root, drop ALL, no privilege
 escalation, RuntimeDefault seccomp); resource requests; service accounts.
 systemd: the sandboxing keys, the paths the sidecar writes are writable,
 the app drop-in reaches the socket (systemd-analyze verify when present).
+Dockerfiles: multi-stage bookworm, non-root USER, and the final stage
+installs the Debian package of each library the binary links (on Debian 12).
 Every pushprof-sidecar flag used anywhere is one `--help` lists; each
 sidecar command line is started for real (paths moved to a temp dir) and
 must answer /healthz; each app's PUSHPROF_* environment goes through the real
@@ -44,6 +46,42 @@ SOURCE = os.environ.get("PUSHPROF_SOURCE_DIR", ".")
 SIDECAR_BIN = os.path.join(BUILD, "sidecar", "pushprof-sidecar")
 PRELOAD_LIB = os.path.join(BUILD, "sdk", "libpushprof_preload.so")
 ROOT_HELPER_CAPS = {"CHOWN", "FOWNER"}  # all a one-shot root init container may add
+
+
+_NEEDED_CACHE = {}
+
+
+def needed_packages(binary):
+    """{soname: {Debian packages shipping it}} for BINARY's DT_NEEDED (one dpkg call, cached)."""
+    if binary in _NEEDED_CACHE:
+        return _NEEDED_CACHE[binary]
+    r = subprocess.run(["objdump", "-p", binary], capture_output=True, text=True, timeout=30)
+    sonames = re.findall(r"^\s*NEEDED\s+(\S+)", r.stdout, re.M)
+    ld = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=30).stdout
+    paths = {}
+    for so in sonames:
+        m = re.search(r"^\s*%s \(.*\) => (\S+)" % re.escape(so), ld, re.M)
+        if m:
+            # dpkg knows the file under /lib or /usr/lib (usrmerge), by its
+            # soname link or by the file the link names.
+            cands = set()
+            for f in (m.group(1), os.path.join(os.path.dirname(m.group(1)), os.path.basename(os.path.realpath(m.group(1))))):
+                cands.add(f)
+                cands.add(f[4:] if f.startswith("/usr/") else "/usr" + f)
+            paths[so] = cands
+    out = {so: set() for so in sonames}
+    if paths:
+        allp = sorted(set().union(*paths.values()))
+        q = subprocess.run(["dpkg", "-S"] + allp, capture_output=True, text=True, timeout=120)
+        owner = {}
+        for line in q.stdout.splitlines():
+            pkg, _, path = line.partition(": ")
+            owner.setdefault(path.strip(), set()).update(p.split(":")[0] for p in pkg.split(", "))
+        for so, cands in paths.items():
+            for c in cands:
+                out[so] |= owner.get(c, set())
+    _NEEDED_CACHE[binary] = out
+    return out
 
 
 class Checker:
@@ -588,6 +626,7 @@ class Checker:
             users = re.findall(r"^USER\s+(\S+)", text, re.M)
             if final_user_needed and (not users or users[-1].split(":")[0] in ("0", "root")):
                 self.err(name, "the final image does not switch to a non-root USER")
+            self.check_image_libraries(name, text, SIDECAR_BIN if name == "Dockerfile" else PRELOAD_LIB)
             if name == "Dockerfile":
                 if "cmake --build" not in text:
                     self.err(name, "does not build with cmake")
@@ -603,6 +642,33 @@ class Checker:
                 m = re.search(r"LD_PRELOAD=(\S+)", text)
                 if not m or m.group(1) not in text.replace("LD_PRELOAD=" + m.group(1), ""):
                     self.err(name, "LD_PRELOAD is not set to the path the library is copied to")
+
+    def check_image_libraries(self, name, text, binary):
+        """The final stage installs the Debian package of every library BINARY
+        needs (DT_NEEDED), as found on this machine if it is Debian 12."""
+        try:
+            debian = open("/etc/debian_version").read().strip()
+        except OSError:
+            debian = ""
+        if not debian.startswith("12") or not shutil.which("dpkg") or not shutil.which("objdump"):
+            self.notes.append("%s: runtime packages not checked (needs Debian 12 with dpkg and objdump)" % name)
+            return
+        if not os.path.exists(binary):
+            self.err(name, "cannot check the runtime packages: %s not built" % binary)
+            return
+        final = re.split(r"^FROM\s", text, flags=re.M)[-1]
+        listed = set()
+        for m in re.finditer(r"apt-get install([^&]*)", final):
+            listed.update(t for t in m.group(1).split() if not t.startswith("-"))
+        needed = needed_packages(binary)
+        if not needed:
+            self.err(name, "objdump found no NEEDED libraries in %s" % binary)
+        for so, pkgs in sorted(needed.items()):
+            if not pkgs:
+                self.err(name, "%s needs %s, which no installed Debian package provides" % (binary, so))
+            elif not pkgs & (listed | {"libc6"}):
+                self.err(name, "%s needs %s (Debian package %s), not installed in the final stage"
+                         % (os.path.basename(binary), so, " or ".join(sorted(pkgs))))
 
     # ----------------------------------------------------------- real binaries
     def help_flags(self):
@@ -883,6 +949,8 @@ BREAKAGES = [
     ("pushprof-sidecar.env", "--max-spool-bytes=1GiB", "--max-spool-byte=1GiB", "--max-spool-byte", False),
     ("pushprof-sidecar.env", "--batch-window=60", "--batch-window=sixty", "did not start", True),
     ("Dockerfile", "USER 10002:10000", "USER root", "USER", False),
+    ("Dockerfile", " libjansson4 ", " ", "libjansson", False),
+    ("Dockerfile.app", " libelf1 ", " ", "libelf", False),
     # Harmless edits ("" = must still pass): the checks are not just failing.
     ("pod.yaml", "      volumes:\n", "      volumes:\n        - name: scratch\n          emptyDir: {}\n", "", False),
     ("pod.yaml", "        fsGroup: 10000\n", "", "", False),
@@ -894,6 +962,8 @@ BREAKAGES = [
 def self_test(directory):
     failures = 0
     for entry in BREAKAGES:
+        if entry[2] in ("libjansson", "libelf") and not (shutil.which("dpkg") and shutil.which("objdump")):
+            continue  # the runtime-package check needs Debian tools
         if isinstance(entry[1], list):  # (file, [(old, new)...], words, runtime)
             fname, edits, words, runtime = entry
         else:
