@@ -37,7 +37,8 @@ for rt, want in (("/checkout", 6 / 11), ("/search", 3 / 11), ("/health", 2 / 11)
 traces = L.get("trace_id", {})
 assert sum(traces.values()) == lab, "trace_id on %d samples, route on %d" % (sum(traces.values()), lab)
 assert len(traces) >= 50, "only %d distinct trace_ids" % len(traces)
-for f in ("spin_units", "handle_checkout", "serve", "worker"):
+for f in ("spin_units", "price_cart", "charge_card", "handle_checkout", "handle_search",
+          "handle_health", "serve", "worker"):
     assert f in r["functions"], "function %s missing" % f
 print("ok %d samples; route shares %s; %d distinct trace_ids" % (
     total, {k: round(v, 2) for k, v in share.items()}, len(traces)))
