@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "labels.h"
 #include "procmaps.h"
 #include "profbuild.h"
 #include "pushprof.h"
@@ -34,7 +35,9 @@ typedef struct agg_entry {
 typedef struct agg {
   agg_entry **tab;
   size_t cap, n;
-  int64_t signals, samples; /* handled signals; periods they stand for */
+  size_t bytes;                     /* held by entries: bounded by g_agg_limit */
+  int64_t labels_dropped, overflow; /* samples over the soft / hard limit */
+  int64_t signals, samples;         /* handled signals; periods they stand for */
   int64_t truncated, leaf_only, oom;
 } agg;
 
@@ -60,6 +63,14 @@ static pthread_t g_thread;
 static int g_thread_running, g_stop;
 /* Under g_cut_mu: */
 static profbuild *g_pb;
+/* Bytes of distinct samples per window. Beyond the soft limit a new labelled
+ * sample is kept without its labels (label pushprof_labels=dropped); beyond
+ * the hard limit (soft + 1/4) a new distinct sample is only counted, as
+ * "[pushprof] too many distinct samples". High-cardinality labels (a trace
+ * id per request) thus never grow memory past the limit. */
+static _Atomic size_t g_agg_limit = COLLECTOR_AGG_BYTES;
+static uint64_t g_labels_skipped_seen;                            /* under g_mu */
+static const char g_dropped_label[] = "pushprof_labels\0dropped"; /* with its final NUL */
 
 static int64_t clock_ns(clockid_t clk) {
   struct timespec ts;
@@ -89,21 +100,41 @@ static uint64_t mix64(uint64_t h, uint64_t v) {
   return h;
 }
 
-static uint64_t record_hash(const ring_record *r) {
+/* A sample's identity: its stack, flags and label bytes (the record's own
+ * or, over the soft limit, the "dropped" marker). */
+typedef struct agg_key {
+  const ring_record *r;
+  const char *labels;
+  uint16_t nlabels, labels_len;
+} agg_key;
+
+static uint64_t record_hash(const agg_key *k) {
+  const ring_record *r = k->r;
   uint64_t h = mix64(0x243F6A8885A308D3ULL, (uint64_t)r->depth << 32 | r->flags);
   for (uint32_t i = 0; i < r->depth; i++)
     h = mix64(h, r->pcs[i]);
-  for (uint32_t i = 0; i < r->labels_len; i++)
-    h = mix64(h, (unsigned char)r->labels[i]);
+  for (uint32_t i = 0; i < k->labels_len; i++)
+    h = mix64(h, (unsigned char)k->labels[i]);
   h ^= h >> 31;
   return h;
 }
 
-static int entry_matches(const agg_entry *e, uint64_t h, const ring_record *r) {
-  return e->hash == h && e->depth == r->depth && e->flags == r->flags && e->nlabels == r->nlabels &&
-         e->labels_len == r->labels_len &&
+static int entry_matches(const agg_entry *e, uint64_t h, const agg_key *k) {
+  const ring_record *r = k->r;
+  return e->hash == h && e->depth == r->depth && e->flags == r->flags && e->nlabels == k->nlabels &&
+         e->labels_len == k->labels_len &&
          memcmp(e->pcs, r->pcs, r->depth * sizeof(uintptr_t)) == 0 &&
-         memcmp(e->labels, r->labels, r->labels_len) == 0;
+         memcmp(e->labels, k->labels, k->labels_len) == 0;
+}
+
+/* The entry for k, or the empty table cell where it belongs (*slot). */
+static agg_entry *agg_find(const agg *a, const agg_key *k, uint64_t h, size_t *slot) {
+  size_t i = h & (a->cap - 1);
+  for (agg_entry *e; (e = a->tab[i]) != NULL; i = (i + 1) & (a->cap - 1))
+    if (entry_matches(e, h, k))
+      return e;
+  *slot = i;
+  return NULL;
 }
 
 static int agg_grow(agg *a) {
@@ -141,15 +172,33 @@ static void agg_add(agg *a, const ring_record *r) {
     a->oom += w;
     return;
   }
-  uint64_t h = record_hash(r);
-  size_t i = h & (a->cap - 1);
-  for (agg_entry *e; (e = a->tab[i]) != NULL; i = (i + 1) & (a->cap - 1)) {
-    if (entry_matches(e, h, r)) {
+  agg_key k = {.r = r, .labels = r->labels, .nlabels = r->nlabels, .labels_len = r->labels_len};
+  uint64_t h = record_hash(&k);
+  size_t i;
+  agg_entry *e = agg_find(a, &k, h, &i);
+  if (e) {
+    e->count += w;
+    return;
+  }
+  size_t limit = atomic_load_explicit(&g_agg_limit, memory_order_relaxed);
+  size_t size = sizeof *e + depth * sizeof(uintptr_t) + k.labels_len;
+  if (a->bytes + size > limit && k.nlabels) {
+    a->labels_dropped += w;
+    k.labels = g_dropped_label;
+    k.nlabels = 1;
+    k.labels_len = sizeof g_dropped_label;
+    h = record_hash(&k);
+    if ((e = agg_find(a, &k, h, &i)) != NULL) {
       e->count += w;
       return;
     }
+    size = sizeof *e + depth * sizeof(uintptr_t) + k.labels_len;
   }
-  agg_entry *e = malloc(sizeof *e + depth * sizeof(uintptr_t) + r->labels_len);
+  if (a->bytes + size > limit + limit / 4) {
+    a->overflow += w;
+    return;
+  }
+  e = malloc(size);
   if (!e) {
     a->oom += w;
     return;
@@ -158,13 +207,18 @@ static void agg_add(agg *a, const ring_record *r) {
   e->count = w;
   e->depth = r->depth;
   e->flags = r->flags;
-  e->nlabels = r->nlabels;
-  e->labels_len = r->labels_len;
+  e->nlabels = k.nlabels;
+  e->labels_len = k.labels_len;
   memcpy(e->pcs, r->pcs, depth * sizeof(uintptr_t));
   e->labels = (char *)(e->pcs + depth);
-  memcpy(e->labels, r->labels, r->labels_len);
+  memcpy(e->labels, k.labels, k.labels_len);
   a->tab[i] = e;
   a->n++;
+  a->bytes += size;
+}
+
+void collector_set_agg_limit_for_tests(size_t bytes) {
+  atomic_store(&g_agg_limit, bytes ? bytes : COLLECTOR_AGG_BYTES);
 }
 
 static void agg_free(agg *a) {
@@ -264,6 +318,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
     g_win_start_ns = clock_ns(CLOCK_REALTIME);
     g_win_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     g_drops_seen = ring_drops(&collector_ring);
+    g_labels_skipped_seen = labels_skipped();
     g_inited = 1;
   }
   g_hz = hz;
@@ -325,7 +380,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 8
+#define NCOMMENTS 10
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -354,6 +409,9 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   uint64_t d = ring_drops(&collector_ring);
   drops = d - g_drops_seen;
   g_drops_seen = d;
+  uint64_t ls = labels_skipped();
+  uint64_t lskipped = ls - g_labels_skipped_seen;
+  g_labels_skipped_seen = ls;
   t0 = g_win_start_ns;
   t1 = clock_ns(CLOCK_REALTIME);
   if (t1 < t0)
@@ -368,7 +426,7 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   pthread_mutex_unlock(&g_mu);
   resolve_bounds(pend, npend);
 
-  st = calloc(a.n + 2, sizeof *st);
+  st = calloc(a.n + 3, sizeof *st);
   labs = calloc(a.n ? a.n : 1, (RING_MAX_LABELS + 1) * sizeof *labs);
   if (!st || !labs) {
     rc = PUSHPROF_ENOMEM;
@@ -393,6 +451,9 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
     st[ns++] = (profbuild_stack){.special = "[pushprof] ring full", .count = (int64_t)drops};
   if (a.oom)
     st[ns++] = (profbuild_stack){.special = "[pushprof] out of memory", .count = a.oom};
+  if (a.overflow)
+    st[ns++] =
+        (profbuild_stack){.special = "[pushprof] too many distinct samples", .count = a.overflow};
 
   threads_stats ts;
   threads_get_stats(&ts);
@@ -426,6 +487,15 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
              "pushprof: %" PRId64 " samples with the leaf frame only: stack bounds not yet known "
              "or another stack in use (label pushprof_stack=leaf only)",
              a.leaf_only);
+  if (a.labels_dropped || a.overflow)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: distinct samples over %zu bytes this window: %" PRId64
+             " kept without labels (pushprof_labels=dropped), %" PRId64 " counted as one stack",
+             (size_t)atomic_load(&g_agg_limit), a.labels_dropped, a.overflow);
+  if (lskipped)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRIu64 " samples without labels (a label write kept racing the copy)",
+             lskipped);
   if (ts.arm_failed || ts.table_full)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRIu64 " timer_create failures, %" PRIu64

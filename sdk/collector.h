@@ -13,6 +13,8 @@
 #define COLLECTOR_DRAIN_MS 50
 #define COLLECTOR_RESCAN_MS 1000
 #define COLLECTOR_RING_CELLS 512
+/* Memory for one window's distinct samples (stack + labels); see collector.c. */
+#define COLLECTOR_AGG_BYTES (32u << 20)
 
 extern ring collector_ring;
 
@@ -29,6 +31,9 @@ void collector_stop(void);
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
+
+/* Tests only: the per-window byte limit (0: back to COLLECTOR_AGG_BYTES). */
+void collector_set_agg_limit_for_tests(size_t bytes);
 
 void collector_atfork_prepare(void);
 void collector_atfork_parent(void);

@@ -9,6 +9,7 @@
 #include <sys/time.h>
 
 #include "collector.h"
+#include "labels.h"
 #include "pushprof.h"
 #include "ring.h"
 #include "sampler_internal.h"
@@ -88,8 +89,12 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   the cell's sequence number (ring_commit). The collector reads cells in
  *   order with acquire and hands them back; a full ring or a lost CAS race
  *   beyond a few tries counts a drop ("[pushprof] ring full" in the cut).
- * - Issue 4: the thread's labels are copied by value into rec->labels from
- *   slot->labels (seqlock on the writer's side, so no torn values).
+ * - Labels: the thread's label block is found through initial-exec TLS
+ *   (this handler runs on the sampled thread itself, slot or no slot) and
+ *   copied by value into rec->labels (labels_snapshot). The writer edits a
+ *   private copy and publishes it into the other of two buffers under a
+ *   sequence counter, so an interrupted label_set leaves the previous set
+ *   readable: a sample never carries a torn value, and never waits.
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -138,8 +143,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   rec->weight = 1;
   if (si->si_code == SI_TIMER && si->si_overrun > 0)
     rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
-  rec->nlabels = 0;
-  rec->labels_len = 0;
+  labels_snapshot(rec);
   ring_commit(&collector_ring, pos);
 out:
   errno = saved_errno;

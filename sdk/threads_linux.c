@@ -126,7 +126,6 @@ static threads_slot *alloc_locked(pid_t tid, uintptr_t lo, uintptr_t hi) {
     s->state = THREADS_LIVE;
     s->tid = tid;
     s->armed = 0;
-    atomic_store_explicit(&s->labels, NULL, memory_order_relaxed);
     atomic_store_explicit(&s->stack_lo, lo, memory_order_relaxed);
     atomic_store_explicit(&s->stack_hi, hi, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);

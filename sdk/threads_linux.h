@@ -16,7 +16,6 @@
 typedef struct threads_slot {
   _Atomic uint32_t gen;                 /* bumped at each allocation and free */
   _Atomic uintptr_t stack_lo, stack_hi; /* 0: unknown (hi published last) */
-  _Atomic(const void *) labels;         /* issue 4: the thread's label block */
   /* Below: only under the table lock. */
   int state; /* THREADS_FREE, THREADS_LIVE */
   pid_t tid;

@@ -22,3 +22,31 @@ if(TARGET pushprof_sdk_objs)
     PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads ${CMAKE_DL_LIBS} rt)
 endif()
 
+
+# Per-thread labels (pushprof_label_set): unit test, the label-set cost
+# benchmark, and a linked workload whose requests carry trace ids.
+if(TARGET pushprof_sdk_objs)
+  pushprof_unit_test(NAME test_labels SOURCES unit/test_labels.c
+    LIBS pushprof_sdk_objs pushprof_proto PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB
+    Threads::Threads ${CMAKE_DL_LIBS} rt LABELS "unit;tsan")
+
+  add_executable(bench_labels bench/bench_labels.c)
+  target_link_libraries(bench_labels PRIVATE pushprof_static)
+endif()
+if(TARGET pushprof)
+  set(PP_LABELS_WL ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdk/wl_labels.c)
+  add_executable(wl_labels_linked ${PP_LABELS_WL})
+  target_compile_definitions(wl_labels_linked PRIVATE WL_LINKED)
+  target_link_libraries(wl_labels_linked PRIVATE pushprof Threads::Threads)
+  # Static: threads exist before pushprof_start (found by the scan) and never
+  # call pushprof_thread_register: their first label registers them.
+  add_executable(wl_labels_static ${PP_LABELS_WL})
+  target_compile_definitions(wl_labels_static PRIVATE WL_LINKED WL_STATIC)
+  target_link_libraries(wl_labels_static PRIVATE pushprof_static)
+  set_target_properties(wl_labels_linked wl_labels_static PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/sdk_workloads)
+  foreach(mode linked static)
+    pushprof_script_test(NAME it_sdk_labels_${mode}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdk/it_sdk_labels.sh ${mode})
+  endforeach()
+endif()

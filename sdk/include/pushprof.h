@@ -90,6 +90,35 @@ PUSHPROF_API int pushprof_flush(int timeout_ms);
  * not running. Thread-safe. */
 PUSHPROF_API int pushprof_thread_register(void);
 
+/* Labels of the calling thread (e.g. trace_id per request). Every sample
+ * taken on this thread carries the labels current at that instant as pprof
+ * string labels (go tool pprof -tagfocus trace_id=abc). Limits: at most
+ * PUSHPROF_LABELS_MAX labels per thread, key 1..PUSHPROF_LABEL_KEY_MAX bytes,
+ * value 1..PUSHPROF_LABEL_VALUE_MAX bytes, and all pairs together (each
+ * key + value + 2) within PUSHPROF_LABELS_BYTES. */
+#define PUSHPROF_LABELS_MAX 8
+#define PUSHPROF_LABEL_KEY_MAX 64
+#define PUSHPROF_LABEL_VALUE_MAX 256
+#define PUSHPROF_LABELS_BYTES 512
+
+/* Sets key to value on the calling thread, replacing its previous value;
+ * value NULL removes key (0 if it was not set). Strings are copied; the
+ * caller keeps ownership. Returns 0; PUSHPROF_EINVAL for a NULL or empty
+ * key, a key starting with "pushprof_" (reserved) or an empty value;
+ * PUSHPROF_ELIMIT beyond a limit above; PUSHPROF_ENOMEM if the thread's
+ * first label cannot be allocated. On error nothing changes. The first call
+ * on a thread allocates its label block (freed at thread exit) and
+ * registers the thread for sampling (so with the static library a labelled
+ * thread needs no pushprof_thread_register); later calls do not allocate,
+ * lock or enter the kernel (a few tens of ns). Works whether or not
+ * profiling is started. Per calling thread (threads never see each other's
+ * labels); NOT async-signal-safe. */
+PUSHPROF_API int pushprof_label_set(const char *key, const char *value);
+
+/* Removes every label of the calling thread. Always returns 0. Per calling
+ * thread; NOT async-signal-safe. */
+PUSHPROF_API int pushprof_labels_clear(void);
+
 /* Static text for an error code; never NULL. Async-signal-safe. */
 PUSHPROF_API const char *pushprof_strerror(int code);
 
