@@ -19,7 +19,7 @@ static int ok, n;
 
 int main(void) {
   fprintf(stderr, "pid=%d\n", (int)getpid());
-  for (int i = 0; i < 30; i++) {
+  for (int i = 0; i < 15; i++) {
     st_spawn_parent_spin(0.01);
     pid_t pid = vfork();
     ST_CHECK(pid >= 0, "vfork");
