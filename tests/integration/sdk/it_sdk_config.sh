@@ -15,9 +15,9 @@ mkdir -p "$T/prof"
 run() {
   rc=0
   if [ "$1" = preload ]; then
-    LD_PRELOAD=$PRELOAD "$WL/wl_exit_probe" "$2" 0.05 >"$T/out" 2>"$T/err" || rc=$?
+    LD_PRELOAD=$PRELOAD "$WL/wl_exit_probe" "$2" 0.2 >"$T/out" 2>"$T/err" || rc=$?
   else
-    "$WL/wl_exit_probe_linked" "$2" 0.05 >"$T/out" 2>"$T/err" || rc=$?
+    "$WL/wl_exit_probe_linked" "$2" 0.2 >"$T/out" 2>"$T/err" || rc=$?
   fi
 }
 lines() { grep -c . "$T/err" || true; }
