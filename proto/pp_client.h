@@ -10,11 +10,11 @@
 #include "pushprof.pb-c.h"
 
 enum pp_client_status {
-  PP_CLIENT_ACKED = 0,        /* reply code OK */
-  PP_CLIENT_REFUSED = 1,      /* a reply with another code: see reply */
-  PP_CLIENT_UNAVAILABLE = 2,  /* connect failed (no socket, refused) */
-  PP_CLIENT_TIMEOUT = 3,      /* the deadline passed */
-  PP_CLIENT_IO_ERROR = 4,     /* the connection broke or the reply was malformed */
+  PP_CLIENT_ACKED = 0,       /* reply code OK */
+  PP_CLIENT_REFUSED = 1,     /* a reply with another code: see reply */
+  PP_CLIENT_UNAVAILABLE = 2, /* connect failed (no socket, refused) */
+  PP_CLIENT_TIMEOUT = 3,     /* the deadline passed */
+  PP_CLIENT_IO_ERROR = 4,    /* the connection broke or the reply was malformed */
 };
 
 typedef struct pp_client_reply {
@@ -29,6 +29,6 @@ int pp_client_encode_push(const Pushprof__V1__PushRequest *req, uint8_t **out, s
 /* Sends an already-encoded frame and waits for the reply, at most timeout_ms
  * in all. Returns a pp_client_status; reply is filled as far as known and
  * reply->reason says what happened on failures too. */
-int pp_client_push_frame(const char *socket_path, const uint8_t *frame, size_t len,
-                         int timeout_ms, pp_client_reply *reply);
+int pp_client_push_frame(const char *socket_path, const uint8_t *frame, size_t len, int timeout_ms,
+                         pp_client_reply *reply);
 #endif

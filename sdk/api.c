@@ -274,8 +274,9 @@ int pushprof_start(const pushprof_options *opts) {
     return rc;
   }
   if (!cfg.output_path[0] && !cfg.socket_path[0]) {
-    api_log("pushprof: neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET is set; profiling is off "
-            "(set PUSHPROF_SOCKET to the sidecar's socket, or PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
+    api_log(
+        "pushprof: neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET is set; profiling is off "
+        "(set PUSHPROF_SOCKET to the sidecar's socket, or PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
     return PUSHPROF_EINVAL;
   }
   if (pthread_mutex_lock(&api_lock) != 0)

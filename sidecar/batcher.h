@@ -13,10 +13,10 @@
 typedef struct batcher batcher;
 
 typedef struct batcher_config {
-  int window_s;          /* --batch-window / dump_duration_seconds (default 60) */
-  const char *node;      /* --node-name */
-  const char *subdir;    /* bucket_subdirectory ("" for none) */
-  int max_age_s;         /* drop (counted) batches older than this (default 86400) */
+  int window_s;       /* --batch-window / dump_duration_seconds (default 60) */
+  const char *node;   /* --node-name */
+  const char *subdir; /* bucket_subdirectory ("" for none) */
+  int max_age_s;      /* drop (counted) batches older than this (default 86400) */
 } batcher_config;
 
 batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp);

@@ -35,17 +35,17 @@ typedef struct sidecar_config {
   int max_batch_age_s;               /* --max-batch-age / max_batch_age (86400) */
   char *config_file;                 /* --config, NULL if none */
   /* HTTP exporters (s3, gs, pyroscope); NULL = unset (exporter_options). */
-  char *ca_file;                     /* --ca-file / ca_file */
-  bool tls_insecure_skip_verify;     /* --tls-insecure-skip-verify / tls_insecure_skip_verify */
-  int http_timeout_ms;               /* --http-timeout / http_timeout (60 s) */
-  char *s3_region;                   /* --s3-region / s3_region */
-  char *s3_endpoint;                 /* --s3-endpoint / s3_endpoint */
-  bool s3_path_style;                /* --s3-path-style / s3_path_style */
-  char *gcs_endpoint;                /* --gcs-endpoint / gcs_endpoint */
-  char *pyroscope_api;               /* --pyroscope-api / pyroscope_api (push) */
-  char *pyroscope_tenant;            /* --pyroscope-tenant / pyroscope_tenant */
+  char *ca_file;                        /* --ca-file / ca_file */
+  bool tls_insecure_skip_verify;        /* --tls-insecure-skip-verify / tls_insecure_skip_verify */
+  int http_timeout_ms;                  /* --http-timeout / http_timeout (60 s) */
+  char *s3_region;                      /* --s3-region / s3_region */
+  char *s3_endpoint;                    /* --s3-endpoint / s3_endpoint */
+  bool s3_path_style;                   /* --s3-path-style / s3_path_style */
+  char *gcs_endpoint;                   /* --gcs-endpoint / gcs_endpoint */
+  char *pyroscope_api;                  /* --pyroscope-api / pyroscope_api (push) */
+  char *pyroscope_tenant;               /* --pyroscope-tenant / pyroscope_tenant */
   uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (4 MiB) */
-  int pyroscope_max_samples;         /* --pyroscope-max-samples (16000) */
+  int pyroscope_max_samples;            /* --pyroscope-max-samples (16000) */
 } sidecar_config;
 
 enum config_status {

@@ -16,15 +16,15 @@ enum export_result {
 };
 
 typedef struct export_object {
-  const char *service;   /* raw service name (sanitize before using in paths/keys) */
-  const char *node;      /* node name */
-  const char *subdir;    /* bucket_subdirectory, may be "" */
+  const char *service;          /* raw service name (sanitize before using in paths/keys) */
+  const char *node;             /* node name */
+  const char *subdir;           /* bucket_subdirectory, may be "" */
   Pushprof__V1__Label **labels; /* process labels */
   size_t nlabels;
   int64_t start_ns, end_ns;
-  const uint8_t *data;   /* gzip-compressed merged pprof */
+  const uint8_t *data; /* gzip-compressed merged pprof */
   size_t len;
-  const uint8_t *pprof;  /* the same, uncompressed (Pyroscope splitting) */
+  const uint8_t *pprof; /* the same, uncompressed (Pyroscope splitting) */
   size_t pprof_len;
   const char *content_hash; /* hex SHA-256 of data: idempotent object names */
 } export_object;
@@ -44,17 +44,17 @@ struct exporter {
 typedef struct exporter_options {
   int max_dumps_retained; /* file: keep at most N objects per service dir (0 = all) */
   /* HTTP exporters (s3, gs, pyroscope); NULL/0 = default. */
-  const char *ca_file;           /* --ca-file: PEM CA added to the system store */
-  int tls_insecure_skip_verify;  /* --tls-insecure-skip-verify */
-  int http_timeout_ms;           /* --http-timeout: whole request (0 = 60 s) */
-  const char *s3_region;         /* --s3-region (else AWS_REGION, AWS_DEFAULT_REGION) */
-  const char *s3_endpoint;       /* --s3-endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL) */
-  int s3_path_style;             /* --s3-path-style; IP/localhost endpoints use it anyway */
-  const char *gcs_endpoint;      /* --gcs-endpoint (else STORAGE_EMULATOR_HOST) */
-  const char *pyroscope_api;     /* --pyroscope-api: "push" (default) or "ingest" */
-  const char *pyroscope_tenant;  /* --pyroscope-tenant (else PYROSCOPE_TENANT_ID) */
+  const char *ca_file;          /* --ca-file: PEM CA added to the system store */
+  int tls_insecure_skip_verify; /* --tls-insecure-skip-verify */
+  int http_timeout_ms;          /* --http-timeout: whole request (0 = 60 s) */
+  const char *s3_region;        /* --s3-region (else AWS_REGION, AWS_DEFAULT_REGION) */
+  const char *s3_endpoint;      /* --s3-endpoint (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL) */
+  int s3_path_style;            /* --s3-path-style; IP/localhost endpoints use it anyway */
+  const char *gcs_endpoint;     /* --gcs-endpoint (else STORAGE_EMULATOR_HOST) */
+  const char *pyroscope_api;    /* --pyroscope-api: "push" (default) or "ingest" */
+  const char *pyroscope_tenant; /* --pyroscope-tenant (else PYROSCOPE_TENANT_ID) */
   uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (0 = 4 MiB) */
-  int pyroscope_max_samples;     /* --pyroscope-max-samples (0 = 16000) */
+  int pyroscope_max_samples;            /* --pyroscope-max-samples (0 = 16000) */
 } exporter_options;
 
 /* Creates the exporter for url; NULL with a message naming the URL and the fix. */

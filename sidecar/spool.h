@@ -14,8 +14,8 @@
 
 #define SPOOL_ID_MAX 64
 #define SPOOL_OK 0
-#define SPOOL_EIO (-1)   /* disk error: answer UNAVAILABLE */
-#define SPOOL_FULL (-2)  /* over max_bytes: answer RESOURCE_EXHAUSTED */
+#define SPOOL_EIO (-1)  /* disk error: answer UNAVAILABLE */
+#define SPOOL_FULL (-2) /* over max_bytes: answer RESOURCE_EXHAUSTED */
 
 typedef struct spool spool;
 

@@ -16,6 +16,11 @@ build() { # build DIR [cmake args...]
   cmake --build "$dir" -j"$jobs"
 }
 
+echo "== clang-format =="
+# The checked-in .clang-format is the style; a file that differs fails CI.
+git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
+echo "clang-format: $(git ls-files '*.c' '*.h' '*.cpp' | wc -l) files clean"
+
 echo "== normal build =="
 build build-ci
 ctest --test-dir build-ci --output-on-failure -j2

@@ -60,7 +60,7 @@ __attribute__((noinline)) static void sort_records(record *r, size_t n) {
 
 /* Per-region totals and a rolling checksum over the sorted records. */
 __attribute__((noinline)) static uint64_t summarize_regions(const record *r, size_t n,
-                                                           uint64_t totals[16]) {
+                                                            uint64_t totals[16]) {
   uint64_t sum = 1469598103934665603ULL;
   for (int pass = 0; pass < 96; pass++) {
     for (size_t i = 0; i < n; i++) {

@@ -53,15 +53,21 @@ __attribute__((noinline)) static uint64_t spin_units(uint64_t seed, int units) {
   return finish_hash(x);
 }
 
-__attribute__((noinline)) static uint64_t price_cart(uint64_t id) { return spin_units(id, 4); }
-__attribute__((noinline)) static uint64_t charge_card(uint64_t id) { return spin_units(id + 1, 2); }
+__attribute__((noinline)) static uint64_t price_cart(uint64_t id) {
+  return spin_units(id, 4);
+}
+__attribute__((noinline)) static uint64_t charge_card(uint64_t id) {
+  return spin_units(id + 1, 2);
+}
 __attribute__((noinline)) static uint64_t handle_checkout(uint64_t id) {
   return price_cart(id) ^ charge_card(id);
 }
 __attribute__((noinline)) static uint64_t handle_search(uint64_t id) {
   return spin_units(id * 3, 3);
 }
-__attribute__((noinline)) static uint64_t handle_health(uint64_t id) { return spin_units(id, 1); }
+__attribute__((noinline)) static uint64_t handle_health(uint64_t id) {
+  return spin_units(id, 1);
+}
 
 __attribute__((noinline)) static int serve(const request *rq) {
   char trace[32];

@@ -43,7 +43,9 @@ public:
     check(pushprof_label_set("trace_id", trace_id));
     check(pushprof_label_set("route", route));
   }
-  ~LabelScope() { pushprof_labels_clear(); }
+  ~LabelScope() {
+    pushprof_labels_clear();
+  }
   LabelScope(const LabelScope &) = delete;
   LabelScope &operator=(const LabelScope &) = delete;
 
@@ -67,8 +69,8 @@ public:
   }
   __attribute__((noinline)) void validate(std::uint64_t id, std::uint64_t decoded) {
     if (id % 5 == 0)
-      throw BadRequest("request " + std::to_string(id) + ": checksum " + std::to_string(decoded % 997) +
-                       " does not match");
+      throw BadRequest("request " + std::to_string(id) + ": checksum " +
+                       std::to_string(decoded % 997) + " does not match");
   }
   __attribute__((noinline)) std::uint64_t serve(std::uint64_t id) {
     std::uint64_t d = decode(id);
@@ -87,7 +89,8 @@ std::atomic<std::uint64_t> sink{0};
 
 template <typename Codec> __attribute__((noinline)) void dispatch(std::uint64_t id) {
   char trace[32];
-  std::snprintf(trace, sizeof trace, "%016llx", static_cast<unsigned long long>(id * 0x9e3779b97f4a7c15ULL));
+  std::snprintf(trace, sizeof trace, "%016llx",
+                static_cast<unsigned long long>(id * 0x9e3779b97f4a7c15ULL));
   pipeline::LabelScope labels(trace, Codec::route);
   pipeline::Handler<Codec> h;
   sink += h.serve(id);

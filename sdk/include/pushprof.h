@@ -27,23 +27,23 @@ extern "C" {
 #define PUSHPROF_VERSION_MAJOR 0
 #define PUSHPROF_VERSION_MINOR 1
 #define PUSHPROF_VERSION_PATCH 0
-#define PUSHPROF_VERSION_NUMBER \
+#define PUSHPROF_VERSION_NUMBER                                                                    \
   (PUSHPROF_VERSION_MAJOR * 10000 + PUSHPROF_VERSION_MINOR * 100 + PUSHPROF_VERSION_PATCH)
 #define PUSHPROF_VERSION_STRING "0.1.0"
 
 /* Error codes. Append only; never renumber or reuse a retired slot. */
 #define PUSHPROF_OK 0
-#define PUSHPROF_EINVAL (-1)     /* an argument or option is invalid */
-#define PUSHPROF_ENOMEM (-2)     /* out of memory */
-#define PUSHPROF_EALREADY (-3)   /* already started */
-#define PUSHPROF_ENOTSTARTED (-4) /* not started */
-#define PUSHPROF_ESYS (-5)       /* a system call failed (see the logged line) */
-#define PUSHPROF_ECONFIG (-6)    /* an environment variable is invalid */
-#define PUSHPROF_ELIMIT (-7)     /* a documented limit was exceeded */
-#define PUSHPROF_ETIMEDOUT (-8)  /* the deadline passed */
-#define PUSHPROF_EREFUSED (-9)   /* the sidecar refused the push */
+#define PUSHPROF_EINVAL (-1)        /* an argument or option is invalid */
+#define PUSHPROF_ENOMEM (-2)        /* out of memory */
+#define PUSHPROF_EALREADY (-3)      /* already started */
+#define PUSHPROF_ENOTSTARTED (-4)   /* not started */
+#define PUSHPROF_ESYS (-5)          /* a system call failed (see the logged line) */
+#define PUSHPROF_ECONFIG (-6)       /* an environment variable is invalid */
+#define PUSHPROF_ELIMIT (-7)        /* a documented limit was exceeded */
+#define PUSHPROF_ETIMEDOUT (-8)     /* the deadline passed */
+#define PUSHPROF_EREFUSED (-9)      /* the sidecar refused the push */
 #define PUSHPROF_EUNAVAILABLE (-10) /* the sidecar could not be reached */
-#define PUSHPROF_ESETUID (-11)   /* refused to run in a setuid/setgid program */
+#define PUSHPROF_ESETUID (-11)      /* refused to run in a setuid/setgid program */
 
 /* Options for pushprof_start(). Zero-initialise; every unset field (0 or
  * NULL) means "from the environment (PUSHPROF_*), else the default". */

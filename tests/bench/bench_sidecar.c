@@ -104,10 +104,9 @@ typedef struct pool {
 } pool;
 
 static int build_pool(pp_builder *b, size_t target, pool *p) {
-  static const char *const files[NMAPPINGS] = {"/usr/local/bin/bench-service",
-                                               "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                                               "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
-                                               "/usr/lib/x86_64-linux-gnu/libssl.so.3"};
+  static const char *const files[NMAPPINGS] = {
+      "/usr/local/bin/bench-service", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+      "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib/x86_64-linux-gnu/libssl.so.3"};
   static const char *const root_names[3] = {"_start", "main", "worker_loop"};
   uint64_t maps[NMAPPINGS];
   uint64_t seed = 0x9e3779b97f4a7c15ULL;
@@ -357,20 +356,23 @@ static double pct(const double *v, size_t n, double p) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: bench_sidecar --socket PATH [--size BYTES] [--clients N]\n"
-          "                     [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]\n"
-          "                     [--variants N] [--timeout-ms MS] [--dump FILE]\n");
+  fprintf(f, "usage: bench_sidecar --socket PATH [--size BYTES] [--clients N]\n"
+             "                     [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]\n"
+             "                     [--variants N] [--timeout-ms MS] [--dump FILE]\n");
 }
 
 static int parse_args(int argc, char **argv, options *o) {
-  static const struct option longopts[] = {
-      {"socket", required_argument, NULL, 's'},   {"size", required_argument, NULL, 'z'},
-      {"clients", required_argument, NULL, 'c'},  {"duration", required_argument, NULL, 'd'},
-      {"count", required_argument, NULL, 'n'},    {"rate", required_argument, NULL, 'r'},
-      {"variants", required_argument, NULL, 'v'}, {"timeout-ms", required_argument, NULL, 't'},
-      {"dump", required_argument, NULL, 'o'},     {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option longopts[] = {{"socket", required_argument, NULL, 's'},
+                                           {"size", required_argument, NULL, 'z'},
+                                           {"clients", required_argument, NULL, 'c'},
+                                           {"duration", required_argument, NULL, 'd'},
+                                           {"count", required_argument, NULL, 'n'},
+                                           {"rate", required_argument, NULL, 'r'},
+                                           {"variants", required_argument, NULL, 'v'},
+                                           {"timeout-ms", required_argument, NULL, 't'},
+                                           {"dump", required_argument, NULL, 'o'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
   *o = (options){.size = 100 * 1024, .clients = 8, .variants = 4, .timeout_ms = 10000};
   int ch;
   char *end;
@@ -421,8 +423,9 @@ static int parse_args(int argc, char **argv, options *o) {
       o->size > PP_FRAME_MAX_DEFAULT - 4096 || o->clients < 1 || o->clients > 1024 ||
       o->variants < 1 || o->variants > 64 || o->timeout_ms < 1 || o->rate < 0 ||
       o->duration_s < 0 || o->count < 0) {
-    fprintf(stderr, "bench_sidecar: bad arguments (--socket is required; --size 1024..%u, "
-                    "--clients 1..1024, --variants 1..64)\n",
+    fprintf(stderr,
+            "bench_sidecar: bad arguments (--socket is required; --size 1024..%u, "
+            "--clients 1..1024, --variants 1..64)\n",
             PP_FRAME_MAX_DEFAULT - 4096);
     usage(stderr);
     return -1;
@@ -553,10 +556,10 @@ int main(int argc, char **argv) {
   printf("bench_sidecar clients=%d payload_bytes=%zu frame_bytes=%zu seconds=%.3f acked=%ld "
          "errors=%ld rate=%.1f mb_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f "
          "mean_ms=%.3f\n",
-         o.clients, npayloads ? payload_total / npayloads : 0, frame_bytes, elapsed, acked,
-         errors, (double)acked / elapsed,
-         (double)acked * (double)frame_bytes / elapsed / (1024.0 * 1024.0), pct(all, nlat, 50),
-         pct(all, nlat, 90), pct(all, nlat, 99), nlat ? all[nlat - 1] : NAN, mean);
+         o.clients, npayloads ? payload_total / npayloads : 0, frame_bytes, elapsed, acked, errors,
+         (double)acked / elapsed, (double)acked * (double)frame_bytes / elapsed / (1024.0 * 1024.0),
+         pct(all, nlat, 50), pct(all, nlat, 90), pct(all, nlat, 99), nlat ? all[nlat - 1] : NAN,
+         mean);
   if (errors) {
     fprintf(stderr,
             "bench_sidecar: %ld pushes failed: refused=%ld (invalid_frame=%ld invalid_push=%ld "

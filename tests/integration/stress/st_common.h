@@ -10,7 +10,7 @@
 #define ST_CHECK(cond, what)                                                                       \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
-      fprintf(stderr, "workload: %s failed\n", what);                                             \
+      fprintf(stderr, "workload: %s failed\n", what);                                              \
       exit(70);                                                                                    \
     }                                                                                              \
   } while (0)
