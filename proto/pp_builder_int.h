@@ -51,4 +51,7 @@ void pp_builder_set_merge_started(pp_builder *b);
 
 int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size_t *outlen,
                   char *why, size_t whylen);
+/* Writes a one-line reason into why (if given); shared by validate, merge
+ * and gzip. */
+void pp_say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #endif

@@ -35,17 +35,6 @@ fail:
   return -1;
 }
 
-static void say(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...) {
-  if (!why || whylen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, whylen, fmt, ap);
-  va_end(ap);
-}
-
 int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size_t *outlen,
                   char *why, size_t whylen) {
   z_stream z = {0};
@@ -54,11 +43,11 @@ int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, 
   if (max_out > SIZE_MAX / 2)
     max_out = SIZE_MAX / 2;
   if (len > CHUNK_MAX) {
-    say(why, whylen, "gzip input of %zu bytes is too large", len);
+    pp_say(why, whylen, "gzip input of %zu bytes is too large", len);
     return -1;
   }
   if (inflateInit2(&z, GZIP_WINDOW_BITS) != Z_OK) {
-    say(why, whylen, "cannot start gzip decompression (out of memory?)");
+    pp_say(why, whylen, "cannot start gzip decompression (out of memory?)");
     return -1;
   }
   z.next_in = (Bytef *)(uintptr_t)in;
@@ -66,7 +55,7 @@ int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, 
   for (;;) {
     if (used == cap) {
       if (cap >= max_out + 1) {
-        say(why, whylen, "gzip data expands to more than the %zu byte limit", max_out);
+        pp_say(why, whylen, "gzip data expands to more than the %zu byte limit", max_out);
         goto fail;
       }
       /* One byte beyond the limit tells "exactly max_out" from "more". */
@@ -75,7 +64,7 @@ int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, 
         ncap = max_out + 1;
       uint8_t *nb = realloc(buf, ncap ? ncap : 1);
       if (!nb) {
-        say(why, whylen, "out of memory decompressing gzip data");
+        pp_say(why, whylen, "out of memory decompressing gzip data");
         goto fail;
       }
       buf = nb;
@@ -92,22 +81,22 @@ int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, 
         break;
       /* Another gzip member follows (concatenated members are one stream). */
       if (inflateReset(&z) != Z_OK) {
-        say(why, whylen, "corrupt gzip data after member end");
+        pp_say(why, whylen, "corrupt gzip data after member end");
         goto fail;
       }
       continue;
     }
     if (zr == Z_BUF_ERROR && z.avail_in == 0) {
-      say(why, whylen, "truncated gzip data");
+      pp_say(why, whylen, "truncated gzip data");
       goto fail;
     }
     if (zr != Z_OK && zr != Z_BUF_ERROR) {
-      say(why, whylen, "corrupt gzip data: %s", z.msg ? z.msg : "inflate failed");
+      pp_say(why, whylen, "corrupt gzip data: %s", z.msg ? z.msg : "inflate failed");
       goto fail;
     }
   }
   if (used > max_out) {
-    say(why, whylen, "gzip data expands to more than the %zu byte limit", max_out);
+    pp_say(why, whylen, "gzip data expands to more than the %zu byte limit", max_out);
     goto fail;
   }
   inflateEnd(&z);

@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void say(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...) {
-  if (!why || whylen == 0)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, whylen, fmt, ap);
-  va_end(ap);
-}
-
 static const char *src_str(const Perftools__Profiles__Profile *p, int64_t ix) {
   return ix >= 0 && (uint64_t)ix < p->n_string_table && p->string_table[ix] ? p->string_table[ix]
                                                                             : "?";
@@ -62,7 +51,7 @@ static int check_compatible(pp_builder *b, const Perftools__Profiles__Profile *s
     char have[256], got[256];
     describe_builder_types(b, &m, have, sizeof have);
     describe_src_types(src, got, sizeof got);
-    say(why, whylen, "sample types differ: merging [%s] into [%s]", got, have);
+    pp_say(why, whylen, "sample types differ: merging [%s] into [%s]", got, have);
     return -1;
   }
   const char *bt = m.has_period_type ? pp_builder_string_at(b, m.period_type) : "";
@@ -70,8 +59,8 @@ static int check_compatible(pp_builder *b, const Perftools__Profiles__Profile *s
   const char *st = src->period_type ? src_str(src, src->period_type->type) : "";
   const char *su = src->period_type ? src_str(src, src->period_type->unit) : "";
   if (strcmp(bt, st) != 0 || strcmp(bu, su) != 0 || m.period != src->period) {
-    say(why, whylen, "periods differ: merging %" PRId64 " %s/%s into %" PRId64 " %s/%s",
-        src->period, st, su, m.period, bt, bu);
+    pp_say(why, whylen, "periods differ: merging %" PRId64 " %s/%s into %" PRId64 " %s/%s",
+           src->period, st, su, m.period, bt, bu);
     return -1;
   }
   return 0;
@@ -146,7 +135,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
   size_t maxtmp = 1, maxlab = 1;
 
   if (src->n_string_table == 0) {
-    say(why, whylen, "cannot merge: the profile has an empty string_table");
+    pp_say(why, whylen, "cannot merge: the profile has an empty string_table");
     return -1;
   }
   pp_builder_meta meta;
@@ -157,7 +146,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
   if (index_ids(&maps, src, src->n_mapping, mapping_id) != 0 ||
       index_ids(&funcs, src, src->n_function, function_id) != 0 ||
       index_ids(&locs, src, src->n_location, location_id) != 0) {
-    say(why, whylen, "cannot merge: zero or repeated ids (validate the profile first)");
+    pp_say(why, whylen, "cannot merge: zero or repeated ids (validate the profile first)");
     goto fail;
   }
   for (size_t i = 0; i < src->n_location; i++)
@@ -177,21 +166,21 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
   lines = malloc(maxtmp * sizeof *lines);
   labels = malloc(maxlab * sizeof *labels);
   if (!sx || !mx || !fx || !lx || !tmp || !lines || !labels) {
-    say(why, whylen, "out of memory merging a profile");
+    pp_say(why, whylen, "out of memory merging a profile");
     goto fail;
   }
   for (size_t i = 0; i < src->n_string_table; i++) {
     sx[i] = pp_builder_string(b, src->string_table[i]);
     if (sx[i] < 0) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }
 #define SX(ix, what)                                                                               \
   do {                                                                                             \
     if (!in_range(src, (ix))) {                                                                    \
-      say(why, whylen, "cannot merge: %s string index %" PRId64 " out of range", what,             \
-          (int64_t)(ix));                                                                          \
+      pp_say(why, whylen, "cannot merge: %s string index %" PRId64 " out of range", what,          \
+             (int64_t)(ix));                                                                       \
       goto fail;                                                                                   \
     }                                                                                              \
   } while (0)
@@ -206,7 +195,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
       SX(src->period_type->unit, "period_type");
     }
     if (adopt_types(b, src, sx) != 0) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }
@@ -223,7 +212,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
   for (size_t i = 0; i < src->n_comment; i++) {
     SX(src->comment[i], "comment");
     if (pp_builder_add_comment_ix(b, sx[src->comment[i]]) != 0) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }
@@ -239,7 +228,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     mx[i] = pp_builder_mapping_ix(b, m->memory_start, m->memory_limit, m->file_offset,
                                   sx[m->filename], sx[m->build_id], flags);
     if (!mx[i]) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }
@@ -251,7 +240,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     fx[i] =
         pp_builder_function_ix(b, sx[f->name], sx[f->system_name], sx[f->filename], f->start_line);
     if (!fx[i]) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }
@@ -261,8 +250,8 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     if (l->mapping_id) {
       int64_t pos = pp_idmap_find(&maps, l->mapping_id);
       if (pos < 0) {
-        say(why, whylen, "cannot merge: location %" PRIu64 " refers to missing mapping %" PRIu64,
-            l->id, l->mapping_id);
+        pp_say(why, whylen, "cannot merge: location %" PRIu64 " refers to missing mapping %" PRIu64,
+               l->id, l->mapping_id);
         goto fail;
       }
       mid = mx[pos];
@@ -271,8 +260,9 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
       uint64_t fid = l->line[j]->function_id;
       int64_t pos = fid ? pp_idmap_find(&funcs, fid) : -1;
       if (pos < 0) {
-        say(why, whylen, "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64,
-            l->id, fid);
+        pp_say(why, whylen,
+               "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64, l->id,
+               fid);
         goto fail;
       }
       tmp[j] = fx[pos];
@@ -280,7 +270,7 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     }
     lx[i] = pp_builder_location(b, mid, l->address, tmp, lines, l->n_line);
     if (!lx[i]) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }
@@ -289,8 +279,8 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
     for (size_t j = 0; j < s->n_location_id; j++) {
       int64_t pos = pp_idmap_find(&locs, s->location_id[j]);
       if (pos < 0) {
-        say(why, whylen, "cannot merge: sample %zu refers to missing location %" PRIu64, i,
-            s->location_id[j]);
+        pp_say(why, whylen, "cannot merge: sample %zu refers to missing location %" PRIu64, i,
+               s->location_id[j]);
         goto fail;
       }
       tmp[j] = lx[pos];
@@ -303,13 +293,13 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
       labels[j] = (pp_ilabel){sx[l->key], sx[l->str], l->num, sx[l->num_unit]};
     }
     if (s->n_value != src->n_sample_type) {
-      say(why, whylen, "cannot merge: sample %zu has %zu values, want %zu", i, s->n_value,
-          src->n_sample_type);
+      pp_say(why, whylen, "cannot merge: sample %zu has %zu values, want %zu", i, s->n_value,
+             src->n_sample_type);
       goto fail;
     }
     if (pp_builder_sample_ix(b, tmp, s->n_location_id, s->value, s->n_value, labels, s->n_label) !=
         0) {
-      say(why, whylen, "out of memory merging a profile");
+      pp_say(why, whylen, "out of memory merging a profile");
       goto fail;
     }
   }

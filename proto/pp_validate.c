@@ -12,9 +12,7 @@
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
 
-static void say(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...) {
+void pp_say(char *why, size_t whylen, const char *fmt, ...) {
   if (!why || whylen == 0)
     return;
   va_list ap;
@@ -34,18 +32,19 @@ static bool str_ok(const vctx *c, int64_t ix, const char *what, size_t n) {
   if (ix >= 0 && (uint64_t)ix < c->p->n_string_table)
     return true;
   if (n == SIZE_MAX)
-    say(c->why, c->whylen, "%s string index %" PRId64 " out of range (string_table has %zu)", what,
-        ix, c->p->n_string_table);
+    pp_say(c->why, c->whylen, "%s string index %" PRId64 " out of range (string_table has %zu)",
+           what, ix, c->p->n_string_table);
   else
-    say(c->why, c->whylen, "%s %zu: string index %" PRId64 " out of range (string_table has %zu)",
-        what, n, ix, c->p->n_string_table);
+    pp_say(c->why, c->whylen,
+           "%s %zu: string index %" PRId64 " out of range (string_table has %zu)", what, n, ix,
+           c->p->n_string_table);
   return false;
 }
 
 static int index_ids(const vctx *c, pp_idmap *m, const char *what, size_t n,
                      uint64_t (*get)(const Perftools__Profiles__Profile *, size_t)) {
   if (pp_idmap_init(m, n) != 0) {
-    say(c->why, c->whylen, "out of memory indexing %s ids", what);
+    pp_say(c->why, c->whylen, "out of memory indexing %s ids", what);
     return -1;
   }
   for (size_t i = 0; i < n; i++)
@@ -55,13 +54,13 @@ static int index_ids(const vctx *c, pp_idmap *m, const char *what, size_t n,
   case 0:
     return 0;
   case 1:
-    say(c->why, c->whylen, "a %s has id 0 (ids must be non-zero)", what);
+    pp_say(c->why, c->whylen, "a %s has id 0 (ids must be non-zero)", what);
     return -1;
   case 2:
-    say(c->why, c->whylen, "%s id %" PRIu64 " is used twice (ids must be unique)", what, bad);
+    pp_say(c->why, c->whylen, "%s id %" PRIu64 " is used twice (ids must be unique)", what, bad);
     return -1;
   default:
-    say(c->why, c->whylen, "out of memory indexing %s ids", what);
+    pp_say(c->why, c->whylen, "out of memory indexing %s ids", what);
     return -1;
   }
 }
@@ -87,7 +86,7 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
   int rc = -1;
 
   if (p->n_string_table == 0 || p->string_table[0] == NULL || p->string_table[0][0] != '\0') {
-    say(why, whylen, "string_table[0] must be the empty string");
+    pp_say(why, whylen, "string_table[0] must be the empty string");
     return -1;
   }
   for (size_t i = 0; i < p->n_sample_type; i++)
@@ -123,39 +122,40 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
   for (size_t i = 0; i < p->n_location; i++) {
     const Perftools__Profiles__Location *l = p->location[i];
     if (l->mapping_id != 0 && pp_idmap_find(&maps, l->mapping_id) < 0) {
-      say(why, whylen, "location %" PRIu64 " refers to mapping %" PRIu64 ", which is missing",
-          l->id, l->mapping_id);
+      pp_say(why, whylen, "location %" PRIu64 " refers to mapping %" PRIu64 ", which is missing",
+             l->id, l->mapping_id);
       goto fail;
     }
     for (size_t j = 0; j < l->n_line; j++) {
       uint64_t fid = l->line[j]->function_id;
       if (fid == 0) { /* go tool pprof: "has a line with nil function" */
-        say(why, whylen, "location %" PRIu64 " line %zu has no function (function_id 0)", l->id, j);
+        pp_say(why, whylen, "location %" PRIu64 " line %zu has no function (function_id 0)", l->id,
+               j);
         goto fail;
       }
       if (pp_idmap_find(&funcs, fid) < 0) {
-        say(why, whylen,
-            "location %" PRIu64 " line %zu refers to function %" PRIu64 ", which is missing", l->id,
-            j, fid);
+        pp_say(why, whylen,
+               "location %" PRIu64 " line %zu refers to function %" PRIu64 ", which is missing",
+               l->id, j, fid);
         goto fail;
       }
     }
   }
   if (p->n_sample > 0 && p->n_sample_type == 0) {
-    say(why, whylen, "profile has %zu samples but no sample_type", p->n_sample);
+    pp_say(why, whylen, "profile has %zu samples but no sample_type", p->n_sample);
     goto fail;
   }
   for (size_t i = 0; i < p->n_sample; i++) {
     const Perftools__Profiles__Sample *s = p->sample[i];
     if (s->n_value != p->n_sample_type) {
-      say(why, whylen, "sample %zu has %zu values, want %zu (one per sample_type)", i, s->n_value,
-          p->n_sample_type);
+      pp_say(why, whylen, "sample %zu has %zu values, want %zu (one per sample_type)", i,
+             s->n_value, p->n_sample_type);
       goto fail;
     }
     for (size_t j = 0; j < s->n_location_id; j++) {
       if (pp_idmap_find(&locs, s->location_id[j]) < 0) {
-        say(why, whylen, "sample %zu refers to location %" PRIu64 ", which is missing", i,
-            s->location_id[j]);
+        pp_say(why, whylen, "sample %zu refers to location %" PRIu64 ", which is missing", i,
+               s->location_id[j]);
         goto fail;
       }
     }
@@ -168,12 +168,12 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
       /* Index 0 or another "" entry: an empty key either way (a merge would
        * map both to index 0, which must not turn valid into invalid). */
       if (l->key == 0 || p->string_table[l->key][0] == '\0') {
-        say(why, whylen, "sample %zu label %zu has no key", i, j);
+        pp_say(why, whylen, "sample %zu label %zu has no key", i, j);
         goto fail;
       }
       if (l->str != 0 && (l->num != 0 || l->num_unit != 0)) {
-        say(why, whylen, "sample %zu label \"%s\" has both a string and a number", i,
-            p->string_table[l->key]);
+        pp_say(why, whylen, "sample %zu label \"%s\" has both a string and a number", i,
+               p->string_table[l->key]);
         goto fail;
       }
     }
@@ -197,13 +197,13 @@ Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, si
     data = raw;
     len = rawlen;
   } else if (len > max_size) {
-    say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
+    pp_say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
     return NULL;
   }
   p = perftools__profiles__profile__unpack(NULL, len, data);
   free(raw);
   if (!p) {
-    say(why, whylen, "not a pprof profile: protobuf decoding of %zu bytes failed", len);
+    pp_say(why, whylen, "not a pprof profile: protobuf decoding of %zu bytes failed", len);
     return NULL;
   }
   if (pp_pprof_validate(p, why, whylen) != 0) {
@@ -367,7 +367,7 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
   size_t rawlen = 0;
   pp_pprof *a = calloc(1, sizeof *a);
   if (!a) {
-    say(why, whylen, "out of memory parsing a profile");
+    pp_say(why, whylen, "out of memory parsing a profile");
     return NULL;
   }
   if (len >= 2 && data[0] == GZIP_MAGIC0 && data[1] == GZIP_MAGIC1) {
@@ -376,7 +376,7 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
     data = raw;
     len = rawlen;
   } else if (len > max_size) {
-    say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
+    pp_say(why, whylen, "profile is %zu bytes, over the %zu byte limit", len, max_size);
     goto fail;
   }
   a->next_cap = len < (ARENA_FIRST_MAX - ARENA_SLACK) / ARENA_EXPANSION
@@ -388,9 +388,9 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
   raw = NULL;
   if (!a->prof) {
     if (a->oom)
-      say(why, whylen, "out of memory decoding a pprof profile of %zu bytes", len);
+      pp_say(why, whylen, "out of memory decoding a pprof profile of %zu bytes", len);
     else
-      say(why, whylen, "not a pprof profile: protobuf decoding of %zu bytes failed", len);
+      pp_say(why, whylen, "not a pprof profile: protobuf decoding of %zu bytes failed", len);
     goto fail;
   }
   if (pp_pprof_validate(a->prof, why, whylen) != 0)
