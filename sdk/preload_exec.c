@@ -77,50 +77,50 @@ __attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], c
   return rc;
 }
 
-/* execl, execlp, execle: collect the variadic list into an argv array. */
-#define COLLECT_ARGS(first, ap, argv, n)                                                           \
-  do {                                                                                             \
-    (argv)[0] = (char *)(first);                                                                   \
-    (n) = 1;                                                                                       \
-    while ((argv)[(n)-1] != NULL) {                                                                \
-      if ((n) == EXEC_MAX_ARGS) {                                                                  \
-        va_end(ap);                                                                                \
-        errno = E2BIG;                                                                             \
-        return -1;                                                                                 \
-      }                                                                                            \
-      (argv)[(n)++] = va_arg(ap, char *);                                                          \
-    }                                                                                              \
-  } while (0)
+/* execl, execlp, execle: collect the variadic list into argv (NULL-ended);
+ * with envp, also the environment that follows the NULL. -1 (E2BIG) when
+ * the list is longer than EXEC_MAX_ARGS. */
+static int collect_args(const char *first, va_list *ap, char **argv, char *const **envp) {
+  size_t n = 1;
+  argv[0] = (char *)first;
+  while (argv[n - 1] != NULL) {
+    if (n == EXEC_MAX_ARGS) {
+      errno = E2BIG;
+      return -1;
+    }
+    argv[n++] = va_arg(*ap, char *);
+  }
+  if (envp)
+    *envp = va_arg(*ap, char *const *);
+  return 0;
+}
 
 __attribute__((visibility("default"))) int execl(const char *path, const char *arg, ...) {
   char *argv[EXEC_MAX_ARGS];
-  size_t n;
   va_list ap;
   va_start(ap, arg);
-  COLLECT_ARGS(arg, ap, argv, n);
+  int rc = collect_args(arg, &ap, argv, NULL);
   va_end(ap);
-  return execve(path, argv, environ);
+  return rc ? rc : execve(path, argv, environ);
 }
 
 __attribute__((visibility("default"))) int execlp(const char *file, const char *arg, ...) {
   char *argv[EXEC_MAX_ARGS];
-  size_t n;
   va_list ap;
   va_start(ap, arg);
-  COLLECT_ARGS(arg, ap, argv, n);
+  int rc = collect_args(arg, &ap, argv, NULL);
   va_end(ap);
-  return execvpe(file, argv, environ);
+  return rc ? rc : execvpe(file, argv, environ);
 }
 
 __attribute__((visibility("default"))) int execle(const char *path, const char *arg, ...) {
   char *argv[EXEC_MAX_ARGS];
-  size_t n;
+  char *const *envp = NULL;
   va_list ap;
   va_start(ap, arg);
-  COLLECT_ARGS(arg, ap, argv, n);
-  char *const *envp = va_arg(ap, char *const *);
+  int rc = collect_args(arg, &ap, argv, &envp);
   va_end(ap);
-  return execve(path, argv, envp);
+  return rc ? rc : execve(path, argv, envp);
 }
 
 typedef void (*exit_fn)(int);

@@ -1,5 +1,6 @@
 # Owned by spool/batcher/exporters (and the log/metrics modules they share).
 list(APPEND PUSHPROF_SIDECAR_BATCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/fsutil.c
   ${CMAKE_CURRENT_LIST_DIR}/log.c
   ${CMAKE_CURRENT_LIST_DIR}/metrics.c
   ${CMAKE_CURRENT_LIST_DIR}/spool.c

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "log.h"
 #include "metrics.h"
 #include "pp_frame.h"
@@ -169,26 +170,6 @@ static int mkdir_at(int dfd, const char *name) {
   return -1;
 }
 
-/* Creates path and its missing parents with mode 0750. */
-static int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-    return -1;
-  return 0;
-}
-
 /* Writes <name>.reason = reason + "\n" into dfd (best effort, logged). */
 static void write_reason(int dfd, const char *name, const char *reason) {
   char rname[SPOOL_ID_MAX + 16];
@@ -302,7 +283,7 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory opening spool %s", cfg->dir);
     goto fail;
   }
-  if (mkdir_p(s->dir) != 0) {
+  if (fsutil_mkdir_p(s->dir) != 0) {
     snprintf(err, errlen, "cannot create spool directory %s: %s (create it or set --spool)", s->dir,
              strerror(errno));
     goto fail;

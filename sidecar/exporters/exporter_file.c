@@ -21,6 +21,7 @@
 
 #include "exporter.h"
 #include "exporter_backends.h"
+#include "fsutil.h"
 #include "log.h"
 
 #define SEG_MAX 256
@@ -80,25 +81,6 @@ static int parse_file_url(const char *url, char *out, size_t outlen, char *err, 
   while (o > 1 && out[o - 1] == '/')
     o--;
   out[o] = '\0';
-  return 0;
-}
-
-static int mkdir_p(const char *path) {
-  char buf[PATH_MAX];
-  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-    return -1;
   return 0;
 }
 
@@ -310,7 +292,7 @@ exporter *exporter_file_create(const char *url, const exporter_options *opts, ch
   char path[PATH_MAX];
   if (parse_file_url(url, path, sizeof path, err, errlen) != 0)
     return NULL;
-  if (mkdir_p(path) != 0) {
+  if (fsutil_mkdir_p(path) != 0) {
     snprintf(err, errlen, "cannot create export directory %s: %s (create it or fix --export)", path,
              strerror(errno));
     return NULL;

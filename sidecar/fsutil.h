@@ -1,0 +1,8 @@
+/* Small file-system helpers shared by the spool and the file exporter.
+ * Thread-safe (no shared state). */
+#ifndef SIDECAR_FSUTIL_H
+#define SIDECAR_FSUTIL_H
+
+/* Creates path and its missing parents with mode 0750. 0, or -1 with errno. */
+int fsutil_mkdir_p(const char *path);
+#endif
