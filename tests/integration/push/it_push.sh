@@ -10,6 +10,9 @@ PRELOAD=$B/sdk/libpushprof_preload.so
 DEMO=$B/examples/demo_work
 FORK=$B/tests/push_workloads/wl_fork
 CHECK="python3 $S/tests/integration/pprof_check.py"
+# demo_work's three stages; a short job under load may land few samples in any
+# one of them (seen: none in parse_records once), so the check takes any.
+STAGES='^(parse_records|compress_blocks|checksum_output)$'
 export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}
 w=$(mktemp -d /tmp/it_push.XXXXXX)
 sock=$w/run/pushprof.sock
@@ -47,7 +50,22 @@ short) # a 30 ms job's profile arrives with its samples
   run_pre PUSHPROF_HZ=250 "$DEMO" 0.03 >/dev/null
   stop_sidecar
   [ "$(accepted_pids | wc -l)" -eq 1 ] || fail "want 1 push"
-  $CHECK "$(merged)" --min-samples 3 --expect-function parse_records >/dev/null ;;
+  # Every signal the SDK took must arrive as a sample. A 30 ms job gets only
+  # a handful of kernel ticks (sometimes none), so the count comes from the
+  # profile's own comment, not from a fixed floor.
+  out=$($CHECK "$(merged)")
+  python3 - "$out" "$STAGES" <<'PY' || fail "samples lost between the SDK and the export"
+import json, re, sys
+p = json.loads(sys.argv[1])
+total = p["total"]["samples/count"]
+sig = [int(m.group(1)) for c in p["comments"] for m in [re.search(r"\((\d+) signals in", c)] if m]
+assert sig, p["comments"]
+print("signals taken", sig[0], "samples exported", total, file=sys.stderr)
+assert total >= sig[0], (total, sig[0])   # overruns only add weight
+if total:
+    assert any(re.search(sys.argv[2], f) for f in p["self"]), p["self"]
+PY
+  ;;
 jobs200) # 200 short jobs in a row: 200 pushes acked, all exported
   start_sidecar
   for i in $(seq 200); do run_pre "$DEMO" 0.005 >/dev/null || fail "job $i failed"; done
@@ -70,7 +88,7 @@ sigterm) # killed by SIGTERM after ~1 s of CPU: status 143 and the profile arriv
   [ "$st" -eq 143 ] || fail "exit status $st, want 143"
   stop_sidecar
   [ "$(accepted_pids | wc -l)" -eq 1 ] || fail "no push from the killed job"
-  $CHECK "$(merged)" --min-samples 5 --expect-function parse_records >/dev/null ;;
+  $CHECK "$(merged)" --min-samples 5 --expect-function "$STAGES" >/dev/null ;;
 fork) # parent and child each push their own profile; nothing counted twice
   start_sidecar
   run_pre PUSHPROF_HZ=100 "$FORK" >/dev/null || fail "wl_fork failed"
@@ -115,7 +133,7 @@ spool) # sidecar down at exit, PUSHPROF_SPOOL_DIR set: arrives once it starts
   start_sidecar
   for _ in $(seq 100); do [ -n "$(find "$w/out" -name '*.pb.gz' 2>/dev/null)" ] && break; sleep 0.1; done
   stop_sidecar
-  $CHECK "$(merged)" --min-samples 5 --expect-function parse_records >/dev/null ;;
+  $CHECK "$(merged)" --min-samples 5 --expect-function "$STAGES" >/dev/null ;;
 slow) # a sidecar that never answers: exit grows by at most the exit timeout
   mkdir -p "$w/run"
   python3 - "$sock" <<'PY' &
