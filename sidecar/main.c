@@ -99,8 +99,10 @@ int main(int argc, char **argv) {
     exit_code = 2;
     goto out;
   }
-  spool_config sc = {
-      .dir = cfg.spool_dir, .max_bytes = cfg.max_spool_bytes, .drop_oldest = cfg.spool_drop_oldest};
+  spool_config sc = {.dir = cfg.spool_dir,
+                     .max_bytes = cfg.max_spool_bytes,
+                     .drop_oldest = cfg.spool_drop_oldest,
+                     .journal_bytes = cfg.journal_bytes};
   sp = spool_open(&sc, err, sizeof err);
   if (!sp) {
     fprintf(stderr, "pushprof-sidecar: --spool %s: %s\n", cfg.spool_dir, err);
