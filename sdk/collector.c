@@ -334,7 +334,13 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   pthread_mutex_lock(&g_ctl);
   if (!g_thread_running) {
     g_stop = 0;
+    /* The host's process-directed signals are for its own threads (one may
+     * wait for them with sigwait or a signalfd): the collector takes none. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int e = pthread_create(&g_thread, NULL, collector_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e != 0) {
       snprintf(err, errlen, "cannot start the collector thread: %s", strerror(e));
       rc = PUSHPROF_ESYS;
