@@ -271,7 +271,10 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   }
   l->dev = st.st_dev;
   l->ino = st.st_ino;
-  if (listen(l->fd, 256) != 0) {
+  /* A deep backlog absorbs a burst of connections (well-behaved or not)
+   * while the accept thread admits or evicts; a full one makes clients'
+   * connect() fail with EAGAIN. The kernel caps it at net.core.somaxconn. */
+  if (listen(l->fd, SOMAXCONN) != 0) {
     snprintf(err, errlen, "listen %s: %s", l->path, strerror(errno));
     unlink(l->path);
     goto fail;
