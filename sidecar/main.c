@@ -56,10 +56,11 @@ static void raise_fd_limit(int max_connections) {
               (unsigned long long)old, (unsigned long long)rl.rlim_cur);
 }
 
-/* One sidecar per spool: a second one would export the same files twice. */
+/* One sidecar per spool: a second one would export the same files twice.
+ * A dot name: the spool ignores dot files that do not end in .push. */
 static int lock_spool(const char *dir, char *err, size_t errlen) {
   char path[4096], what[4200];
-  if (snprintf(path, sizeof path, "%s/sidecar.lock", dir) >= (int)sizeof path) {
+  if (snprintf(path, sizeof path, "%s/.sidecar.lock", dir) >= (int)sizeof path) {
     snprintf(err, errlen, "--spool %s: path too long", dir);
     return -1;
   }

@@ -28,7 +28,7 @@ grep -q -- "--socket $SOCK: it is in use" "$W/sidecar-socket.log" || fail "$(cat
 # The first one was not disturbed.
 [ -S "$SOCK" ] || fail "the refused sidecars removed the socket"
 "$CLI" push "$W/p.pb" --socket "$SOCK" >/dev/null || fail "push to the first sidecar after the refusals"
-[ "$(cat "$W/spool/sidecar.lock")" = "$first" ] || fail "lock file does not hold pid $first"
+[ "$(cat "$W/spool/.sidecar.lock")" = "$first" ] || fail "lock file does not hold pid $first"
 
 # kill -9: the kernel drops the lock; a restart on the same paths works.
 kill9_sidecar
