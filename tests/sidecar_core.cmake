@@ -17,4 +17,6 @@ if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
   endforeach()
   # Mounts a tmpfs; without root/CAP_SYS_ADMIN it says why and skips.
   set_tests_properties(it_sidecar_disk_full PROPERTIES SKIP_RETURN_CODE 77)
+  # Measures ack latency: alone, or the other tests' load is what it measures.
+  set_tests_properties(it_sidecar_hostile PROPERTIES RUN_SERIAL TRUE)
 endif()

@@ -19,6 +19,10 @@ start_sidecar a --batch-window 5
 sleep 0.2
 vmkb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$SC_PID/status"; }
 rss_idle=$(vmkb VmRSS)
+# The same client without an attack first: the machine's own noise.
+$H "$SOCK" good "$W/good.frame" 3 >"$W/base.out"
+base_p99=$(sed -n 's/.* p99_ms=\([0-9.]*\).*/\1/p' "$W/base.out")
+base_acked=$(sed -n 's/.* acked=\([0-9]*\).*/\1/p' "$W/base.out")
 
 $H "$SOCK" good "$W/good.frame" "$SECS" >"$W/good.out" &
 good=$!
@@ -58,9 +62,15 @@ read -r pushes acked p50 p99 < <(sed -n 's/^good pushes=\([0-9]*\) acked=\([0-9]
 # Sanitizer builds: ASan's shadow memory and quarantine alone exceed 64 MiB,
 # and instrumented code is slower; the figures are printed, the RSS bound
 # is not enforced, and the latency bound is looser.
+# A machine so loaded that p99 without any attack is over half the budget
+# cannot judge 50 ms: then the bound is twice that baseline (said below).
 p99_max=50 rss_limit=65536
 if grep -q '^PUSHPROF_SANITIZE:[A-Z]*=[a-z]' "$B/CMakeCache.txt" 2>/dev/null; then
   p99_max=150 rss_limit=$((1 << 30))
+fi
+if awk -v b="$base_p99" -v m="$p99_max" 'BEGIN { exit !(b * 2 > m) }'; then
+  p99_max=$(awk -v b="$base_p99" 'BEGIN { print b * 2 }')
+  echo "note: p99 without attack was $base_p99 ms (loaded machine): bound raised to $p99_max ms"
 fi
 awk -v p="$p99" -v m="$p99_max" 'BEGIN { exit !(p < m) }' ||
   fail "good client ack p99 ${p99} ms, want < $p99_max ms"
@@ -82,11 +92,19 @@ for r in bad_magic bad_version bad_frame_type frame_too_large truncated_frame in
 done
 [ "$bad" -ge 10 ] || fail "only $bad random frames were rejected"
 
-# The good pushes all arrive, each once, merged.
+# The good pushes all arrive, each once, merged. They are all the same
+# push, so two batches of as many pushes are the same object (named by its
+# content): count pushes from the export log lines, and check each object.
 for _ in $(seq 100); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
 stop_sidecar
-got=$(pprof_totals $(find "$OUT/testnode/good" -name '*.pb.gz'))
-[ "$got" = "$((acked * n)) $((acked * c))" ] || fail "exported $got, want $acked x $n $c"
-echo "ok: $acked good pushes acked (p50 $p50 ms, p99 $p99 ms) and exported; $cli_ok pushprof push ok;" \
+exported=$(sed -n 's/.*msg="batch exported" service="good" pushes=\([0-9]*\) .*/\1/p' "$SC_LOG" |
+  awk '{ s += $1 } END { print s + 0 }')
+[ "$exported" -eq $((acked + base_acked)) ] ||
+  fail "exported $exported good pushes, acked $((acked + base_acked))"
+for f in $(find "$OUT/testnode/good" -name '*.pb.gz'); do
+  read -r gn gc < <(pprof_totals "$f")
+  [ $((gn % n)) -eq 0 ] && [ $((gn / n * c)) -eq "$gc" ] || fail "$f holds $gn $gc, not k x $n $c"
+done
+echo "ok: $acked good pushes acked (p50 $p50 ms, p99 $p99 ms; $base_p99 ms without attack) and exported; $cli_ok pushprof push ok;" \
   "evicted idle=$ev_idle slow=$ev_slow; random rejected=$bad; RSS idle ${rss_idle} kB," \
   "max ${rss_max} kB, VmHWM ${hwm} kB"
