@@ -15,3 +15,6 @@ if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_batcher SOURCES unit/test_batcher.c LIBS pushprof_sidecar_lib
     LABELS "unit;tsan")
 endif()
+if(TARGET pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_manifest SOURCES unit/test_manifest.c LIBS pushprof_sidecar_lib)
+endif()
