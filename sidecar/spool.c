@@ -294,6 +294,16 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
              s->dir, strerror(errno));
     goto fail;
   }
+  /* Pushes hold code layout and labels (trace ids, routes): others get no
+   * access to the spool, and so none to anything in it. */
+  mode_t was = 0;
+  int r = fsutil_no_others(s->dirfd, &was);
+  if (r > 0)
+    log_event(LOG_WARN, "spool directory was open to other users; removed their access",
+              "dir=%s mode=%04o now=%04o", s->dir, (unsigned)was, (unsigned)(was & ~07u));
+  else if (r < 0)
+    log_event(LOG_WARN, "spool directory is open to other users and is not ours to change",
+              "dir=%s mode=%04o fix=\"chmod o-rwx %s\"", s->dir, (unsigned)was, s->dir);
   if (mkdir_at(s->dirfd, QUARANTINE_DIR) != 0 || mkdir_at(s->dirfd, FAILED_DIR) != 0) {
     snprintf(err, errlen, "cannot create %s/%s or %s/%s: %s (check permissions of %s)", s->dir,
              QUARANTINE_DIR, s->dir, FAILED_DIR, strerror(errno), s->dir);

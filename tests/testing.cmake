@@ -17,7 +17,10 @@ endfunction()
 # pushprof_script_test(NAME it_x COMMAND bash script args... LABELS integration)
 function(pushprof_script_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
-  add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
+  # Output also lands in build/test-logs/NAME/ (run_logged.sh), which
+  # it_sec_log_scan reads after every other test (fixture pushprof_test_logs).
+  add_test(NAME ${T_NAME} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/run_logged.sh
+    ${T_COMMAND})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
@@ -25,5 +28,6 @@ function(pushprof_script_test)
     set(T_LABELS integration)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "PUSHPROF_BUILD_DIR=${CMAKE_BINARY_DIR};PUSHPROF_SOURCE_DIR=${CMAKE_SOURCE_DIR};${T_ENVIRONMENT}")
+    ENVIRONMENT "PUSHPROF_BUILD_DIR=${CMAKE_BINARY_DIR};PUSHPROF_SOURCE_DIR=${CMAKE_SOURCE_DIR};PUSHPROF_TEST_LOG_DIR=${CMAKE_BINARY_DIR}/test-logs;PUSHPROF_TEST_NAME=${T_NAME};${T_ENVIRONMENT}"
+    FIXTURES_REQUIRED pushprof_test_logs)
 endfunction()

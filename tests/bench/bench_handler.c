@@ -1,10 +1,12 @@
 /* Handler cost per sample: recurse to a given depth, capture the context
  * there with getcontext(), and call the signal handler directly with a
- * forged siginfo it accepts as one of its timer signals. Prints the median
- * ns per call over many batches. Also the whole round trip through the
- * kernel (rt_tgsigqueueinfo to ourselves with the same siginfo: send,
- * delivery, handler, sigreturn), an upper bound for a timer signal.
- * A benchmark: it never fails on time. */
+ * forged siginfo it accepts as one of its timer signals. Each run gives the
+ * median ns per call over many batches; prints the median of the runs and
+ * their range. Also the whole round trip through the kernel
+ * (rt_tgsigqueueinfo to ourselves with the same siginfo: send, delivery,
+ * handler, sigreturn), an upper bound for a timer signal.
+ * A benchmark: it never fails on time.
+ *   bench_handler [--runs N] [--batches N] [--rows FILE] */
 #include <signal.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -14,25 +16,24 @@
 #include <time.h>
 #include <ucontext.h>
 
+#include "bench_rows.h"
+
 #include "collector.h"
 #include "pp_pprof.h"
 #include "sampler_internal.h"
 #include "threads_linux.h"
 
 #define BATCH 64
-#define BATCHES 3000
+#define MAX_BATCHES 3000
+#define MAX_RUNS 31
 
-static double batch_ns[BATCHES];
+static double batch_ns[MAX_BATCHES];
+static int g_batches = MAX_BATCHES;
 
 static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static int g_round_trip;
@@ -47,7 +48,7 @@ static double measure_here(void) {
   si.si_value.sival_ptr = threads_cookie((uint32_t)(s - threads_table), atomic_load(&s->gen));
   if (getcontext(&uc) != 0)
     return -1;
-  for (int b = 0; b < BATCHES; b++) {
+  for (int b = 0; b < g_batches; b++) {
     collector_drain(); /* keep the ring from filling: drops would be cheaper */
     int64_t t0 = now_ns();
     if (g_round_trip) {
@@ -59,8 +60,8 @@ static double measure_here(void) {
     }
     batch_ns[b] = (double)(now_ns() - t0) / BATCH;
   }
-  qsort(batch_ns, BATCHES, sizeof *batch_ns, cmp_double);
-  return batch_ns[BATCHES / 2];
+  qsort(batch_ns, (size_t)g_batches, sizeof *batch_ns, bench_rows_cmp);
+  return batch_ns[g_batches / 2];
 }
 
 __attribute__((noinline)) static double recurse(int n) {
@@ -88,7 +89,12 @@ static size_t max_depth_in_profile(void) {
   return best;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  bench_rows_opts o = {
+      .runs = 5, .max_runs = MAX_RUNS, .batches = &g_batches, .max_batches = MAX_BATCHES};
+  int rc = bench_rows_options(argc, argv, "bench_handler", &o);
+  if (rc)
+    return rc;
   char err[200] = "";
   sampler_config cfg = {.hz = 1, .signo = SIGPROF}; /* real timers stay out of the way */
   if (sampler_start(&cfg, err, sizeof err) != 0 || !threads_self) {
@@ -97,16 +103,38 @@ int main(void) {
   }
   static const int depths[] = {8, 64, 128};
   static const char *const names[] = {"handler_ns_per_sample", "signal_round_trip_ns"};
-  printf("%-28s %8s %12s\n", "benchmark", "depth", "median_ns");
+  int runs = o.runs;
+  printf("%-28s %8s %12s %20s   (%d runs of %d batches of %d)\n", "benchmark", "depth", "median_ns",
+         "range", runs, g_batches, BATCH);
   for (g_round_trip = 0; g_round_trip < 2; g_round_trip++) {
     for (size_t i = 0; i < sizeof depths / sizeof *depths; i++) {
-      max_depth_in_profile(); /* start from an empty window */
-      double ns = recurse(depths[i]);
-      size_t seen = max_depth_in_profile();
-      printf("%-28s %8d %12.1f   (frames recorded: %zu)\n", names[g_round_trip], depths[i], ns,
-             seen);
+      double ns[MAX_RUNS];
+      size_t seen = 0;
+      for (int r = 0; r < runs; r++) {
+        max_depth_in_profile(); /* start from an empty window */
+        ns[r] = recurse(depths[i]);
+        seen = max_depth_in_profile();
+      }
+      double med = bench_rows_median(ns, (size_t)runs);
+      printf("%-28s %8d %12.1f %9.1f..%-9.1f   (frames recorded: %zu)\n", names[g_round_trip],
+             depths[i], med, ns[0], ns[runs - 1], seen);
+      char key[64], label[128];
+      if (g_round_trip) {
+        if (depths[i] != 64)
+          continue; /* the table keeps the round trip at one depth */
+        snprintf(key, sizeof key, "signal_round_trip_ns_d%d", depths[i]);
+        snprintf(label, sizeof label, "Signal round trip incl. kernel, stack depth %d (ns)",
+                 depths[i]);
+      } else {
+        snprintf(key, sizeof key, "handler_ns_d%d", depths[i]);
+        snprintf(label, sizeof label, "Signal handler cost per sample, stack depth %d (ns)",
+                 depths[i]);
+      }
+      if (bench_rows_add(o.rows, key, label, !g_round_trip && depths[i] == 64 ? "< 2000" : "", ns,
+                         (size_t)runs, 1) != 0)
+        rc = 1;
     }
   }
   sampler_stop();
-  return 0;
+  return bench_rows_finish(&o, "bench_handler", rc);
 }

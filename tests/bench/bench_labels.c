@@ -4,21 +4,24 @@
  * Profiling is off: the set path is the same either way (the handler only
  * reads). Prints, per run, the median ns per call over many batches, and
  * the median of the runs.
- * A benchmark: it never fails on time. */
+ * A benchmark: it never fails on time.
+ *   bench_labels [--runs N] [--batches N] [--rows FILE] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_rows.h"
 #include "pushprof.h"
 
 #define BATCH 1000
-#define BATCHES 2000
+#define MAX_BATCHES 2000
 #define NIDS 1024
-#define RUNS 5 /* each the median of BATCHES batches; the last column their median */
+#define MAX_RUNS 15 /* each the median of g_batches batches; the last column their median */
 
-static double batch_ns[BATCHES];
+static double batch_ns[MAX_BATCHES];
+static int g_batches = MAX_BATCHES;
 static char ids[NIDS][33];
 static char varlen[NIDS][40];
 
@@ -28,17 +31,12 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 enum { SAME_LEN, VAR_LEN, SET_REMOVE };
 
 static double run(int kind) {
   int rc = 0;
   unsigned j = 0;
-  for (int b = 0; b < BATCHES; b++) {
+  for (int b = 0; b < g_batches; b++) {
     int64_t t0 = now_ns();
     for (int i = 0; i < BATCH; i++, j++) {
       switch (kind) {
@@ -60,11 +58,17 @@ static double run(int kind) {
     fprintf(stderr, "bench_labels: pushprof_label_set failed: %s\n", pushprof_strerror(rc));
     exit(1);
   }
-  qsort(batch_ns, BATCHES, sizeof *batch_ns, cmp_double);
-  return batch_ns[BATCHES / 2];
+  qsort(batch_ns, (size_t)g_batches, sizeof *batch_ns, bench_rows_cmp);
+  return batch_ns[g_batches / 2];
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  bench_rows_opts o = {
+      .runs = 5, .max_runs = MAX_RUNS, .batches = &g_batches, .max_batches = MAX_BATCHES};
+  int rc = bench_rows_options(argc, argv, "bench_labels", &o);
+  if (rc)
+    return rc;
+  int runs = o.runs;
   uint64_t x = 0x9E3779B97F4A7C15ULL;
   for (int i = 0; i < NIDS; i++) {
     x ^= x << 13;
@@ -82,15 +86,24 @@ int main(void) {
   }
   static const char *const names[] = {"label_set_same_length_ns", "label_set_new_length_ns",
                                       "label_set_or_remove_ns"};
-  printf("%-28s %8s %8s %8s %8s %8s %10s\n", "benchmark (3 labels set)", "run1", "run2", "run3",
-         "run4", "run5", "median_ns");
+  static const char *const labels[] = {
+      "pushprof_label_set, new trace_id of the same length (ns per call)",
+      "pushprof_label_set, value of a new length (ns per call)",
+      "pushprof_label_set, set or remove (ns per call)"};
+  printf("%-28s", "benchmark (3 labels set)");
+  for (int i = 0; i < runs; i++)
+    printf(" %7s%-2d", "run", i + 1);
+  printf(" %10s\n", "median_ns");
   for (int k = 0; k < 3; k++) {
-    double r[RUNS], sorted[RUNS];
-    for (int i = 0; i < RUNS; i++)
-      sorted[i] = r[i] = run(k);
-    qsort(sorted, RUNS, sizeof *sorted, cmp_double);
-    printf("%-28s %8.1f %8.1f %8.1f %8.1f %8.1f %10.1f\n", names[k], r[0], r[1], r[2], r[3], r[4],
-           sorted[RUNS / 2]);
+    double r[MAX_RUNS];
+    printf("%-28s", names[k]);
+    for (int i = 0; i < runs; i++) {
+      r[i] = run(k);
+      printf(" %9.1f", r[i]);
+    }
+    printf(" %10.1f\n", bench_rows_median(r, (size_t)runs));
+    if (bench_rows_add(o.rows, names[k], labels[k], "<= 50", r, (size_t)runs, 1) != 0)
+      rc = 1;
   }
-  return 0;
+  return bench_rows_finish(&o, "bench_labels", rc);
 }

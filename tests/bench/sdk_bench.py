@@ -7,7 +7,7 @@ LD_PRELOAD=libprofiler.so (CPUPROFILE_FREQUENCY), interleaved (the order
 rotates every run), several runs; prints medians. A benchmark, not a test:
 it prints figures and never fails on time.
 
-  sdk_bench.py --build DIR [--runs N] [--hz HZ] [--units U]
+  sdk_bench.py --build DIR [--runs N] [--hz HZ] [--units U] [--rows FILE]
 
 Overhead: the child's CPU time (user+sys from wait4, so it includes the
 profiler's own thread and its exit-time write) divided by the same run's
@@ -16,6 +16,7 @@ Accuracy: each function's share of the profile's samples minus its true
 share (measured by the workload on its thread CPU clocks), in percentage
 points; median of the absolute error over runs. Capture: samples in the
 profile / (CPU seconds x hz).
+--rows FILE appends the figures as rows for tests/bench/run (benchrows.py).
 """
 import argparse
 import os
@@ -29,6 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import pprof_check  # noqa: E402
+import benchrows  # noqa: E402
 
 FUNCS = ["bench_fifty", "bench_thirty", "bench_twenty"]
 GPERF_CANDIDATES = ["/usr/lib/x86_64-linux-gnu/libprofiler.so",
@@ -64,12 +66,32 @@ def shares_from(profile, binary, symbolize):
     return shares, total, denom
 
 
+def write_rows(a, res, variants):
+    add = benchrows.add
+    hz = "%d Hz" % a.hz
+    add(a.rows, "sdk_cpu_ratio_pushprof", "SDK CPU, pushprof at %s / no profiler (ratio)" % hz,
+        "<= 1.01", res["pushprof"]["ratio"], 3)
+    if "gperftools" in variants:
+        add(a.rows, "sdk_cpu_ratio_gperftools", "SDK CPU, gperftools at %s / no profiler (ratio)" % hz,
+            "", res["gperftools"]["ratio"], 3)
+        add(a.rows, "sdk_cpu_ratio_vs_gperftools", "SDK CPU, pushprof / gperftools, same run (ratio)",
+            "<= 1.00", [p / g for p, g in zip(res["pushprof"]["cpu"], res["gperftools"]["cpu"])], 3)
+    add(a.rows, "sdk_cpu_ratio_control", "Noise floor: no profiler again / no profiler (ratio)", "",
+        res["control"]["ratio"], 3)
+    for v in ("pushprof", "gperftools"):
+        if v in variants:
+            worst = [max(res[v]["err"][f][r] for f in FUNCS) for r in range(len(res[v]["capture"]))]
+            add(a.rows, "sdk_share_err_" + v,
+                "Share error, worst of the 50/30/20 functions, %s at %s (points)" % (v, hz), "", worst, 2)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--hz", type=int, default=100)
     ap.add_argument("--units", type=int, default=60)
+    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
 
     build = os.path.abspath(a.build)
@@ -141,6 +163,8 @@ def main():
         print("err = |share in profile - true share| in points; capture = samples / (CPU s x hz).")
         if not gperf:
             print("(gperftools' libprofiler.so not found: install libgoogle-perftools-dev)")
+        if a.rows:
+            write_rows(a, res, variants)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -9,16 +9,20 @@
 #   bash tests/bench/sidecar_bench.sh [--build DIR] [--runs N] [--idle-seconds S]
 #        [--load-seconds S] [--batch-window S] [--latency-pushes N]
 #        [--latency-rate PUSHES/S] [--nice N] [--no-pin] [--keep]
+#        [--rows FILE] [--no-build]
 #
 # By default the sidecar is pinned to CPU 0 (the issue's "on one core") and the
 # clients and this script to the other CPUs. --nice -10 (root) runs the sidecar
 # and the clients ahead of other work on a shared machine. The spool lives
 # under $TMPDIR (default /tmp): fsync cost depends on that file system.
+# --rows FILE appends the figures as rows for tests/bench/run (benchrows.py);
+# --no-build uses the binaries in --build as they are.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 build=build runs=5 idle_s=10 load_s=10 window=5 lat_n=200 lat_rate=20 pin=1 keep=0 nice=0
-usage() { sed -n '9,12p' "$0" | sed 's/^# \{0,1\}//'; }
+rows="" build_it=1
+usage() { sed -n '9,13p' "$0" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
   case $1 in
   --build) build=$2; shift ;;
@@ -31,6 +35,8 @@ while (($#)); do
   --nice) nice=$2; shift ;;
   --no-pin) pin=0 ;;
   --keep) keep=1 ;;
+  --rows) rows=$2; shift ;;
+  --no-build) build_it=0 ;;
   -h | --help) usage; exit 0 ;;
   *) echo "sidecar_bench: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -39,15 +45,17 @@ done
 
 log() { echo "sidecar_bench: $*" >&2; }
 
-if [ ! -f "$build/CMakeCache.txt" ]; then
+if ((build_it)) && [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S . -B "$build" >/dev/null
 fi
 if grep -Eq '^PUSHPROF_SANITIZE:STRING=.+' "$build/CMakeCache.txt"; then
   log "warning: $build is a sanitizer build; figures will be far off (use a plain build dir: --build DIR)"
 fi
-cmake --build "$build" -j"$(nproc)" --target pushprof-sidecar bench_sidecar >/dev/null
-sidecar_bin=$PWD/$build/sidecar/pushprof-sidecar
-bench_bin=$PWD/$build/tests/bench_sidecar
+if ((build_it)); then
+  cmake --build "$build" -j"$(nproc)" --target pushprof-sidecar bench_sidecar >/dev/null
+fi
+sidecar_bin=$(realpath "$build")/sidecar/pushprof-sidecar
+bench_bin=$(realpath "$build")/tests/bench_sidecar
 for b in "$sidecar_bin" "$bench_bin"; do
   [ -x "$b" ] || { log "missing $b (did the build fail?)"; exit 2; }
 done
@@ -255,3 +263,19 @@ row "CPU idle over ${idle_s}s (millicores)" "" "$idle_m" "$(range "${r_idle_m[@]
 row "CPU under 8-client load (cores)" "<= 1" "$load_cores" "$(range "${r_load_cores[@]}")" "$(verdict "$load_cores" le 1)"
 row "CPU per 100 KiB push (us)" "" "$cpu_push" "$(range "${r_cpu_push[@]}")" ""
 row "CPU per 1 MiB push, with its export (ms)" "" "$(median "${r_cpu_mib[@]}")" "$(range "${r_cpu_mib[@]}")" ""
+
+# $1 key, $2 label, $3 target, $4 digits, then the per-run values.
+emit() { if [ -n "$rows" ]; then python3 tests/bench/benchrows.py add "$rows" "$@"; fi; }
+emit sidecar_ingest_rate "Sidecar ingest, 100 KiB pushes from 8 clients (pushes/s)" ">= 200" 0 "${r_rate[@]}"
+emit sidecar_refused "Pushes refused under that load (per ${load_s} s run)" "" 0 "${r_errors[@]}"
+emit sidecar_ack_p50_100k "Ack latency p50, 100 KiB pushes, 8 clients (ms)" "" 1 "${r_tp50[@]}"
+emit sidecar_ack_p99_100k "Ack latency p99, 100 KiB pushes, 8 clients (ms)" "" 1 "${r_tp99[@]}"
+emit sidecar_ack_p50_1m "Ack latency p50, 1 MiB pushes, 1 client at $lat_rate/s (ms)" "" 1 "${r_lp50[@]}"
+emit sidecar_ack_p99_1m "Ack latency p99, 1 MiB pushes, 1 client at $lat_rate/s (ms)" "<= 10" 1 "${r_lp99[@]}"
+emit sidecar_rss_idle_mib "Sidecar RSS idle (MiB)" "<= 16" 1 $(kib_list "${r_idle_rss[@]}")
+emit sidecar_rss_load_mib "Sidecar RSS peak under the 8-client load (MiB)" "<= 64" 1 $(kib_list "${r_load_rss[@]}")
+emit sidecar_rss_after_1m_mib "Sidecar RSS peak after the 1 MiB pushes too (MiB)" "" 1 $(kib_list "${r_lat_rss[@]}")
+emit sidecar_cpu_idle_mcores "Sidecar CPU idle, over ${idle_s} s (millicores)" "" 1 "${r_idle_m[@]}"
+emit sidecar_cpu_load_cores "Sidecar CPU under the 8-client load (cores)" "<= 1" 2 "${r_load_cores[@]}"
+emit sidecar_cpu_per_push_us "Sidecar CPU per 100 KiB push (us)" "" 0 "${r_cpu_push[@]}"
+emit sidecar_cpu_per_1m_ms "Sidecar CPU per 1 MiB push, with its export (ms)" "" 1 "${r_cpu_mib[@]}"
