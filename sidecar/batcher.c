@@ -370,7 +370,7 @@ static void recover_cb(void *arg, manifest *m) {
       dedup_file_id(m->members[i].id, &pid);
     if (group_add_id(g, m->members[i].id, &pid) != 0)
       goto oom;
-    if (dedup_find(b->dx, &pid))
+    if (dedup_find(b->dx, &pid, NULL))
       log_event(LOG_WARN, "a pending batch holds a push already exported in another batch",
                 "batch=%s file=%s", m->name, m->members[i].id);
     if (dedup_put(b->dx, &pid, dedup_file_tag(m->members[i].id), 0) != 0)
@@ -495,7 +495,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
   dedup_id pid;
   if (!dedup_push_id(req, &pid))
     dedup_file_id(id, &pid);
-  uint64_t tag = dedup_file_tag(id);
+  uint32_t tag = dedup_file_tag(id);
 
   pthread_mutex_lock(&b->mu);
   if (b->closed) {
@@ -503,11 +503,11 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     log_event(LOG_INFO, "batcher stopped; push stays in the spool", "id=%s", id);
     goto out;
   }
-  const dedup_entry *seen = dedup_find(b->dx, &pid);
-  if (seen) {
+  dedup_entry seen;
+  if (dedup_find(b->dx, &pid, &seen)) {
     /* The same file again: a member of a recovered batch, which owns it. */
-    bool owned = seen->expires_ns == 0 && seen->file_tag == tag;
-    bool exported = seen->expires_ns != 0;
+    bool owned = seen.expires_ns == 0 && seen.file_tag == tag;
+    bool exported = seen.expires_ns != 0;
     pthread_mutex_unlock(&b->mu);
     if (!owned) {
       char qs[300];

@@ -10,17 +10,19 @@
 
 #include <openssl/evp.h>
 
-enum { SLOT_EMPTY, SLOT_USED, SLOT_DELETED };
-
+/* 24 bytes a slot: ids are never all zero, so a zero id marks a free slot
+ * (expires_s 1: deleted, probes go on; 0: empty, probes stop). Times are
+ * whole seconds, rounded up; 0 while pending. */
 typedef struct slot {
-  dedup_entry e;
-  uint8_t state;
+  dedup_id id;
+  uint32_t file_tag;
+  uint32_t expires_s;
 } slot;
 
 struct dedup_index {
   slot *v;
   size_t cap; /* power of two, or 0 */
-  size_t used, deleted;
+  size_t used, deleted, done;
 };
 
 bool dedup_id_is_zero(const dedup_id *id) {
@@ -70,19 +72,39 @@ void dedup_file_id(const char *spool_id, dedup_id *id) {
     id->b[0] = 1;
 }
 
-uint64_t dedup_file_tag(const char *spool_id) {
+uint32_t dedup_file_tag(const char *spool_id) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   for (const unsigned char *p = (const unsigned char *)spool_id; p && *p; p++) {
     h ^= *p;
     h *= 1099511628211ull;
   }
-  return h;
+  return (uint32_t)(h ^ (h >> 32));
 }
 
 static uint64_t id_hash(const dedup_id *id) {
   uint64_t h;
   memcpy(&h, id->b, sizeof h);
   return h;
+}
+
+static bool slot_used(const slot *s) {
+  return !dedup_id_is_zero(&s->id);
+}
+
+static void slot_free(dedup_index *x, slot *s) {
+  if (s->expires_s)
+    x->done--;
+  memset(&s->id, 0, sizeof s->id);
+  s->expires_s = 1;
+  x->used--;
+  x->deleted++;
+}
+
+static uint32_t to_s(int64_t ns) {
+  if (ns <= 0)
+    return 0;
+  int64_t sec = (ns + 999999999) / 1000000000;
+  return sec > UINT32_MAX ? UINT32_MAX : (uint32_t)(sec < 2 ? 2 : sec);
 }
 
 dedup_index *dedup_new(void) {
@@ -107,27 +129,31 @@ static slot *find_slot(const dedup_index *x, const dedup_id *id) {
   size_t mask = x->cap - 1;
   for (size_t i = id_hash(id) & mask, n = 0; n < x->cap; i = (i + 1) & mask, n++) {
     slot *s = &x->v[i];
-    if (s->state == SLOT_EMPTY)
+    if (!slot_used(s) && s->expires_s == 0)
       return NULL;
-    if (s->state == SLOT_USED && memcmp(s->e.id.b, id->b, sizeof id->b) == 0)
+    if (slot_used(s) && memcmp(s->id.b, id->b, sizeof id->b) == 0)
       return s;
   }
   return NULL;
 }
 
-const dedup_entry *dedup_find(const dedup_index *x, const dedup_id *id) {
+bool dedup_find(const dedup_index *x, const dedup_id *id, dedup_entry *out) {
   slot *s = x ? find_slot(x, id) : NULL;
-  return s ? &s->e : NULL;
+  if (s && out) {
+    out->id = s->id;
+    out->file_tag = s->file_tag;
+    out->expires_ns = (int64_t)s->expires_s * 1000000000LL;
+  }
+  return s != NULL;
 }
 
-/* Places e in a table known to have room and not to hold e's id. */
-static void place(slot *v, size_t cap, const dedup_entry *e) {
+/* First free slot on id's probe path, in a table known to have one. */
+static slot *free_slot(slot *v, size_t cap, const dedup_id *id) {
   size_t mask = cap - 1;
-  size_t i = id_hash(&e->id) & mask;
-  while (v[i].state == SLOT_USED)
+  size_t i = id_hash(id) & mask;
+  while (slot_used(&v[i]))
     i = (i + 1) & mask;
-  v[i].e = *e;
-  v[i].state = SLOT_USED;
+  return &v[i];
 }
 
 static int grow(dedup_index *x) {
@@ -138,8 +164,8 @@ static int grow(dedup_index *x) {
   if (!nv)
     return -1;
   for (size_t i = 0; i < x->cap; i++)
-    if (x->v[i].state == SLOT_USED)
-      place(nv, ncap, &x->v[i].e);
+    if (slot_used(&x->v[i]))
+      *free_slot(nv, ncap, &x->v[i].id) = x->v[i];
   free(x->v);
   x->v = nv;
   x->cap = ncap;
@@ -147,49 +173,68 @@ static int grow(dedup_index *x) {
   return 0;
 }
 
-int dedup_put(dedup_index *x, const dedup_id *id, uint64_t file_tag, int64_t expires_ns) {
-  if (!x)
-    return -1;
-  slot *s = find_slot(x, id);
-  if (s) {
-    s->e.file_tag = file_tag;
-    s->e.expires_ns = expires_ns;
-    return 0;
+/* Over DEDUP_MAX_DONE exported ids: forget the oldest quarter or so of the
+ * expiry range, as often as needed. */
+static void evict_oldest(dedup_index *x) {
+  while (x->done >= DEDUP_MAX_DONE) {
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (size_t i = 0; i < x->cap; i++) {
+      const slot *s = &x->v[i];
+      if (slot_used(s) && s->expires_s) {
+        lo = s->expires_s < lo ? s->expires_s : lo;
+        hi = s->expires_s > hi ? s->expires_s : hi;
+      }
+    }
+    if (hi == 0) { /* none found: the count was off; never spin */
+      x->done = 0;
+      return;
+    }
+    uint32_t cut = lo + (hi - lo) / 4;
+    for (size_t i = 0; i < x->cap; i++) {
+      slot *s = &x->v[i];
+      if (slot_used(s) && s->expires_s && s->expires_s <= cut)
+        slot_free(x, s);
+    }
   }
-  /* Used plus deleted slots stay under 3/4 so probes end at an empty one. */
-  if ((x->used + x->deleted + 1) * 4 > x->cap * 3 && grow(x) != 0)
+}
+
+int dedup_put(dedup_index *x, const dedup_id *id, uint32_t file_tag, int64_t expires_ns) {
+  if (!x || dedup_id_is_zero(id))
     return -1;
-  dedup_entry e = {.id = *id, .file_tag = file_tag, .expires_ns = expires_ns};
-  size_t mask = x->cap - 1;
-  size_t i = id_hash(id) & mask;
-  while (x->v[i].state == SLOT_USED)
-    i = (i + 1) & mask;
-  if (x->v[i].state == SLOT_DELETED)
-    x->deleted--;
-  x->v[i].e = e;
-  x->v[i].state = SLOT_USED;
-  x->used++;
+  uint32_t exp = to_s(expires_ns);
+  slot *s = find_slot(x, id);
+  if (!s) {
+    if (exp && x->done >= DEDUP_MAX_DONE)
+      evict_oldest(x);
+    /* Used plus deleted slots stay under 3/4 so probes end at an empty one. */
+    if ((x->used + x->deleted + 1) * 4 > x->cap * 3 && grow(x) != 0)
+      return -1;
+    s = free_slot(x->v, x->cap, id);
+    if (s->expires_s) /* a deleted slot reused */
+      x->deleted--;
+    s->id = *id;
+    s->expires_s = 0;
+    x->used++;
+  }
+  x->done += (exp != 0) - (s->expires_s != 0);
+  s->file_tag = file_tag;
+  s->expires_s = exp;
   return 0;
 }
 
 void dedup_erase(dedup_index *x, const dedup_id *id) {
   slot *s = x ? find_slot(x, id) : NULL;
-  if (!s)
-    return;
-  s->state = SLOT_DELETED;
-  x->used--;
-  x->deleted++;
+  if (s)
+    slot_free(x, s);
 }
 
 void dedup_expire(dedup_index *x, int64_t now_ns) {
   if (!x)
     return;
+  uint32_t now = to_s(now_ns);
   for (size_t i = 0; i < x->cap; i++) {
     slot *s = &x->v[i];
-    if (s->state == SLOT_USED && s->e.expires_ns != 0 && s->e.expires_ns < now_ns) {
-      s->state = SLOT_DELETED;
-      x->used--;
-      x->deleted++;
-    }
+    if (slot_used(s) && s->expires_s && s->expires_s < now)
+      slot_free(x, s);
   }
 }

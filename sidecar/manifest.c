@@ -373,10 +373,34 @@ fail:
 
 /* ---- directory ---- */
 
+static bool has_suffix(const char *name, const char *suffix) {
+  size_t n = strlen(name), k = strlen(suffix);
+  return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
 static int64_t wall_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Temp files of a writer that died (only one sidecar owns a spool, and it
+ * is starting): never renamed, so never a manifest. */
+static void remove_temps(manifest_dir *d) {
+  int fd = dup(d->dfd);
+  DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!dir) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(dir)) != NULL)
+    if (de->d_name[0] == '.' && has_suffix(de->d_name, SUFFIX_BATCH) &&
+        unlinkat(d->dfd, de->d_name, 0) == 0)
+      log_event(LOG_INFO, "removed a batch manifest left half-written", "file=%s/%s", d->path,
+                de->d_name);
+  closedir(dir);
 }
 
 manifest_dir *manifest_dir_open(const char *spool_dir, char *err, size_t errlen) {
@@ -396,6 +420,7 @@ manifest_dir *manifest_dir_open(const char *spool_dir, char *err, size_t errlen)
     manifest_dir_close(d);
     return NULL;
   }
+  remove_temps(d);
   char fp[4096];
   snprintf(fp, sizeof fp, "%s/%s", spool_dir, FAILED_DIR);
   d->failed_fd = open(fp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -414,7 +439,7 @@ void manifest_dir_close(manifest_dir *d) {
 }
 
 static void file_name(const char *name, bool done, char *out, size_t outlen) {
-  snprintf(out, outlen, "%s%s", name, done ? SUFFIX_DONE : SUFFIX_BATCH);
+  snprintf(out, outlen, "%s%s%s", done ? "." : "", name, done ? SUFFIX_DONE : SUFFIX_BATCH);
 }
 
 int manifest_write(manifest_dir *d, manifest *m) {
@@ -524,17 +549,12 @@ int manifest_move_failed(manifest_dir *d, const char *name, const char *reason) 
 
 /* ---- scans ---- */
 
-static bool has_suffix(const char *name, const char *suffix) {
-  size_t n = strlen(name), k = strlen(suffix);
-  return n > k && strcmp(name + n - k, suffix) == 0;
-}
-
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Sorted names in the directory ending in suffix (and not dot files). */
-static char **list_names(manifest_dir *d, const char *suffix, size_t *count) {
+/* Sorted names in the directory ending in suffix, dot files or not. */
+static char **list_names(manifest_dir *d, const char *suffix, bool dot, size_t *count) {
   int fd = dup(d->dfd);
   DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
   char **v = NULL;
@@ -548,7 +568,7 @@ static char **list_names(manifest_dir *d, const char *suffix, size_t *count) {
   rewinddir(dir);
   struct dirent *de;
   while ((de = readdir(dir)) != NULL) {
-    if (de->d_name[0] == '.' || !has_suffix(de->d_name, suffix) ||
+    if ((de->d_name[0] == '.') != dot || !has_suffix(de->d_name, suffix) ||
         strlen(de->d_name) >= MANIFEST_NAME_MAX + 8)
       continue;
     if (!grow_array((void **)&v, n, &cap, sizeof *v))
@@ -611,7 +631,7 @@ int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg) {
   /* Tombstones first: a pending batch's members may also appear in one. */
   for (int k = 0; k < 2; k++) {
     size_t n = 0;
-    char **names = list_names(d, suffixes[k], &n);
+    char **names = list_names(d, suffixes[k], k == 0, &n);
     for (size_t i = 0; i < n; i++) {
       uint8_t *data = NULL;
       size_t len = 0;
@@ -624,12 +644,13 @@ int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg) {
       if (!m) {
         set_aside(d, names[i], why);
       } else {
-        size_t nl = strlen(names[i]) - strlen(suffixes[k]);
-        if (nl >= sizeof m->name) {
+        const char *nm = names[i] + (k == 0); /* tombstones: ".NAME.done" */
+        size_t nl = strlen(nm) - strlen(suffixes[k]);
+        if (nl >= sizeof m->name || nl == 0) {
           manifest_free(m);
-          set_aside(d, names[i], "name too long");
+          set_aside(d, names[i], "bad name");
         } else {
-          memcpy(m->name, names[i], nl);
+          memcpy(m->name, nm, nl);
           m->name[nl] = '\0';
           m->done = k == 0;
           m->mtime_ns = mtime;
@@ -647,7 +668,7 @@ int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg) {
 int manifest_prune_done(manifest_dir *d, int64_t before_wall_ns) {
   size_t n = 0;
   int pruned = 0;
-  char **names = list_names(d, SUFFIX_DONE, &n);
+  char **names = list_names(d, SUFFIX_DONE, true, &n);
   for (size_t i = 0; i < n; i++) {
     struct stat st;
     if (fstatat(d->dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&

@@ -6,8 +6,9 @@
  * files with their push identities, and the gzip payload with its SHA-256.
  * A restarted sidecar re-exports a .batch byte for byte under the same key
  * (an idempotent PUT for file, s3 and gs) instead of re-batching its members.
- * After success the file becomes <name>.done (payload cut off): a tombstone
- * that lets later copies of the same pushes be recognised as duplicates.
+ * After success the file becomes .<name>.done (payload cut off): a tombstone
+ * that lets later copies of the same pushes be recognised as duplicates
+ * (hidden: tools that wait for an empty spool count only what is pending).
  * Not thread-safe per manifest_dir; the batcher thread is the only writer. */
 #ifndef SIDECAR_MANIFEST_H
 #define SIDECAR_MANIFEST_H
@@ -64,10 +65,10 @@ int manifest_hash_hex(const uint8_t *data, size_t len, char out[65]);
 /* Makes m durable as a new .batch file; names it (m->name). 0, or -1 with
  * errno (the batch is then exported without one: at-least-once). */
 int manifest_write(manifest_dir *d, manifest *m);
-/* name.batch -> name.done, directory fsync'ed, then the last gzlen bytes
+/* name.batch -> .name.done, directory fsync'ed, then the last gzlen bytes
  * (the payload) cut off. 0 or -1 (logged). */
 int manifest_mark_done(manifest_dir *d, const char *name, size_t gzlen);
-/* Deletes name.done (done) or name.batch. 0 or -1 (logged). */
+/* Deletes .name.done (done) or name.batch. 0 or -1 (logged). */
 int manifest_remove(manifest_dir *d, const char *name, bool done);
 /* Moves name.batch into <spool>/failed/ with a .reason file (it may hold
  * the only copy of its pushes). 0 or -1 (logged). */
@@ -78,6 +79,6 @@ int manifest_move_failed(manifest_dir *d, const char *name, const char *reason);
  * spool scan (at-least-once). Returns the number handed over. */
 typedef void (*manifest_cb)(void *arg, manifest *m);
 int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg);
-/* Deletes .done tombstones last modified before before_wall_ns. */
+/* Deletes tombstones last modified before before_wall_ns. */
 int manifest_prune_done(manifest_dir *d, int64_t before_wall_ns);
 #endif

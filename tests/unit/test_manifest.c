@@ -152,14 +152,19 @@ static void test_manifest_files_write_done_prune(void) {
   PP_CHECK(mkdtemp(dir) != NULL);
   snprintf(p, sizeof p, "%s/failed", dir);
   mkdir(p, 0750);
+  char f[512];
+  snprintf(p, sizeof p, "%s/" MANIFEST_DIR, dir);
+  mkdir(p, 0750);
+  snprintf(f, sizeof f, "%s/.123-1.batch", p); /* a writer died before its rename */
+  PP_CHECK_INT(btu_write_file(f, "half", 4), ==, 0);
   manifest_dir *d = manifest_dir_open(dir, err, sizeof err);
   PP_CHECK(d != NULL);
   if (!d)
     return;
+  PP_CHECK_INT(btu_count(p, NULL), ==, 0);
   manifest *m = sample();
   PP_CHECK_INT(manifest_write(d, m), ==, 0);
   PP_CHECK(m->name[0] != '\0');
-  snprintf(p, sizeof p, "%s/" MANIFEST_DIR, dir);
   PP_CHECK_INT(btu_count(p, ".batch"), ==, 1);
   PP_CHECK_INT(manifest_load_all(d, count_cb, NULL), ==, 1);
   PP_CHECK_INT(loaded_pending, ==, 1);
@@ -167,9 +172,8 @@ static void test_manifest_files_write_done_prune(void) {
   PP_CHECK_INT(manifest_mark_done(d, m->name, m->gzlen), ==, 0);
   PP_CHECK_INT(btu_count(p, ".batch"), ==, 0);
   PP_CHECK_INT(btu_count(p, ".done"), ==, 1);
-  char f[512];
   struct stat st;
-  snprintf(f, sizeof f, "%s/%s.done", p, m->name);
+  snprintf(f, sizeof f, "%s/.%s.done", p, m->name);
   size_t elen = 0, ehdr = 0;
   uint8_t *enc = manifest_encode(m, &elen, &ehdr);
   free(enc);
@@ -245,25 +249,26 @@ static void test_dedup_index_put_find_erase_expire(void) {
   enum { N = 5000 };
   for (int i = 0; i < N; i++) {
     dedup_id id = file_id("%d.push", i);
-    PP_CHECK_INT(dedup_put(x, &id, (uint64_t)i, i % 2 ? 1000 + i : 0), ==, 0);
+    PP_CHECK_INT(dedup_put(x, &id, (uint32_t)i, i % 2 ? (1000 + i) * 1000000000LL : 0), ==, 0);
   }
   PP_CHECK_INT(dedup_size(x), ==, N);
   int found = 0;
   for (int i = 0; i < N; i++) {
     dedup_id id = file_id("%d.push", i);
-    const dedup_entry *e = dedup_find(x, &id);
-    if (e && e->file_tag == (uint64_t)i)
+    dedup_entry e;
+    if (dedup_find(x, &id, &e) && e.file_tag == (uint32_t)i &&
+        e.expires_ns == (i % 2 ? (1000 + i) * 1000000000LL : 0))
       found++;
     if (i % 10 == 0)
       dedup_erase(x, &id);
   }
   PP_CHECK_INT(found, ==, N);
   PP_CHECK_INT(dedup_size(x), ==, N - N / 10);
-  dedup_expire(x, 1000 + N); /* every odd one that is left expires */
+  dedup_expire(x, (1000 + N) * 1000000000LL); /* every odd one that is left expires */
   int left = 0;
   for (int i = 0; i < N; i++) {
     dedup_id id = file_id("%d.push", i);
-    if (dedup_find(x, &id))
+    if (dedup_find(x, &id, NULL))
       left++;
   }
   PP_CHECK_INT(left, ==, N / 2 - N / 10);
@@ -278,11 +283,34 @@ static void test_dedup_index_put_find_erase_expire(void) {
   dedup_free(x);
 }
 
+/* Exported identities are bounded: the oldest go first; pending ones stay. */
+static void test_dedup_index_forgets_oldest_beyond_its_cap(void) {
+  dedup_index *x = dedup_new();
+  PP_CHECK(x != NULL);
+  if (!x)
+    return;
+  dedup_id p = file_id("pending-%d", 0);
+  PP_CHECK_INT(dedup_put(x, &p, 1, 0), ==, 0);
+  int n = DEDUP_MAX_DONE + DEDUP_MAX_DONE / 2;
+  for (int i = 0; i < n; i++) {
+    dedup_id id = file_id("%d", i);
+    PP_CHECK_INT(dedup_put(x, &id, 1, (100000 + i) * 1000000000LL), ==, 0);
+  }
+  PP_CHECK(dedup_size(x) <= DEDUP_MAX_DONE + 1);
+  PP_CHECK(dedup_size(x) > DEDUP_MAX_DONE / 2);
+  dedup_id newest = file_id("%d", n - 1), oldest = file_id("%d", 0);
+  PP_CHECK(dedup_find(x, &newest, NULL));
+  PP_CHECK(!dedup_find(x, &oldest, NULL));
+  PP_CHECK(dedup_find(x, &p, NULL));
+  dedup_free(x);
+}
+
 int main(void) {
   PP_RUN(test_manifest_round_trips_every_field);
   PP_RUN(test_manifest_cut_or_damaged_is_refused);
   PP_RUN(test_manifest_files_write_done_prune);
   PP_RUN(test_push_identity);
   PP_RUN(test_dedup_index_put_find_erase_expire);
+  PP_RUN(test_dedup_index_forgets_oldest_beyond_its_cap);
   PP_DONE();
 }
