@@ -18,3 +18,7 @@ endif()
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_manifest SOURCES unit/test_manifest.c LIBS pushprof_sidecar_lib)
 endif()
+if(TARGET pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_journal SOURCES unit/test_journal.c LIBS pushprof_sidecar_lib
+    LABELS "unit;tsan")
+endif()
