@@ -31,6 +31,8 @@ static const metric_desc counter_desc[M_COUNTER_MAX] = {
     [M_SPOOL_QUARANTINED] = {"pushprof_spool_quarantined_total",
                              "Torn or corrupt spool files moved to quarantine/."},
     [M_CONNECTIONS] = {"pushprof_connections_total", "Client connections accepted."},
+    [M_PUSHES_DEDUPLICATED] = {"pushprof_pushes_deduplicated_total",
+                               "Second copies of a push already held or exported, deleted."},
 };
 
 static const metric_desc gauge_desc[G_GAUGE_MAX] = {

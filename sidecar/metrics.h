@@ -6,15 +6,16 @@
 #include <stdint.h>
 
 typedef enum metric_counter {
-  M_PUSHES_RECEIVED,   /* pushprof_pushes_received_total: frames read */
-  M_PUSHES_ACCEPTED,   /* pushprof_pushes_accepted_total: acked (durable) */
-  M_PUSH_BYTES,        /* pushprof_push_bytes_total */
-  M_BATCHES_EXPORTED,  /* pushprof_batches_exported_total */
-  M_EXPORT_BYTES,      /* pushprof_export_bytes_total */
-  M_EXPORT_FAILURES,   /* pushprof_export_failures_total */
-  M_EXPORT_RETRIES,    /* pushprof_export_retries_total */
-  M_SPOOL_QUARANTINED, /* pushprof_spool_quarantined_total */
-  M_CONNECTIONS,       /* pushprof_connections_total */
+  M_PUSHES_RECEIVED,     /* pushprof_pushes_received_total: frames read */
+  M_PUSHES_ACCEPTED,     /* pushprof_pushes_accepted_total: acked (durable) */
+  M_PUSH_BYTES,          /* pushprof_push_bytes_total */
+  M_BATCHES_EXPORTED,    /* pushprof_batches_exported_total */
+  M_EXPORT_BYTES,        /* pushprof_export_bytes_total */
+  M_EXPORT_FAILURES,     /* pushprof_export_failures_total */
+  M_EXPORT_RETRIES,      /* pushprof_export_retries_total */
+  M_SPOOL_QUARANTINED,   /* pushprof_spool_quarantined_total */
+  M_CONNECTIONS,         /* pushprof_connections_total */
+  M_PUSHES_DEDUPLICATED, /* pushprof_pushes_deduplicated_total: a second copy of a push */
   M_COUNTER_MAX
 } metric_counter;
 

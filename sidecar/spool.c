@@ -1072,6 +1072,10 @@ int spool_move_failed(spool *s, const char *id, const char *reason) {
   return rc;
 }
 
+const char *spool_path(const spool *s) {
+  return s->dir;
+}
+
 uint64_t spool_bytes(spool *s) {
   pthread_mutex_lock(&s->mu);
   uint64_t b = s->bytes;

@@ -67,6 +67,8 @@ int spool_scan(spool *s, spool_scan_cb cb, void *arg);
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);
 int spool_remove(spool *s, const char *id);
 int spool_move_failed(spool *s, const char *id, const char *reason);
+/* The spool directory as configured (owned by s). */
+const char *spool_path(const spool *s);
 uint64_t spool_bytes(spool *s);
 size_t spool_files(spool *s);
 /* Decodes a whole frame file's bytes into a validated PushRequest (pprof
