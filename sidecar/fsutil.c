@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int fsutil_mkdir_p(const char *path) {
   char buf[PATH_MAX];
@@ -34,4 +35,22 @@ int fsutil_no_others(int dfd, mode_t *old_mode) {
   if (fchmod(dfd, st.st_mode & 07777 & ~(mode_t)S_IRWXO) != 0)
     return -1;
   return 1;
+}
+
+int fsutil_write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      return -1;
+    if (w == 0) {
+      errno = EIO;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
 }

@@ -2,6 +2,7 @@
  * Thread-safe (no shared state). */
 #ifndef SIDECAR_FSUTIL_H
 #define SIDECAR_FSUTIL_H
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Creates path and its missing parents with mode 0750. 0, or -1 with errno. */
@@ -12,4 +13,6 @@ int fsutil_mkdir_p(const char *path);
  * if they have some still (fchmod refused: not our directory). *old_mode:
  * the mode before. */
 int fsutil_no_others(int dfd, mode_t *old_mode);
+/* Writes all len bytes (retrying short writes and EINTR). 0, or -1 with errno. */
+int fsutil_write_all(int fd, const void *data, size_t len);
 #endif

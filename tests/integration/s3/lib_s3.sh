@@ -65,13 +65,15 @@ stop_s3_tools() {
 # The test doubles go down with the test, pass or fail.
 s3_on_exit() {
   local rc=$?
+  set +e # under errexit, the "(exit $rc)" below would end this handler early
   stop_s3_tools
   if [ $rc -ne 0 ] && [ -f "$W/tb.jsonl" ]; then
     echo "--- testbed requests (last 30) ---" >&2
     tail -30 "$W/tb.jsonl" >&2
     [ -s "$W/testbed.err" ] && { echo "--- testbed stderr ---" >&2; tail -20 "$W/testbed.err" >&2; }
   fi
-  (exit $rc)
+  set +e # else (exit 1) ends the trap here and on_exit never stops the sidecar
+  (exit $rc) # on_exit takes the status from $?
   on_exit
 }
 trap s3_on_exit EXIT
