@@ -48,14 +48,15 @@ bad=$(find "$OUT" \( -type d ! -perm 0750 \) -o \( -type f ! -perm 0640 \) -prin
 [ -z "$bad" ] || fail "export modes (want dirs 750, files 640): $bad"
 stop_sidecar
 
-# 2b. A push waiting in the spool is 0640 (umask 000 again).
+# 2b. A push waiting in the spool (and the journal) is 0640 (umask 000 again).
 umask 000
 start_sidecar spoolfile --batch-window 60
 umask 022
 "$CLI" push "$W/p.pb" --socket "$SOCK" >/dev/null || fail "push to spoolfile"
 f=$(find "$W/spool" -maxdepth 1 -type f -name '*.push' | head -1)
 [ -n "$f" ] || fail "no push file in the spool: $(ls -la "$W/spool")"
-[ "$(mode "$f")" = 640 ] || fail "spool file $f is mode $(mode "$f"), want 640"
+bad=$(find "$W/spool" \( -type f ! -perm 0640 \) -o \( -type d ! -perm 0750 \) -printf '%m %p\n')
+[ -z "$bad" ] || fail "spool modes (want files 640, dirs 750): $bad"
 kill9_sidecar
 
 # 2c. A spool directory open to others: ours, so closed at start (group and
