@@ -38,8 +38,12 @@ void metrics_drop(const char *reason, uint64_t n);
  * request of an exporter (http_5xx, http_429, http_408, http_4xx, timeout,
  * tls, connection, ...). */
 void metrics_export_failure(const char *cls);
+/* pushprof_connections_evicted_total{reason="..."}: connections the listener
+ * closed to make room for a new one while at --max-connections (idle: no
+ * byte of a frame yet; slow_frame: a frame started but not finished). */
+void metrics_evict(const char *reason);
 /* Renders everything; malloc'ed, caller frees. NULL on ENOMEM. */
 char *metrics_render(void);
-/* Test helper: the current value of a rejected/drop reason (0 if never seen). */
+/* Test helper: the current value of a rejected/drop/evicted reason (0 if never seen). */
 uint64_t metrics_reason_value(const char *family, const char *reason);
 #endif

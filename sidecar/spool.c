@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,14 @@ static int sync_dir_after(spool *s, uint64_t seq) {
   return rc;
 }
 
+/* A full disk fails every push until space returns: log it once a second,
+ * not once a push (each refusal is still counted by the listener). */
+static bool nospace_log_allowed(void) {
+  static _Atomic int64_t last_s = -1;
+  int64_t now = (int64_t)time(NULL), prev = atomic_load(&last_s);
+  return prev != now && atomic_compare_exchange_strong(&last_s, &prev, now);
+}
+
 /* Undoes a failed write: removes the file, gives its bytes back, logs. */
 static int put_failed(spool *s, spool_txn *t, bool renamed) {
   int e = errno;
@@ -468,9 +477,12 @@ static int put_failed(spool *s, spool_txn *t, bool renamed) {
   s->bytes -= t->len;
   publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
-  log_event(LOG_ERROR, "cannot write spool file", "dir=%s err=%s fix=\"free disk space or fix %s\"",
-            s->dir, log_quote(strerror(e), q, sizeof q), s->dir);
-  return SPOOL_EIO;
+  bool nospace = e == ENOSPC || e == EDQUOT;
+  if (!nospace || nospace_log_allowed())
+    log_event(LOG_ERROR, "cannot write spool file",
+              "dir=%s err=%s fix=\"free disk space or fix %s\"", s->dir,
+              log_quote(strerror(e), q, sizeof q), s->dir);
+  return nospace ? SPOOL_NOSPACE : SPOOL_EIO;
 }
 
 /* Reserves len bytes and names the push. */

@@ -17,6 +17,10 @@
 #define SPOOL_OK 0
 #define SPOOL_EIO (-1)  /* disk error: answer UNAVAILABLE */
 #define SPOOL_FULL (-2) /* over max_bytes: answer RESOURCE_EXHAUSTED */
+/* The file system is full (ENOSPC, EDQUOT): answer RESOURCE_EXHAUSTED. Any
+ * put may return it; nothing of the failed write is left behind, and puts
+ * succeed again as soon as there is space (no state to reset). */
+#define SPOOL_NOSPACE (-3)
 
 typedef struct spool spool;
 
