@@ -806,6 +806,41 @@ static void test_corrupt_manifest_is_set_aside_and_members_batched_again(void) {
   teardown(s);
 }
 
+/* A recovered batch refused for good: its manifest (which may hold the only
+ * copy) and its members go to failed/, nothing stays pending. */
+static void test_recovered_batch_refused_for_good_goes_to_failed(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char bdir[128], fdir[128];
+  path_in(MANIFEST_DIR, bdir, sizeof bdir);
+  path_in("failed", fdir, sizeof fdir);
+  fake f1;
+  crash_with_pending_batch(s, &f1, false);
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  for (int i = 0; i < 16; i++)
+    f2.script[i] = EXPORT_PERMANENT;
+  f2.nscript = 16;
+  batcher *b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 2);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.calls, ==, 1); /* the recovered batch only: members not batched again */
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
+  PP_CHECK_INT(btu_count(fdir, ".batch"), ==, 1);
+  PP_CHECK_INT(btu_count(fdir, ".push"), ==, 2);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f1);
+  fake_free(&f2);
+  teardown(s);
+}
+
 int main(void) {
   PP_RUN(test_merges_pushes_of_one_service_into_one_object);
   PP_RUN(test_window_end_exports_without_shutdown);
@@ -821,5 +856,6 @@ int main(void) {
   PP_RUN(test_second_copy_of_a_push_is_exported_once);
   PP_RUN(test_copies_after_export_are_not_exported_again);
   PP_RUN(test_corrupt_manifest_is_set_aside_and_members_batched_again);
+  PP_RUN(test_recovered_batch_refused_for_good_goes_to_failed);
   PP_DONE();
 }

@@ -65,7 +65,6 @@ stop_s3_tools() {
 # The test doubles go down with the test, pass or fail.
 s3_on_exit() {
   local rc=$?
-  set +e # under errexit, the "(exit $rc)" below would end this handler early
   stop_s3_tools
   if [ $rc -ne 0 ] && [ -f "$W/tb.jsonl" ]; then
     echo "--- testbed requests (last 30) ---" >&2
