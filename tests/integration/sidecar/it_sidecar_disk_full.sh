@@ -4,6 +4,8 @@
 # and are accepted again by the same sidecar process once space returns:
 # first because exports free the spool, then after another tenant's file
 # filling the disk is removed. Every acked push is exported, samples summed.
+# Then again with the write-ahead journal, which can still ack into its
+# preallocated ring on a full disk: those pushes are exported once it frees.
 # Skips (exit 77) only if this environment cannot mount a tmpfs.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$W/spool"
@@ -83,4 +85,38 @@ got=$(pprof_totals $(find "$OUT/testnode/diskfull" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "exported $got, acked $want_n $want_c ($acked pushes)"
 [ -z "$(find "$W/spool/quarantine" "$W/spool/failed" -type f)" ] || fail "files quarantined/failed"
 no_temps "at the end"
-echo "ok: $acked acked pushes all exported ($got); disk_full refusals: $before; recovered twice without a restart"
+echo "phase 2: $acked acked pushes all exported ($got); disk_full refusals: $before; recovered twice without a restart"
+
+# 3. With the write-ahead journal (preallocated, so pushes may still be
+# acked into it on a full disk): acked pushes wait there until their own
+# files can be written, and are all exported once the disk has room again.
+umount -l "$W/spool"
+mount -t tmpfs -o size=3m,mode=0750 tmpfs "$W/spool" || fail "remount"
+rm -rf "$OUT"
+want_n=0 want_c=0 acked=0
+start_sidecar j --batch-window 2 --journal-bytes 1MiB --rescan-interval 1
+grep -q 'msg="spool journal not used' "$SC_LOG" && fail "journal not created: $(cat "$SC_LOG")"
+dd if=/dev/zero of="$W/spool/filler" bs=4k 2>/dev/null || true
+refused=0
+for i in $(seq 24); do
+  read -r n c <"$W/p$i.sum"
+  if ! push "$W/p$i.pb" "$n" "$c"; then refused=$i; break; fi
+done
+[ $refused -gt 0 ] || fail "journal: 24 pushes acked on a full disk"
+no_temps "journal, disk full"
+sleep 1
+[ -z "$(find "$OUT" -name '*.pb.gz' 2>/dev/null)" ] || fail "exported while no push could have its own file"
+rm -f "$W/spool/filler"
+for _ in $(seq 200); do
+  [ "$(metric pushprof_spool_files)" -eq 0 ] && [ "$(metric pushprof_pushes_accepted_total)" -ge "$acked" ] &&
+    [ -n "$(find "$OUT" -name '*.pb.gz' 2>/dev/null)" ] && break
+  sleep 0.1
+done
+read -r n c <"$W/p$refused.sum"
+push "$W/p$refused.pb" "$n" "$c" || fail "journal: refused after the filler was removed: $(cat "$W/err")"
+for _ in $(seq 150); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
+stop_sidecar
+got=$(pprof_totals $(find "$OUT/testnode/diskfull" -name '*.pb.gz'))
+[ "$got" = "$want_n $want_c" ] || fail "journal: exported $got, acked $want_n $want_c ($acked pushes)"
+no_temps "journal, at the end"
+echo "ok: with the journal, $acked pushes acked on a full disk (push $refused refused) all exported ($got)"
