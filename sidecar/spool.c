@@ -303,16 +303,26 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
              s->dir, strerror(errno));
     goto fail;
   }
-  /* Pushes hold code layout and labels (trace ids, routes): others get no
-   * access to the spool, and so none to anything in it. */
+  /* Pushes hold code layout and labels (trace ids, routes), and a file
+   * dropped in is taken as a push: other users get nothing here. */
   mode_t was = 0;
-  int r = fsutil_no_others(s->dirfd, &was);
-  if (r > 0)
-    log_event(LOG_WARN, "spool directory was open to other users; removed their access",
+  switch (fsutil_dir_others(s->dirfd, &was)) {
+  case FSUTIL_OTHERS_READ:
+    log_event(LOG_WARN, "spool directory is readable by other users", "dir=%s mode=%04o fix=%s",
+              s->dir, (unsigned)was, "\"chmod o-rwx DIR\"");
+    break;
+  case FSUTIL_OTHERS_CLOSED:
+    log_event(LOG_WARN, "spool directory was writable by other users; removed their access",
               "dir=%s mode=%04o now=%04o", s->dir, (unsigned)was, (unsigned)(was & ~07u));
-  else if (r < 0)
-    log_event(LOG_WARN, "spool directory is open to other users and is not ours to change",
-              "dir=%s mode=%04o fix=\"chmod o-rwx %s\"", s->dir, (unsigned)was, s->dir);
+    break;
+  case FSUTIL_OTHERS_WRITE:
+    log_event(LOG_WARN, "spool directory is writable by other users: they can drop pushes in",
+              "dir=%s mode=%04o fix=%s", s->dir, (unsigned)was,
+              "\"give the spool a directory of its own, chmod o-rwx DIR\"");
+    break;
+  default:
+    break;
+  }
   if (mkdir_at(s->dirfd, QUARANTINE_DIR) != 0 || mkdir_at(s->dirfd, FAILED_DIR) != 0) {
     snprintf(err, errlen, "cannot create %s/%s or %s/%s: %s (check permissions of %s)", s->dir,
              QUARANTINE_DIR, s->dir, FAILED_DIR, strerror(errno), s->dir);

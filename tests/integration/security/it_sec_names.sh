@@ -30,6 +30,28 @@ if [ "$(id -u)" -eq 0 ]; then
   SOCK=$W/run/s.sock
 fi
 
+# totals_all FILE...: "samples count" over all files in one go tool pprof
+# -raw run (it reads and merges every file; one run instead of 60).
+totals_all() {
+  go tool pprof -raw "$@" >"$W/raw.txt" 2>"$W/pprof.err" ||
+    fail "go tool pprof -raw rejected one of $*: $(cat "$W/pprof.err")"
+  python3 - "$W/raw.txt" <<'PY'
+import re, sys
+inside = False
+n = c = 0
+for line in open(sys.argv[1]):
+    if line.startswith("Samples:"):
+        inside = True
+        continue
+    if line.startswith("Locations"):
+        break
+    m = re.match(r"^\s+(\d+)\s+(\d+):", line)
+    if inside and m:
+        n += int(m.group(1)); c += int(m.group(2))
+print(n, c)
+PY
+}
+
 # push_all PREFIX: pushes every value as a service and as a label, one
 # distinct profile each; sets accepted, refused and want ("samples count").
 push_all() {
@@ -81,7 +103,7 @@ for f in "${files[@]}"; do
   [[ $svc =~ ^[A-Za-z0-9._-]+$ ]] && [ "$svc" != . ] && [ "$svc" != .. ] && [[ ${seg#*/} != */* ]] ||
     fail "not one safe segment below testnode: $seg"
 done
-got=$(pprof_totals "${files[@]}")
+got=$(totals_all "${files[@]}")
 [ "$got" = "$want" ] || fail "file export totals $got, pushed $want"
 echo "ok file: $accepted hostile pushes exported inside $OUT/testnode, $refused refused, totals $got"
 
@@ -127,6 +149,6 @@ PY
 python3 "$T3/check_objects.py" --log "$W/tb.jsonl" --s3 "127.0.0.1:$S3RVER_PORT" --bucket profiles \
   --prefix team/prod/testnode/ --download "$W/dl" --no-violations || fail "object check failed"
 mapfile -t dl < <(find "$W/dl" -name "*.pb.gz")
-got=$(pprof_totals "${dl[@]}")
+got=$(totals_all "${dl[@]}")
 [ "$got" = "$want" ] || fail "S3 totals $got, pushed $want"
 echo "ok s3: $accepted hostile pushes stored under s3://profiles/team/prod/testnode/, totals $got"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Security: the socket is 0660 the moment it exists (directory made 0750),
 # the spool is 0750 with 0640 files, exports 0750/0640, whatever the umask; a
-# spool directory open to others is closed (ours) or warned about (not ours);
+# spool directory others can write in is closed (ours, not sticky) or warned
+# about (sticky, not ours, or only readable);
 # a peer uid outside --allow-uid is refused, for real as user nobody through
 # a shared group, while a user outside the group cannot reach the socket; a
 # hostile service name stays inside the export directory, the connection
@@ -59,15 +60,26 @@ bad=$(find "$W/spool" \( -type f ! -perm 0640 \) -o \( -type d ! -perm 0750 \) -
 [ -z "$bad" ] || fail "spool modes (want files 640, dirs 750): $bad"
 kill9_sidecar
 
-# 2c. A spool directory open to others: ours, so closed at start (group and
-# setgid kept, for SDK drop-ins), with a warning; the push survives.
+# 2c. A spool directory others can write in, ours: closed at start (group
+# and setgid kept, for SDK drop-ins), with a warning; the push survives.
+# Readable only (mkdir under umask 022), or sticky like /tmp: left alone,
+# with a warning (it may be shared on purpose).
 chmod 2777 "$W/spool"
 start_sidecar reopen --batch-window 1
 [ "$(mode "$W/spool")" = 2770 ] || fail "spool left at mode $(mode "$W/spool"), want 2770"
-grep -q 'msg="spool directory was open to other users; removed their access".*mode=2777 now=2770' \
+grep -q 'msg="spool directory was writable by other users; removed their access".*mode=2777 now=2770' \
   "$SC_LOG" || fail "no warning about the spool mode: $(cat "$SC_LOG")"
 wait_metric pushprof_batches_exported_total 1 20
 stop_sidecar
+for m in 755 1777; do
+  chmod g-s "$W/spool" && chmod $m "$W/spool"
+  start_sidecar "mode$m"
+  stop_sidecar
+  [ "$(mode "$W/spool")" = $m ] || fail "a $m spool changed to $(mode "$W/spool")"
+  grep -q "msg=\"spool directory is .* by other users.*mode=0*$m fix=" "$SC_LOG" ||
+    fail "no warning for a $m spool: $(cat "$SC_LOG")"
+done
+chmod 750 "$W/spool"
 
 # 2d. Not ours to change (a Kubernetes emptyDir is root's, 2777): the sidecar,
 # run as nobody, warns with the fix and serves.
@@ -81,7 +93,7 @@ nb=$!
 SC_PID=$nb
 for _ in $(seq 100); do grep -q 'msg="sidecar started"' "$W/sidecar-nobody.log" && break; sleep 0.1; done
 grep -q 'msg="sidecar started"' "$W/sidecar-nobody.log" || fail "sidecar as nobody: $(cat "$W/sidecar-nobody.log")"
-grep -q 'msg="spool directory is open to other users and is not ours to change".*mode=2777.*fix="chmod o-rwx' \
+grep -q 'msg="spool directory is writable by other users: they can drop pushes in".*mode=2777.*fix=' \
   "$W/sidecar-nobody.log" || fail "no warning for a spool not ours: $(cat "$W/sidecar-nobody.log")"
 [ "$(mode "$W/nbspool")" = 2777 ] || fail "a directory not ours changed mode"
 "$CLI" push "$W/p.pb" --socket "$W/nbsock/s.sock" >/dev/null || fail "push to the sidecar run as nobody"
