@@ -23,6 +23,11 @@ set(PP_FUZZ_SIDECAR ${CMAKE_SOURCE_DIR}/sidecar)
 # sidecar/'s PkgConfig::INIH is local to that directory.
 pkg_check_modules(PP_FUZZ_INIH REQUIRED IMPORTED_TARGET inih)
 set(PP_FUZZ_SDK ${CMAKE_SOURCE_DIR}/sdk)
+# sidecar/'s OpenSSL::Crypto is local to that directory too (manifest.c's SHA-256).
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# The batch manifest codec and what it links (dedup_id_is_zero, log, fsutil).
+set(PP_FUZZ_MANIFEST_SRCS ${PP_FUZZ_SIDECAR}/manifest.c ${PP_FUZZ_SIDECAR}/dedup.c
+  ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c)
 
 # pushprof_fuzz_target(NAME frame SOURCES <code under test> LIBS <libraries>
 #                      INCLUDES <dirs> [DEPENDS <targets>])
@@ -72,6 +77,13 @@ pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${
 pushprof_fuzz_target(NAME env_config SOURCES ${PP_FUZZ_SDK}/env_config.c
   INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include)
 
+pushprof_fuzz_target(NAME manifest SOURCES ${PP_FUZZ_MANIFEST_SRCS}
+  INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}
+  LIBS pushprof_proto OpenSSL::Crypto Threads::Threads DEPENDS pushprof_proto)
+
+pushprof_fuzz_target(NAME journal SOURCES ${PP_FUZZ_SIDECAR}/journal.c ${PP_FUZZ_SIDECAR}/log.c
+  INCLUDES ${PP_FUZZ_SIDECAR} LIBS ZLIB::ZLIB Threads::Threads)
+
 # The sidecar library supplies log.c and the libraries (curl, jansson, libxml2).
 if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c)
   pushprof_fuzz_target(NAME aws_creds SOURCES ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c
@@ -86,5 +98,7 @@ if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_
 endif()
 
 # Writes the seed corpus (tests/fuzz/corpus/*/seed_*): make_seeds DIR.
-add_executable(fuzz_make_seeds ${PP_FUZZ_DIR}/make_seeds.c)
-target_link_libraries(fuzz_make_seeds PRIVATE pushprof_proto)
+# Links the manifest codec: the manifest seeds are made by manifest_encode.
+add_executable(fuzz_make_seeds ${PP_FUZZ_DIR}/make_seeds.c ${PP_FUZZ_MANIFEST_SRCS})
+target_include_directories(fuzz_make_seeds PRIVATE ${PP_FUZZ_SIDECAR})
+target_link_libraries(fuzz_make_seeds PRIVATE pushprof_proto OpenSSL::Crypto Threads::Threads)

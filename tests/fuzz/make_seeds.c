@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "journal.h"
+#include "manifest.h"
 #include "pp_client.h"
 #include "pp_frame.h"
 #include "pp_pprof.h"
@@ -485,6 +487,121 @@ static void pyroscope_seeds(void) {
           "\xc3\xa9t\xc3\xa9=caf\xc3\xa9\n");
 }
 
+/* ---- batch manifests (manifest_encode; whole, cut short, without payload) ---- */
+
+static void manifest_seeds(void) {
+  static const uint8_t gz[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  Pushprof__V1__Label labels[2];
+  pushprof__v1__label__init(&labels[0]);
+  pushprof__v1__label__init(&labels[1]);
+  labels[0].key = "env";
+  labels[0].value = "prod";
+  labels[1].key = "k8s pod";
+  labels[1].value = "api%7d\n";
+  manifest_member members[3];
+  memset(members, 0, sizeof members);
+  snprintf(members[0].id, sizeof members[0].id, "1700000000000000000-12-1.push");
+  snprintf(members[1].id, sizeof members[1].id, "1700000000000000001-12-2.push");
+  for (size_t i = 0; i < sizeof members[1].pushid.b; i++)
+    members[1].pushid.b[i] = (uint8_t)(0xa0 + i);
+  snprintf(members[2].id, sizeof members[2].id, "drop-in with space.push");
+  manifest m;
+  memset(&m, 0, sizeof m);
+  m.service = "checkout";
+  m.node = "node-1";
+  m.subdir = "2026/11/22";
+  m.labels = labels;
+  m.nlabels = 2;
+  m.start_ns = 1700000000000000000;
+  m.end_ns = 1700000010000000000;
+  m.born_ns = -5;
+  m.members = members;
+  m.nmembers = 3;
+  m.gz = (uint8_t *)gz;
+  m.gzlen = sizeof gz;
+  if (manifest_hash_hex(gz, sizeof gz, m.hash) != 0)
+    die("manifest_hash_hex");
+  size_t len, hdr;
+  uint8_t *enc = manifest_encode(&m, &len, &hdr);
+  if (!enc)
+    die("manifest_encode");
+  put("manifest", "full", enc, len);
+  put("manifest", "header_only", enc, hdr);
+  put("manifest", "cut_payload", enc, len - 3);
+  put("manifest", "cut_header", enc, hdr / 2);
+  free(enc);
+
+  /* Minimal: no node, subdir, labels, members or payload (empty strings). */
+  manifest e;
+  memset(&e, 0, sizeof e);
+  e.service = "s";
+  if (manifest_hash_hex(NULL, 0, e.hash) != 0)
+    die("manifest_hash_hex");
+  enc = manifest_encode(&e, &len, &hdr);
+  if (!enc)
+    die("manifest_encode");
+  put("manifest", "minimal", enc, len);
+  put("manifest", "cut_minimal", enc, len - 1);
+  free(enc);
+}
+
+/* ---- journal (first byte: fuzz_journal's mode; see there) ---- */
+
+typedef struct seed_rec {
+  uint32_t magic, gen, len, crc; /* journal.c's record header; crc fixed by mode bit 1 */
+  char id[JOURNAL_ID_MAX];
+} seed_rec;
+
+/* Appends a record at the next 4096-byte boundary of ring (from *off). */
+static void add_rec(uint8_t *ring, size_t *off, uint32_t magic, uint32_t gen, const char *id,
+                    const char *frame) {
+  seed_rec r;
+  memset(&r, 0, sizeof r);
+  r.magic = magic;
+  r.gen = gen;
+  r.len = (uint32_t)strlen(frame);
+  snprintf(r.id, sizeof r.id, "%s", id);
+  memcpy(ring + *off, &r, sizeof r);
+  memcpy(ring + *off + sizeof r, frame, r.len);
+  *off += (sizeof r + r.len + 4095) / 4096 * 4096;
+}
+
+static void journal_seeds(void) {
+  enum { LIVE = 0x4345524a, DEAD = 0x4445444a };
+  size_t cap = 1 + 6 * 4096;
+  uint8_t *buf = calloc(1, cap);
+  if (!buf)
+    die("calloc");
+  size_t off = 0;
+  uint8_t *ring = buf + 1;
+  add_rec(ring, &off, LIVE, 7, "1700000000000000000-1-1.push", "frame one");
+  add_rec(ring, &off, DEAD, 7, "1700000000000000001-1-2.push", "released");
+  add_rec(ring, &off, LIVE, 7, "1700000000000000002-1-3.push", "frame three");
+  add_rec(ring, &off, LIVE, 6, "stale-lap.push", "an earlier lap");
+  buf[0] = 1 | 2; /* mode B, crcs fixed, lap 7 from 4096 */
+  put("journal", "lap7", buf, 1 + off);
+  buf[0] = 1; /* mode B, crcs left zero: the first record is torn */
+  put("journal", "torn", buf, 1 + off);
+  buf[0] = 1 | 2 | 64; /* the replay callback fails on the second live record */
+  put("journal", "cb_fails", buf, 1 + off);
+  buf[0] = 1 | 2 | (1 << 3); /* checkpoint at 8192: a wrap into lap 8 */
+  memset(buf + 1, 0, cap - 1);
+  off = 0;
+  add_rec(ring, &off, LIVE, 8, "1700000000000000003-1-4.push", "next lap");
+  add_rec(ring, &off, DEAD, 7, "1700000000000000004-1-5.push", "checkpoint");
+  add_rec(ring, &off, LIVE, 7, "1700000000000000005-1-6.push", "oldest live");
+  put("journal", "wrap", buf, 1 + off);
+  buf[0] = 1 | 2 | 4; /* lap UINT32_MAX, wrapping to lap 0 */
+  memset(buf + 1, 0, cap - 1);
+  off = 0;
+  add_rec(ring, &off, LIVE, UINT32_MAX, "last-lap.push", "x");
+  add_rec(ring, &off, LIVE, UINT32_MAX, "last-lap-2.push", "");
+  put("journal", "gen_wrap", buf, 1 + off);
+  buf[0] = 0; /* mode A: header bytes of nothing */
+  put("journal", "no_header", buf, 1 + 64);
+  free(buf);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_seeds OUTDIR   (writes OUTDIR/<target>/seed_*)\n");
@@ -501,5 +618,7 @@ int main(int argc, char **argv) {
   env_seeds();
   aws_creds_seeds();
   pyroscope_seeds();
+  manifest_seeds();
+  journal_seeds();
   return 0;
 }
