@@ -368,7 +368,11 @@ journal *journal_open(int dirfd, const char *dir, uint64_t size, journal_replay_
       }
       if (count)
         log_event(LOG_INFO, "spool journal replayed", "file=%s records=%d", j->path, count);
-      lap = (uint32_t)end + 1;
+      /* Past every lap the previous run may have written: its head was at
+       * most one lap ahead of its durable checkpoint, and records of that
+       * lap reserved after a torn one (so never acknowledged) must not be
+       * taken for records of the new lap by a later replay. */
+      lap = h.ckpt_gen + 2;
       j->hdr_seq = h.seq;
       if (h.size != size) {
         close(fd);
