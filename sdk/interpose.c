@@ -12,16 +12,43 @@
 
 #include "sampler.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
+
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 typedef struct trampoline_arg {
   void *(*fn)(void *);
   void *arg;
+#ifdef __SANITIZE_ADDRESS__
+  pthread_attr_t attr; /* see unpoison_own_stack */
+  void *stack;
+  size_t stack_size;
+#endif
 } trampoline_arg;
 
 static _Atomic(pthread_create_fn) g_real;
 
+#ifdef __SANITIZE_ADDRESS__
+/* ASan's pthread_create comes first in the chain, so the trampoline runs
+ * before ASan's thread start has cleared the new stack's shadow: a stack
+ * reused from a thread that vanished (every other thread at fork) still
+ * carries that thread's poison. Uninstrumented, and what the calls write is
+ * on the heap (ASan's interceptors check it against the stale shadow). */
+__attribute__((no_sanitize_address)) static void unpoison_own_stack(trampoline_arg *t) {
+  if (pthread_getattr_np(pthread_self(), &t->attr) != 0)
+    return;
+  if (pthread_attr_getstack(&t->attr, &t->stack, &t->stack_size) == 0)
+    __asan_unpoison_memory_region(t->stack, t->stack_size);
+  pthread_attr_destroy(&t->attr);
+}
+#endif
+
 static void *trampoline(void *p) {
+#ifdef __SANITIZE_ADDRESS__
+  unpoison_own_stack(p);
+#endif
   trampoline_arg t = *(trampoline_arg *)p;
   free(p);
   sampler_thread_register(); /* failure: the rescan still finds the thread */

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #define GROUP_MAX_BYTES (64u << 20) /* seal a group early once its pushes reach this */
 #define PPROF_MAX_SIZE ((size_t)1 << 30)
 #define IDLE_WAKE_NS NS_PER_S /* refresh the age gauge at least this often */
+#define BATCHER_NICE 10       /* see thread_main */
 
 typedef struct group {
   struct group *next;
@@ -673,6 +675,11 @@ static void run_locked(batcher *b) {
 
 static void *thread_main(void *arg) {
   batcher *b = arg;
+  /* Exports (merge, gzip, upload) are background work: on a busy CPU the
+   * listener's threads, whose acks clients wait for, go first. Linux applies
+   * a nice value to the calling thread alone. */
+  if (setpriority(PRIO_PROCESS, (id_t)gettid(), BATCHER_NICE) != 0)
+    log_event(LOG_DEBUG, "cannot lower the batcher thread's priority", "errno=%d", errno);
   pthread_mutex_lock(&b->mu);
   run_locked(b);
   pthread_mutex_unlock(&b->mu);

@@ -23,3 +23,15 @@ int fsutil_mkdir_p(const char *path) {
     return -1;
   return 0;
 }
+
+int fsutil_no_others(int dfd, mode_t *old_mode) {
+  struct stat st;
+  if (fstat(dfd, &st) != 0)
+    return -1;
+  *old_mode = st.st_mode & 07777;
+  if ((st.st_mode & S_IRWXO) == 0)
+    return 0;
+  if (fchmod(dfd, st.st_mode & 07777 & ~(mode_t)S_IRWXO) != 0)
+    return -1;
+  return 1;
+}

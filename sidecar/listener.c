@@ -454,8 +454,14 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
    * the first place they can be seen. */
   if (req->dropped_profiles)
     metrics_drop("sdk_backlog_full", req->dropped_profiles);
-  /* Durable now: the batcher owns it whether or not the ack arrived. */
-  batcher_add_parsed(l->b, id, req, prof, len);
+  /* Durable now. Once it has its own spool file the batcher owns it whether
+   * or not the ack arrived; if that copy fails a rescan retries it. */
+  if (spool_settle(l->sp, &txn) == SPOOL_OK) {
+    batcher_add_parsed(l->b, id, req, prof, len);
+  } else {
+    pushprof__v1__push_request__free_unpacked(req, NULL);
+    pp_pprof_free(prof);
+  }
   return delivered;
 }
 

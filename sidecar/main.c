@@ -25,8 +25,11 @@
  * blocks mmap'ed (returned to the system when freed), keep RSS near what is
  * live. */
 static void tune_malloc(void) {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  /* (Sanitizer builds: their allocator replaces glibc's and refuses mallopt.) */
   if (mallopt(M_ARENA_MAX, 2) != 1 || mallopt(M_MMAP_THRESHOLD, 64 << 10) != 1)
     log_event(LOG_WARN, "mallopt failed; memory use may be higher under load", "arena_max=2");
+#endif
 }
 
 static void resume_cb(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
@@ -96,8 +99,10 @@ int main(int argc, char **argv) {
     exit_code = 2;
     goto out;
   }
-  spool_config sc = {
-      .dir = cfg.spool_dir, .max_bytes = cfg.max_spool_bytes, .drop_oldest = cfg.spool_drop_oldest};
+  spool_config sc = {.dir = cfg.spool_dir,
+                     .max_bytes = cfg.max_spool_bytes,
+                     .drop_oldest = cfg.spool_drop_oldest,
+                     .journal_bytes = cfg.journal_bytes};
   sp = spool_open(&sc, err, sizeof err);
   if (!sp) {
     fprintf(stderr, "pushprof-sidecar: --spool %s: %s\n", cfg.spool_dir, err);

@@ -68,6 +68,11 @@ struct spool {
   uint64_t synced;           /* every rename up to this one is durable */
   uint64_t fail_lo, fail_hi; /* the last failed fsync covered renames in (lo, hi] */
   int fail_errno;
+  journal *j; /* NULL: no journal */
+  /* Journaled pushes whose spool_settle failed, retried by rescans
+   * (guarded by mu). */
+  spool_txn *unsettled;
+  size_t n_unsettled, cap_unsettled;
 };
 
 /* ---- sorted name sets ---- */
@@ -244,6 +249,9 @@ static void remove_stale_temps(spool *s) {
   closedir(d);
 }
 
+static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len);
+static uint32_t scan_frame_limit(const spool *s);
+
 /* ---- open / close ---- */
 
 spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
@@ -294,6 +302,16 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
              s->dir, strerror(errno));
     goto fail;
   }
+  /* Pushes hold code layout and labels (trace ids, routes): others get no
+   * access to the spool, and so none to anything in it. */
+  mode_t was = 0;
+  int r = fsutil_no_others(s->dirfd, &was);
+  if (r > 0)
+    log_event(LOG_WARN, "spool directory was open to other users; removed their access",
+              "dir=%s mode=%04o now=%04o", s->dir, (unsigned)was, (unsigned)(was & ~07u));
+  else if (r < 0)
+    log_event(LOG_WARN, "spool directory is open to other users and is not ours to change",
+              "dir=%s mode=%04o fix=\"chmod o-rwx %s\"", s->dir, (unsigned)was, s->dir);
   if (mkdir_at(s->dirfd, QUARANTINE_DIR) != 0 || mkdir_at(s->dirfd, FAILED_DIR) != 0) {
     snprintf(err, errlen, "cannot create %s/%s or %s/%s: %s (check permissions of %s)", s->dir,
              QUARANTINE_DIR, s->dir, FAILED_DIR, strerror(errno), s->dir);
@@ -311,6 +329,22 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
              strerror(errno));
     goto fail;
   }
+  if (cfg->journal_bytes) {
+    if (cfg->journal_bytes < JOURNAL_MIN_BYTES) {
+      snprintf(err, errlen,
+               "journal of %llu bytes is too small (set --journal-bytes to 0 to turn it off, or "
+               "to at least 1MiB)",
+               (unsigned long long)cfg->journal_bytes);
+      goto fail;
+    }
+    char jerr[256];
+    s->j = journal_open(s->dirfd, s->dir, cfg->journal_bytes, replay_cb, s, jerr, sizeof jerr);
+    if (!s->j)
+      log_event(LOG_ERROR, "spool journal not used; acks wait for each push's own file", "why=%s",
+                log_quote(jerr, err, errlen));
+    else if (fsync(s->dirfd) != 0) /* the files a replay made */
+      log_event(LOG_WARN, "fsync of the spool directory failed", "dir=%s", s->dir);
+  }
   remove_stale_temps(s);
   publish_gauges(s);
   return s;
@@ -322,6 +356,8 @@ fail:
 void spool_close(spool *s) {
   if (!s)
     return;
+  journal_close(s->j); /* unsettled pushes stay in it for the next start */
+  free(s->unsettled);
   if (s->dirfd >= 0)
     close(s->dirfd);
   if (s->qfd >= 0)
@@ -427,14 +463,15 @@ static int put_failed(spool *s, spool_txn *t, bool renamed) {
   return SPOOL_EIO;
 }
 
-static int put_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t, bool may_drop) {
-  char tmp[SPOOL_ID_MAX + 1];
+/* Reserves len bytes and names the push. */
+static int reserve_name(spool *s, size_t len, spool_txn *t, bool may_drop) {
   struct timespec ts;
   int rc;
 
   t->fd = -1;
   t->len = len;
   t->name[0] = '\0';
+  t->jrec.rseq = 0;
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
     return SPOOL_EIO;
   pthread_mutex_lock(&s->mu);
@@ -446,11 +483,15 @@ static int put_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t, b
   if (rc == SPOOL_OK)
     publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
-  if (rc != SPOOL_OK)
-    return rc;
+  if (rc == SPOOL_OK)
+    snprintf(t->name, sizeof t->name, "%020" PRIu64 "-%010" PRIu32 "%s",
+             (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, ctr, PP_SPOOL_SUFFIX);
+  return rc;
+}
 
-  snprintf(t->name, sizeof t->name, "%020" PRIu64 "-%010" PRIu32 "%s",
-           (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec, ctr, PP_SPOOL_SUFFIX);
+/* Writes the reserved push to its temp file. */
+static int write_temp(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
+  char tmp[SPOOL_ID_MAX + 1];
   snprintf(tmp, sizeof tmp, ".%s", t->name);
   t->fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (t->fd < 0 || write_all(t->fd, frame, len) != 0)
@@ -459,7 +500,14 @@ static int put_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t, b
 }
 
 int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
-  int rc = put_begin(s, frame, len, t, false);
+  int rc = reserve_name(s, len, t, false);
+  if (rc != SPOOL_OK)
+    return rc;
+  /* The journal is the fast way to durable; without room there (or for a
+   * frame too big for it) the push gets its own file right away. */
+  if (s->j && journal_append(s->j, t->name, frame, len, &t->jrec) == 0)
+    return SPOOL_OK;
+  rc = write_temp(s, frame, len, t);
   /* Only a hint that lets the disk work while the caller validates; the
    * fsync in spool_commit is what makes the file durable. */
   if (rc == SPOOL_OK && sync_file_range(t->fd, 0, (off_t)len, SYNC_FILE_RANGE_WRITE) != 0)
@@ -467,8 +515,21 @@ int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
   return rc;
 }
 
+/* Gives a reservation back. */
+static void unreserve(spool *s, size_t len) {
+  pthread_mutex_lock(&s->mu);
+  s->bytes -= len;
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+}
+
 void spool_abort(spool *s, spool_txn *t) {
   char tmp[SPOOL_ID_MAX + 1];
+  if (t->jrec.rseq) {
+    journal_abort(s->j, &t->jrec);
+    unreserve(s, t->len);
+    return;
+  }
   if (t->fd < 0)
     return;
   close(t->fd);
@@ -479,14 +540,20 @@ void spool_abort(spool *s, spool_txn *t) {
     log_event(LOG_WARN, "cannot remove spool temp file", "file=%s/%s err=%s", s->dir, tmp,
               log_quote(strerror(errno), q, sizeof q));
   }
-  pthread_mutex_lock(&s->mu);
-  s->bytes -= t->len;
-  publish_gauges(s);
-  pthread_mutex_unlock(&s->mu);
+  unreserve(s, t->len);
 }
 
 int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
   char tmp[SPOOL_ID_MAX + 1];
+  if (t->jrec.rseq) {
+    if (journal_sync(s->j, &t->jrec) != 0) {
+      journal_abort(s->j, &t->jrec);
+      unreserve(s, t->len);
+      return SPOOL_EIO; /* logged by the journal; the client retries */
+    }
+    memcpy(id, t->name, SPOOL_ID_MAX);
+    return SPOOL_OK;
+  }
   if (t->fd < 0)
     return SPOOL_EIO;
   snprintf(tmp, sizeof tmp, ".%s", t->name);
@@ -522,8 +589,201 @@ int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
 
 int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]) {
   spool_txn t;
-  int rc = put_begin(s, frame, len, &t, true);
+  int rc = reserve_name(s, len, &t, true);
+  if (rc == SPOOL_OK)
+    rc = write_temp(s, frame, len, &t);
   return rc == SPOOL_OK ? spool_commit(s, &t, id) : rc;
+}
+
+/* ---- journal ---- */
+
+/* Copies len bytes of the journal from off to fd (at its file position). */
+static int copy_from_journal(spool *s, int fd, uint64_t off, size_t len) {
+  int jfd = journal_fd(s->j);
+  loff_t in = (loff_t)off;
+  while (len > 0) {
+    ssize_t n = copy_file_range(jfd, &in, fd, NULL, len, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* not supported here: copy through memory */
+    len -= (size_t)n;
+  }
+  if (len == 0)
+    return 0;
+  size_t cap = len < (1u << 20) ? len : (1u << 20);
+  uint8_t *b = malloc(cap);
+  if (!b)
+    return -1;
+  while (len > 0) {
+    size_t want = len < cap ? len : cap;
+    ssize_t r = pread(jfd, b, want, (off_t)in);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0 || write_all(fd, b, (size_t)r) != 0) {
+      if (r == 0)
+        errno = EIO;
+      free(b);
+      return -1;
+    }
+    in += r;
+    len -= (size_t)r;
+  }
+  free(b);
+  return 0;
+}
+
+/* Writes a spool file name from buf (or, buf NULL, from the journal at off):
+ * temp file, fsync, rename. claim: the name becomes pending in the same
+ * step (so no scan takes it for a drop-in). *seq: the rename's number for
+ * sync_dir_after. 0, or -1 (errno set) with nothing left behind. */
+static int write_spool_file(spool *s, const char *name, const uint8_t *buf, uint64_t off,
+                            size_t len, bool claim, uint64_t *seq) {
+  char tmp[SPOOL_ID_MAX + 1];
+  snprintf(tmp, sizeof tmp, ".%s", name);
+  int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0)
+    return -1;
+  int rc = buf ? write_all(fd, buf, len) : copy_from_journal(s, fd, off, len);
+  if (rc == 0)
+    rc = fsync(fd);
+  int e = errno;
+  if (close(fd) != 0 && rc == 0) {
+    rc = -1;
+    e = errno;
+  }
+  if (rc == 0) {
+    pthread_mutex_lock(&s->mu);
+    rc = renameat(s->dirfd, tmp, s->dirfd, name);
+    e = errno;
+    if (rc == 0 && claim && set_insert(&s->pending, name, len) != 0) {
+      unlinkat(s->dirfd, name, 0);
+      rc = -1;
+      e = ENOMEM;
+    }
+    if (rc == 0)
+      *seq = ++s->renamed;
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0)
+      return 0;
+  }
+  unlinkat(s->dirfd, tmp, 0);
+  errno = e;
+  return -1;
+}
+
+/* A journaled push gets its own durable file, then its record is released.
+ * 0; -1: nothing changed (retry later); -2: the file exists but the record
+ * could not be released, so the file must not be exported before a restart
+ * (claim: it stays pending and unexported; else it was removed again). */
+static int settle_one(spool *s, spool_txn *t, bool claim) {
+  uint64_t seq = 0;
+  char q[128];
+  if (write_spool_file(s, t->name, NULL, t->jrec.off, t->len, claim, &seq) != 0)
+    goto fail;
+  if (sync_dir_after(s, seq) != 0) {
+    int e = errno;
+    unlinkat(s->dirfd, t->name, 0);
+    if (claim) {
+      pthread_mutex_lock(&s->mu);
+      set_erase(&s->pending, t->name, NULL);
+      pthread_mutex_unlock(&s->mu);
+    }
+    errno = e;
+    goto fail;
+  }
+  if (journal_release(s->j, &t->jrec) != 0) {
+    if (!claim)
+      unlinkat(s->dirfd, t->name, 0);
+    log_event(LOG_ERROR, "push kept back until restart: its journal record cannot be released",
+              "file=%s/%s fix=\"check the disk, then restart the sidecar\"", s->dir, t->name);
+    return -2;
+  }
+  return 0;
+fail:
+  log_event(LOG_WARN, "cannot copy a journaled push to its spool file; will retry",
+            "file=%s/%s err=%s fix=\"free disk space in %s\"", s->dir, t->name,
+            log_quote(strerror(errno), q, sizeof q), s->dir);
+  return -1;
+}
+
+/* Remembers a push spool_settle could not copy, for the next rescan. */
+static void keep_unsettled(spool *s, const spool_txn *t) {
+  pthread_mutex_lock(&s->mu);
+  if (s->n_unsettled == s->cap_unsettled) {
+    size_t ncap = s->cap_unsettled ? 2 * s->cap_unsettled : 16;
+    spool_txn *nv = realloc(s->unsettled, ncap * sizeof *nv);
+    if (nv) {
+      s->unsettled = nv;
+      s->cap_unsettled = ncap;
+    }
+  }
+  if (s->n_unsettled < s->cap_unsettled)
+    s->unsettled[s->n_unsettled++] = *t;
+  else
+    log_event(LOG_ERROR, "out of memory: journaled push kept back until restart", "file=%s",
+              t->name);
+  pthread_mutex_unlock(&s->mu);
+}
+
+int spool_settle(spool *s, spool_txn *t) {
+  if (!t->jrec.rseq)
+    return SPOOL_OK;
+  int r = settle_one(s, t, true);
+  if (r == 0)
+    return SPOOL_OK;
+  if (r == -1)
+    keep_unsettled(s, t);
+  t->jrec.rseq = 0;
+  return SPOOL_EIO;
+}
+
+/* Rescans retry the pushes spool_settle could not copy (a full disk, say);
+ * the scan that follows picks their files up. */
+static void retry_unsettled(spool *s) {
+  pthread_mutex_lock(&s->mu);
+  spool_txn *v = s->unsettled;
+  size_t n = s->n_unsettled;
+  s->unsettled = NULL;
+  s->n_unsettled = s->cap_unsettled = 0;
+  pthread_mutex_unlock(&s->mu);
+  for (size_t i = 0; i < n; i++) {
+    int r = settle_one(s, &v[i], false);
+    if (r == -1) {
+      keep_unsettled(s, &v[i]);
+      continue;
+    }
+    /* Settled: the scan accounts for the file itself. Kept back: its bytes
+     * stay reserved until the restart. */
+    if (r == 0)
+      unreserve(s, v[i].len);
+  }
+  free(v);
+}
+
+/* Journal replay at open: a push a previous run acked but had not copied
+ * yet gets its spool file now (if a copy exists, it was made). */
+static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len) {
+  spool *s = arg;
+  char why[256];
+  int code;
+  struct stat st;
+  uint64_t seq;
+  if (!id_ok(id)) {
+    log_event(LOG_WARN, "spool journal: record with a bad id skipped", "id_bytes=%zu",
+              strnlen(id, SPOOL_ID_MAX));
+    return 0;
+  }
+  if (fstatat(s->dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return 0;
+  Pushprof__V1__PushRequest *req =
+      spool_decode_frame(frame, len, scan_frame_limit(s), &code, why, sizeof why);
+  if (!req) { /* written, then refused before any ack */
+    log_event(LOG_INFO, "spool journal: unacknowledged invalid push skipped", "id=%s", id);
+    return 0;
+  }
+  pushprof__v1__push_request__free_unpacked(req, NULL);
+  return write_spool_file(s, id, frame, 0, len, false, &seq);
 }
 
 /* ---- scans ---- */
@@ -742,6 +1002,8 @@ int spool_scan(spool *s, spool_scan_cb cb, void *arg) {
 }
 
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg) {
+  if (s->j)
+    retry_unsettled(s);
   return scan_new(s, cb, arg);
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "journal.h"
 #include "pp_pprof.h"
 #include "pushprof.pb-c.h"
 
@@ -23,6 +24,9 @@ typedef struct spool_config {
   const char *dir;
   uint64_t max_bytes;
   bool drop_oldest; /* full: delete the oldest pending file (counted) instead of refusing */
+  /* Size of the write-ahead journal (journal.h) a push is acked from; 0: no
+   * journal, every push is acked once its own file is durable. */
+  uint64_t journal_bytes;
 } spool_config;
 
 spool *spool_open(const spool_config *cfg, char *err, size_t errlen);
@@ -30,24 +34,32 @@ void spool_close(spool *s);
 /* Makes frame durable; on success writes its id (a file name) to id. */
 int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX]);
 /* spool_put in two halves, so the disk writes while the caller validates:
- * spool_begin writes a temp file and starts its writeback (never drops old
- * files: SPOOL_FULL when they would have to go; then validate and use
- * spool_put); then spool_commit (fsync, rename, directory fsync: durable,
- * or SPOOL_EIO with nothing left) or spool_abort (temp file removed). */
+ * spool_begin appends the frame to the journal (or, without room there,
+ * writes a temp file) and starts its writeback (never drops old files:
+ * SPOOL_FULL when they would have to go; then validate and use spool_put);
+ * then spool_commit (journal sync, or fsync + rename + directory fsync:
+ * durable, ack it; or SPOOL_EIO with nothing left) or spool_abort. After the
+ * ack, spool_settle gives a journaled push its own spool file (the form
+ * batches and scans use) and frees its journal space: only on SPOOL_OK may
+ * the push be handed on under its id; otherwise it stays in the journal and
+ * spool_rescan_new retries it (a restart replays it). */
 typedef struct spool_txn {
   int fd;
   size_t len;
   char name[SPOOL_ID_MAX];
+  journal_rec jrec; /* jrec.rseq != 0: the frame is in the journal */
 } spool_txn;
 int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t);
 int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]);
+int spool_settle(spool *s, spool_txn *t);
 void spool_abort(spool *s, spool_txn *t);
 /* Calls cb for every valid pending file (oldest first); quarantines bad ones.
  * cb takes ownership of req. Returns the number of files handed over. */
 typedef void (*spool_scan_cb)(void *arg, const char *id, Pushprof__V1__PushRequest *req,
                               size_t bytes);
 int spool_scan(spool *s, spool_scan_cb cb, void *arg);
-/* Rescans for files that appeared since the last scan (SDK spool writes). */
+/* Rescans for files that appeared since the last scan (SDK spool writes),
+ * after retrying journaled pushes whose spool_settle failed. */
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);
 int spool_remove(spool *s, const char *id);
 int spool_move_failed(spool *s, const char *id, const char *reason);

@@ -56,7 +56,7 @@ pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
   DEPENDS pushprof_proto)
 
 pushprof_fuzz_target(NAME frame
-  SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_SIDECAR}/spool.c ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c
+  SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_SIDECAR}/spool.c ${PP_FUZZ_SIDECAR}/journal.c ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c
     ${PP_FUZZ_SIDECAR}/metrics.c
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}
   LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)

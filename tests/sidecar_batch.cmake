@@ -15,3 +15,7 @@ if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_batcher SOURCES unit/test_batcher.c LIBS pushprof_sidecar_lib
     LABELS "unit;tsan")
 endif()
+if(TARGET pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_journal SOURCES unit/test_journal.c LIBS pushprof_sidecar_lib
+    LABELS "unit;tsan")
+endif()

@@ -14,10 +14,41 @@ function(pushprof_unit_test)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
 endfunction()
 
+# What a script test needs to load the SDK into a process the build did not
+# instrument (bash, python3, xz, /bin/true, a consumer built outside this
+# tree): in a sanitizer build the SDK's libraries need the sanitizer runtime,
+# and ASan's must come first in the initial library list, so it is preloaded
+# ahead of them. (UBSan's runtime is the libraries' DT_NEEDED: no order rule.)
+#   PUSHPROF_TEST_PRELOAD      LD_PRELOAD value for libpushprof_preload.so
+#   PUSHPROF_TEST_SAN_RUNTIME  the runtime alone ("" in a normal build)
+#   PUSHPROF_TEST_SAN_FLAGS    compile/link flags of a consumer built by a test
+set(PP_TEST_PRELOAD_LIB ${CMAKE_BINARY_DIR}/sdk/libpushprof_preload.so)
+set(PP_TEST_SAN_RUNTIME "")
+set(PP_TEST_SAN_FLAGS "")
+if(PUSHPROF_SANITIZE STREQUAL "address")
+  set(PP_TEST_SAN_LIB libasan.so)
+  set(PP_TEST_SAN_FLAGS "-fsanitize=address,undefined")
+elseif(PUSHPROF_SANITIZE STREQUAL "thread")
+  set(PP_TEST_SAN_LIB libtsan.so)
+  set(PP_TEST_SAN_FLAGS "-fsanitize=thread")
+endif()
+if(PP_TEST_SAN_FLAGS)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=${PP_TEST_SAN_LIB}
+    OUTPUT_VARIABLE PP_TEST_SAN_RUNTIME OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT IS_ABSOLUTE "${PP_TEST_SAN_RUNTIME}")
+    message(WARNING "${CMAKE_C_COMPILER} does not know where ${PP_TEST_SAN_LIB} is: "
+      "tests that preload the SDK into uninstrumented programs will fail (use gcc)")
+  endif()
+  set(PP_TEST_PRELOAD_LIB "${PP_TEST_SAN_RUNTIME}:${PP_TEST_PRELOAD_LIB}")
+endif()
+
 # pushprof_script_test(NAME it_x COMMAND bash script args... LABELS integration)
 function(pushprof_script_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
-  add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
+  # Output also lands in build/test-logs/NAME/ (run_logged.sh), which
+  # it_sec_log_scan reads after every other test (fixture pushprof_test_logs).
+  add_test(NAME ${T_NAME} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/run_logged.sh
+    ${T_COMMAND})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
@@ -25,5 +56,6 @@ function(pushprof_script_test)
     set(T_LABELS integration)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "PUSHPROF_BUILD_DIR=${CMAKE_BINARY_DIR};PUSHPROF_SOURCE_DIR=${CMAKE_SOURCE_DIR};${T_ENVIRONMENT}")
+    ENVIRONMENT "PUSHPROF_BUILD_DIR=${CMAKE_BINARY_DIR};PUSHPROF_SOURCE_DIR=${CMAKE_SOURCE_DIR};PUSHPROF_TEST_LOG_DIR=${CMAKE_BINARY_DIR}/test-logs;PUSHPROF_TEST_NAME=${T_NAME};PUSHPROF_TEST_PRELOAD=${PP_TEST_PRELOAD_LIB};PUSHPROF_TEST_SAN_RUNTIME=${PP_TEST_SAN_RUNTIME};PUSHPROF_TEST_SAN_FLAGS=${PP_TEST_SAN_FLAGS};${T_ENVIRONMENT}"
+    FIXTURES_REQUIRED pushprof_test_logs)
 endfunction()

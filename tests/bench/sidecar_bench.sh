@@ -100,7 +100,7 @@ cpu_ticks() {
 }
 # Files still waiting in the spool (dot files are temporaries, quarantine aside).
 spool_files() {
-  { find "$1" -type f ! -name '.*' ! -path '*/quarantine*' 2>/dev/null || true; } | wc -l
+  { find "$1" -type f -name '*.push' ! -name '.*' ! -path '*/quarantine*' 2>/dev/null || true; } | wc -l
 }
 # $1 spool dir, $2 seconds: waits until the spool is empty, or gives up.
 drain() {

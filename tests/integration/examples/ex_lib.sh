@@ -6,7 +6,8 @@ source "$PUSHPROF_SOURCE_DIR/tests/integration/sidecar/lib.sh"
 unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCKET \
   PUSHPROF_UPLOAD_PERIOD PUSHPROF_EXIT_TIMEOUT_MS PUSHPROF_SPOOL_DIR PUSHPROF_BACKLOG \
   PUSHPROF_LIBRARY OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES LD_PRELOAD
-PRELOAD=$B/sdk/libpushprof_preload.so
+# shellcheck source=../preload_env.sh
+. "$S/tests/integration/preload_env.sh"
 LIBSO=$B/sdk/libpushprof.so
 CHECK=(python3 "$S/tests/integration/pprof_check.py")
 

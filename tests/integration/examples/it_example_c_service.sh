@@ -8,7 +8,8 @@ source "$(dirname "$0")/ex_lib.sh"
 P=$W/prefix
 cmake --install "$B" --prefix "$P" >"$W/install.log" 2>&1 || { cat "$W/install.log"; fail "cmake --install"; }
 cmake -S "$S/examples/c_service" -B "$W/cbuild" -DCMAKE_PREFIX_PATH="$P" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$W/cmake.log" 2>&1 || { cat "$W/cmake.log"; fail "configure c_service"; }
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$SAN_FLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SAN_FLAGS" \
+  >"$W/cmake.log" 2>&1 || { cat "$W/cmake.log"; fail "configure c_service"; }
 cmake --build "$W/cbuild" >"$W/build.log" 2>&1 || { cat "$W/build.log"; fail "build c_service"; }
 readelf -d "$W/cbuild/c_service" | grep -q 'libpushprof.so' || fail "c_service does not link libpushprof.so"
 

@@ -12,7 +12,7 @@ PKG_CONFIG_PATH=$P/lib/pkgconfig sh "$S/examples/cpp_service/build.sh" "$W/cpp_s
 readelf -d "$W/cpp_service" | grep -q 'libpushprof.so' || fail "cpp_service does not link libpushprof.so"
 
 start_sidecar cxx --batch-window 60
-PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=cpp-service "$W/cpp_service" 500 4 >"$W/svc.out" 2>"$W/svc.err" ||
+LD_PRELOAD=$SAN_RUNTIME ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=cpp-service "$W/cpp_service" 500 4 >"$W/svc.out" 2>"$W/svc.err" ||
   fail "cpp_service exited $?: $(cat "$W/svc.err")"
 grep -q '^cpp_service: 500 requests on 4 threads, 100 rejected' "$W/svc.out" ||
   fail "cpp_service printed: $(cat "$W/svc.out")"

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/ex_lib.sh"
 command -v xz >/dev/null || fail "xz not installed (bash tests/deps.sh installs xz-utils)"
 start_sidecar xz --batch-window 60
-PUSHPROF_SOCKET=$SOCK PUSHPROF_PRELOAD=$PRELOAD sh "$S/examples/preload/profile_xz.sh" 150 \
+ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK PUSHPROF_PRELOAD=$PRELOAD sh "$S/examples/preload/profile_xz.sh" 150 \
   >"$W/xz.out" 2>"$W/xz.err" || fail "profile_xz.sh exited $?: $(cat "$W/xz.err")"
 [ ! -s "$W/xz.err" ] || fail "stderr from xz under the SDK: $(cat "$W/xz.err")"
 grep -q 'compressed 150 MiB' "$W/xz.out" || fail "profile_xz.sh printed: $(cat "$W/xz.out")"

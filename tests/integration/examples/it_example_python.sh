@@ -8,11 +8,11 @@ export PYTHONPATH=$S/bindings/python PUSHPROF_LIBRARY=$LIBSO
 D=$(dirname "$0")
 
 start_sidecar py --batch-window 60
-PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=py-app python3 "$D/py_labels_app.py" >"$W/app.out" 2>"$W/app.err" ||
+LD_PRELOAD=$SAN_RUNTIME ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=py-app python3 "$D/py_labels_app.py" >"$W/app.out" 2>"$W/app.err" ||
   fail "py_labels_app.py exited $?: $(cat "$W/app.err")"
 grep -q 'py_labels_app: done' "$W/app.out" || fail "py_labels_app.py printed: $(cat "$W/app.out")"
 rc=0
-PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=py-crash python3 "$D/py_crash_app.py" >"$W/crash.out" 2>"$W/crash.err" || rc=$?
+LD_PRELOAD=$SAN_RUNTIME ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=py-crash python3 "$D/py_crash_app.py" >"$W/crash.out" 2>"$W/crash.err" || rc=$?
 [ "$rc" -eq 1 ] || fail "py_crash_app.py exited $rc, want 1 (uncaught exception): $(cat "$W/crash.err")"
 grep -q 'RuntimeError: py_crash_app: failing on purpose' "$W/crash.err" || fail "no traceback: $(cat "$W/crash.err")"
 stop_and_export

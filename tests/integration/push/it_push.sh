@@ -6,7 +6,8 @@ set -euo pipefail
 case_=$1
 B=${PUSHPROF_BUILD_DIR:?}
 S=${PUSHPROF_SOURCE_DIR:?}
-PRELOAD=$B/sdk/libpushprof_preload.so
+# shellcheck source=../preload_env.sh
+. "$S/tests/integration/preload_env.sh"
 DEMO=$B/examples/demo_work
 FORK=$B/tests/push_workloads/wl_fork
 CHECK="python3 $S/tests/integration/pprof_check.py"

@@ -6,7 +6,7 @@
 #  - an unwritable PUSHPROF_OUTPUT: one line at exit, exit status unchanged;
 #  - a valid run keeps the exit status and writes a profile named by %p;
 #  - fork without exec writes nothing in the child, exec gets its own profile;
-#  - a setuid program refuses to be profiled (when run as root).
+#  - a setuid program is not profiled and nothing is said (when run as root).
 # Both under LD_PRELOAD and linked (pushprof_start's return code too).
 . "$(dirname "$0")/sdk_lib.sh"
 mkdir -p "$T/prof"
@@ -78,7 +78,7 @@ done
 # (named by its pid) and true's, each valid.
 rm -f "$T"/prof/*
 rc=0
-LD_PRELOAD=$PRELOAD PUSHPROF_OUTPUT="$T/prof/f-%p.pb.gz" \
+ASAN_OPTIONS=$HOST_ASAN LD_PRELOAD=$PRELOAD PUSHPROF_OUTPUT="$T/prof/f-%p.pb.gz" \
   bash -c '( exit 0 ); /bin/true; echo "bash=$$"; exit 3' >"$T/out" 2>"$T/err" || rc=$?
 [ "$rc" -eq 3 ] || fail "fork/exec: exit status $rc, expected 3 (stderr: $(cat "$T/err"))"
 [ "$(lines)" -eq 0 ] || fail "fork/exec: unexpected stderr: $(cat "$T/err")"
@@ -93,6 +93,10 @@ echo "ok fork/exec -> $(ls "$T/prof" | tr '\n' ' ')"
 # root: AT_SECURE is set and the constructor must refuse.
 if [ "$(id -u)" -ne 0 ]; then
   echo "skipping the setuid case (needs root)"
+elif [ -n "$SAN_FLAGS" ]; then
+  # A setuid process cannot read its /proc/self/environ, where the sanitizer
+  # runtime reads its options, and LeakSanitizer then dies (needs ptrace).
+  echo "skipping the setuid case (sanitizer build; the normal build runs it)"
 else
   d=$(mktemp -d /tmp/pushprof-suid.XXXXXX)
   chmod 755 "$d"
@@ -105,9 +109,8 @@ else
   ls "$d"/p-* >/dev/null 2>&1 && { rm -rf "$d"; fail "setuid: a profile was written"; }
   rm -rf "$d"
   [ "$rc" -eq 7 ] || fail "setuid: exit status $rc, expected 7"
-  [ "$(lines)" -eq 1 ] && grep -q 'refusing to profile a setuid/setgid program' "$T/err" ||
-    fail "setuid: expected one refusal line, got: $(cat "$T/err")"
-  echo "ok setuid -> $(cat "$T/err")"
+  [ "$(lines)" -eq 0 ] || fail "setuid: expected silence, got: $(cat "$T/err")"
+  echo "ok setuid -> silent, not profiled"
   # The same program without the setuid bit is profiled (so the refusal above
   # is the setuid check, not a broken binary).
   rm -f "$T"/prof/*

@@ -45,7 +45,7 @@ run_consumer() { # NAME BINARY
 
 # find_package(pushprof) -> pushprof::pushprof and pushprof::pushprof_static.
 cmake -S "$src" -B "$T/cbuild" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_FLAGS=-fno-omit-frame-pointer >"$T/cmake.log" 2>&1 || { cat "$T/cmake.log"; fail "consumer configure"; }
+  -DCMAKE_C_FLAGS="-fno-omit-frame-pointer $SAN_FLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SAN_FLAGS" >"$T/cmake.log" 2>&1 || { cat "$T/cmake.log"; fail "consumer configure"; }
 cmake --build "$T/cbuild" >"$T/build.log" 2>&1 || { cat "$T/build.log"; fail "consumer build"; }
 readelf -d "$T/cbuild/consumer_shared" | grep -q 'libpushprof.so' || fail "consumer_shared does not link libpushprof.so"
 readelf -d "$T/cbuild/consumer_static" | grep -q 'libpushprof.so' && fail "consumer_static links libpushprof.so"
@@ -56,8 +56,8 @@ run_consumer find_package-static "$T/cbuild/consumer_static"
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
 [ "$(pkg-config --modversion pushprof)" = "$(sed -n 's/^#define PUSHPROF_VERSION_STRING "\(.*\)"/\1/p' "$P/include/pushprof.h")" ] ||
   fail "pkg-config version differs from the header"
-# shellcheck disable=SC2046
-cc -O2 -fno-omit-frame-pointer "$src/consumer.c" -o "$T/consumer_pc" $(pkg-config --cflags --libs pushprof) \
+# shellcheck disable=SC2046,SC2086
+cc -O2 -fno-omit-frame-pointer $SAN_FLAGS "$src/consumer.c" -o "$T/consumer_pc" $(pkg-config --cflags --libs pushprof) \
   -Wl,-rpath,"$P/lib" || fail "pkg-config consumer build"
 run_consumer pkg-config "$T/consumer_pc"
 echo pass

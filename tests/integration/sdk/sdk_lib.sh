@@ -6,7 +6,8 @@ set -euo pipefail
 export HOME="${HOME:-/root}" GOCACHE="${GOCACHE:-/tmp/pushprof-gocache}"
 B=$PUSHPROF_BUILD_DIR
 WL=$B/tests/sdk_workloads
-PRELOAD=$B/sdk/libpushprof_preload.so
+# shellcheck source=../preload_env.sh
+. "$PUSHPROF_SOURCE_DIR/tests/integration/preload_env.sh"
 CHECK=(python3 "$PUSHPROF_SOURCE_DIR/tests/integration/pprof_check.py")
 # Nothing from the caller's environment may steer the SDK under test.
 unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCKET \

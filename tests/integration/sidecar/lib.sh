@@ -22,6 +22,11 @@ on_exit() {
     kill -9 "$SC_PID" 2>/dev/null || true
     wait "$SC_PID" 2>/dev/null || true
   fi
+  # Kept for it_sec_log_scan, pass or fail (tests/integration/run_logged.sh).
+  if [ -n "${PUSHPROF_TEST_LOG_DIR:-}" ] && [ -n "${PUSHPROF_TEST_NAME:-}" ]; then
+    mkdir -p "$PUSHPROF_TEST_LOG_DIR/$PUSHPROF_TEST_NAME" &&
+      cp "$W"/sidecar*.log "$PUSHPROF_TEST_LOG_DIR/$PUSHPROF_TEST_NAME/" 2>/dev/null || true
+  fi
   if [ $rc -ne 0 ]; then
     echo "--- sidecar logs ($W) ---" >&2
     for f in "$W"/sidecar*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -40 "$f" >&2; }; done

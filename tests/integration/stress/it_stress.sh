@@ -17,7 +17,8 @@ unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCK
 case_=${1:?usage: it_stress.sh CASE}
 B=$PUSHPROF_BUILD_DIR
 WL=$B/tests/stress_workloads
-PRELOAD=$B/sdk/libpushprof_preload.so
+# shellcheck source=../preload_env.sh
+. "$PUSHPROF_SOURCE_DIR/tests/integration/preload_env.sh"
 CHECK=(python3 "$PUSHPROF_SOURCE_DIR/tests/integration/pprof_check.py")
 LIMIT=${ST_LIMIT:-60}
 T=$(mktemp -d /tmp/pushprof-stress.XXXXXX)

@@ -1,0 +1,412 @@
+/* Unit tests for sidecar/journal.c (the spool's write-ahead journal) and the
+ * spool's use of it: replay after a crash, torn records, laps of the ring,
+ * a full ring, and concurrent appends. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batch_test_util.h"
+#include "journal.h"
+#include "pp_test.h"
+#include "spool.h"
+
+#define JSIZE (1u << 20)
+
+static char dir[64];
+
+static int setup(void) {
+  snprintf(dir, sizeof dir, "/tmp/pp_test_journalXXXXXX");
+  PP_CHECK(mkdtemp(dir) != NULL);
+  return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+typedef struct replayed {
+  int n;
+  char ids[64][JOURNAL_ID_MAX];
+  size_t lens[64];
+  uint8_t first[64];
+  int fail_at; /* return -1 on this call (1-based), 0 never */
+} replayed;
+
+static int on_replay(void *arg, const char *id, const uint8_t *frame, size_t len) {
+  replayed *r = arg;
+  if (r->fail_at && r->n + 1 == r->fail_at) {
+    errno = ENOSPC;
+    return -1;
+  }
+  if (r->n < 64) {
+    snprintf(r->ids[r->n], JOURNAL_ID_MAX, "%s", id);
+    r->lens[r->n] = len;
+    r->first[r->n] = len ? frame[0] : 0;
+  }
+  r->n++;
+  return 0;
+}
+
+static journal *jopen(int dfd, uint64_t size, replayed *r) {
+  char err[256] = "";
+  journal *j = journal_open(dfd, dir, size, on_replay, r, err, sizeof err);
+  if (!j)
+    fprintf(stderr, "journal_open: %s\n", err);
+  return j;
+}
+
+/* A frame-like payload of len bytes whose bytes all equal tag. */
+static uint8_t *payload(size_t len, uint8_t tag) {
+  uint8_t *p = malloc(len);
+  memset(p, tag, len);
+  return p;
+}
+
+static int put(journal *j, const char *id, size_t len, uint8_t tag, journal_rec *r) {
+  uint8_t *p = payload(len, tag);
+  int rc = journal_append(j, id, p, len, r);
+  if (rc == 0)
+    rc = journal_sync(j, r);
+  free(p);
+  return rc;
+}
+
+static void test_unreleased_records_are_replayed_in_order_once(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  PP_CHECK(j != NULL);
+  PP_CHECK_INT(r.n, ==, 0);
+  journal_rec a, b, c;
+  PP_CHECK_INT(put(j, "a.push", 1000, 'a', &a), ==, 0);
+  PP_CHECK_INT(put(j, "b.push", 70000, 'b', &b), ==, 0);
+  PP_CHECK_INT(put(j, "c.push", 10, 'c', &c), ==, 0);
+  PP_CHECK_INT(journal_release(j, &b), ==, 0);
+  journal_close(j); /* a crash: a and c were acked, never copied */
+
+  j = jopen(dfd, JSIZE, &r);
+  PP_CHECK(j != NULL);
+  PP_CHECK_INT(r.n, ==, 2);
+  PP_CHECK_STR(r.ids[0], "a.push");
+  PP_CHECK_INT(r.lens[0], ==, 1000);
+  PP_CHECK_INT(r.first[0], ==, 'a');
+  PP_CHECK_STR(r.ids[1], "c.push");
+  PP_CHECK_INT(r.lens[1], ==, 10);
+  journal_close(j);
+
+  /* A replay hands them over; the next start begins a new lap. */
+  replayed r2 = {0};
+  j = jopen(dfd, JSIZE, &r2);
+  PP_CHECK(j != NULL);
+  PP_CHECK_INT(r2.n, ==, 0);
+  journal_close(j);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+static void test_failed_replay_fails_the_open_and_keeps_the_records(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  journal_rec a;
+  PP_CHECK_INT(put(j, "a.push", 100, 'a', &a), ==, 0);
+  journal_close(j);
+  replayed bad = {.fail_at = 1};
+  char err[256] = "";
+  PP_CHECK(journal_open(dfd, dir, JSIZE, on_replay, &bad, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "replaying") != NULL);
+  replayed again = {0};
+  j = jopen(dfd, JSIZE, &again);
+  PP_CHECK_INT(again.n, ==, 1);
+  journal_close(j);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+static void test_replay_stops_at_a_torn_record(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  journal_rec a, b, c;
+  PP_CHECK_INT(put(j, "a.push", 5000, 'a', &a), ==, 0);
+  PP_CHECK_INT(put(j, "b.push", 5000, 'b', &b), ==, 0);
+  PP_CHECK_INT(put(j, "c.push", 5000, 'c', &c), ==, 0);
+  journal_close(j);
+  /* Tear b at a few offsets of its header and body: every time the replay
+   * hands over a alone and stops. */
+  char jp[128];
+  snprintf(jp, sizeof jp, "%s/%s", dir, JOURNAL_NAME);
+  int fd = open(jp, O_RDWR);
+  const uint64_t offs[] = {b.off - 64, b.off - 52, b.off - 10, b.off, b.off + 2500, b.off + 4999};
+  for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+    uint8_t old, bad;
+    PP_CHECK_INT(pread(fd, &old, 1, (off_t)offs[i]), ==, 1);
+    bad = (uint8_t)(old ^ 0x5a);
+    PP_CHECK_INT(pwrite(fd, &bad, 1, (off_t)offs[i]), ==, 1);
+    /* Replays of the damaged copy: copy the file so the original stays. */
+    replayed t = {0};
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/t && cp %s %s/t/", dir, jp, dir);
+    PP_CHECK_INT(system(cmd), ==, 0);
+    char tdir[128];
+    snprintf(tdir, sizeof tdir, "%s/t", dir);
+    int tfd = open(tdir, O_RDONLY | O_DIRECTORY);
+    char err[256] = "";
+    journal *tj = journal_open(tfd, tdir, JSIZE, on_replay, &t, err, sizeof err);
+    PP_CHECK(tj != NULL);
+    PP_CHECK_INT(t.n, ==, 1);
+    PP_CHECK_STR(t.ids[0], "a.push");
+    journal_close(tj);
+    close(tfd);
+    PP_CHECK_INT(pwrite(fd, &old, 1, (off_t)offs[i]), ==, 1);
+  }
+  close(fd);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+static void test_laps_of_the_ring_replay_only_live_records(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  /* 100 KiB records: about 10 fit; 45 go round the ring 4 times. The last
+   * three stay live. */
+  journal_rec recs[45];
+  char id[32];
+  for (int i = 0; i < 45; i++) {
+    snprintf(id, sizeof id, "%02d.push", i);
+    PP_CHECK_INT(put(j, id, 100 * 1024, (uint8_t)i, &recs[i]), ==, 0);
+    if (i >= 2 && i < 42)
+      PP_CHECK_INT(journal_release(j, &recs[i - 2]), ==, 0);
+  }
+  PP_CHECK_INT(journal_release(j, &recs[40]), ==, 0);
+  PP_CHECK_INT(journal_release(j, &recs[41]), ==, 0);
+  journal_close(j);
+  j = jopen(dfd, JSIZE, &r);
+  PP_CHECK(j != NULL);
+  PP_CHECK_INT(r.n, ==, 3);
+  PP_CHECK_STR(r.ids[0], "42.push");
+  PP_CHECK_INT(r.first[0], ==, 42);
+  PP_CHECK_STR(r.ids[2], "44.push");
+  journal_close(j);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+static void test_full_ring_refuses_then_frees_space(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  journal_rec recs[64];
+  int n = 0;
+  while (n < 64 && put(j, "x.push", 60 * 1024, 'x', &recs[n]) == 0)
+    n++;
+  PP_CHECK_INT(n, >=, 14);
+  PP_CHECK_INT(n, <, 64);
+  journal_rec extra;
+  uint8_t *more = payload(60 * 1024, 'y');
+  errno = 0;
+  PP_CHECK_INT(journal_append(j, "y.push", more, 60 * 1024, &extra), ==, -1);
+  PP_CHECK_INT(errno, ==, ENOSPC);
+  free(more);
+  PP_CHECK_INT(journal_used(j), >, JSIZE / 2);
+  /* Too big for the journal at all: refused at once. */
+  uint8_t *big = payload(JSIZE / 2, 'z');
+  PP_CHECK_INT(journal_append(j, "z.push", big, JSIZE / 2, &extra), ==, -1);
+  free(big);
+  PP_CHECK_INT(journal_release(j, &recs[0]), ==, 0);
+  PP_CHECK_INT(journal_release(j, &recs[1]), ==, 0);
+  PP_CHECK_INT(put(j, "y.push", 60 * 1024, 'y', &extra), ==, 0);
+  for (int i = 2; i < n; i++)
+    journal_abort(j, &recs[i]);
+  PP_CHECK_INT(journal_release(j, &extra), ==, 0);
+  PP_CHECK_INT(journal_used(j), ==, 0);
+  journal_close(j);
+  /* Aborted records are not replayed as pushes: the test callback sees
+   * them only if their dead mark was lost, and here it was not. */
+  j = jopen(dfd, JSIZE, &r);
+  PP_CHECK_INT(r.n, ==, 0);
+  journal_close(j);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+static void test_resize_replays_first(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  journal_rec a;
+  PP_CHECK_INT(put(j, "a.push", 3000, 'a', &a), ==, 0);
+  journal_close(j);
+  j = jopen(dfd, 2 * JSIZE, &r);
+  PP_CHECK(j != NULL);
+  PP_CHECK_INT(r.n, ==, 1);
+  struct stat st;
+  char jp[128];
+  snprintf(jp, sizeof jp, "%s/%s", dir, JOURNAL_NAME);
+  PP_CHECK_INT(stat(jp, &st), ==, 0);
+  PP_CHECK_INT(st.st_size, ==, 2 * JSIZE);
+  journal_close(j);
+  char err[256] = "";
+  PP_CHECK(journal_open(dfd, dir, 4096, on_replay, &r, err, sizeof err) == NULL);
+  PP_CHECK(strstr(err, "minimum") != NULL);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+typedef struct worker {
+  journal *j;
+  int id, ok;
+} worker;
+
+static void *append_loop(void *arg) {
+  worker *w = arg;
+  char id[32];
+  for (int i = 0; i < 200; i++) {
+    journal_rec r;
+    snprintf(id, sizeof id, "%d-%d.push", w->id, i);
+    size_t len = 1000 + (size_t)(i * 37 % 9000);
+    if (put(w->j, id, len, (uint8_t)w->id, &r) != 0)
+      continue; /* ring full for a moment: the spool would write a file */
+    if (i % 5 == 4)
+      journal_abort(w->j, &r);
+    else if (journal_release(w->j, &r) == 0)
+      w->ok++;
+  }
+  return NULL;
+}
+
+static void test_concurrent_appends_release_everything(void) {
+  int dfd = setup();
+  replayed r = {0};
+  journal *j = jopen(dfd, JSIZE, &r);
+  pthread_t t[4];
+  worker w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker){.j = j, .id = i};
+    PP_CHECK_INT(pthread_create(&t[i], NULL, append_loop, &w[i]), ==, 0);
+  }
+  int ok = 0;
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    ok += w[i].ok;
+  }
+  PP_CHECK_INT(ok, >, 400);
+  PP_CHECK_INT(journal_used(j), ==, 0);
+  journal_close(j);
+  j = jopen(dfd, JSIZE, &r);
+  PP_CHECK_INT(r.n, ==, 0);
+  journal_close(j);
+  close(dfd);
+  btu_rmtree(dir);
+}
+
+/* ---- the spool with a journal ---- */
+
+typedef struct handed {
+  int n;
+  char ids[8][SPOOL_ID_MAX];
+  int64_t total;
+} handed;
+
+static void collect(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+  handed *h = arg;
+  (void)bytes;
+  if (h->n < 8)
+    snprintf(h->ids[h->n], SPOOL_ID_MAX, "%s", id);
+  h->n++;
+  pushprof__v1__push_request__free_unpacked(req, NULL);
+}
+
+static spool *jspool(void) {
+  char err[512] = "";
+  spool_config c = {.dir = dir, .max_bytes = 64u << 20, .journal_bytes = JSIZE};
+  spool *s = spool_open(&c, err, sizeof err);
+  if (!s)
+    fprintf(stderr, "spool_open: %s\n", err);
+  return s;
+}
+
+static void test_spool_acked_push_survives_a_crash_before_its_copy(void) {
+  int dfd = setup();
+  close(dfd);
+  spool *s = jspool();
+  PP_CHECK(s != NULL);
+  size_t len;
+  uint8_t *f = btu_frame("svc", 7, &len);
+  spool_txn acked, settled, aborted;
+  char id1[SPOOL_ID_MAX], id2[SPOOL_ID_MAX];
+  PP_CHECK_INT(spool_begin(s, f, len, &acked), ==, SPOOL_OK);
+  PP_CHECK(acked.jrec.rseq != 0);
+  PP_CHECK_INT(spool_commit(s, &acked, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_begin(s, f, len, &settled), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_commit(s, &settled, id2), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_settle(s, &settled), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_begin(s, f, len, &aborted), ==, SPOOL_OK);
+  spool_abort(s, &aborted);
+  /* Only the settled one has a file so far. */
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 1);
+  PP_CHECK_INT(spool_bytes(s), ==, 2 * len);
+  spool_close(s); /* crash before the first push was copied */
+
+  s = jspool();
+  PP_CHECK(s != NULL);
+  handed h = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &h), ==, 2);
+  PP_CHECK_INT(h.n, ==, 2);
+  PP_CHECK_STR(h.ids[0], id1);
+  PP_CHECK_STR(h.ids[1], id2);
+  PP_CHECK_INT(spool_remove(s, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_remove(s, id2), ==, SPOOL_OK);
+  spool_close(s);
+  /* Exported and removed: never replayed again. */
+  s = jspool();
+  handed h2 = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &h2), ==, 0);
+  spool_close(s);
+  free(f);
+  btu_rmtree(dir);
+}
+
+static void test_spool_settle_failure_is_retried_by_rescan(void) {
+  int dfd = setup();
+  close(dfd);
+  spool *s = jspool();
+  size_t len;
+  uint8_t *f = btu_frame("svc", 3, &len);
+  spool_txn t;
+  char id[SPOOL_ID_MAX];
+  PP_CHECK_INT(spool_begin(s, f, len, &t), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_commit(s, &t, id), ==, SPOOL_OK);
+  /* A directory in the way of the copy's name makes the rename fail. */
+  char blocker[256];
+  snprintf(blocker, sizeof blocker, "%s/%s", dir, id);
+  PP_CHECK_INT(mkdir(blocker, 0700), ==, 0);
+  PP_CHECK_INT(spool_settle(s, &t), ==, SPOOL_EIO);
+  handed h = {0};
+  PP_CHECK_INT(spool_rescan_new(s, collect, &h), ==, 0);
+  PP_CHECK_INT(rmdir(blocker), ==, 0);
+  PP_CHECK_INT(spool_rescan_new(s, collect, &h), ==, 1);
+  PP_CHECK_STR(h.ids[0], id);
+  PP_CHECK_INT(spool_bytes(s), ==, len);
+  PP_CHECK_INT(spool_remove(s, id), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_bytes(s), ==, 0);
+  spool_close(s);
+  s = jspool();
+  handed h2 = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &h2), ==, 0);
+  spool_close(s);
+  free(f);
+  btu_rmtree(dir);
+}
+
+int main(void) {
+  PP_RUN(test_unreleased_records_are_replayed_in_order_once);
+  PP_RUN(test_failed_replay_fails_the_open_and_keeps_the_records);
+  PP_RUN(test_replay_stops_at_a_torn_record);
+  PP_RUN(test_laps_of_the_ring_replay_only_live_records);
+  PP_RUN(test_full_ring_refuses_then_frees_space);
+  PP_RUN(test_resize_replays_first);
+  PP_RUN(test_concurrent_appends_release_everything);
+  PP_RUN(test_spool_acked_push_survives_a_crash_before_its_copy);
+  PP_RUN(test_spool_settle_failure_is_retried_by_rescan);
+  PP_DONE();
+}
