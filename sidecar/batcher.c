@@ -5,6 +5,14 @@
  * (or it grows too big), packs + gzips + hashes it once, and offers it to the
  * exporter until it is accepted, refused for good, or too old.
  *
+ * Exactly-once in effect (see manifest.h, dedup.h): before a group is first
+ * offered to the exporter its manifest (members + payload) is made durable;
+ * after success it becomes a tombstone, then the member files go. A restart
+ * re-exports pending manifests byte for byte under the same key, and every
+ * push is checked against the identities of the pushes held or recently
+ * exported, so a second copy of one (lost ack, then an SDK retry or drop-in)
+ * is deleted instead of exported again.
+ *
  * Locking: b->mu guards the group list and each group's fields, except that
  * a sealed group marked busy is worked on by the batcher thread alone,
  * without the lock (adds never touch sealed groups). Spool calls are made
@@ -24,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "dedup.h"
 #include "log.h"
+#include "manifest.h"
 #include "metrics.h"
 #include "pp_pprof.h"
 
@@ -36,8 +44,9 @@
 #define BACKOFF_CAP_MS (5 * 60 * 1000)
 #define GROUP_MAX_BYTES (64u << 20) /* seal a group early once its pushes reach this */
 #define PPROF_MAX_SIZE ((size_t)1 << 30)
-#define IDLE_WAKE_NS NS_PER_S /* refresh the age gauge at least this often */
-#define BATCHER_NICE 10       /* see thread_main */
+#define IDLE_WAKE_NS NS_PER_S          /* refresh the age gauge at least this often */
+#define PRUNE_EVERY_NS (60 * NS_PER_S) /* forget exported identities this often */
+#define BATCHER_NICE 10                /* see thread_main */
 
 typedef struct group {
   struct group *next;
@@ -49,7 +58,11 @@ typedef struct group {
   size_t nlabels;
   pp_builder *pb; /* NULL once packed */
   char (*ids)[SPOOL_ID_MAX];
+  dedup_id *pids; /* each member's identity, parallel to ids */
   size_t nids, capids;
+  char *node, *subdir;             /* recorded in a recovered manifest; NULL: the batcher's */
+  char mf_name[MANIFEST_NAME_MAX]; /* its manifest, "" while none */
+  bool recovered;                  /* read back from a manifest at start */
   uint64_t bytes;
   int64_t start_ns, end_ns;
   int64_t opened_mono; /* window start */
@@ -70,6 +83,9 @@ struct batcher {
   char *node, *subdir;
   exporter *ex;
   spool *sp;
+  manifest_dir *md; /* NULL: no manifests (no spool, or it failed to open) */
+  dedup_index *dx;
+  int64_t next_prune_mono;
   group *groups;
   pthread_t thread;
   bool started, joined, stopping, closed;
@@ -203,6 +219,9 @@ static void group_free(group *g) {
   free(g->labels);
   pp_builder_free(g->pb);
   free(g->ids);
+  free(g->pids);
+  free(g->node);
+  free(g->subdir);
   free(g->gz);
   free(g->service);
   free(g->key);
@@ -242,15 +261,20 @@ fail:
   return NULL;
 }
 
-static int group_add_id(group *g, const char *id) {
+static int group_add_id(group *g, const char *id, const dedup_id *pid) {
   if (g->nids == g->capids) {
     size_t ncap = g->capids ? g->capids * 2 : 8;
     char(*nv)[SPOOL_ID_MAX] = realloc(g->ids, ncap * sizeof *nv);
     if (!nv)
       return -1;
     g->ids = nv;
+    dedup_id *np = realloc(g->pids, ncap * sizeof *np);
+    if (!np)
+      return -1;
+    g->pids = np;
     g->capids = ncap;
   }
+  g->pids[g->nids] = *pid;
   snprintf(g->ids[g->nids++], SPOOL_ID_MAX, "%s", id);
   return 0;
 }
@@ -294,6 +318,79 @@ static void publish_gauges(batcher *b, int64_t now_wall) {
   }
   metrics_set(G_PENDING_BATCHES, n);
   metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
+}
+
+/* ---- recovery ---- */
+
+/* A manifest read back by batcher_new (no other thread runs yet): a
+ * tombstone feeds the identity index; a pending batch becomes a sealed group
+ * that owns its member files and exports the recorded payload again. */
+static void recover_cb(void *arg, manifest *m) {
+  batcher *b = arg;
+  char q[300];
+  if (m->done) {
+    int64_t exp = m->mtime_ns + (int64_t)DEDUP_RETAIN_S * NS_PER_S;
+    for (size_t i = 0; i < m->nmembers; i++) {
+      dedup_id pid = m->members[i].pushid;
+      if (dedup_id_is_zero(&pid))
+        dedup_file_id(m->members[i].id, &pid);
+      if (dedup_put(b->dx, &pid, dedup_file_tag(m->members[i].id), exp) != 0)
+        log_event(LOG_ERROR, "out of memory remembering an exported push", "batch=%s", m->name);
+    }
+    manifest_free(m);
+    return;
+  }
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  Pushprof__V1__Label **lp = m->nlabels ? calloc(m->nlabels, sizeof *lp) : NULL;
+  group *g = NULL;
+  if (m->nlabels && !lp)
+    goto oom;
+  for (size_t i = 0; i < m->nlabels; i++)
+    lp[i] = &m->labels[i];
+  req.service = m->service;
+  req.labels = lp;
+  req.n_labels = m->nlabels;
+  g = group_new(NULL, 0, &req);
+  free(lp);
+  if (!g || !(g->node = strdup(m->node)) || !(g->subdir = strdup(m->subdir)))
+    goto oom;
+  pp_builder_free(g->pb);
+  g->pb = NULL;
+  g->gz = m->gz;
+  g->gzlen = m->gzlen;
+  m->gz = NULL;
+  memcpy(g->hash, m->hash, sizeof g->hash);
+  g->start_ns = m->start_ns;
+  g->end_ns = m->end_ns;
+  g->oldest_wall = m->born_ns > 0 ? m->born_ns : INT64_MAX;
+  snprintf(g->mf_name, sizeof g->mf_name, "%s", m->name);
+  g->recovered = g->sealed = true;
+  g->next_attempt_mono = 0;
+  for (size_t i = 0; i < m->nmembers; i++) {
+    dedup_id pid = m->members[i].pushid;
+    if (dedup_id_is_zero(&pid))
+      dedup_file_id(m->members[i].id, &pid);
+    if (group_add_id(g, m->members[i].id, &pid) != 0)
+      goto oom;
+    if (dedup_find(b->dx, &pid, NULL))
+      log_event(LOG_WARN, "a pending batch holds a push already exported in another batch",
+                "batch=%s file=%s", m->name, m->members[i].id);
+    if (dedup_put(b->dx, &pid, dedup_file_tag(m->members[i].id), 0) != 0)
+      goto oom;
+  }
+  g->next = b->groups;
+  b->groups = g;
+  log_event(LOG_INFO, "pending batch recovered from its manifest; exporting it again",
+            "batch=%s service=%s pushes=%zu bytes=%zu", m->name, log_quote(m->service, q, sizeof q),
+            g->nids, g->gzlen);
+  manifest_free(m);
+  return;
+oom:
+  /* Its manifest stays: the next start tries again; until then its pushes
+   * stay in the spool, unexported. */
+  log_event(LOG_ERROR, "out of memory recovering a batch manifest", "batch=%s", m->name);
+  group_free(g);
+  manifest_free(m);
 }
 
 /* ---- public: new / add ---- */
@@ -344,6 +441,21 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
       b->backoff_base_ms = v;
   }
   b->rng = (uint64_t)wall_ns() ^ ((uint64_t)getpid() << 32);
+  b->dx = dedup_new();
+  if (!b->dx) {
+    batcher_free(b);
+    return NULL;
+  }
+  if (sp) {
+    char err[512], q[600];
+    b->md = manifest_dir_open(spool_path(sp), err, sizeof err);
+    if (!b->md)
+      log_event(LOG_ERROR, "batch manifests disabled: a crash may export a batch twice", "err=%s",
+                log_quote(err, q, sizeof q));
+    else
+      manifest_load_all(b->md, recover_cb, b);
+  }
+  b->next_prune_mono = mono_ns() + PRUNE_EVERY_NS;
   return b;
 }
 
@@ -382,11 +494,33 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     goto out;
   }
   int64_t now_wall = wall_ns();
+  dedup_id pid;
+  if (!dedup_push_id(req, &pid))
+    dedup_file_id(id, &pid);
+  uint32_t tag = dedup_file_tag(id);
 
   pthread_mutex_lock(&b->mu);
   if (b->closed) {
     pthread_mutex_unlock(&b->mu);
     log_event(LOG_INFO, "batcher stopped; push stays in the spool", "id=%s", id);
+    goto out;
+  }
+  dedup_entry seen;
+  if (dedup_find(b->dx, &pid, &seen)) {
+    /* The same file again: a member of a recovered batch, which owns it. */
+    bool owned = seen.expires_ns == 0 && seen.file_tag == tag;
+    bool exported = seen.expires_ns != 0;
+    pthread_mutex_unlock(&b->mu);
+    if (!owned) {
+      char qs[300];
+      log_event(LOG_INFO, "duplicate push deleted",
+                "id=%s service=%s pid=%" PRIu32 " sequence=%" PRIu64 " first_copy=%s", id,
+                log_quote(req->service, qs, sizeof qs), req->pid, req->sequence,
+                exported ? "exported" : "pending");
+      metrics_add(M_PUSHES_DEDUPLICATED, 1);
+      if (b->sp)
+        spool_remove(b->sp, id);
+    }
     goto out;
   }
   group *g = NULL;
@@ -435,10 +569,13 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     snprintf(reason, sizeof reason, "cannot merge pprof: %s", why);
     goto fail_push;
   }
-  if (group_add_id(g, id) != 0) {
+  if (group_add_id(g, id, &pid) != 0) {
     /* The profile is merged but we cannot remember its file: it would be
      * exported twice at worst (after a restart), never lost. */
     log_event(LOG_ERROR, "out of memory tracking a spool id", "id=%s", id);
+  } else if (dedup_put(b->dx, &pid, tag, 0) != 0) {
+    log_event(LOG_WARN, "out of memory indexing a push; a copy of it would not be recognised",
+              "id=%s", id);
   }
   g->bytes += bytes;
   int64_t birth = push_birth(id, req, now_wall);
@@ -473,16 +610,6 @@ out:
 
 /* ---- export ---- */
 
-static int sha256_hex(const uint8_t *data, size_t len, char out[65]) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int mdlen = 0;
-  if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
-    return -1;
-  for (unsigned i = 0; i < mdlen; i++)
-    snprintf(out + 2 * i, 3, "%02x", md[i]);
-  return 0;
-}
-
 /* Packs, gzips and hashes a sealed group once (batcher thread, no lock).
  * Returns the uncompressed bytes in *raw for this attempt. */
 static int group_prepare(group *g, uint8_t **raw, size_t *rawlen) {
@@ -492,7 +619,7 @@ static int group_prepare(group *g, uint8_t **raw, size_t *rawlen) {
     if (pp_builder_pack(g->pb, raw, rawlen) != 0)
       return -1;
     if (pp_gzip(*raw, *rawlen, &g->gz, &g->gzlen) != 0 ||
-        sha256_hex(g->gz, g->gzlen, g->hash) != 0) {
+        manifest_hash_hex(g->gz, g->gzlen, g->hash) != 0) {
       free(*raw);
       *raw = NULL;
       free(g->gz);
@@ -501,10 +628,46 @@ static int group_prepare(group *g, uint8_t **raw, size_t *rawlen) {
     }
     pp_builder_free(g->pb);
     g->pb = NULL;
+    /* The object key holds the start time: fixed now, never "now" later. */
+    if (g->start_ns == INT64_MAX || g->start_ns <= 0)
+      g->start_ns = g->oldest_wall != INT64_MAX ? g->oldest_wall : wall_ns();
     return 0;
   }
   /* A retry: only the compressed form was kept. */
   return pp_gunzip(g->gz, g->gzlen, PPROF_MAX_SIZE, raw, rawlen);
+}
+
+/* Makes g's manifest durable before its first export (batcher thread, no
+ * lock, g busy). Without one (disk full, ...) the batch is still exported:
+ * refusing would keep the spool from ever draining. */
+static void write_manifest(batcher *b, group *g) {
+  manifest m;
+  memset(&m, 0, sizeof m);
+  m.service = g->service;
+  m.node = g->node ? g->node : b->node;
+  m.subdir = g->subdir ? g->subdir : b->subdir;
+  m.labels = g->label_store;
+  m.nlabels = g->nlabels;
+  m.start_ns = g->start_ns;
+  m.end_ns = g->end_ns == INT64_MIN ? 0 : g->end_ns;
+  m.born_ns = g->oldest_wall == INT64_MAX ? 0 : g->oldest_wall;
+  memcpy(m.hash, g->hash, sizeof m.hash);
+  m.gz = g->gz;
+  m.gzlen = g->gzlen;
+  m.members = g->nids ? calloc(g->nids, sizeof *m.members) : NULL;
+  if (g->nids && !m.members) {
+    log_event(LOG_WARN, "out of memory writing a batch manifest; exporting without one",
+              "pushes=%zu", g->nids);
+    return;
+  }
+  for (size_t i = 0; i < g->nids; i++) {
+    memcpy(m.members[i].id, g->ids[i], SPOOL_ID_MAX);
+    m.members[i].pushid = g->pids[i];
+  }
+  m.nmembers = g->nids;
+  if (manifest_write(b->md, &m) == 0)
+    memcpy(g->mf_name, m.name, sizeof g->mf_name);
+  free(m.members);
 }
 
 /* Offers g to the exporter (batcher thread, b->mu NOT held, g busy). */
@@ -515,10 +678,12 @@ static int export_group(batcher *b, group *g, char *err, size_t errlen) {
     snprintf(err, errlen, "cannot encode the merged profile (out of memory?)");
     return EXPORT_RETRY;
   }
+  if (!g->mf_name[0] && b->md)
+    write_manifest(b, g);
   export_object obj = {
       .service = g->service,
-      .node = b->node,
-      .subdir = b->subdir,
+      .node = g->node ? g->node : b->node,
+      .subdir = g->subdir ? g->subdir : b->subdir,
       .labels = g->labels,
       .nlabels = g->nlabels,
       .start_ns = g->start_ns == INT64_MAX ? 0 : g->start_ns,
@@ -549,6 +714,16 @@ static int export_group(batcher *b, group *g, char *err, size_t errlen) {
  * waiting in batcher_add (each holding its decoded push in memory). */
 static void retire_group(batcher *b, group *g, const char *reason) {
   pthread_mutex_unlock(&b->mu);
+  /* The manifest first: once it is a tombstone (or gone), losing the member
+   * files to a crash midway can no longer cause a second export. */
+  if (g->mf_name[0] && b->md) {
+    if (!reason)
+      manifest_mark_done(b->md, g->mf_name, g->gzlen);
+    else if (g->recovered) /* its members may be gone: it holds the data */
+      manifest_move_failed(b->md, g->mf_name, reason);
+    else
+      manifest_remove(b->md, g->mf_name, false);
+  }
   for (size_t i = 0; b->sp && i < g->nids; i++) {
     if (reason)
       spool_move_failed(b->sp, g->ids[i], reason);
@@ -563,6 +738,18 @@ static void retire_group(batcher *b, group *g, const char *reason) {
   pthread_mutex_lock(&b->mu);
 }
 
+/* Exported (done) or given up (not done): its pushes' identities are then
+ * remembered as exported, or forgotten. Lock held. */
+static void settle_ids(batcher *b, group *g, bool done) {
+  int64_t exp = wall_ns() + (int64_t)DEDUP_RETAIN_S * NS_PER_S;
+  for (size_t i = 0; i < g->nids; i++) {
+    if (done)
+      (void)dedup_put(b->dx, &g->pids[i], dedup_file_tag(g->ids[i]), exp);
+    else
+      dedup_erase(b->dx, &g->pids[i]);
+  }
+}
+
 /* Handles the outcome of one attempt. b->mu held (dropped meanwhile when the
  * group is done), g busy. */
 static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_t now) {
@@ -574,6 +761,7 @@ static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_
     log_event(LOG_INFO, "batch exported", "service=%s pushes=%zu bytes=%zu attempts=%d dest=%s",
               log_quote(g->service, q, 300), g->nids, g->gzlen, g->attempts + 1,
               log_quote(err, q + 300, 300));
+    settle_ids(b, g, true);
     unlink_group(b, g);
     retire_group(b, g, NULL);
     return;
@@ -584,6 +772,7 @@ static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_
               "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), g->nids,
               log_quote(err, q + 300, 300));
     metrics_drop("export_permanent", g->nids);
+    settle_ids(b, g, false);
     unlink_group(b, g);
     retire_group(b, g, err);
     return;
@@ -614,6 +803,9 @@ static void drop_expired(batcher *b, int64_t now_wall) {
                 "max_age_s=%d attempts=%d",
                 log_quote(g->service, q, sizeof q), g->nids, b->max_age_s, g->attempts);
       metrics_drop("max_age", g->nids);
+      settle_ids(b, g, false);
+      if (g->mf_name[0] && b->md)
+        manifest_remove(b->md, g->mf_name, false);
       for (size_t i = 0; b->sp && i < g->nids; i++)
         spool_remove(b->sp, g->ids[i]);
       group_free(g);
@@ -631,6 +823,15 @@ static void run_locked(batcher *b) {
     int64_t now = mono_ns();
     int64_t now_wall = wall_ns();
     drop_expired(b, now_wall);
+    if (now >= b->next_prune_mono) {
+      b->next_prune_mono = now + PRUNE_EVERY_NS;
+      dedup_expire(b->dx, now_wall);
+      if (b->md) {
+        pthread_mutex_unlock(&b->mu);
+        manifest_prune_done(b->md, now_wall - (int64_t)DEDUP_RETAIN_S * NS_PER_S);
+        pthread_mutex_lock(&b->mu);
+      }
+    }
     if (b->stopping && (!b->groups || now >= b->stop_deadline_mono))
       break;
     group *due = NULL;
@@ -757,6 +958,8 @@ void batcher_free(batcher *b) {
   }
   free(b->node);
   free(b->subdir);
+  dedup_free(b->dx);
+  manifest_dir_close(b->md);
   pthread_cond_destroy(&b->cv);
   pthread_mutex_destroy(&b->mu);
   free(b);

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int fsutil_mkdir_p(const char *path) {
   char buf[PATH_MAX];
@@ -24,14 +25,37 @@ int fsutil_mkdir_p(const char *path) {
   return 0;
 }
 
-int fsutil_no_others(int dfd, mode_t *old_mode) {
+int fsutil_dir_others(int dfd, mode_t *old_mode) {
   struct stat st;
   if (fstat(dfd, &st) != 0)
     return -1;
   *old_mode = st.st_mode & 07777;
   if ((st.st_mode & S_IRWXO) == 0)
-    return 0;
+    return FSUTIL_OTHERS_NONE;
+  if (!(st.st_mode & S_IWOTH))
+    return FSUTIL_OTHERS_READ;
+  /* Sticky (/tmp) is shared on purpose; not ours is not ours to change. */
+  if ((st.st_mode & S_ISVTX) || st.st_uid != geteuid())
+    return FSUTIL_OTHERS_WRITE;
   if (fchmod(dfd, st.st_mode & 07777 & ~(mode_t)S_IRWXO) != 0)
-    return -1;
-  return 1;
+    return FSUTIL_OTHERS_WRITE;
+  return FSUTIL_OTHERS_CLOSED;
+}
+
+int fsutil_write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len > 0) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      return -1;
+    if (w == 0) {
+      errno = EIO;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
 }

@@ -2,14 +2,24 @@
  * Thread-safe (no shared state). */
 #ifndef SIDECAR_FSUTIL_H
 #define SIDECAR_FSUTIL_H
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Creates path and its missing parents with mode 0750. 0, or -1 with errno. */
 int fsutil_mkdir_p(const char *path);
-/* Takes every permission of other users away from the directory open at
- * dfd, keeping the owner's, the group's and setgid (a shared group is how
- * apps reach the spool). 0 if others had none, 1 if removed, -1 with errno
- * if they have some still (fchmod refused: not our directory). *old_mode:
- * the mode before. */
-int fsutil_no_others(int dfd, mode_t *old_mode);
+/* What other users may do in the directory open at dfd (*old_mode: its
+ * mode). If they can write in it, it is ours and not sticky, their access
+ * is removed (the owner's, the group's and setgid kept: a shared group is
+ * how apps reach the spool). A directory they can only read, a sticky one
+ * (/tmp) or one not ours is left alone: it may be shared on purpose. */
+enum {
+  FSUTIL_OTHERS_NONE = 0,   /* others have no access */
+  FSUTIL_OTHERS_READ = 1,   /* others can list it, not write: left alone */
+  FSUTIL_OTHERS_CLOSED = 2, /* others could write: their access removed */
+  FSUTIL_OTHERS_WRITE = 3,  /* others can write, and still can */
+};
+/* FSUTIL_OTHERS_*, or -1 with errno if fstat failed. */
+int fsutil_dir_others(int dfd, mode_t *old_mode);
+/* Writes all len bytes (retrying short writes and EINTR). 0, or -1 with errno. */
+int fsutil_write_all(int fd, const void *data, size_t len);
 #endif

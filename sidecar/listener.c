@@ -1,9 +1,21 @@
 /* Unix-socket listener: accept thread + one thread per admitted connection.
  * Connection threads only block in poll() bounded by the frame deadline, in
  * spool_put (fsync) and in sending a small reply; a shutdown wakes them
- * through an eventfd every poll() also watches. */
+ * through an eventfd every poll() also watches.
+ *
+ * At --max-connections a new connection is not simply refused: silent or
+ * trickling clients could then lock everyone out for a whole read timeout.
+ * The accept thread instead evicts one connection that has no complete
+ * frame: from the peer uid holding the most connections, the one whose
+ * current frame has been awaited longest (a frame that is being handled,
+ * spooled or acked is never cut). It marks it and shuts its read side down;
+ * the connection's own thread then sees EOF, replies RESOURCE_EXHAUSTED and
+ * ends. The registry of live connections (l->conns) is guarded by l->mu, and
+ * a connection leaves it before its fd is closed, so the accept thread never
+ * shuts down a reused fd. */
 #include "listener.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lockfile.h"
 #include "log.h"
 #include "metrics.h"
 #include "pp_frame.h"
@@ -42,9 +55,16 @@ enum {
   RC_INTERNAL = PUSHPROF__V1__PUSH_REPLY__CODE__INTERNAL
 };
 
+typedef struct conn conn;
+typedef struct uid_count {
+  uid_t uid;
+  int n;
+} uid_count;
+
 struct listener {
   listener_config cfg;
   char *path;
+  int lock_fd; /* <socket>.lock, flock'ed while we live */
   uid_t uids[64];
   int fd;
   int wake_fd; /* eventfd, readable once stopping: wakes every poll() */
@@ -57,16 +77,27 @@ struct listener {
   atomic_bool stopping;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int open;                      /* connection threads alive; guarded by mu */
+  int open;     /* connection threads alive; guarded by mu */
+  int active;   /* of those, not evicted: what --max-connections bounds; mu */
+  conn **conns; /* the open connections, cap_conns slots; guarded by mu */
+  int cap_conns;
+  uid_count *uids_scratch;       /* victim choice, accept thread only */
   atomic_uint_fast64_t inflight; /* bytes of frames being read or handled */
   uint64_t inflight_max;
 };
 
-typedef struct conn {
+enum conn_state { CS_WAITING, CS_READING, CS_BUSY };
+
+struct conn {
   listener *l;
   int fd;
   struct ucred cred;
-} conn;
+  int slot;                 /* index in l->conns; guarded by l->mu */
+  atomic_int state;         /* enum conn_state, set by the connection's thread */
+  _Atomic int64_t since_ms; /* when the wait for the current frame began */
+  atomic_bool evicted;      /* set once, under l->mu, by the accept thread */
+  int64_t evicted_wait_ms;  /* how long the frame had been awaited then */
+};
 
 typedef struct linger_fd {
   int fd;
@@ -160,7 +191,21 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   }
   l->fd = -1;
   l->wake_fd = -1;
+  l->lock_fd = -1;
   l->cfg = *cfg;
+  if (cfg->max_connections < 1) {
+    snprintf(err, errlen, "--max-connections must be at least 1");
+    goto fail_early;
+  }
+  /* Evicted connections end within moments, but until then hold a thread:
+   * at most as many again as the limit. */
+  l->cap_conns = cfg->max_connections * 2;
+  l->conns = calloc((size_t)l->cap_conns, sizeof *l->conns);
+  l->uids_scratch = calloc((size_t)l->cap_conns, sizeof *l->uids_scratch);
+  if (!l->conns || !l->uids_scratch) {
+    snprintf(err, errlen, "out of memory");
+    goto fail_early;
+  }
   if (cfg->n_allow_uids > sizeof l->uids / sizeof l->uids[0]) {
     snprintf(err, errlen, "too many uids in --allow-uid");
     goto fail_early;
@@ -180,8 +225,7 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
     snprintf(err, errlen, "pthread init failed");
     free(l->path);
-    free(l);
-    return NULL;
+    goto fail_early;
   }
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(l->path) >= sizeof sa.sun_path) {
@@ -191,6 +235,16 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   }
   memcpy(sa.sun_path, l->path, strlen(l->path) + 1);
   if (mkdir_parents(l->path, err, errlen) != 0)
+    goto fail;
+  /* Before touching the socket: two sidecars starting at once would
+   * otherwise both take it for stale and remove each other's. */
+  char lock_path[PATH_MAX];
+  if (snprintf(lock_path, sizeof lock_path, "%s.lock", l->path) >= (int)sizeof lock_path) {
+    snprintf(err, errlen, "socket path %s too long", l->path);
+    goto fail;
+  }
+  l->lock_fd = lockfile_acquire(lock_path, "it", err, errlen);
+  if (l->lock_fd < 0)
     goto fail;
   if (remove_stale(l->path, &sa, err, errlen) != 0)
     goto fail;
@@ -217,7 +271,10 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   }
   l->dev = st.st_dev;
   l->ino = st.st_ino;
-  if (listen(l->fd, 256) != 0) {
+  /* A deep backlog absorbs a burst of connections (well-behaved or not)
+   * while the accept thread admits or evicts; a full one makes clients'
+   * connect() fail with EAGAIN. The kernel caps it at net.core.somaxconn. */
+  if (listen(l->fd, SOMAXCONN) != 0) {
     snprintf(err, errlen, "listen %s: %s", l->path, strerror(errno));
     unlink(l->path);
     goto fail;
@@ -228,17 +285,69 @@ fail:
     close(l->fd);
   if (l->wake_fd >= 0)
     close(l->wake_fd);
+  if (l->lock_fd >= 0)
+    close(l->lock_fd);
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
   free(l->path);
-  free(l);
-  return NULL;
 fail_early:
+  free(l->conns);
+  free(l->uids_scratch);
   free(l);
   return NULL;
 }
 
 /* ---- replies ---- */
+
+static bool wire_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v) {
+  *v = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (*i >= len)
+      return false;
+    uint8_t b = p[(*i)++];
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80))
+      return true;
+  }
+  return false;
+}
+
+int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq) {
+  enum { SEQUENCE_FIELD = 7 }; /* PushRequest.sequence, pushprof.proto */
+  int found = -1;
+  size_t i = 0;
+  while (i < len) {
+    uint64_t key, v;
+    if (!wire_varint(payload, len, &i, &key) || key >> 3 == 0)
+      break;
+    switch (key & 7) {
+    case 0:
+      if (!wire_varint(payload, len, &i, &v))
+        return found;
+      if (key >> 3 == SEQUENCE_FIELD) {
+        *seq = v; /* the last one wins, as in protobuf */
+        found = 0;
+      }
+      continue;
+    case 1:
+      v = 8;
+      break;
+    case 2:
+      if (!wire_varint(payload, len, &i, &v))
+        return found;
+      break;
+    case 5:
+      v = 4;
+      break;
+    default:
+      return found;
+    }
+    if (v > len - i)
+      break;
+    i += (size_t)v;
+  }
+  return found;
+}
 
 /* Sends one PushReply frame within the deadline. 0 or -1. */
 static int send_reply(int fd, int code, const char *reason, uint64_t seq, const char *push_id,
@@ -282,30 +391,33 @@ static int send_reply(int fd, int code, const char *reason, uint64_t seq, const 
 
 /* ---- connection threads ---- */
 
-enum rd { RD_OK, RD_EOF, RD_TIMEOUT, RD_STOP, RD_ERR };
+enum rd { RD_OK, RD_EOF, RD_TIMEOUT, RD_STOP, RD_ERR, RD_EVICTED };
 
 /* Reads exactly len bytes before the deadline. At a frame boundary
- * (boundary=true, nothing read yet) a shutdown ends the wait. */
-static enum rd read_full(listener *l, int fd, uint8_t *buf, size_t len, int64_t deadline,
-                         bool boundary, size_t *got_out) {
+ * (boundary=true, nothing read yet) a shutdown ends the wait. The first
+ * byte moves the connection to CS_READING. */
+static enum rd read_full(conn *c, uint8_t *buf, size_t len, int64_t deadline, bool boundary,
+                         size_t *got_out) {
+  listener *l = c->l;
+  int fd = c->fd;
   size_t got = 0;
   while (got < len) {
     ssize_t n = recv(fd, buf + got, len - got, MSG_DONTWAIT);
     if (n > 0) {
       got += (size_t)n;
+      if (boundary)
+        atomic_store(&c->state, CS_READING);
       boundary = false;
       continue;
     }
-    if (n == 0) {
+    if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
       *got_out = got;
-      return RD_EOF;
+      if (atomic_load(&c->evicted))
+        return RD_EVICTED; /* our read side was shut down to make room */
+      return n == 0 ? RD_EOF : RD_ERR;
     }
     if (errno == EINTR)
       continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      *got_out = got;
-      return RD_ERR;
-    }
     if (boundary && atomic_load(&l->stopping))
       return RD_STOP;
     int64_t left = deadline - now_ms();
@@ -416,7 +528,9 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
       spool_abort(l->sp, &txn);
     if (code == RC_OK)
       code = RC_INTERNAL;
-    reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", 0, deadline);
+    uint64_t seq = 0; /* echoed if the payload still shows it */
+    listener_peek_sequence(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE, &seq);
+    reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", seq, deadline);
     return code != RC_INVALID_FRAME;
   }
   uint64_t seq = req->sequence;
@@ -436,6 +550,11 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
                "(raise --max-spool-bytes or check the export target)",
                (unsigned long long)spool_bytes(l->sp));
       reject(c, "spool_full", RC_EXHAUSTED, why, seq, deadline);
+    } else if (rc == SPOOL_NOSPACE) {
+      snprintf(why, sizeof why,
+               "spool disk full: no space left to store the push durably: retry later (free "
+               "space on the spool's file system or give it a larger volume)");
+      reject(c, "disk_full", RC_EXHAUSTED, why, seq, deadline);
     } else {
       snprintf(why, sizeof why, "spool write failed (disk error): retry later");
       reject(c, "spool_error", RC_UNAVAILABLE, why, seq, deadline);
@@ -463,6 +582,19 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
     pp_pprof_free(prof);
   }
   return delivered;
+}
+
+/* The accept thread shut our read side down to make room (see the top of
+ * this file); say so, so the client knows to reconnect and send at once. */
+static void reply_evicted(conn *c) {
+  char why[REASON_MAX];
+  snprintf(why, sizeof why,
+           "connection closed to make room: no complete frame after %lld ms while the sidecar "
+           "was at its connection limit (%d, --max-connections): reconnect and send the whole "
+           "frame without pausing",
+           (long long)c->evicted_wait_ms, c->l->cfg.max_connections);
+  if (send_reply(c->fd, RC_EXHAUSTED, why, 0, NULL, now_ms() + 100) != 0)
+    log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
 }
 
 /* Memory for frames is bounded process-wide, not only per frame: 256
@@ -526,7 +658,7 @@ static uint8_t *read_body(conn *c, const uint8_t hdr[PP_FRAME_HEADER_SIZE], size
       cap = ncap;
     }
     size_t n = 0;
-    r = read_full(l, c->fd, buf + have, cap - have, deadline, false, &n);
+    r = read_full(c, buf + have, cap - have, deadline, false, &n);
     have += n;
     if (r != RD_OK)
       break;
@@ -535,7 +667,9 @@ static uint8_t *read_body(conn *c, const uint8_t hdr[PP_FRAME_HEADER_SIZE], size
     return buf;
   free(buf);
   char text[160];
-  if (r == RD_TIMEOUT) {
+  if (r == RD_EVICTED) {
+    reply_evicted(c);
+  } else if (r == RD_TIMEOUT) {
     snprintf(text, sizeof text, "read timeout: frame incomplete after %d ms (%zu of %zu bytes)",
              l->cfg.read_timeout_ms, have, total);
     reject(c, "read_timeout", RC_INVALID_FRAME, text, 0, now_ms() + 1000);
@@ -557,15 +691,21 @@ static void conn_loop(conn *c) {
     /* Waiting for a frame and receiving it are each bounded by the read
      * timeout: the frame's deadline starts with its first byte. */
     size_t got = 0;
-    enum rd r = read_full(l, c->fd, hdr, 1, now_ms() + l->cfg.read_timeout_ms, true, &got);
+    atomic_store(&c->since_ms, now_ms());
+    atomic_store(&c->state, CS_WAITING);
+    enum rd r = read_full(c, hdr, 1, now_ms() + l->cfg.read_timeout_ms, true, &got);
     int64_t deadline = now_ms() + l->cfg.read_timeout_ms;
     if (r == RD_OK) {
       size_t more = 0;
-      r = read_full(l, c->fd, hdr + 1, sizeof hdr - 1, deadline, false, &more);
+      r = read_full(c, hdr + 1, sizeof hdr - 1, deadline, false, &more);
       got += more;
     }
     if (r == RD_STOP)
       return;
+    if (r == RD_EVICTED) {
+      reply_evicted(c);
+      return;
+    }
     if (r == RD_EOF && got == 0)
       return; /* clean close between frames */
     if (r == RD_TIMEOUT && got == 0 && frames > 0)
@@ -608,6 +748,8 @@ static void conn_loop(conn *c) {
     size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
     size_t reserved = 0;
     uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);
+    if (buf)
+      atomic_store(&c->state, CS_BUSY);
     bool keep = buf && handle_frame(c, &buf, total, now_ms() + l->cfg.read_timeout_ms);
     free(buf);
     atomic_fetch_sub(&l->inflight, reserved);
@@ -617,10 +759,17 @@ static void conn_loop(conn *c) {
   }
 }
 
-static void conn_end(listener *l) {
+/* Takes c out of the registry; its fd may be closed only after this. */
+static void conn_end(listener *l, conn *c) {
   pthread_mutex_lock(&l->mu);
-  l->open--;
-  metrics_set(G_OPEN_CONNECTIONS, l->open);
+  int last = --l->open;
+  assert(c->slot >= 0 && c->slot <= last && l->conns[c->slot] == c);
+  l->conns[c->slot] = l->conns[last];
+  l->conns[c->slot]->slot = c->slot;
+  l->conns[last] = NULL;
+  if (!atomic_load(&c->evicted))
+    l->active--;
+  metrics_set(G_OPEN_CONNECTIONS, l->active);
   pthread_cond_broadcast(&l->cv);
   pthread_mutex_unlock(&l->mu);
 }
@@ -629,9 +778,9 @@ static void *conn_main(void *arg) {
   conn *c = arg;
   listener *l = c->l;
   conn_loop(c);
+  conn_end(l, c); /* after this, l may be gone: touch only c */
   close(c->fd);
   free(c);
-  conn_end(l);
   return NULL;
 }
 
@@ -670,6 +819,63 @@ static void refuse(listener *l, linger_fd *lg, int *nlg, int fd, int code, const
   linger_add(lg, nlg, fd);
 }
 
+/* Picks the connection to evict to admit a new one, or NULL if every one is
+ * busy with a complete frame. Fairness first: the uid holding the most
+ * connections gives one up; among its connections, the one whose current
+ * frame has been awaited longest. O(open x distinct uids). Lock held. */
+static conn *pick_victim_locked(listener *l, int64_t now) {
+  uid_count *uc = l->uids_scratch;
+  int nu = 0;
+  for (int i = 0; i < l->open; i++) {
+    conn *c = l->conns[i];
+    if (atomic_load(&c->evicted))
+      continue;
+    int k = 0;
+    while (k < nu && uc[k].uid != c->cred.uid)
+      k++;
+    if (k == nu)
+      uc[nu++] = (uid_count){c->cred.uid, 0};
+    uc[k].n++;
+  }
+  conn *best = NULL;
+  int best_n = -1;
+  int64_t best_wait = -1;
+  for (int i = 0; i < l->open; i++) {
+    conn *c = l->conns[i];
+    if (atomic_load(&c->evicted) || atomic_load(&c->state) == CS_BUSY)
+      continue;
+    int k = 0;
+    while (uc[k].uid != c->cred.uid)
+      k++;
+    int64_t wait = now - atomic_load(&c->since_ms);
+    if (uc[k].n > best_n || (uc[k].n == best_n && wait > best_wait)) {
+      best = c;
+      best_n = uc[k].n;
+      best_wait = wait;
+    }
+  }
+  return best;
+}
+
+typedef struct eviction {
+  const char *reason;
+  pid_t pid;
+  uid_t uid;
+  int64_t wait_ms;
+} eviction;
+
+/* Marks v evicted and wakes its thread with EOF. Lock held. */
+static void evict_locked(listener *l, conn *v, int64_t now, eviction *out) {
+  v->evicted_wait_ms = now - atomic_load(&v->since_ms);
+  atomic_store(&v->evicted, true);
+  l->active--;
+  *out = (eviction){atomic_load(&v->state) == CS_READING ? "slow_frame" : "idle", v->cred.pid,
+                    v->cred.uid, v->evicted_wait_ms};
+  metrics_evict(out->reason);
+  if (shutdown(v->fd, SHUT_RD) != 0)
+    log_event(LOG_ERROR, "cannot shut down an evicted connection", "errno=%d", errno);
+}
+
 static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
   struct ucred cr = {0, (uid_t)-1, (gid_t)-1};
   socklen_t crlen = sizeof cr;
@@ -687,21 +893,47 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
     refuse(l, lg, nlg, fd, RC_DENIED, "permission_denied", why, &cr);
     return;
   }
+  conn *c = malloc(sizeof *c);
+  if (!c) {
+    refuse(l, lg, nlg, fd, RC_EXHAUSTED, "out_of_memory", "sidecar out of memory: retry later",
+           &cr);
+    return;
+  }
+  int64_t now = now_ms();
+  *c = (conn){.l = l, .fd = fd, .cred = cr, .slot = -1};
+  atomic_init(&c->state, CS_WAITING);
+  atomic_init(&c->since_ms, now);
+  atomic_init(&c->evicted, false);
+  eviction ev = {0};
   pthread_mutex_lock(&l->mu);
-  bool full = l->open >= l->cfg.max_connections;
+  bool full = l->active >= l->cfg.max_connections;
+  if (full && l->open < l->cap_conns) {
+    conn *v = pick_victim_locked(l, now);
+    if (v) {
+      evict_locked(l, v, now, &ev);
+      full = false;
+    }
+  }
   if (!full) {
-    l->open++;
-    metrics_set(G_OPEN_CONNECTIONS, l->open);
+    c->slot = l->open++;
+    l->conns[c->slot] = c;
+    l->active++;
+    metrics_set(G_OPEN_CONNECTIONS, l->active);
   }
   pthread_mutex_unlock(&l->mu);
+  if (ev.reason && reject_log_allowed())
+    log_event(LOG_WARN, "connection evicted", "reason=%s peer_pid=%d peer_uid=%u waited_ms=%lld",
+              ev.reason, (int)ev.pid, (unsigned)ev.uid, (long long)ev.wait_ms);
   if (full) {
-    char why[160];
-    snprintf(why, sizeof why, "too many connections (limit %d, --max-connections): retry later",
+    free(c);
+    char why[200];
+    snprintf(why, sizeof why,
+             "too many connections (limit %d, --max-connections), all busy with frames: retry "
+             "later",
              l->cfg.max_connections);
     refuse(l, lg, nlg, fd, RC_EXHAUSTED, "too_many_connections", why, &cr);
     return;
   }
-  conn *c = malloc(sizeof *c);
   pthread_attr_t attr;
   pthread_t t;
   bool attr_ok = pthread_attr_init(&attr) == 0;
@@ -709,14 +941,12 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, CONN_STACK_SIZE);
   }
-  if (c)
-    *c = (conn){l, fd, cr};
-  int rc = c && attr_ok ? pthread_create(&t, &attr, conn_main, c) : ENOMEM;
+  int rc = attr_ok ? pthread_create(&t, &attr, conn_main, c) : ENOMEM;
   if (attr_ok)
     pthread_attr_destroy(&attr);
   if (rc != 0) {
+    conn_end(l, c);
     free(c);
-    conn_end(l);
     refuse(l, lg, nlg, fd, RC_EXHAUSTED, "thread_create_failed",
            "sidecar cannot start a connection thread: retry later", &cr);
   }
@@ -822,8 +1052,12 @@ void listener_free(listener *l) {
   listener_stop(l);
   if (l->wake_fd >= 0)
     close(l->wake_fd);
+  if (l->lock_fd >= 0)
+    close(l->lock_fd); /* the lock file stays: removing it would race a starting sidecar */
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
+  free(l->conns);
+  free(l->uids_scratch);
   free(l->path);
   free(l);
 }

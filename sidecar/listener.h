@@ -16,7 +16,7 @@
 typedef struct listener_config {
   const char *socket_path;
   uint32_t max_frame_bytes; /* header + payload at most this (16 MiB) */
-  int max_connections;      /* beyond it: RESOURCE_EXHAUSTED and close */
+  int max_connections;      /* beyond it: evict an idle/slow one, else RESOURCE_EXHAUSTED */
   int read_timeout_ms;      /* a whole frame must arrive within this */
   const uid_t *allow_uids;  /* NULL/0: any peer; else SO_PEERCRED uid must be listed */
   size_t n_allow_uids;
@@ -36,4 +36,9 @@ int listener_start(listener *l, spool *sp, batcher *b);
  * connection thread has ended. */
 void listener_stop(listener *l);
 void listener_free(listener *l);
+/* Reads the sequence (field 7) straight from the wire bytes of a PushRequest
+ * that failed to decode or validate, so its error reply can still echo it:
+ * the fields before the first malformed one count. 0 and *seq set, or -1 if
+ * none was found. Thread-safe, no allocation. */
+int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq);
 #endif

@@ -7,13 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "batcher.h"
 #include "config.h"
 #include "exporter.h"
+#include "fsutil.h"
 #include "http_metrics.h"
 #include "listener.h"
+#include "lockfile.h"
 #include "log.h"
 #include "metrics.h"
 #include "spool.h"
@@ -32,6 +36,46 @@ static void tune_malloc(void) {
 #endif
 }
 
+/* Each connection holds an fd, and so does each connection being evicted
+ * (up to as many again); plus the spool, exports and /metrics. A soft limit
+ * of 1024 (a common default) would make accept() fail first. */
+static void raise_fd_limit(int max_connections) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)max_connections * 2 + 256;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+    return;
+  rlim_t old = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+  if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) != 0)
+    rl.rlim_cur = old;
+  if (rl.rlim_cur < want)
+    log_event(LOG_WARN, "file descriptor limit below what --max-connections needs",
+              "soft=%llu hard=%llu want=%llu fix=\"raise the hard limit (ulimit -Hn, systemd "
+              "LimitNOFILE=) or lower --max-connections\"",
+              (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+              (unsigned long long)want);
+  else
+    log_event(LOG_INFO, "file descriptor limit raised", "from=%llu to=%llu",
+              (unsigned long long)old, (unsigned long long)rl.rlim_cur);
+}
+
+/* One sidecar per spool: a second one would export the same files twice.
+ * A dot name: the spool ignores dot files that do not end in .push. */
+static int lock_spool(const char *dir, char *err, size_t errlen) {
+  char path[4096], what[4200];
+  if (snprintf(path, sizeof path, "%s/.sidecar.lock", dir) >= (int)sizeof path) {
+    snprintf(err, errlen, "--spool %s: path too long", dir);
+    return -1;
+  }
+  if (fsutil_mkdir_p(dir) != 0) {
+    snprintf(err, errlen, "--spool %s: cannot create it: %s (create it or set --spool)", dir,
+             strerror(errno));
+    return -1;
+  }
+  snprintf(what, sizeof what, "--spool %s", dir);
+  return lockfile_acquire(path, what, err, errlen);
+}
+
 static void resume_cb(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
   batcher_add(arg, id, req, bytes);
 }
@@ -45,6 +89,7 @@ int main(int argc, char **argv) {
   exporter *ex = NULL;
   batcher *b = NULL;
   http_metrics *hm = NULL;
+  int spool_lock = -1;
   char q1[512], q2[512], q3[512];
 
   tune_malloc();
@@ -68,6 +113,12 @@ int main(int argc, char **argv) {
     goto out;
   }
   signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit(cfg.max_connections);
+  spool_lock = lock_spool(cfg.spool_dir, err, sizeof err);
+  if (spool_lock < 0) {
+    fprintf(stderr, "pushprof-sidecar: %s\n", err);
+    goto out;
+  }
 
   /* Before any other thread exists: listener_open changes the umask briefly. */
   listener_config lc = {.socket_path = cfg.socket_path,
@@ -176,6 +227,8 @@ out:
     log_event(LOG_INFO, "sidecar stopped", "spool_files_left=%zu", spool_files(sp));
     spool_close(sp);
   }
+  if (spool_lock >= 0)
+    close(spool_lock);
   config_free(&cfg);
   return exit_code;
 }

@@ -31,6 +31,8 @@ static const metric_desc counter_desc[M_COUNTER_MAX] = {
     [M_SPOOL_QUARANTINED] = {"pushprof_spool_quarantined_total",
                              "Torn or corrupt spool files moved to quarantine/."},
     [M_CONNECTIONS] = {"pushprof_connections_total", "Client connections accepted."},
+    [M_PUSHES_DEDUPLICATED] = {"pushprof_pushes_deduplicated_total",
+                               "Second copies of a push already held or exported, deleted."},
 };
 
 static const metric_desc gauge_desc[G_GAUGE_MAX] = {
@@ -45,13 +47,16 @@ static const metric_desc gauge_desc[G_GAUGE_MAX] = {
 static _Atomic uint64_t counters[M_COUNTER_MAX];
 static _Atomic int64_t gauges[G_GAUGE_MAX];
 
-enum { FAMILY_REJECTED, FAMILY_DROPS, FAMILY_EXPORT_FAILURES, FAMILY_MAX };
+enum { FAMILY_REJECTED, FAMILY_DROPS, FAMILY_EXPORT_FAILURES, FAMILY_EVICTED, FAMILY_MAX };
 static const metric_desc family_desc[FAMILY_MAX] = {
     [FAMILY_REJECTED] = {"pushprof_pushes_rejected_total",
                          "Pushes refused with an error reply, by reason."},
     [FAMILY_DROPS] = {"pushprof_drops_total", "Data given up on after it was accepted, by reason."},
     [FAMILY_EXPORT_FAILURES] = {"pushprof_export_failures_by_class_total",
                                 "Failed HTTP requests of the exporters, by class."},
+    [FAMILY_EVICTED] = {"pushprof_connections_evicted_total",
+                        "Connections closed to admit a new one at the connection limit, by "
+                        "reason."},
 };
 
 #define REASONS_MAX 64 /* further distinct reasons are folded into "other" */
@@ -118,6 +123,10 @@ void metrics_export_failure(const char *cls) {
   reason_add(FAMILY_EXPORT_FAILURES, cls, 1);
 }
 
+void metrics_evict(const char *reason) {
+  reason_add(FAMILY_EVICTED, reason, 1);
+}
+
 uint64_t metrics_reason_value(const char *family, const char *reason) {
   int fam = -1;
   uint64_t v = 0;
@@ -128,7 +137,8 @@ uint64_t metrics_reason_value(const char *family, const char *reason) {
     if (strcmp(family, family_desc[f].name) == 0 ||
         (f == FAMILY_REJECTED &&
          (strcmp(family, "rejected") == 0 || strcmp(family, "reject") == 0)) ||
-        (f == FAMILY_DROPS && (strcmp(family, "drops") == 0 || strcmp(family, "drop") == 0)))
+        (f == FAMILY_DROPS && (strcmp(family, "drops") == 0 || strcmp(family, "drop") == 0)) ||
+        (f == FAMILY_EVICTED && strcmp(family, "evicted") == 0))
       fam = f;
   }
   if (fam < 0)

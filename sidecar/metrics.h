@@ -6,15 +6,16 @@
 #include <stdint.h>
 
 typedef enum metric_counter {
-  M_PUSHES_RECEIVED,   /* pushprof_pushes_received_total: frames read */
-  M_PUSHES_ACCEPTED,   /* pushprof_pushes_accepted_total: acked (durable) */
-  M_PUSH_BYTES,        /* pushprof_push_bytes_total */
-  M_BATCHES_EXPORTED,  /* pushprof_batches_exported_total */
-  M_EXPORT_BYTES,      /* pushprof_export_bytes_total */
-  M_EXPORT_FAILURES,   /* pushprof_export_failures_total */
-  M_EXPORT_RETRIES,    /* pushprof_export_retries_total */
-  M_SPOOL_QUARANTINED, /* pushprof_spool_quarantined_total */
-  M_CONNECTIONS,       /* pushprof_connections_total */
+  M_PUSHES_RECEIVED,     /* pushprof_pushes_received_total: frames read */
+  M_PUSHES_ACCEPTED,     /* pushprof_pushes_accepted_total: acked (durable) */
+  M_PUSH_BYTES,          /* pushprof_push_bytes_total */
+  M_BATCHES_EXPORTED,    /* pushprof_batches_exported_total */
+  M_EXPORT_BYTES,        /* pushprof_export_bytes_total */
+  M_EXPORT_FAILURES,     /* pushprof_export_failures_total */
+  M_EXPORT_RETRIES,      /* pushprof_export_retries_total */
+  M_SPOOL_QUARANTINED,   /* pushprof_spool_quarantined_total */
+  M_CONNECTIONS,         /* pushprof_connections_total */
+  M_PUSHES_DEDUPLICATED, /* pushprof_pushes_deduplicated_total: a second copy of a push */
   M_COUNTER_MAX
 } metric_counter;
 
@@ -37,8 +38,12 @@ void metrics_drop(const char *reason, uint64_t n);
  * request of an exporter (http_5xx, http_429, http_408, http_4xx, timeout,
  * tls, connection, ...). */
 void metrics_export_failure(const char *cls);
+/* pushprof_connections_evicted_total{reason="..."}: connections the listener
+ * closed to make room for a new one while at --max-connections (idle: no
+ * byte of a frame yet; slow_frame: a frame started but not finished). */
+void metrics_evict(const char *reason);
 /* Renders everything; malloc'ed, caller frees. NULL on ENOMEM. */
 char *metrics_render(void);
-/* Test helper: the current value of a rejected/drop reason (0 if never seen). */
+/* Test helper: the current value of a rejected/drop/evicted reason (0 if never seen). */
 uint64_t metrics_reason_value(const char *family, const char *reason);
 #endif

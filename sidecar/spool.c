@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,16 +303,26 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
              s->dir, strerror(errno));
     goto fail;
   }
-  /* Pushes hold code layout and labels (trace ids, routes): others get no
-   * access to the spool, and so none to anything in it. */
+  /* Pushes hold code layout and labels (trace ids, routes), and a file
+   * dropped in is taken as a push: other users get nothing here. */
   mode_t was = 0;
-  int r = fsutil_no_others(s->dirfd, &was);
-  if (r > 0)
-    log_event(LOG_WARN, "spool directory was open to other users; removed their access",
+  switch (fsutil_dir_others(s->dirfd, &was)) {
+  case FSUTIL_OTHERS_READ:
+    log_event(LOG_WARN, "spool directory is readable by other users", "dir=%s mode=%04o fix=%s",
+              s->dir, (unsigned)was, "\"chmod o-rwx DIR\"");
+    break;
+  case FSUTIL_OTHERS_CLOSED:
+    log_event(LOG_WARN, "spool directory was writable by other users; removed their access",
               "dir=%s mode=%04o now=%04o", s->dir, (unsigned)was, (unsigned)(was & ~07u));
-  else if (r < 0)
-    log_event(LOG_WARN, "spool directory is open to other users and is not ours to change",
-              "dir=%s mode=%04o fix=\"chmod o-rwx %s\"", s->dir, (unsigned)was, s->dir);
+    break;
+  case FSUTIL_OTHERS_WRITE:
+    log_event(LOG_WARN, "spool directory is writable by other users: they can drop pushes in",
+              "dir=%s mode=%04o fix=%s", s->dir, (unsigned)was,
+              "\"give the spool a directory of its own, chmod o-rwx DIR\"");
+    break;
+  default:
+    break;
+  }
   if (mkdir_at(s->dirfd, QUARANTINE_DIR) != 0 || mkdir_at(s->dirfd, FAILED_DIR) != 0) {
     snprintf(err, errlen, "cannot create %s/%s or %s/%s: %s (check permissions of %s)", s->dir,
              QUARANTINE_DIR, s->dir, FAILED_DIR, strerror(errno), s->dir);
@@ -445,6 +456,14 @@ static int sync_dir_after(spool *s, uint64_t seq) {
   return rc;
 }
 
+/* A full disk fails every push until space returns: log it once a second,
+ * not once a push (each refusal is still counted by the listener). */
+static bool nospace_log_allowed(void) {
+  static _Atomic int64_t last_s = -1;
+  int64_t now = (int64_t)time(NULL), prev = atomic_load(&last_s);
+  return prev != now && atomic_compare_exchange_strong(&last_s, &prev, now);
+}
+
 /* Undoes a failed write: removes the file, gives its bytes back, logs. */
 static int put_failed(spool *s, spool_txn *t, bool renamed) {
   int e = errno;
@@ -458,9 +477,12 @@ static int put_failed(spool *s, spool_txn *t, bool renamed) {
   s->bytes -= t->len;
   publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
-  log_event(LOG_ERROR, "cannot write spool file", "dir=%s err=%s fix=\"free disk space or fix %s\"",
-            s->dir, log_quote(strerror(e), q, sizeof q), s->dir);
-  return SPOOL_EIO;
+  bool nospace = e == ENOSPC || e == EDQUOT;
+  if (!nospace || nospace_log_allowed())
+    log_event(LOG_ERROR, "cannot write spool file",
+              "dir=%s err=%s fix=\"free disk space or fix %s\"", s->dir,
+              log_quote(strerror(e), q, sizeof q), s->dir);
+  return nospace ? SPOOL_NOSPACE : SPOOL_EIO;
 }
 
 /* Reserves len bytes and names the push. */
@@ -1058,6 +1080,10 @@ int spool_move_failed(spool *s, const char *id, const char *reason) {
   publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   return rc;
+}
+
+const char *spool_path(const spool *s) {
+  return s->dir;
 }
 
 uint64_t spool_bytes(spool *s) {

@@ -17,6 +17,10 @@
 #define SPOOL_OK 0
 #define SPOOL_EIO (-1)  /* disk error: answer UNAVAILABLE */
 #define SPOOL_FULL (-2) /* over max_bytes: answer RESOURCE_EXHAUSTED */
+/* The file system is full (ENOSPC, EDQUOT): answer RESOURCE_EXHAUSTED. Any
+ * put may return it; nothing of the failed write is left behind, and puts
+ * succeed again as soon as there is space (no state to reset). */
+#define SPOOL_NOSPACE (-3)
 
 typedef struct spool spool;
 
@@ -63,6 +67,8 @@ int spool_scan(spool *s, spool_scan_cb cb, void *arg);
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);
 int spool_remove(spool *s, const char *id);
 int spool_move_failed(spool *s, const char *id, const char *reason);
+/* The spool directory as configured (owned by s). */
+const char *spool_path(const spool *s);
 uint64_t spool_bytes(spool *s);
 size_t spool_files(spool *s);
 /* Decodes a whole frame file's bytes into a validated PushRequest (pprof

@@ -29,7 +29,7 @@ set_tests_properties(it_sec_log_setup PROPERTIES LABELS integration
   FIXTURES_SETUP pushprof_test_logs)
 # The tests that hand the sidecar credentials (each secret holds SENTINEL).
 set(PUSHPROF_CREDENTIAL_TESTS it_s3_upload it_s3_creds it_s3_faults it_s3_tls it_gcs_upload
-  it_pyroscope_push it_pyroscope_ingest)
+  it_pyroscope_push it_pyroscope_ingest it_sec_names it_conserve)
 add_test(NAME it_sec_log_scan COMMAND python3 ${SEC_IT}/it_sec_log_scan.py
   --log-dir ${PUSHPROF_TEST_LOG_DIR} --credential-tests ${PUSHPROF_CREDENTIAL_TESTS})
 set_tests_properties(it_sec_log_scan PROPERTIES LABELS integration TIMEOUT 60
@@ -39,4 +39,7 @@ set_tests_properties(it_sec_log_scan PROPERTIES LABELS integration TIMEOUT 60
 # the file exporter (the real sidecar and s3rver: it_sec_names).
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_sec_names SOURCES unit/test_sec_names.c LIBS pushprof_sidecar_lib)
+endif()
+if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
+  pushprof_script_test(NAME it_sec_names COMMAND bash ${SEC_IT}/it_sec_names.sh TIMEOUT 120)
 endif()

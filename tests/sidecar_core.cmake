@@ -10,9 +10,13 @@ add_executable(gen_pprof integration/sidecar/gen_pprof.c)
 target_link_libraries(gen_pprof PRIVATE pushprof_proto)
 
 if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
-  foreach(t push bad_input durability security spool_full)
+  foreach(t push bad_input durability security spool_full disk_full lock hostile torn)
     pushprof_script_test(NAME it_sidecar_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sidecar/it_sidecar_${t}.sh
       TIMEOUT 90)
   endforeach()
+  # Mounts a tmpfs; without root/CAP_SYS_ADMIN it says why and skips.
+  set_tests_properties(it_sidecar_disk_full PROPERTIES SKIP_RETURN_CODE 77)
+  # Measures ack latency: alone, or the other tests' load is what it measures.
+  set_tests_properties(it_sidecar_hostile PROPERTIES RUN_SERIAL TRUE)
 endif()

@@ -97,20 +97,6 @@ static int open_subdir(int dfd, const char *seg) {
   return openat(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len) {
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -238,7 +224,7 @@ static int file_put(exporter *ex, const export_object *obj, char *err, size_t er
   if (fd < 0)
     goto fail;
   stage = "write";
-  if (write_all(fd, obj->data, obj->len) != 0)
+  if (fsutil_write_all(fd, obj->data, obj->len) != 0)
     goto fail;
   stage = "fsync";
   if (fsync(fd) != 0)

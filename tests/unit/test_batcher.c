@@ -8,6 +8,8 @@
 #include "batch_test_util.h"
 #include "batcher.h"
 #include "exporter.h"
+#include "exporter_backends.h"
+#include "manifest.h"
 #include "metrics.h"
 #include "pp_test.h"
 #include "spool.h"
@@ -31,6 +33,8 @@ typedef struct fake {
   char hash[FAKE_MAX][65];
   size_t nlabels[FAKE_MAX];
   size_t spool_files_at_call[16];
+  char key[16][512];   /* the object key each call would write */
+  bool store_on_retry; /* the answer of a retried call was lost, not the upload */
   spool *sp;
 } fake;
 
@@ -39,9 +43,12 @@ static int fake_put(exporter *ex, const export_object *o, char *err, size_t errl
   pthread_mutex_lock(&f->mu);
   int i = f->calls++;
   int rc = i < f->nscript ? f->script[i] : EXPORT_OK;
-  if (i < 16)
+  if (i < 16) {
     f->spool_files_at_call[i] = f->sp ? spool_files(f->sp) : 0;
-  if (rc == EXPORT_OK && f->nobj < FAKE_MAX) {
+    if (exporter_object_key("p", o, f->key[i], sizeof f->key[i]) != 0)
+      f->key[i][0] = '\0';
+  }
+  if ((rc == EXPORT_OK || (rc == EXPORT_RETRY && f->store_on_retry)) && f->nobj < FAKE_MAX) {
     int k = f->nobj++;
     snprintf(f->service[k], sizeof f->service[k], "%s", o->service);
     f->data[k] = malloc(o->len);
@@ -513,6 +520,327 @@ static void test_concurrent_adds_lose_nothing(void) {
   teardown(s);
 }
 
+/* ---- exactly-once across restarts (manifests, duplicate pushes) ---- */
+
+static char *path_in(const char *sub, char *out, size_t outlen) {
+  snprintf(out, outlen, "%s/%s", dir, sub);
+  return out;
+}
+
+/* A push as the C SDK sends it: with a process start time and a sequence
+ * number, so the sidecar can tell a second copy of it. Returns its spool id
+ * in id_out if given. */
+static void push_seq(batcher *b, spool *s, const char *service, int64_t value, uint64_t seq,
+                     char *id_out) {
+  size_t len = 0;
+  char id[SPOOL_ID_MAX], why[256];
+  int code;
+  uint8_t *f = btu_frame(service, value, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  Pushprof__V1__PushRequest *req =
+      spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  free(f);
+  PP_CHECK(req != NULL);
+  if (!req)
+    return;
+  req->sequence = seq;
+  req->process_start_time_nanos = 1795341000LL * 1000000000LL;
+  size_t n = pushprof__v1__push_request__get_packed_size(req);
+  uint8_t *fr = malloc(PP_FRAME_HEADER_SIZE + n);
+  PP_CHECK(fr != NULL);
+  if (!fr) {
+    pushprof__v1__push_request__free_unpacked(req, NULL);
+    return;
+  }
+  pp_frame_header_encode(fr, PP_FRAME_PUSH, (uint32_t)n);
+  pushprof__v1__push_request__pack(req, fr + PP_FRAME_HEADER_SIZE);
+  PP_CHECK_INT(spool_put(s, fr, PP_FRAME_HEADER_SIZE + n, id), ==, SPOOL_OK);
+  free(fr);
+  if (id_out)
+    snprintf(id_out, SPOOL_ID_MAX, "%s", id);
+  batcher_add(b, id, req, PP_FRAME_HEADER_SIZE + n);
+}
+
+/* The sidecar restarts on the same directory: a new spool object. */
+static spool *reopen(spool *s) {
+  char err[256];
+  spool_close(s);
+  spool_config c = {.dir = dir, .max_bytes = 1 << 24};
+  s = spool_open(&c, err, sizeof err);
+  PP_CHECK(s != NULL);
+  if (!s)
+    fprintf(stderr, "spool_open: %s\n", err);
+  return s;
+}
+
+/* A batcher whose every export fails (the upload stored or not), pushes
+ * of values 100 and 7 (seq 1 and 2), shut down after at least one attempt:
+ * as if killed, its manifest and spool files stay. */
+static void crash_with_pending_batch(spool *s, fake *f, bool stored) {
+  fake_init(f, s);
+  for (int i = 0; i < 16; i++)
+    f->script[i] = EXPORT_RETRY;
+  f->nscript = 16;
+  f->store_on_retry = stored;
+  setenv("PUSHPROF_TEST_BACKOFF_MS", "5000", 1);
+  batcher *b = batcher_new(&cfg60, &f->base, s);
+  unsetenv("PUSHPROF_TEST_BACKOFF_MS");
+  push_seq(b, s, "api", 100, 1, NULL);
+  push_seq(b, s, "api", 7, 2, NULL);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  PP_CHECK(f->calls >= 1);
+}
+
+static int64_t obj_total(const fake *f, int i) {
+  char why[256];
+  int64_t t = -1;
+  Perftools__Profiles__Profile *p = pp_pprof_parse(f->data[i], f->len[i], 1 << 24, why, sizeof why);
+  if (p) {
+    t = btu_total(p);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  return t;
+}
+
+/* A batch whose upload was stored but whose answer was lost, then the
+ * sidecar dies: the next start sends the same bytes under the same key
+ * (one object in an object store), and does not batch the members again. */
+static void test_restart_exports_pending_manifest_again_under_same_key(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char bdir[128], id3[SPOOL_ID_MAX];
+  path_in(MANIFEST_DIR, bdir, sizeof bdir);
+  fake f1;
+  crash_with_pending_batch(s, &f1, true); /* every upload stored, every answer lost */
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 1);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+
+  /* Restart: a new spool object, a new batcher, the scan as main does it,
+   * and a push that arrived after the crash (seq 3). */
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  batcher *b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 2);
+  push_seq(b, s, "api", 1000, 3, id3);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.calls, ==, 2);
+  PP_CHECK_INT(f2.nobj, ==, 2);
+  int again = -1, fresh = -1;
+  for (int i = 0; i < f2.nobj && i < 2; i++) {
+    if (strcmp(f2.key[i], f1.key[0]) == 0)
+      again = i;
+    else
+      fresh = i;
+  }
+  PP_CHECK(again >= 0 && fresh >= 0);
+  if (again >= 0 && fresh >= 0 && f1.nobj > 0) {
+    /* Byte for byte the first upload, so the same key means the same object. */
+    PP_CHECK_INT(f2.len[again], ==, f1.len[0]);
+    PP_CHECK(f2.len[again] == f1.len[0] && memcmp(f2.data[again], f1.data[0], f1.len[0]) == 0);
+    PP_CHECK_STR(f2.hash[again], f1.hash[0]);
+    PP_CHECK_INT(obj_total(&f2, again), ==, 321);
+    PP_CHECK_INT(obj_total(&f2, fresh), ==, 3000); /* the new push alone */
+  }
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
+  PP_CHECK_INT(btu_count(bdir, ".done"), ==, 2); /* tombstones */
+  fake_free(&f1);
+  fake_free(&f2);
+  teardown(s);
+}
+
+/* The SDK did not get the ack and pushed the same profile again (or wrote
+ * it into the spool): exported once, the second file deleted and counted. */
+static void test_second_copy_of_a_push_is_exported_once(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  uint64_t d0 = counter_value("pushprof_pushes_deduplicated_total");
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  push_seq(b, s, "api", 100, 1, NULL);
+  push_seq(b, s, "api", 100, 1, NULL); /* the copy */
+  push_seq(b, s, "api", 7, 2, NULL);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  if (f.nobj == 1)
+    PP_CHECK_INT(obj_total(&f, 0), ==, 321);
+  PP_CHECK_INT(counter_value("pushprof_pushes_deduplicated_total"), ==, d0 + 1);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  fake_free(&f);
+  teardown(s);
+}
+
+/* A copy that arrives after the first one was exported, even across a
+ * restart (the tombstone remembers it), and a member file a crash left
+ * behind after its batch was exported: neither is exported again. */
+static void test_copies_after_export_are_not_exported_again(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char id1[SPOOL_ID_MAX] = "", idplain[SPOOL_ID_MAX] = "", p1[256], pp[256];
+  fake f1;
+  fake_init(&f1, s);
+  batcher *b = batcher_new(&cfg60, &f1.base, s);
+  push_seq(b, s, "api", 100, 1, id1);
+  /* A push without an identity: only its file name tells it apart. */
+  size_t len = 0;
+  uint8_t *plain = btu_frame("api", 7, &len);
+  PP_CHECK(plain != NULL);
+  if (plain) {
+    int code;
+    char why[256];
+    PP_CHECK_INT(spool_put(s, plain, len, idplain), ==, SPOOL_OK);
+    Pushprof__V1__PushRequest *req =
+        spool_decode_frame(plain, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+    if (req)
+      batcher_add(b, idplain, req, len);
+  }
+  /* Keep the member files' bytes to put them back as a crash would. */
+  uint8_t *keep1 = NULL;
+  size_t klen1 = 0;
+  snprintf(p1, sizeof p1, "%s/%s", dir, id1);
+  FILE *fh = fopen(p1, "rb");
+  PP_CHECK(fh != NULL);
+  if (fh) {
+    keep1 = malloc(1 << 16);
+    klen1 = keep1 ? fread(keep1, 1, 1 << 16, fh) : 0;
+    fclose(fh);
+  }
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f1.nobj, ==, 1);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+
+  /* Crash leftovers: both member files back under their own names; and a
+   * drop-in copy of the first push under another name. */
+  snprintf(pp, sizeof pp, "%s/%s", dir, idplain);
+  PP_CHECK_INT(btu_write_file(p1, keep1, klen1), ==, 0);
+  PP_CHECK_INT(btu_write_file(pp, plain, len), ==, 0);
+  char dropin[256];
+  snprintf(dropin, sizeof dropin, "%s/00000000000000000001-4242-1.push", dir);
+  PP_CHECK_INT(btu_write_file(dropin, keep1, klen1), ==, 0);
+  free(keep1);
+  free(plain);
+
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  uint64_t d0 = counter_value("pushprof_pushes_deduplicated_total");
+  b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 3);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.calls, ==, 0);
+  PP_CHECK_INT(counter_value("pushprof_pushes_deduplicated_total"), ==, d0 + 3);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  fake_free(&f1);
+  fake_free(&f2);
+  teardown(s);
+}
+
+/* A manifest that cannot be read is set aside, and its members are batched
+ * again from the spool: at-least-once, never lost. */
+static void test_corrupt_manifest_is_set_aside_and_members_batched_again(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char bdir[128];
+  path_in(MANIFEST_DIR, bdir, sizeof bdir);
+  fake f1;
+  crash_with_pending_batch(s, &f1, false);
+  /* Cut the manifest short by one byte. */
+  DIR *d = opendir(bdir);
+  struct dirent *de;
+  int cut = 0;
+  while (d && (de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (l > 6 && strcmp(de->d_name + l - 6, ".batch") == 0) {
+      char p[512];
+      struct stat st;
+      snprintf(p, sizeof p, "%s/%s", bdir, de->d_name);
+      if (stat(p, &st) == 0 && truncate(p, st.st_size - 1) == 0)
+        cut++;
+    }
+  }
+  if (d)
+    closedir(d);
+  PP_CHECK_INT(cut, ==, 1);
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  batcher *b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 1);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 2);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.nobj, ==, 1);
+  if (f2.nobj == 1)
+    PP_CHECK_INT(obj_total(&f2, 0), ==, 321);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f1);
+  fake_free(&f2);
+  teardown(s);
+}
+
+/* A recovered batch refused for good: its manifest (which may hold the only
+ * copy) and its members go to failed/, nothing stays pending. */
+static void test_recovered_batch_refused_for_good_goes_to_failed(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char bdir[128], fdir[128];
+  path_in(MANIFEST_DIR, bdir, sizeof bdir);
+  path_in("failed", fdir, sizeof fdir);
+  fake f1;
+  crash_with_pending_batch(s, &f1, false);
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  for (int i = 0; i < 16; i++)
+    f2.script[i] = EXPORT_PERMANENT;
+  f2.nscript = 16;
+  batcher *b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 2);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.calls, ==, 1); /* the recovered batch only: members not batched again */
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
+  PP_CHECK_INT(btu_count(fdir, ".batch"), ==, 1);
+  PP_CHECK_INT(btu_count(fdir, ".push"), ==, 2);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f1);
+  fake_free(&f2);
+  teardown(s);
+}
+
 int main(void) {
   PP_RUN(test_merges_pushes_of_one_service_into_one_object);
   PP_RUN(test_window_end_exports_without_shutdown);
@@ -524,5 +852,10 @@ int main(void) {
   PP_RUN(test_different_sample_types_are_not_merged);
   PP_RUN(test_exports_through_file_exporter);
   PP_RUN(test_concurrent_adds_lose_nothing);
+  PP_RUN(test_restart_exports_pending_manifest_again_under_same_key);
+  PP_RUN(test_second_copy_of_a_push_is_exported_once);
+  PP_RUN(test_copies_after_export_are_not_exported_again);
+  PP_RUN(test_corrupt_manifest_is_set_aside_and_members_batched_again);
+  PP_RUN(test_recovered_batch_refused_for_good_goes_to_failed);
   PP_DONE();
 }

@@ -71,7 +71,8 @@ s3_on_exit() {
     tail -30 "$W/tb.jsonl" >&2
     [ -s "$W/testbed.err" ] && { echo "--- testbed stderr ---" >&2; tail -20 "$W/testbed.err" >&2; }
   fi
-  (exit $rc)
+  set +e # else (exit 1) ends the trap here and on_exit never stops the sidecar
+  (exit $rc) # on_exit takes the status from $?
   on_exit
 }
 trap s3_on_exit EXIT

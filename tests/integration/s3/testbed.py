@@ -25,10 +25,13 @@ import http.client
 import http.server
 import json
 import os
+import random
 import re
 import secrets
+import socket
 import socketserver
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -44,6 +47,7 @@ BEARER = {}       # token -> expiry
 STATE = {"first_upload": None, "fault_i": 0, "sts_calls": 0, "pod_calls": 0, "meta_calls": 0}
 ARGS = None
 LOGF = None
+RNG = random.Random()
 
 
 def log(rec):
@@ -59,11 +63,19 @@ def sentinel_secret(kind):
 
 
 def next_fault(role):
-    """The fault for this upload, or None once the fault window is over."""
+    """The fault for this upload, or None once the fault window is over.
+    Faults come in turn, or with --fault-rate at random (seeded) until
+    --fault-stop-file exists."""
     if not ARGS.faults or role not in ARGS.fault_roles.split(","):
         return None
     with LOCK:
         now = time.time()
+        if ARGS.fault_rate > 0:
+            if ARGS.fault_stop_file and os.path.exists(ARGS.fault_stop_file):
+                return None
+            if RNG.random() >= ARGS.fault_rate:
+                return None
+            return RNG.choice(ARGS.faults)
         if STATE["first_upload"] is None:
             STATE["first_upload"] = now
         if now - STATE["first_upload"] > ARGS.fault_seconds:
@@ -71,6 +83,12 @@ def next_fault(role):
         f = ARGS.faults[STATE["fault_i"] % len(ARGS.faults)]
         STATE["fault_i"] += 1
         return f
+
+
+def reset_connection(conn):
+    """Closes with a TCP RST (SO_LINGER 0) instead of a FIN."""
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -162,12 +180,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         f = None
         if self.command == "PUT" and len(u0) > 1 and u0[0] not in ARGS.deny_bucket:
             f = next_fault("s3")
-            if f == "close":  # mid-upload: half the body read, then the connection dropped
+            if f in ("close", "reset"):  # mid-upload: half the body read, then dropped
                 rec["key"], rec["bucket"], rec["fault"], rec["status"] = \
                     urllib.parse.unquote(u0[1]), u0[0], f, 0
                 self.rfile.read(int(self.headers.get("Content-Length", "0")) // 2)
                 self.close_connection = True
-                self.connection.shutdown(2)
+                if f == "reset":
+                    reset_connection(self.connection)
+                else:
+                    self.connection.shutdown(2)
                 return
         body = self.read_body(rec)
         if body is None:
@@ -211,7 +232,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if bucket in ARGS.deny_bucket:
                 rec["status"] = 403
                 return self.s3_error(403, "AccessDenied", "Access Denied")
-            if f and f != "stored-close" and self.fault(f, rec, len(body)):
+            if f and not f.startswith("stored-") and self.fault(f, rec, len(body)):
                 return
         # Forward without the signature (s3rver's own V4 check is partial).
         drop = {"authorization", "x-amz-security-token", "host", "expect", "connection"}
@@ -223,10 +244,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data = r.read()
         conn.close()
         rec["status"] = r.status
-        if f == "stored-close":  # stored, but the answer is lost: the client retries
+        if f and f.startswith("stored-") and 200 <= r.status < 300:
+            # Stored, but the answer is lost or says otherwise: the client retries.
             rec["fault"] = f
+            if f == "stored-500":
+                return self.s3_error(500, "InternalError", "injected after storing")
             self.close_connection = True
-            self.connection.shutdown(2)
+            if f == "stored-hang":
+                rec["logged"] = True
+                log(dict(rec))
+                time.sleep(ARGS.hang_seconds)
+            elif f == "stored-reset":
+                reset_connection(self.connection)
+            else:
+                self.connection.shutdown(2)
             return
         extra = {k: v for k, v in r.getheaders() if k.lower() in ("etag",)}
         self.reply(r.status, data, r.getheader("Content-Type") or "application/xml", extra)
@@ -388,6 +419,11 @@ def main():
     p.add_argument("--faults", default="")
     p.add_argument("--fault-seconds", type=float, default=0)
     p.add_argument("--fault-roles", default="s3,gcs")
+    p.add_argument("--fault-rate", type=float, default=0,
+                   help="fault each upload with this probability (faults picked at random)")
+    p.add_argument("--fault-seed", type=int, default=1)
+    p.add_argument("--fault-stop-file", default="",
+                   help="with --fault-rate: no more faults once this file exists")
     p.add_argument("--no-keepalive", action="store_true",
                    help="one request per connection: libcurl then never resends a request "
                         "by itself on a reused connection that died, so every request seen "
@@ -404,6 +440,7 @@ def main():
     p.add_argument("--tls-cert", default="", help="serve the s3 role over TLS")
     p.add_argument("--tls-key", default="")
     ARGS = p.parse_args()
+    RNG.seed(ARGS.fault_seed)
     ARGS.faults = [f for f in ARGS.faults.split(",") if f]
     for k in ARGS.static_key:
         parts = k.split(":", 2)

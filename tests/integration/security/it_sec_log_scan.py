@@ -11,13 +11,21 @@ at any alignment (an Authorization: Basic header, a token echoed in base64),
 or one of the full secret values given with --secret.
 
 It cannot pass by reading nothing: each credential test that ran must have
-left output lines and sidecar log lines here. If none of them ran (ctest -R
+left output lines and sidecar log lines here, including the sidecar's line
+for an exporter with credentials; a test whose sidecar logged such a line
+must be in the credential test list. If none of them ran (ctest -R
 on other tests), it is skipped (exit 77); an empty log directory fails.
 """
 import argparse
 import base64
 import os
+import re
 import sys
+
+
+# The sidecar's start line for an exporter that holds credentials.
+CRED_RE = re.compile(rb'msg="object store exporter ready".* credentials=|'
+                     rb'msg="pyroscope exporter ready".* auth=(?!none\b)')
 
 
 def base64_cores(word):
@@ -56,6 +64,7 @@ def main():
         return 1
     files = lines = 0
     per_test = {}  # test -> [output lines, sidecar log lines]
+    uses_creds = set()  # tests whose sidecar logged an exporter with credentials
     leaks = []
     for root, _, names in os.walk(a.log_dir):
         for n in sorted(names):
@@ -69,6 +78,8 @@ def main():
                 for i, line in enumerate(f, 1):
                     lines += 1
                     counts[0 if n == "output.log" else 1] += 1
+                    if n != "output.log" and CRED_RE.search(line):
+                        uses_creds.add(test)
                     for needle, what in needles:
                         if needle in line:
                             shown = line.rstrip(b"\n")[:200]
@@ -88,6 +99,12 @@ def main():
         print("FAIL: %d log lines hold a secret (shown masked)" % len(leaks))
         return 1
 
+    unlisted = sorted(uses_creds - set(a.credential_tests))
+    if unlisted:
+        print("FAIL: these tests gave the sidecar credentials but are not in the credential "
+              "test list (tests/security.cmake): %s; give their secrets the word SENTINEL and "
+              "list them" % " ".join(unlisted))
+        return 1
     ran = [t for t in a.credential_tests if t in per_test]
     if not ran:
         print("skipped: none of the credential tests ran in this ctest run (%s)"
@@ -97,11 +114,12 @@ def main():
     for t in ran:
         out, side = per_test[t]
         print("  %-22s %5d output lines, %5d sidecar log lines" % (t, out, side))
-        if out == 0 or side == 0:
+        if out == 0 or side == 0 or t not in uses_creds:
             bad.append(t)
     if bad:
-        print("FAIL: credential tests with no output or no sidecar log lines to scan: %s "
-              "(is the sidecar log kept? tests/integration/sidecar/lib.sh on_exit)" % " ".join(bad))
+        print("FAIL: credential tests with no output, no sidecar log lines, or no exporter "
+              "with credentials in them: %s (is the sidecar log kept? "
+              "tests/integration/sidecar/lib.sh on_exit)" % " ".join(bad))
         return 1
     print("ok: no secret in %d lines; %d credential tests scanned (%s)"
           % (lines, len(ran), " ".join(ran)))

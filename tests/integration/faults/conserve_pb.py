@@ -1,0 +1,97 @@
+"""Just enough protobuf wire-format reading for the conservation check: the
+fields of pushprof.v1.PushRequest / PushReply it needs (pushprof.proto) and
+the per-label sample totals of a pprof (profile.proto). The exported side is
+read by `go tool pprof`, an independent parser; this reads what was pushed."""
+import gzip
+
+
+def _varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        if c < 0x80:
+            return v, i
+        shift += 7
+
+
+def fields(b):
+    """Yields (field number, wire type, value) of one message."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(b, i)
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        elif wt == 2:
+            n, i = _varint(b, i)
+            v, i = b[i:i + n], i + n
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield num, wt, v
+
+
+def push_request(payload):
+    r = {"pid": 0, "sequence": 0, "process_start": 0, "pprof": b"", "labels": {}}
+    for num, _, v in fields(payload):
+        if num == 3:
+            r["pid"] = v
+        elif num == 7:
+            r["sequence"] = v
+        elif num == 9:
+            r["process_start"] = v
+        elif num == 8:
+            r["pprof"] = v
+        elif num == 2:
+            kv = {n: x.decode() for n, _, x in fields(v)}
+            r["labels"][kv.get(1, "")] = kv.get(2, "")
+    return r
+
+
+def push_reply_code(payload):
+    for num, _, v in fields(payload):
+        if num == 1:
+            return v
+    return 0  # proto3: OK is the default and not sent
+
+
+def _packed(wt, v):
+    if wt == 0:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = _varint(v, i)
+        out.append(x)
+    return out
+
+
+def label_totals(pprof, key):
+    """{value of label key (None if absent): sum of the first sample value}."""
+    if pprof[:2] == b"\x1f\x8b":
+        pprof = gzip.decompress(pprof)
+    strings, samples = [], []
+    for num, wt, v in fields(pprof):
+        if num == 6:
+            strings.append(v.decode())
+        elif num == 2:
+            samples.append(v)
+    out = {}
+    for s in samples:
+        vals, labs = [], []
+        for num, wt, v in fields(s):
+            if num == 2:
+                vals += _packed(wt, v)
+            elif num == 3:
+                labs.append({n: x for n, _, x in fields(v)})
+        lv = None
+        for lab in labs:
+            if strings[lab.get(1, 0)] == key and lab.get(2):
+                lv = strings[lab[2]]
+        if vals:
+            out[lv] = out.get(lv, 0) + vals[0]
+    return out

@@ -1,0 +1,316 @@
+/* Unit tests for sidecar/manifest.c (batch manifests on disk) and
+ * sidecar/dedup.c (push identities and their index). */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "batch_test_util.h"
+#include "dedup.h"
+#include "manifest.h"
+#include "pp_test.h"
+
+static void sha_hex(const uint8_t *d, size_t n, char out[65]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int ml = 0;
+  EVP_Digest(d, n, md, &ml, EVP_sha256(), NULL);
+  for (unsigned i = 0; i < 32; i++)
+    snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* A manifest whose strings hold every awkward byte the format escapes. */
+static manifest *sample(void) {
+  manifest *m = calloc(1, sizeof *m);
+  m->service = strdup("api server%");
+  m->node = strdup("node\n1");
+  m->subdir = strdup("");
+  m->nlabels = 2;
+  m->labels = calloc(2, sizeof *m->labels);
+  for (int i = 0; i < 2; i++)
+    pushprof__v1__label__init(&m->labels[i]);
+  m->labels[0].key = strdup("env");
+  m->labels[0].value = strdup("prod eu");
+  m->labels[1].key = strdup("k:%");
+  m->labels[1].value = strdup("");
+  m->start_ns = 1795341600000000001LL;
+  m->end_ns = 1795341601000000000LL;
+  m->born_ns = 42;
+  m->nmembers = 3;
+  m->members = calloc(3, sizeof *m->members);
+  snprintf(m->members[0].id, SPOOL_ID_MAX, "00000000000000000001-0000000001.push");
+  snprintf(m->members[1].id, SPOOL_ID_MAX, "drop in %%.push");
+  snprintf(m->members[2].id, SPOOL_ID_MAX, "x.push");
+  for (int i = 0; i < 16; i++)
+    m->members[0].pushid.b[i] = (uint8_t)(i * 17);
+  m->members[1].pushid.b[3] = 9; /* member 2: no identity */
+  m->gzlen = 300;
+  m->gz = malloc(m->gzlen);
+  for (size_t i = 0; i < m->gzlen; i++)
+    m->gz[i] = (uint8_t)(i * 7 + 1); /* holds '\n' bytes too */
+  sha_hex(m->gz, m->gzlen, m->hash);
+  return m;
+}
+
+static void test_manifest_round_trips_every_field(void) {
+  manifest *m = sample();
+  size_t len = 0, hdr = 0;
+  char why[256] = "";
+  uint8_t *enc = manifest_encode(m, &len, &hdr);
+  PP_CHECK(enc != NULL);
+  PP_CHECK_INT(len, ==, hdr + m->gzlen);
+  manifest *d = enc ? manifest_decode(enc, len, true, why, sizeof why) : NULL;
+  PP_CHECK(d != NULL);
+  if (!d)
+    fprintf(stderr, "decode: %s\n", why);
+  if (d) {
+    PP_CHECK_STR(d->service, m->service);
+    PP_CHECK_STR(d->node, m->node);
+    PP_CHECK_STR(d->subdir, "");
+    PP_CHECK_INT(d->nlabels, ==, 2);
+    if (d->nlabels == 2) {
+      PP_CHECK_STR(d->labels[0].value, "prod eu");
+      PP_CHECK_STR(d->labels[1].key, "k:%");
+      PP_CHECK_STR(d->labels[1].value, "");
+    }
+    PP_CHECK_INT(d->start_ns, ==, m->start_ns);
+    PP_CHECK_INT(d->end_ns, ==, m->end_ns);
+    PP_CHECK_INT(d->born_ns, ==, 42);
+    PP_CHECK_STR(d->hash, m->hash);
+    PP_CHECK_INT(d->nmembers, ==, 3);
+    for (size_t i = 0; i < d->nmembers && i < 3; i++) {
+      PP_CHECK_STR(d->members[i].id, m->members[i].id);
+      PP_CHECK(memcmp(&d->members[i].pushid, &m->members[i].pushid, sizeof(dedup_id)) == 0);
+    }
+    PP_CHECK(d->gzlen == m->gzlen && memcmp(d->gz, m->gz, m->gzlen) == 0);
+  }
+  manifest_free(d);
+  /* A tombstone: the header alone reads back without the payload. */
+  d = enc ? manifest_decode(enc, hdr, false, why, sizeof why) : NULL;
+  PP_CHECK(d != NULL);
+  if (d) {
+    PP_CHECK(d->gz == NULL);
+    PP_CHECK_INT(d->nmembers, ==, 3);
+  }
+  manifest_free(d);
+  free(enc);
+  manifest_free(m);
+}
+
+static void test_manifest_cut_or_damaged_is_refused(void) {
+  manifest *m = sample();
+  size_t len = 0, hdr = 0;
+  char why[256];
+  uint8_t *enc = manifest_encode(m, &len, &hdr);
+  PP_CHECK(enc != NULL);
+  int accepted = 0;
+  for (size_t cut = 0; enc && cut < len; cut++) {
+    manifest *d = manifest_decode(enc, cut, true, why, sizeof why);
+    if (d)
+      accepted++;
+    manifest_free(d);
+  }
+  PP_CHECK_INT(accepted, ==, 0);
+  if (enc) {
+    enc[len - 1] ^= 1; /* payload no longer matches its hash */
+    manifest *d = manifest_decode(enc, len, true, why, sizeof why);
+    PP_CHECK(d == NULL);
+    PP_CHECK(strstr(why, "SHA-256") != NULL);
+    manifest_free(d);
+  }
+  static const char *const bad[] = {
+      "pushprof-batch 2\n",
+      "pushprof-batch 1\nservice :a\npayload 0\n",             /* fields missing */
+      "pushprof-batch 1\nservice :a\nservice :b\npayload 0\n", /* repeated */
+      "pushprof-batch 1\nwhat :a\npayload 0\n",                /* unknown */
+      "pushprof-batch 1\nmember :../x.push -\npayload 0\n",    /* path */
+      "pushprof-batch 1\nservice a\npayload 0\n",              /* no ':' */
+      "pushprof-batch 1\nservice :%0\npayload 0\n",            /* bad escape */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    manifest *d = manifest_decode((const uint8_t *)bad[i], strlen(bad[i]), false, why, sizeof why);
+    PP_CHECK(d == NULL);
+    manifest_free(d);
+  }
+  free(enc);
+  manifest_free(m);
+}
+
+static int loaded_pending, loaded_done;
+static char loaded_name[MANIFEST_NAME_MAX];
+static void count_cb(void *arg, manifest *m) {
+  (void)arg;
+  if (m->done)
+    loaded_done++;
+  else if (m->gz && m->gzlen == 300)
+    loaded_pending++;
+  snprintf(loaded_name, sizeof loaded_name, "%s", m->name);
+  manifest_free(m);
+}
+
+static void test_manifest_files_write_done_prune(void) {
+  char dir[64] = "/tmp/pp_test_manifestXXXXXX", err[256], p[256];
+  PP_CHECK(mkdtemp(dir) != NULL);
+  snprintf(p, sizeof p, "%s/failed", dir);
+  mkdir(p, 0750);
+  char f[512];
+  snprintf(p, sizeof p, "%s/" MANIFEST_DIR, dir);
+  mkdir(p, 0750);
+  snprintf(f, sizeof f, "%s/.123-1.batch", p); /* a writer died before its rename */
+  PP_CHECK_INT(btu_write_file(f, "half", 4), ==, 0);
+  manifest_dir *d = manifest_dir_open(dir, err, sizeof err);
+  PP_CHECK(d != NULL);
+  if (!d)
+    return;
+  PP_CHECK_INT(btu_count(p, NULL), ==, 0);
+  manifest *m = sample();
+  PP_CHECK_INT(manifest_write(d, m), ==, 0);
+  PP_CHECK(m->name[0] != '\0');
+  PP_CHECK_INT(btu_count(p, ".batch"), ==, 1);
+  PP_CHECK_INT(manifest_load_all(d, count_cb, NULL), ==, 1);
+  PP_CHECK_INT(loaded_pending, ==, 1);
+  PP_CHECK_STR(loaded_name, m->name);
+  PP_CHECK_INT(manifest_mark_done(d, m->name, m->gzlen), ==, 0);
+  PP_CHECK_INT(btu_count(p, ".batch"), ==, 0);
+  PP_CHECK_INT(btu_count(p, ".done"), ==, 1);
+  struct stat st;
+  snprintf(f, sizeof f, "%s/.%s.done", p, m->name);
+  size_t elen = 0, ehdr = 0;
+  uint8_t *enc = manifest_encode(m, &elen, &ehdr);
+  free(enc);
+  PP_CHECK_INT(stat(f, &st), ==, 0);
+  PP_CHECK_INT(st.st_size, ==, ehdr); /* payload cut off */
+  PP_CHECK_INT(manifest_load_all(d, count_cb, NULL), ==, 1);
+  PP_CHECK_INT(loaded_done, ==, 1);
+  PP_CHECK_INT(manifest_prune_done(d, 0), ==, 0); /* not older than the epoch */
+  PP_CHECK_INT(manifest_prune_done(d, INT64_MAX), ==, 1);
+  PP_CHECK_INT(btu_count(p, NULL), ==, 0);
+  /* A second one to failed/, with its reason. */
+  PP_CHECK_INT(manifest_write(d, m), ==, 0);
+  PP_CHECK_INT(manifest_move_failed(d, m->name, "HTTP 403"), ==, 0);
+  snprintf(f, sizeof f, "%s/failed", dir);
+  PP_CHECK_INT(btu_count(f, ".batch"), ==, 1);
+  PP_CHECK_INT(btu_count(f, ".reason"), ==, 1);
+  /* Garbage is set aside as .bad, never handed over. */
+  snprintf(f, sizeof f, "%s/junk.batch", p);
+  PP_CHECK_INT(btu_write_file(f, "not a manifest\n", 15), ==, 0);
+  PP_CHECK_INT(manifest_load_all(d, count_cb, NULL), ==, 0);
+  PP_CHECK_INT(btu_count(p, ".bad"), ==, 1);
+  manifest_free(m);
+  manifest_dir_close(d);
+  btu_rmtree(dir);
+}
+
+static void test_push_identity(void) {
+  Pushprof__V1__PushRequest r = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  dedup_id a, b;
+  r.service = "api";
+  r.hostname = "h";
+  r.pid = 7;
+  r.sequence = 3;
+  PP_CHECK(!dedup_push_id(&r, &a)); /* no process start: no identity */
+  PP_CHECK(dedup_id_is_zero(&a));
+  r.process_start_time_nanos = 99;
+  PP_CHECK(dedup_push_id(&r, &a));
+  r.dropped_profiles = 5; /* a retry may say more drops: still the same push */
+  PP_CHECK(dedup_push_id(&r, &b));
+  PP_CHECK(memcmp(&a, &b, sizeof a) == 0);
+  r.sequence = 4;
+  PP_CHECK(dedup_push_id(&r, &b));
+  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
+  r.sequence = 3;
+  r.start_time_nanos = 1000; /* after exec: same pid, start and sequence, new window */
+  PP_CHECK(dedup_push_id(&r, &b));
+  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
+  r.start_time_nanos = 0;
+  r.pid = 8;
+  PP_CHECK(dedup_push_id(&r, &b));
+  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
+  dedup_file_id("a.push", &a);
+  dedup_file_id("b.push", &b);
+  PP_CHECK(!dedup_id_is_zero(&a));
+  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
+  PP_CHECK(dedup_file_tag("a.push") == dedup_file_tag("a.push"));
+  PP_CHECK(dedup_file_tag("a.push") != dedup_file_tag("b.push"));
+}
+
+static dedup_id file_id(const char *fmt, int i) {
+  char name[32];
+  dedup_id id;
+  snprintf(name, sizeof name, fmt, i);
+  dedup_file_id(name, &id);
+  return id;
+}
+
+static void test_dedup_index_put_find_erase_expire(void) {
+  dedup_index *x = dedup_new();
+  PP_CHECK(x != NULL);
+  if (!x)
+    return;
+  enum { N = 5000 };
+  for (int i = 0; i < N; i++) {
+    dedup_id id = file_id("%d.push", i);
+    PP_CHECK_INT(dedup_put(x, &id, (uint32_t)i, i % 2 ? (1000 + i) * 1000000000LL : 0), ==, 0);
+  }
+  PP_CHECK_INT(dedup_size(x), ==, N);
+  int found = 0;
+  for (int i = 0; i < N; i++) {
+    dedup_id id = file_id("%d.push", i);
+    dedup_entry e;
+    if (dedup_find(x, &id, &e) && e.file_tag == (uint32_t)i &&
+        e.expires_ns == (i % 2 ? (1000 + i) * 1000000000LL : 0))
+      found++;
+    if (i % 10 == 0)
+      dedup_erase(x, &id);
+  }
+  PP_CHECK_INT(found, ==, N);
+  PP_CHECK_INT(dedup_size(x), ==, N - N / 10);
+  dedup_expire(x, (1000 + N) * 1000000000LL); /* every odd one that is left expires */
+  int left = 0;
+  for (int i = 0; i < N; i++) {
+    dedup_id id = file_id("%d.push", i);
+    if (dedup_find(x, &id, NULL))
+      left++;
+  }
+  PP_CHECK_INT(left, ==, N / 2 - N / 10);
+  PP_CHECK_INT(dedup_size(x), ==, (size_t)left);
+  /* Churn through erased slots: the table keeps finding empty ones. */
+  for (int i = 0; i < 4 * N; i++) {
+    dedup_id id = file_id("churn-%d", i);
+    PP_CHECK_INT(dedup_put(x, &id, 1, 0), ==, 0);
+    dedup_erase(x, &id);
+  }
+  PP_CHECK_INT(dedup_size(x), ==, (size_t)left);
+  dedup_free(x);
+}
+
+/* Exported identities are bounded: the oldest go first; pending ones stay. */
+static void test_dedup_index_forgets_oldest_beyond_its_cap(void) {
+  dedup_index *x = dedup_new();
+  PP_CHECK(x != NULL);
+  if (!x)
+    return;
+  dedup_id p = file_id("pending-%d", 0);
+  PP_CHECK_INT(dedup_put(x, &p, 1, 0), ==, 0);
+  int n = DEDUP_MAX_DONE + DEDUP_MAX_DONE / 2;
+  for (int i = 0; i < n; i++) {
+    dedup_id id = file_id("%d", i);
+    PP_CHECK_INT(dedup_put(x, &id, 1, (100000 + i) * 1000000000LL), ==, 0);
+  }
+  PP_CHECK(dedup_size(x) <= DEDUP_MAX_DONE + 1);
+  PP_CHECK(dedup_size(x) > DEDUP_MAX_DONE / 2);
+  dedup_id newest = file_id("%d", n - 1), oldest = file_id("%d", 0);
+  PP_CHECK(dedup_find(x, &newest, NULL));
+  PP_CHECK(!dedup_find(x, &oldest, NULL));
+  PP_CHECK(dedup_find(x, &p, NULL));
+  dedup_free(x);
+}
+
+int main(void) {
+  PP_RUN(test_manifest_round_trips_every_field);
+  PP_RUN(test_manifest_cut_or_damaged_is_refused);
+  PP_RUN(test_manifest_files_write_done_prune);
+  PP_RUN(test_push_identity);
+  PP_RUN(test_dedup_index_put_find_erase_expire);
+  PP_RUN(test_dedup_index_forgets_oldest_beyond_its_cap);
+  PP_DONE();
+}
