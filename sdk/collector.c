@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,8 @@ static pthread_t g_thread;
 static int g_thread_running, g_stop;
 /* Under g_cut_mu: */
 static profbuild *g_pb;
+/* Between collector_start and collector_stop: dlclose keeps symbols. */
+static atomic_int g_sampling;
 /* Bytes of distinct samples per window. Beyond the soft limit a new labelled
  * sample is kept without its labels (label pushprof_labels=dropped); beyond
  * the hard limit (soft + 1/4) a new distinct sample is only counted, as
@@ -325,12 +328,19 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   g_signo = signo;
   g_mode = mode;
   pthread_mutex_unlock(&g_mu);
+  atomic_store(&g_sampling, 1);
 
   int rc = 0;
   pthread_mutex_lock(&g_ctl);
   if (!g_thread_running) {
     g_stop = 0;
+    /* The host's process-directed signals are for its own threads (one may
+     * wait for them with sigwait or a signalfd): the collector takes none. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     int e = pthread_create(&g_thread, NULL, collector_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e != 0) {
       snprintf(err, errlen, "cannot start the collector thread: %s", strerror(e));
       rc = PUSHPROF_ESYS;
@@ -343,6 +353,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
 }
 
 void collector_stop(void) {
+  atomic_store(&g_sampling, 0);
   pthread_mutex_lock(&g_ctl);
   int running = g_thread_running;
   g_stop = 1;
@@ -355,6 +366,11 @@ void collector_stop(void) {
     pthread_mutex_unlock(&g_ctl);
   }
   collector_drain();
+}
+
+void collector_before_dlclose(void *handle) {
+  if (atomic_load(&g_sampling))
+    profbuild_retain_library(handle);
 }
 
 /* ---- cut ---- */
@@ -547,6 +563,7 @@ void collector_atfork_child(void) {
   init_cv();
   g_thread_running = 0;
   g_stop = 0;
+  atomic_store(&g_sampling, 0);
   agg_free(&g_agg);
   g_pb = NULL; /* may have been mid-build in another thread: abandoned */
   ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);

@@ -31,6 +31,10 @@ void collector_stop(void);
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
+/* Called by the dlclose interposer before the real dlclose, on the caller's
+ * thread: while sampling, the library's mappings and symbols are kept for
+ * the next builds (profbuild_retain_library). Takes no lock. */
+void collector_before_dlclose(void *handle);
 
 /* Tests only: the per-window byte limit (0: back to COLLECTOR_AGG_BYTES). */
 void collector_set_agg_limit_for_tests(size_t bytes);

@@ -1,15 +1,18 @@
-/* pthread_create interposition (only in the .so files): every new thread
- * registers itself with the sampler before running its start routine, with
- * exact stack bounds, even while sampling is off (a later start then arms
- * it without guessing its bounds); it deregisters at exit (the thread
- * table's key destructor). Threads made any other way are found by the
- * periodic rescan. */
+/* Interposition (only in the .so files).
+ * pthread_create: every new thread registers itself with the sampler before
+ * running its start routine, with exact stack bounds, even while sampling is
+ * off (a later start then arms it without guessing its bounds); it
+ * deregisters at exit (the thread table's key destructor). Threads made any
+ * other way are found by the periodic rescan.
+ * dlclose: before a library goes, its mappings and symbols are kept for the
+ * next profiles, so samples taken in it keep their function names. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "collector.h"
 #include "sampler.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -17,6 +20,7 @@
 #endif
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*dlclose_fn)(void *);
 
 typedef struct trampoline_arg {
   void *(*fn)(void *);
@@ -28,7 +32,17 @@ typedef struct trampoline_arg {
 #endif
 } trampoline_arg;
 
-static _Atomic(pthread_create_fn) g_real;
+static _Atomic(void *) g_real_pthread_create, g_real_dlclose;
+
+/* The next definition of name (libc's, or a sanitizer's), looked up once. */
+static void *real_fn(_Atomic(void *) *slot, const char *name) {
+  void *p = atomic_load_explicit(slot, memory_order_acquire);
+  if (!p) {
+    p = dlsym(RTLD_NEXT, name);
+    atomic_store_explicit(slot, p, memory_order_release);
+  }
+  return p;
+}
 
 #ifdef __SANITIZE_ADDRESS__
 /* ASan's pthread_create comes first in the chain, so the trampoline runs
@@ -57,13 +71,9 @@ static void *trampoline(void *p) {
 
 __attribute__((visibility("default"))) int
 pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-  pthread_create_fn real = atomic_load_explicit(&g_real, memory_order_acquire);
-  if (!real) {
-    real = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    if (!real)
-      return EAGAIN; /* cannot happen with a working libc */
-    atomic_store_explicit(&g_real, real, memory_order_release);
-  }
+  pthread_create_fn real = (pthread_create_fn)real_fn(&g_real_pthread_create, "pthread_create");
+  if (!real)
+    return EAGAIN; /* cannot happen with a working libc */
   trampoline_arg *t = malloc(sizeof *t);
   if (!t)
     return real(thread, attr, fn, arg); /* unsampled until the rescan, but created */
@@ -73,4 +83,12 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
   if (rc != 0)
     free(t);
   return rc;
+}
+
+__attribute__((visibility("default"))) int dlclose(void *handle) {
+  dlclose_fn real = (dlclose_fn)real_fn(&g_real_dlclose, "dlclose");
+  if (!real)
+    return -1; /* cannot happen with a working libc */
+  collector_before_dlclose(handle);
+  return real(handle);
 }

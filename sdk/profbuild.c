@@ -7,6 +7,8 @@
 #include "profbuild.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,24 @@ typedef struct pmap {
   bool is_main;
 } pmap;
 
+/* A library dlclose'd since some build: its executable mappings, with
+ * symbols read while it was still mapped. */
+typedef struct retained {
+  struct retained *next;
+  elfsym_cache *cache; /* owns the images of maps[] */
+  pmap *maps;          /* paths owned */
+  size_t n;
+  unsigned builds_left;
+} retained;
+
+/* Pushed by any thread at dlclose, taken whole by a refresh. */
+static _Atomic(retained *) g_unloaded;
+static atomic_uint g_unloaded_n;
+
 struct profbuild {
   procmaps maps;
-  pmap *pm; /* executable regions, sorted by start */
+  retained *retained; /* newest first */
+  pmap *pm;           /* executable regions, sorted by start */
   size_t npm;
   elfsym_cache *cache;
   elfsym_image *vdso; /* owned, read once from memory */
@@ -82,9 +99,23 @@ fail:
   return NULL;
 }
 
+static void retained_free(retained *r) {
+  for (size_t i = 0; r && i < r->n; i++)
+    free((char *)r->maps[i].path);
+  if (r) {
+    elfsym_cache_free(r->cache);
+    free(r->maps);
+  }
+  free(r);
+}
+
 void profbuild_free(profbuild *pb) {
   if (!pb)
     return;
+  for (retained *r = pb->retained, *next; r; r = next) {
+    next = r->next;
+    retained_free(r);
+  }
   free(pb->pm);
   procmaps_free(&pb->maps);
   elfsym_cache_free(pb->cache);
@@ -110,19 +141,146 @@ static int pmap_cmp(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* ---- libraries unloaded between builds ---- */
+
+typedef struct span_query {
+  const struct link_map *lm;
+  uint64_t lo, hi;
+} span_query;
+
+static int span_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  span_query *q = arg;
+  if (info->dlpi_addr != q->lm->l_addr || info->dlpi_name != q->lm->l_name)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD)
+      continue;
+    uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (q->hi == 0 || lo < q->lo)
+      q->lo = lo;
+    if (hi > q->hi)
+      q->hi = hi;
+  }
+  return 1;
+}
+
+static int retained_add(retained *r, const procmaps_entry *e) {
+  char *path = strdup(e->path);
+  if (!path)
+    return -1;
+  elfsym_fileid id = {e->path, e->inode, e->dev_major, e->dev_minor, e->deleted, e->start, e->end};
+  elfsym_image *img = elfsym_cache_get(r->cache, &id);
+  if (img)
+    (void)elfsym_symbol_count(img); /* now: the file may be gone at build time */
+  r->maps[r->n++] =
+      (pmap){.start = e->start, .end = e->end, .offset = e->offset, .path = path, .img = img};
+  return 0;
+}
+
+void profbuild_retain_library(void *handle) {
+  struct link_map *lm = NULL;
+  procmaps m = {0};
+  retained *r = NULL;
+  if (!handle || dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name ||
+      lm->l_name[0] == '\0')
+    return; /* the main program is never unloaded */
+  if (atomic_fetch_add(&g_unloaded_n, 1) >= PROFBUILD_RETAIN_MAX)
+    goto fail; /* no build for a while: its names are lost, memory is not */
+  span_query q = {.lm = lm};
+  if (dl_iterate_phdr(span_cb, &q) == 0 || q.hi == 0 || procmaps_read_self(&m) != 0)
+    goto fail;
+  r = calloc(1, sizeof *r);
+  if (!r || !(r->cache = elfsym_cache_new()) || !(r->maps = calloc(m.n ? m.n : 1, sizeof *r->maps)))
+    goto fail;
+  for (size_t i = 0; i < m.n; i++) {
+    const procmaps_entry *e = &m.v[i];
+    if (e->executable && procmaps_is_file(e) && e->start >= q.lo && e->end <= q.hi &&
+        retained_add(r, e) != 0)
+      goto fail;
+  }
+  if (r->n == 0)
+    goto fail;
+  procmaps_free(&m);
+  r->builds_left = 2; /* a sample taken just before dlclose may reach only the second */
+  r->next = atomic_load_explicit(&g_unloaded, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&g_unloaded, &r->next, r, memory_order_release,
+                                                memory_order_relaxed))
+    ;
+  return;
+fail:
+  atomic_fetch_sub(&g_unloaded_n, 1);
+  procmaps_free(&m);
+  retained_free(r);
+}
+
+/* Takes the libraries retained since the last refresh, newest first ahead
+ * of the older ones. */
+static void adopt_unloaded(profbuild *pb) {
+  retained *fresh = atomic_exchange_explicit(&g_unloaded, NULL, memory_order_acquire);
+  if (!fresh)
+    return;
+  retained *last = fresh;
+  unsigned n = 1;
+  for (; last->next; last = last->next)
+    n++;
+  atomic_fetch_sub(&g_unloaded_n, n);
+  last->next = pb->retained;
+  pb->retained = fresh;
+}
+
+/* Counts down every retained library's builds; returns those whose last
+ * build is over, to free once pb->pm no longer points into them. */
+static retained *expire_retained(profbuild *pb) {
+  retained *expired = NULL, **link = &pb->retained;
+  while (*link) {
+    retained *r = *link;
+    if (r->builds_left == 0) {
+      *link = r->next;
+      r->next = expired;
+      expired = r;
+    } else {
+      r->builds_left--;
+      link = &r->next;
+    }
+  }
+  return expired;
+}
+
+/* Adds the retained mappings that overlap no current or newer one (the
+ * address range may hold another library now, or the same one again). */
+static size_t add_retained(const profbuild *pb, pmap *pm, size_t n) {
+  for (const retained *r = pb->retained; r; r = r->next) {
+    for (size_t i = 0; i < r->n; i++) {
+      const pmap *p = &r->maps[i];
+      bool clash = false;
+      for (size_t j = 0; j < n && !clash; j++)
+        clash = pm[j].start < p->end && p->start < pm[j].end;
+      if (!clash)
+        pm[n++] = *p;
+    }
+  }
+  return n;
+}
+
 int profbuild_refresh_maps(profbuild *pb) {
   procmaps m;
   if (procmaps_read_self(&m) != 0)
     return -1;
+  adopt_unloaded(pb);
   size_t nexec = 0;
   for (size_t i = 0; i < m.n; i++)
     if (m.v[i].executable)
       nexec++;
+  for (const retained *r = pb->retained; r; r = r->next)
+    nexec += r->n;
   pmap *pm = calloc(nexec ? nexec : 1, sizeof *pm);
   if (!pm) {
     procmaps_free(&m);
     return -1;
   }
+  retained *expired = expire_retained(pb);
   elfsym_cache_sweep(pb->cache, PROFBUILD_CACHE_KEEP);
   size_t n = 0;
   for (size_t i = 0; i < m.n; i++) {
@@ -148,13 +306,18 @@ int profbuild_refresh_maps(profbuild *pb) {
                    (pb->exe_ino != 0 && pb->exe_ino == e->inode);
     }
   }
-  qsort(pm, n, sizeof *pm, pmap_cmp); /* the kernel sorts already; find_pmap relies on it */
+  n = add_retained(pb, pm, n);
+  qsort(pm, n, sizeof *pm, pmap_cmp); /* find_pmap relies on it */
   free(pb->pm);
   procmaps_free(&pb->maps);
   pb->maps = m;
   pb->pm = pm;
   pb->npm = n;
   pb->maps_loaded = true;
+  for (retained *next; expired; expired = next) {
+    next = expired->next;
+    retained_free(expired);
+  }
   return 0;
 }
 
@@ -167,13 +330,13 @@ static int frame_key_cmp(const void *a, const void *b) {
   return 0;
 }
 
-static int64_t find_pmap(const profbuild *pb, uint64_t pc) {
-  size_t lo = 0, hi = pb->npm;
+static int64_t find_pmap(const pmap *pm, size_t n, uint64_t pc) {
+  size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (pc < pb->pm[mid].start)
+    if (pc < pm[mid].start)
       hi = mid;
-    else if (pc >= pb->pm[mid].end)
+    else if (pc >= pm[mid].end)
       lo = mid + 1;
     else
       return (int64_t)mid;
@@ -274,7 +437,7 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
   for (size_t i = 0; i < nu; i++) {
     frame_info *fi = &info[i];
     uint64_t q = keys[i].ret && keys[i].pc > 0 ? keys[i].pc - 1 : keys[i].pc;
-    fi->pm = find_pmap(pb, q);
+    fi->pm = find_pmap(pb->pm, pb->npm, q);
     if (fi->pm < 0)
       continue;
     const pmap *p = &pb->pm[fi->pm];

@@ -31,8 +31,15 @@ typedef struct profbuild profbuild; /* caches mappings and ELF symbols by build 
 
 profbuild *profbuild_new(void);
 void profbuild_free(profbuild *pb);
-/* Re-reads /proc/self/maps (call before build so dlopen'ed code is known). */
+/* Re-reads /proc/self/maps (call before build so dlopen'ed code is known),
+ * and takes the libraries retained since (profbuild_retain_library). */
 int profbuild_refresh_maps(profbuild *pb);
+/* Keeps what the next two builds need to name pcs in the library of a dlopen
+ * handle about to be dlclose'd: its executable mappings and its symbols,
+ * read now (at most PROFBUILD_RETAIN_MAX libraries wait for a build). Any
+ * thread, never a signal handler; takes no lock (a lock-free list). */
+#define PROFBUILD_RETAIN_MAX 64
+void profbuild_retain_library(void *handle);
 /* Builds the pprof. *out malloc'ed, caller frees. Returns 0 or -1. */
 int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
                     const profbuild_meta *meta, uint8_t **out, size_t *len);

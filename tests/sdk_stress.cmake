@@ -1,7 +1,9 @@
 # The SDK under stress (issue 6): workloads that try to break the sampler
 # (thread churn, fork storms, vfork/posix_spawn, deep recursion, code without
 # frame pointers, blocked signals, dlopen/dlclose, malloc), each run under
-# LD_PRELOAD by tests/integration/stress/it_stress.sh CASE.
+# LD_PRELOAD by tests/integration/stress/it_stress.sh CASE; and the host's
+# signals during the collector's work (it_stress_collector.sh, real sidecar).
+# The ASan stage of tests/ci.sh runs them all in the ASan+UBSan build.
 if(NOT TARGET pushprof_preload)
   return()
 endif()
@@ -31,3 +33,11 @@ foreach(case threads2000 forkstorm spawn recursion nofp blocked dlopen malloc)
   pushprof_script_test(NAME it_stress_${case} TIMEOUT 90
     COMMAND bash ${ST_DIR}/it_stress.sh ${case})
 endforeach()
+
+# Signals (the host's own, at high rate) while the collector builds and
+# pushes big profiles to the real sidecar: tests/integration/stress/it_stress_collector.sh.
+if(TARGET pushprof-sidecar)
+  pushprof_stress_workload(st_collector ${ST_DIR}/st_collector.c)
+  pushprof_script_test(NAME it_stress_collector TIMEOUT 120
+    COMMAND bash ${ST_DIR}/it_stress_collector.sh)
+endif()

@@ -15,9 +15,10 @@ echo "ok installed files"
 
 # Exports. Each allowed extra is deliberate:
 #   pthread_create  interposed so threads created later are sampled
+#   dlclose         interposed so a library's symbols outlive its unloading
 #   exec*, _exit, _Exit (preload only): flush the last window before the
 #                   process replaces itself or skips atexit
-allowed='^(pushprof_[A-Za-z0-9_]+|pthread_create)$'
+allowed='^(pushprof_[A-Za-z0-9_]+|pthread_create|dlclose)$'
 allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
 for so in libpushprof.so libpushprof_preload.so; do
   syms=$(nm -D --defined-only "$P/lib/$so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
