@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -42,9 +43,12 @@ void api_log(const char *fmt, ...) {
   (void)w;
 }
 
+/* In a setuid/setgid program (AT_SECURE) the environment belongs to the
+ * caller, not the program: secure_getenv ignores it there, so only the
+ * options the program passes count. */
 static const char *getenv_cb(void *ctx, const char *name) {
   (void)ctx;
-  return getenv(name);
+  return secure_getenv(name);
 }
 
 static int write_all(int fd, const uint8_t *p, size_t len) {
@@ -272,6 +276,11 @@ int pushprof_start(const pushprof_options *opts) {
   if (rc != 0) {
     api_log("pushprof: %s; profiling is off", err);
     return rc;
+  }
+  if (!cfg.output_path[0] && !cfg.socket_path[0] && getauxval(AT_SECURE)) {
+    api_log("pushprof: setuid/setgid program: the PUSHPROF_* environment is ignored and no "
+            "output or socket was passed to pushprof_start; profiling is off");
+    return PUSHPROF_ESETUID;
   }
   if (!cfg.output_path[0] && !cfg.socket_path[0]) {
     api_log(

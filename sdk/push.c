@@ -488,13 +488,13 @@ static int64_t process_start_ns(void) {
 int push_start(const env_config *cfg, char *err, size_t errlen) {
   char why[256];
   size_t n = 0;
-  static push_label labels[PUSH_LABELS_MAX]; /* too big for the stack */
-  const char *otel = getenv("OTEL_RESOURCE_ATTRIBUTES");
+  static push_label labels[PUSH_LABELS_MAX];                    /* too big for the stack */
+  const char *otel = secure_getenv("OTEL_RESOURCE_ATTRIBUTES"); /* see api.c */
   if (otel && push_parse_labels(otel, 1, labels, &n, why, sizeof why) != 0) {
     snprintf(err, errlen, "OTEL_RESOURCE_ATTRIBUTES: %s", why);
     return PUSHPROF_ECONFIG;
   }
-  const char *pl = getenv("PUSHPROF_LABELS");
+  const char *pl = secure_getenv("PUSHPROF_LABELS");
   if (pl && push_parse_labels(pl, 0, labels, &n, why, sizeof why) != 0) {
     snprintf(err, errlen,
              "PUSHPROF_LABELS=\"%.64s\": %s (accepted: key=value,key=value; at most "

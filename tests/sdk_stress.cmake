@@ -29,8 +29,10 @@ set_target_properties(st_dlburn PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ST_OUT})
 add_dependencies(st_dlopen st_dlburn)
 pushprof_stress_workload(st_malloc ${ST_DIR}/st_malloc.c)
 
+# TIMEOUT: above the script's own watchdog (60 s per run, two runs), so a hang
+# ends in its stack dump, not in ctest's kill.
 foreach(case threads2000 forkstorm spawn recursion nofp blocked dlopen malloc)
-  pushprof_script_test(NAME it_stress_${case} TIMEOUT 90
+  pushprof_script_test(NAME it_stress_${case} TIMEOUT 150
     COMMAND bash ${ST_DIR}/it_stress.sh ${case})
 endforeach()
 
@@ -38,6 +40,6 @@ endforeach()
 # pushes big profiles to the real sidecar: tests/integration/stress/it_stress_collector.sh.
 if(TARGET pushprof-sidecar)
   pushprof_stress_workload(st_collector ${ST_DIR}/st_collector.c)
-  pushprof_script_test(NAME it_stress_collector TIMEOUT 120
+  pushprof_script_test(NAME it_stress_collector TIMEOUT 150
     COMMAND bash ${ST_DIR}/it_stress_collector.sh)
 endif()

@@ -17,6 +17,15 @@ if(TARGET pushprof_preload)
     COMMAND bash ${SEC_IT}/it_sec_setuid_preload.sh TIMEOUT 60)
   set_tests_properties(it_sec_setuid_preload PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+if(TARGET pushprof)
+  # The linked library in a setuid program ignores the caller's environment.
+  add_executable(sec_setuid_linked ${SEC_IT}/sec_setuid_linked.c)
+  target_link_libraries(sec_setuid_linked PRIVATE pushprof)
+  set_target_properties(sec_setuid_linked PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SEC_OUT})
+  pushprof_script_test(NAME it_sec_setuid_linked
+    COMMAND bash ${SEC_IT}/it_sec_setuid_linked.sh TIMEOUT 60)
+  set_tests_properties(it_sec_setuid_linked PROPERTIES SKIP_RETURN_CODE 77)
+endif()
 
 # Credentials never reach logs. Every script test requires the fixture
 # pushprof_test_logs (tests/testing.cmake): it_sec_log_setup empties

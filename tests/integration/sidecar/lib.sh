@@ -22,6 +22,8 @@ on_exit() {
     kill -9 "$SC_PID" 2>/dev/null || true
     wait "$SC_PID" 2>/dev/null || true
   fi
+  # it_sidecar_durability may leave its spool immutable (chattr +i) on a failure.
+  chattr -i "$W/spool" 2>/dev/null || true
   # Kept for it_sec_log_scan, pass or fail (tests/integration/run_logged.sh).
   if [ -n "${PUSHPROF_TEST_LOG_DIR:-}" ] && [ -n "${PUSHPROF_TEST_NAME:-}" ]; then
     mkdir -p "$PUSHPROF_TEST_LOG_DIR/$PUSHPROF_TEST_NAME" &&
