@@ -84,6 +84,7 @@ struct listener {
   uid_count *uids_scratch;       /* victim choice, accept thread only */
   atomic_uint_fast64_t inflight; /* bytes of frames being read or handled */
   uint64_t inflight_max;
+  int handling; /* frames being decoded, made durable and merged; guarded by mu */
 };
 
 enum conn_state { CS_WAITING, CS_READING, CS_BUSY };
@@ -508,6 +509,43 @@ static void reject(conn *c, const char *metric_reason, int code, const char *why
     log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
 }
 
+/* At most HANDLE_SLOTS frames are decoded, made durable and merged at once.
+ * An ack no longer waits for the merge, so without this bound a client that
+ * pushes again right after each ack would have every earlier push still
+ * being merged, each holding its decoded profile: memory would grow with the
+ * rate instead of staying flat. A frame waiting for a slot holds only its
+ * bytes (bounded by the in-flight limit). */
+#define HANDLE_SLOTS 4
+
+static bool handle_slot_get(listener *l, int64_t deadline) {
+  bool ok = true;
+  pthread_mutex_lock(&l->mu);
+  while (l->handling >= HANDLE_SLOTS) {
+    int64_t left = deadline - now_ms();
+    if (left <= 0) {
+      ok = false;
+      break;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* l->cv uses the default clock */
+    int64_t ns = ts.tv_nsec + (left % 1000) * 1000000;
+    ts.tv_sec += left / 1000 + ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+  }
+  if (ok)
+    l->handling++;
+  pthread_mutex_unlock(&l->mu);
+  return ok;
+}
+
+static void handle_slot_put(listener *l) {
+  pthread_mutex_lock(&l->mu);
+  l->handling--;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+}
+
 /* Handles one complete frame and frees it (*framep = NULL) as soon as it is
  * durable. Returns false if the connection must close. */
 static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline) {
@@ -750,7 +788,18 @@ static void conn_loop(conn *c) {
     uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);
     if (buf)
       atomic_store(&c->state, CS_BUSY);
-    bool keep = buf && handle_frame(c, &buf, total, now_ms() + l->cfg.read_timeout_ms);
+    int64_t hdeadline = now_ms() + l->cfg.read_timeout_ms;
+    bool keep = false;
+    if (buf && handle_slot_get(l, hdeadline)) {
+      keep = handle_frame(c, &buf, total, hdeadline);
+      handle_slot_put(l);
+    } else if (buf) {
+      uint64_t seq = 0;
+      listener_peek_sequence(buf + PP_FRAME_HEADER_SIZE, total - PP_FRAME_HEADER_SIZE, &seq);
+      reject(c, "busy", RC_UNAVAILABLE,
+             "sidecar busy: every frame slot stayed taken for the whole read timeout; retry later",
+             seq, now_ms() + 1000);
+    }
     free(buf);
     atomic_fetch_sub(&l->inflight, reserved);
     frames++;
