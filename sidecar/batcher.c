@@ -47,6 +47,8 @@
 #define IDLE_WAKE_NS NS_PER_S          /* refresh the age gauge at least this often */
 #define PRUNE_EVERY_NS (60 * NS_PER_S) /* forget exported identities this often */
 #define BATCHER_NICE 10                /* see thread_main */
+#define ROOM_READY_MAX 2               /* sealed groups ready to export before adds wait */
+#define ROOM_WAIT_MAX_NS (10 * NS_PER_S)
 
 typedef struct group {
   struct group *next;
@@ -478,6 +480,30 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
   batcher_add_parsed(b, id, req, pp, bytes);
 }
 
+/* Back-pressure on adds while the exporter is the bottleneck: a sealed
+ * group holds its merged profile in memory until exported, so when groups
+ * ready to export (not waiting out a backoff) pile up faster than they go
+ * out, an add waits here (on a connection thread, after the ack: the
+ * listener's frame slots then slow the acks down) instead of memory growing
+ * with the ingest rate. Groups in backoff do not count, so an unreachable
+ * target never stalls ingest (the spool limit bounds that case). Bounded
+ * wait; never while stopping. Lock held. */
+static void wait_for_room_locked(batcher *b) {
+  int64_t give_up = mono_ns() + ROOM_WAIT_MAX_NS;
+  for (;;) {
+    int64_t now = mono_ns();
+    int ready = 0;
+    for (group *g = b->groups; g; g = g->next)
+      if (g->sealed && (g->busy || g->next_attempt_mono <= now))
+        ready++;
+    if (ready < ROOM_READY_MAX || b->stopping || b->closed || !b->started || now >= give_up)
+      return;
+    int64_t until = now + 100 * NS_PER_MS < give_up ? now + 100 * NS_PER_MS : give_up;
+    struct timespec ts = {.tv_sec = until / NS_PER_S, .tv_nsec = until % NS_PER_S};
+    pthread_cond_timedwait(&b->cv, &b->mu, &ts); /* b->cv runs on CLOCK_MONOTONIC */
+  }
+}
+
 void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *req, pp_pprof *pp,
                         size_t bytes) {
   const Perftools__Profiles__Profile *prof = pp ? pp_pprof_profile(pp) : NULL;
@@ -500,6 +526,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
   uint32_t tag = dedup_file_tag(id);
 
   pthread_mutex_lock(&b->mu);
+  wait_for_room_locked(b);
   if (b->closed) {
     pthread_mutex_unlock(&b->mu);
     log_event(LOG_INFO, "batcher stopped; push stays in the spool", "id=%s", id);
@@ -590,7 +617,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     g->next_attempt_mono = 0;
   }
   publish_gauges(b, now_wall);
-  pthread_cond_signal(&b->cv);
+  pthread_cond_broadcast(&b->cv); /* the batcher thread, and adds waiting for room */
   pthread_mutex_unlock(&b->mu);
   goto out;
 
@@ -736,6 +763,7 @@ static void retire_group(batcher *b, group *g, const char *reason) {
    * not at the next peak: RSS follows the load down. */
   malloc_trim(0);
   pthread_mutex_lock(&b->mu);
+  pthread_cond_broadcast(&b->cv); /* room for adds waiting in wait_for_room_locked */
 }
 
 /* Exported (done) or given up (not done): its pushes' identities are then
