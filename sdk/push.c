@@ -20,6 +20,7 @@
 #include "push.h"
 #include "pushprof.h"
 #include "sampler.h"
+#include "pp_hex.h"
 
 #define PUSH_SEND_TIMEOUT_MS 5000 /* one periodic push, connect to ack */
 #define PUSH_REASONS_SEEN 16      /* distinct refusal reasons logged once each */
@@ -68,16 +69,6 @@ static int64_t now_ns(clockid_t c) {
 
 /* ---- process labels ---- */
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Copies [s, s+n) trimmed of blanks into out (cap bytes with the NUL),
  * %-decoding when asked. -1 if it does not fit or a %-escape is bad. */
 static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap) {
@@ -91,7 +82,7 @@ static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap)
     if (decode && c == '%') {
       if (i + 2 >= n)
         return -1;
-      int a = hexval(s[i + 1]), b = hexval(s[i + 2]);
+      int a = pp_hexval(s[i + 1]), b = pp_hexval(s[i + 2]);
       if (a < 0 || b < 0)
         return -1;
       c = (char)(a * 16 + b);

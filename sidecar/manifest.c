@@ -27,6 +27,7 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "pp_hex.h"
 
 #define MAGIC_LINE "pushprof-batch 1"
 #define SUFFIX_BATCH ".batch"
@@ -143,16 +144,6 @@ uint8_t *manifest_encode(const manifest *m, size_t *len, size_t *hdrlen) {
 
 /* ---- decoding ---- */
 
-static int hexv(int c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Decodes one ":escaped" token [s, s+n) into a malloc'ed string. */
 static char *dec_str(const char *s, size_t n) {
   if (n == 0 || s[0] != ':')
@@ -164,7 +155,7 @@ static char *dec_str(const char *s, size_t n) {
   for (size_t i = 1; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c == '%') {
-      int hi = i + 2 < n ? hexv(s[i + 1]) : -1, lo = i + 2 < n ? hexv(s[i + 2]) : -1;
+      int hi = i + 2 < n ? pp_hexval(s[i + 1]) : -1, lo = i + 2 < n ? pp_hexval(s[i + 2]) : -1;
       if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
         goto bad;
       c = (unsigned char)(hi * 16 + lo);
@@ -200,7 +191,7 @@ static bool parse_hex(const char *s, size_t n, uint8_t *out, size_t outlen) {
   if (n != 2 * outlen)
     return false;
   for (size_t i = 0; i < outlen; i++) {
-    int hi = hexv(s[2 * i]), lo = hexv(s[2 * i + 1]);
+    int hi = pp_hexval(s[2 * i]), lo = pp_hexval(s[2 * i + 1]);
     if (hi < 0 || lo < 0)
       return false;
     out[i] = (uint8_t)(hi * 16 + lo);

@@ -23,6 +23,7 @@
 #include "exporter_backends.h"
 #include "fsutil.h"
 #include "log.h"
+#include "pp_hex.h"
 
 #define SEG_MAX 256
 #define HASH_PREFIX 16
@@ -33,16 +34,6 @@ typedef struct file_exporter {
   int rootfd;
   int max_retained;
 } file_exporter;
-
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /* "file:///a%20b" -> "/a b". 0 or -1 with err. */
 static int parse_file_url(const char *url, char *out, size_t outlen, char *err, size_t errlen) {
@@ -60,7 +51,7 @@ static int parse_file_url(const char *url, char *out, size_t outlen, char *err, 
   for (; *p; p++) {
     char c = *p;
     if (c == '%') {
-      int hi = hexval(p[1]), lo = hi >= 0 ? hexval(p[2]) : -1;
+      int hi = pp_hexval(p[1]), lo = hi >= 0 ? pp_hexval(p[2]) : -1;
       if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
         snprintf(err, errlen, "export URL \"%.200s\" has a bad %%-escape (write %%XX, not %%00)",
                  url);

@@ -89,10 +89,11 @@ push_profiles() {
   echo "$tn $tc"
 }
 
-# pprof_totals_big FILE: like pprof_totals, but reads all of go tool pprof's
-# output first (big profiles: no early close of the pipe).
+# pprof_totals_big FILE...: like pprof_totals, but reads all of go tool
+# pprof's output first (big profiles: no early close of the pipe); several
+# files are read and merged in one run.
 pprof_totals_big() {
-  go tool pprof -raw "$1" >"$W/raw.txt" 2>"$W/pprof.err" || fail "go tool pprof -raw rejected $1: $(cat "$W/pprof.err")"
+  go tool pprof -raw "$@" >"$W/raw.txt" 2>"$W/pprof.err" || fail "go tool pprof -raw rejected $*: $(cat "$W/pprof.err")"
   python3 - "$W/raw.txt" <<'PY'
 import re, sys
 inside = False

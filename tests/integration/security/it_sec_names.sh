@@ -32,25 +32,7 @@ fi
 
 # totals_all FILE...: "samples count" over all files in one go tool pprof
 # -raw run (it reads and merges every file; one run instead of 60).
-totals_all() {
-  go tool pprof -raw "$@" >"$W/raw.txt" 2>"$W/pprof.err" ||
-    fail "go tool pprof -raw rejected one of $*: $(cat "$W/pprof.err")"
-  python3 - "$W/raw.txt" <<'PY'
-import re, sys
-inside = False
-n = c = 0
-for line in open(sys.argv[1]):
-    if line.startswith("Samples:"):
-        inside = True
-        continue
-    if line.startswith("Locations"):
-        break
-    m = re.match(r"^\s+(\d+)\s+(\d+):", line)
-    if inside and m:
-        n += int(m.group(1)); c += int(m.group(2))
-print(n, c)
-PY
-}
+totals_all() { pprof_totals_big "$@"; }
 
 # push_all PREFIX: pushes every value as a service and as a label, one
 # distinct profile each; sets accepted, refused and want ("samples count").
