@@ -1,0 +1,82 @@
+/* DWARF call frame information (.eh_frame, .debug_frame) compiled into a
+ * compact, sorted table of unwind rows that the signal handler can
+ * binary-search (unwind.c). Building parses and allocates and runs only on
+ * the SDK's own threads; a built table is immutable and is read without
+ * locks. Not async-signal-safe except cfi_lookup.
+ *
+ * A row covers [pc, next row's pc) and says, for a PC there:
+ *   CFA = SP + cfa_off or FP + cfa_off (or the PLT / signal-frame rules);
+ *   caller's FP at CFA + fp_off (or unchanged, or lost);
+ *   return address at CFA + ra_off (or still in the link register).
+ * Anything the CFI says that is not one of these is an explicit
+ * CFI_UNKNOWN row, where the unwinder falls back to frame pointers. */
+#ifndef PUSHPROF_CFI_H
+#define PUSHPROF_CFI_H
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfi_kind {
+  CFI_GAP = 0,    /* no FDE covers this address */
+  CFI_CFA_SP = 1, /* CFA = SP + cfa_off */
+  CFI_CFA_FP = 2, /* CFA = FP + cfa_off */
+  CFI_PLT = 3,    /* x86-64 lazy PLT: CFA = SP + 8 + ((PC & 15) >= cfa_off ? 8 : 0) */
+  CFI_SIGNAL = 4, /* signal trampoline: registers are in the ucontext at SP */
+  CFI_END = 5,    /* return address undefined: the outermost frame */
+  CFI_UNKNOWN = 6 /* a rule we do not follow (expression, other register) */
+};
+
+#define CFI_FP_SAME INT16_MIN       /* caller's FP = this frame's FP */
+#define CFI_FP_LOST (INT16_MIN + 1) /* caller's FP cannot be recovered */
+#define CFI_RA_LINKREG 0            /* ra_off8 == 0: RA still in the link register */
+
+typedef struct cfi_row {
+  uint32_t pc;     /* offset from the table's base */
+  int32_t cfa_off; /* bytes (CFI_PLT: the threshold) */
+  int16_t fp_off;  /* bytes from CFA, or CFI_FP_SAME / CFI_FP_LOST */
+  uint8_t kind;    /* enum cfi_kind */
+  int8_t ra_off8;  /* RA at CFA + 8 * ra_off8; CFI_RA_LINKREG */
+} cfi_row;
+
+/* log2 of the page size of the lookup index: page_first[i] is the first row
+ * whose range may hold an address in page i, so a lookup searches a few
+ * rows instead of the whole table. */
+#define CFI_PAGE_SHIFT 12
+
+typedef struct cfi_table {
+  uintptr_t base;      /* row pcs are offsets from here (the object's load bias) */
+  uintptr_t lo, hi;    /* addresses covered: [base + first pc, base + end) */
+  uint32_t nrows;      /* the last row is a CFI_GAP that ends the table */
+  uint32_t npages;     /* pages of the index, from lo rounded down */
+  const cfi_row *rows; /* sorted by pc, no two rows with the same pc */
+  const uint32_t *page_first;
+  size_t bytes; /* memory held by the table, for statistics */
+} cfi_table;
+
+/* What one build saw; every skipped entry is counted, never silent. */
+typedef struct cfi_stats {
+  uint32_t cies, fdes;   /* well-formed entries */
+  uint32_t bad_entries;  /* malformed CIE/FDE skipped (length, encoding, CIE pointer) */
+  uint32_t bad_ops;      /* FDEs whose instructions stopped at an unknown or truncated op */
+  uint32_t unknown_rows; /* rows of kind CFI_UNKNOWN */
+  uint32_t overlaps;     /* FDEs overlapping an earlier one (later one trimmed) */
+} cfi_stats;
+
+/* Where the bytes come from: .eh_frame (CIE id 0, pc-relative pointers,
+ * augmentations) or .debug_frame (CIE id 0xffffffff, absolute addresses). */
+enum cfi_source { CFI_EH_FRAME = 0, CFI_DEBUG_FRAME = 1 };
+
+/* Builds a table from one section's bytes. data/len: a private copy of the
+ * section; data_addr: the address the section has in the process (for
+ * pc-relative pointers; for .debug_frame, the address its link-time
+ * addresses are relative to, i.e. base); base: the object's load bias (row
+ * pcs are stored relative to it). A table with no rows is still returned
+ * (nrows 1, a single gap). 0, or -1 on allocation failure (*out NULL).
+ * The table and everything it points to is one allocation: free(*out).
+ * Thread-safe (no shared state); not async-signal-safe. */
+int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
+              enum cfi_source src, cfi_table **out, cfi_stats *st);
+
+/* The row whose range holds pc, or NULL if pc is outside [lo, hi).
+ * Async-signal-safe: bounded search, reads only the table. */
+const cfi_row *cfi_lookup(const cfi_table *t, uintptr_t pc);
+#endif
