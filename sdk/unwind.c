@@ -56,8 +56,11 @@ uint32_t unwind_fp(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_
   return depth;
 }
 
-/* One word of the stack, if 8-aligned and inside [lo, hi). */
-static inline int load_word(uintptr_t lo, uintptr_t hi, uintptr_t addr, uintptr_t *out) {
+/* One word of the stack, if 8-aligned and inside [lo, hi). Not instrumented:
+ * a slot of another frame may carry a sanitizer's stale poison, and the
+ * bounds check is what makes the read safe. */
+__attribute__((no_sanitize_address)) static int load_word(uintptr_t lo, uintptr_t hi,
+                                                          uintptr_t addr, uintptr_t *out) {
   if ((addr & (sizeof(uintptr_t) - 1)) || addr < lo || addr > hi - sizeof(uintptr_t))
     return 0;
   *out = *(const uintptr_t *)addr;

@@ -51,3 +51,11 @@ if(TARGET pushprof)
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdk/it_sdk_labels.sh ${mode})
   endforeach()
 endif()
+
+# The DWARF unwinder in a real SIGPROF handler on code without frame pointers.
+pushprof_unit_test(NAME test_unwind_dwarf SOURCES unit/test_unwind_dwarf.c ${PP_CORE_DIR}/unwind.c
+  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c LIBS Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(test_unwind_dwarf PRIVATE ${PP_CORE_DIR})
+target_link_options(test_unwind_dwarf PRIVATE -rdynamic)
+set_source_files_properties(unit/test_unwind_dwarf.c PROPERTIES
+  COMPILE_OPTIONS "-O2;-fomit-frame-pointer")
