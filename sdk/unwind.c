@@ -93,10 +93,11 @@ uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintp
     return depth; /* unknown bounds, or running on another stack */
   uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp;
   int exact = 1; /* pc is where the thread is, not a return address */
+  const void *hint = NULL;
   utab_enter();
   for (;;) {
     int known;
-    const cfi_row *row = utab_find(exact ? pc : pc - 1, &known);
+    const cfi_row *row = utab_find(exact ? pc : pc - 1, &known, &hint);
     unsigned kind = row ? row->kind : CFI_GAP;
     uintptr_t cfa = 0, ra = 0, nfp = fp, nsp;
     if (kind == CFI_END)

@@ -61,7 +61,12 @@ void utab_leave(void) {
   atomic_fetch_sub_explicit(&g_readers, 1, memory_order_release);
 }
 
-const cfi_row *utab_find(uintptr_t pc, int *known) {
+const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint) {
+  const utab_obj *h = *hint;
+  if (h && pc >= h->lo && pc < h->hi) {
+    *known = 1;
+    return h->t ? cfi_lookup(h->t, pc) : NULL;
+  }
   const utab_set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
   *known = 0;
   if (!s)
@@ -77,6 +82,7 @@ const cfi_row *utab_find(uintptr_t pc, int *known) {
   if (a == s->n || pc < s->o[a].lo)
     return NULL;
   *known = 1;
+  *hint = &s->o[a];
   return s->o[a].t ? cfi_lookup(s->o[a].t, pc) : NULL;
 }
 

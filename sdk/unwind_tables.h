@@ -28,9 +28,11 @@ void utab_leave(void);
 
 /* The row for pc, or NULL. *known is set to 1 if pc lies in an object the
  * builder has seen (with or without a table yet), 0 otherwise (an object
- * loaded since the last refresh, JIT code, garbage). Between enter/leave.
- * Async-signal-safe. */
-const cfi_row *utab_find(uintptr_t pc, int *known);
+ * loaded since the last refresh, JIT code, garbage). *hint (NULL at the
+ * first call of a walk) remembers the last object found, so the next frame
+ * in the same object skips the search; it stays valid until utab_leave.
+ * Between enter/leave. Async-signal-safe. */
+const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint);
 
 /* 1 once the first refresh has published tables for the main executable
  * and libc. Async-signal-safe. */
