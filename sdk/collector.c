@@ -20,7 +20,9 @@
 #include "procmaps.h"
 #include "profbuild.h"
 #include "pushprof.h"
+#include "deferred.h"
 #include "threads_linux.h"
+#include "unwind.h"
 #include "unwind_tables.h"
 
 ring collector_ring;
@@ -42,6 +44,7 @@ typedef struct agg {
   int64_t signals, samples;         /* handled signals; periods they stand for */
   int64_t truncated, leaf_only, oom;
   int64_t no_table; /* samples with a frame-pointer step where no CFI table was */
+  int64_t deferred; /* samples walked later from a copy of their stack */
 } agg;
 
 typedef struct pending_bounds {
@@ -240,10 +243,32 @@ static void agg_free(agg *a) {
 
 /* ---- draining ---- */
 
+/* A sample taken before the tables: its stack copy walked now (building
+ * the tables it needs, on this thread), then aggregated like any other. */
+static void add_deferred(const ring_record *r) {
+  static ring_record tmp; /* under g_mu */
+  memcpy(&tmp, r, sizeof tmp);
+  unsigned uf;
+  tmp.depth = (uint16_t)defer_unwind(r->defer, tmp.pcs, RING_MAX_DEPTH, &uf);
+  if (tmp.depth == 0) {
+    tmp.pcs[0] = r->pcs[0];
+    tmp.depth = 1;
+  }
+  tmp.flags = (uint16_t)((r->flags & ~RING_F_DEFERRED) |
+                         ((uf & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0) |
+                         ((uf & UNWIND_F_NO_TABLE) ? RING_F_NO_TABLE : 0));
+  int64_t w = r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
+  g_agg.deferred += w;
+  agg_add(&g_agg, &tmp);
+}
+
 static void drain_locked(pending_bounds *pend, size_t *npend) {
   const ring_record *r;
   for (size_t k = 0; k < COLLECTOR_RING_CELLS && (r = ring_peek(&collector_ring)) != NULL; k++) {
-    agg_add(&g_agg, r);
+    if (r->flags & RING_F_DEFERRED)
+      add_deferred(r);
+    else
+      agg_add(&g_agg, r);
     if ((r->flags & RING_F_LEAF_ONLY) && r->slot < THREADS_MAX && *npend < PENDING_MAX &&
         atomic_load_explicit(&threads_table[r->slot].stack_hi, memory_order_relaxed) == 0) {
       size_t j = 0;
@@ -409,7 +434,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 12
+#define NCOMMENTS 14
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -514,8 +539,13 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   if (a.no_table)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples unwound by frame pointers through code with no "
-             "unwind table yet (sampled before its table was built)",
+             "unwind table (sampled before its table was built, or code without CFI)",
              a.no_table);
+  if (a.deferred)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples taken before the unwind tables were ready, "
+             "unwound afterwards from a copy of their stack",
+             a.deferred);
   if (a.leaf_only)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples with the leaf frame only: stack bounds not yet known "
@@ -573,6 +603,7 @@ void collector_atfork_parent(void) {
 
 void collector_atfork_child(void) {
   utab_atfork_child();
+  defer_atfork_child();
   /* Only the forking thread survives: no collector thread, no producers
    * mid-write. Issue 4 restarts sampling in the child; until then it is
    * simply not started, with nothing inherited. */

@@ -14,7 +14,9 @@
 #include "ring.h"
 #include "sampler_internal.h"
 #include "threads_linux.h"
+#include "deferred.h"
 #include "unwind.h"
+#include "unwind_tables.h"
 
 #define SIGNO_MAX 65 /* _NSIG on Linux */
 
@@ -100,6 +102,9 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   the handlers' reader count was seen at zero after a swap) and the
  *   thread's stack inside [lo, hi). A frame in code no table covers yet
  *   takes a frame-pointer step and marks the record RING_F_NO_TABLE.
+ *   Before the first tables are ready (the first ms of a process) the
+ *   stack is copied into a deferred slot instead (RING_F_DEFERRED) and the
+ *   collector walks the copy once it has the tables (deferred.h).
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -136,10 +141,20 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
   unsigned uflags;
-  rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
-  rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
-  if (uflags & UNWIND_F_NO_TABLE)
-    rec->flags |= RING_F_NO_TABLE;
+  int defer = -1;
+  if (!utab_ready() && hi && regs.sp >= lo && regs.sp < hi)
+    defer = defer_take(&regs, hi); /* walked later, with the tables */
+  if (defer >= 0) {
+    rec->pcs[0] = regs.pc;
+    rec->depth = 1;
+    rec->flags = RING_F_DEFERRED;
+    rec->defer = defer;
+  } else {
+    rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
+    rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
+    if (uflags & UNWIND_F_NO_TABLE)
+      rec->flags |= RING_F_NO_TABLE;
+  }
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
     rec->flags |= RING_F_LEAF_ONLY;
   rec->slot = idx;

@@ -59,31 +59,37 @@ uint32_t unwind_fp(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_
 /* One word of the stack, if 8-aligned and inside [lo, hi). Not instrumented:
  * a slot of another frame may carry a sanitizer's stale poison, and the
  * bounds check is what makes the read safe. */
-__attribute__((no_sanitize_address)) static int load_word(uintptr_t lo, uintptr_t hi,
-                                                          uintptr_t addr, uintptr_t *out) {
-  if ((addr & (sizeof(uintptr_t) - 1)) || addr < lo || addr > hi - sizeof(uintptr_t))
+typedef struct stack_mem {
+  uintptr_t lo, hi; /* the thread's addresses that may be read */
+  uintptr_t delta;  /* added to an address to find its bytes (a copy), else 0 */
+} stack_mem;
+
+__attribute__((no_sanitize_address)) static int load_word(const stack_mem *m, uintptr_t addr,
+                                                          uintptr_t *out) {
+  if ((addr & (sizeof(uintptr_t) - 1)) || addr < m->lo || addr > m->hi - sizeof(uintptr_t))
     return 0;
-  *out = *(const uintptr_t *)addr;
+  *out = *(const uintptr_t *)(addr + m->delta);
   return 1;
 }
 
 /* A signal frame: the kernel's ucontext sits at sp when the trampoline
  * (__restore_rt) is the return address. */
-static int signal_frame(uintptr_t lo, uintptr_t hi, uintptr_t sp, uintptr_t *pc, uintptr_t *nsp,
+static int signal_frame(const stack_mem *m, uintptr_t sp, uintptr_t *pc, uintptr_t *nsp,
                         uintptr_t *fp) {
 #if defined(__x86_64__)
   uintptr_t g = sp + offsetof(ucontext_t, uc_mcontext.gregs);
-  return load_word(lo, hi, g + REG_RIP * sizeof(greg_t), pc) &&
-         load_word(lo, hi, g + REG_RSP * sizeof(greg_t), nsp) &&
-         load_word(lo, hi, g + REG_RBP * sizeof(greg_t), fp);
+  return load_word(m, g + REG_RIP * sizeof(greg_t), pc) &&
+         load_word(m, g + REG_RSP * sizeof(greg_t), nsp) &&
+         load_word(m, g + REG_RBP * sizeof(greg_t), fp);
 #else
-  (void)lo, (void)hi, (void)sp, (void)pc, (void)nsp, (void)fp;
+  (void)m, (void)sp, (void)pc, (void)nsp, (void)fp;
   return 0; /* aarch64's frame layout differs: stop here until it is tested */
 #endif
 }
 
-uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
-                      uint32_t max, unsigned *flags) {
+static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs, uint32_t max,
+                     unsigned *flags, uintptr_t *missing) {
+  uintptr_t lo = m->lo, hi = m->hi;
   *flags = 0;
   if (max == 0)
     return 0;
@@ -100,10 +106,12 @@ uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintp
     const cfi_row *row = utab_find(exact ? pc : pc - 1, &known, &hint);
     unsigned kind = row ? row->kind : CFI_GAP;
     uintptr_t cfa = 0, ra = 0, nfp = fp, nsp;
-    if (kind == CFI_END)
+    if (kind == CFI_END) {
+      *flags |= UNWIND_F_END;
       break; /* the outermost frame (_start, clone) */
+    }
     if (kind == CFI_SIGNAL) {
-      if (!signal_frame(lo, hi, sp, &ra, &nsp, &nfp) || nsp < lo || nsp >= hi)
+      if (!signal_frame(m, sp, &ra, &nsp, &nfp) || nsp < lo || nsp >= hi)
         break;
       exact = 1;
     } else if (kind == CFI_CFA_SP || kind == CFI_CFA_FP || kind == CFI_PLT) {
@@ -119,21 +127,24 @@ uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintp
         if (depth != 1)
           break; /* the link register holds the RA of the interrupted frame only */
         ra = regs->lr;
-      } else if (!load_word(lo, hi, cfa + (uintptr_t)(intptr_t)(row->ra_off8 * 8), &ra)) {
+      } else if (!load_word(m, cfa + (uintptr_t)(intptr_t)(row->ra_off8 * 8), &ra)) {
         break;
       }
       if (row->fp_off == CFI_FP_LOST)
         nfp = 0;
       else if (row->fp_off != CFI_FP_SAME &&
-               !load_word(lo, hi, cfa + (uintptr_t)(intptr_t)row->fp_off, &nfp))
+               !load_word(m, cfa + (uintptr_t)(intptr_t)row->fp_off, &nfp))
         nfp = 0;
       nsp = cfa;
       exact = 0;
     } else {
       /* No row we can follow: one frame-pointer step, if plausible. */
-      if (!known)
+      if (known != UTAB_HAS_TABLE) {
+        if (!(*flags & UNWIND_F_NO_TABLE) && missing)
+          *missing = exact ? pc : pc - 1;
         *flags |= UNWIND_F_NO_TABLE;
-      if (fp < sp || !load_word(lo, hi, fp, &nfp) || !load_word(lo, hi, fp + 8, &ra))
+      }
+      if (fp < sp || !load_word(m, fp, &nfp) || !load_word(m, fp + 8, &ra))
         break;
       *flags |= UNWIND_F_FP_STEP;
       nsp = fp + 2 * sizeof(uintptr_t);
@@ -152,4 +163,18 @@ uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintp
   }
   utab_leave();
   return depth;
+}
+
+uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
+                      uint32_t max, unsigned *flags) {
+  stack_mem m = {lo, hi, 0};
+  return walk(regs, &m, pcs, max, flags, NULL);
+}
+
+uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
+                           uint32_t max, unsigned *flags, uintptr_t *missing) {
+  stack_mem m = {regs->sp, regs->sp + len, (uintptr_t)copy - regs->sp};
+  if (missing)
+    *missing = 0;
+  return walk(regs, &m, pcs, max, flags, missing);
 }

@@ -9,6 +9,7 @@
  * Async-signal-safe: no locks, no syscalls, no allocation, bounded by max. */
 #ifndef PUSHPROF_UNWIND_H
 #define PUSHPROF_UNWIND_H
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct unwind_regs {
@@ -18,6 +19,7 @@ typedef struct unwind_regs {
 #define UNWIND_F_TRUNCATED 1u /* max reached with frames left */
 #define UNWIND_F_NO_TABLE 2u  /* a frame in code no table covers yet: frame-pointer step */
 #define UNWIND_F_FP_STEP 4u   /* at least one frame-pointer step was taken */
+#define UNWIND_F_END 8u       /* reached the outermost frame (CFI says the RA is undefined) */
 
 /* Extracts pc/fp/sp(/lr) from a ucontext_t (x86_64, aarch64). 0, or -1 on
  * an unsupported architecture. Async-signal-safe. */
@@ -28,6 +30,14 @@ int unwind_regs_from_ucontext(const void *uc, unwind_regs *out);
  * UNWIND_F_* bits. Async-signal-safe. */
 uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
                       uint32_t max, unsigned *flags);
+
+/* The same walk over a copy of the stack taken at sampling time: copy holds
+ * the len bytes that were at [regs->sp, regs->sp + len). Used for samples
+ * taken before the tables existed (deferred.h). *missing (may be NULL)
+ * gets the first PC whose object had no table (0 if none). Allocates
+ * nothing; meant for the collector. */
+uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
+                           uint32_t max, unsigned *flags, uintptr_t *missing);
 
 /* Frame pointers only (the rows are not consulted): the old unwinder, kept
  * for benchmarks and as the fallback's reference. A frame is valid when fp

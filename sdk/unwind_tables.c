@@ -37,6 +37,7 @@ typedef struct pending {
 
 typedef struct scan {
   const utab_set *cur;
+  uintptr_t only_pc; /* non-zero: copy only the object holding this pc */
   utab_obj *found;
   pending *todo;
   size_t nfound, ntodo, cap;
@@ -64,11 +65,11 @@ void utab_leave(void) {
 const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint) {
   const utab_obj *h = *hint;
   if (h && pc >= h->lo && pc < h->hi) {
-    *known = 1;
+    *known = h->t ? UTAB_HAS_TABLE : UTAB_NO_TABLE;
     return h->t ? cfi_lookup(h->t, pc) : NULL;
   }
   const utab_set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
-  *known = 0;
+  *known = UTAB_UNKNOWN;
   if (!s)
     return NULL;
   uint32_t a = 0, b = s->n;
@@ -81,7 +82,7 @@ const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint) {
   }
   if (a == s->n || pc < s->o[a].lo)
     return NULL;
-  *known = 1;
+  *known = s->o[a].t ? UTAB_HAS_TABLE : UTAB_NO_TABLE;
   *hint = &s->o[a];
   return s->o[a].t ? cfi_lookup(s->o[a].t, pc) : NULL;
 }
@@ -251,6 +252,8 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   o->done = same ? same->done : 0;
   if (o->done)
     return 0; /* built earlier (or known to have no CFI) */
+  if (sc->only_pc && (sc->only_pc < lo || sc->only_pc >= hi))
+    return 0; /* not asked for: stays to be built by a full refresh */
   pending *p = &sc->todo[sc->ntodo++];
   memset(p, 0, sizeof *p);
   p->lo = lo;
@@ -310,24 +313,25 @@ static int publish(const utab_obj *objs, size_t n) {
   return 0;
 }
 
-int utab_refresh(const _Atomic int *cancel) {
-  pthread_mutex_lock(&g_mu);
+static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   unsigned long long c[2] = {0, 0};
   dl_iterate_phdr(counters_cb, c);
-  if (c[0] == g_adds && c[1] == g_subs) {
+  if (!only_pc && c[0] == g_adds && c[1] == g_subs) {
     reclaim_locked();
-    pthread_mutex_unlock(&g_mu);
     return 0;
   }
   scan sc = {0};
   sc.cur = atomic_load_explicit(&g_set, memory_order_relaxed);
+  sc.only_pc = only_pc;
   sc.first = 1;
   dl_iterate_phdr(scan_cb, &sc);
   int built = 0;
   if (sc.oom)
     goto out; /* the counters stay stale: the next refresh tries again */
-  g_adds = c[0];
-  g_subs = c[1];
+  if (!only_pc) {
+    g_adds = c[0];
+    g_subs = c[1];
+  }
   qsort(sc.found, sc.nfound, sizeof *sc.found, obj_cmp);
   /* Tables of objects gone (dlclose) leave with the old array. */
   for (uint32_t i = 0; sc.cur && i < sc.cur->n; i++)
@@ -369,7 +373,7 @@ int utab_refresh(const _Atomic int *cancel) {
       free(t); /* never published */
       mark_done(&sc, p, NULL);
     }
-    if (i + 1 == sc.ntodo || sc.todo[i + 1].prio > 1)
+    if (!only_pc && (i + 1 == sc.ntodo || sc.todo[i + 1].prio > 1))
       atomic_store_explicit(&g_ready, 1, memory_order_relaxed); /* executable and libc */
   }
   if (cancel && atomic_load(cancel))
@@ -380,6 +384,19 @@ out:
     free(sc.todo[i].eh);
   free(sc.todo);
   free(sc.found);
+  return built;
+}
+
+int utab_refresh(const _Atomic int *cancel) {
+  pthread_mutex_lock(&g_mu);
+  int built = refresh_locked(cancel, 0);
+  pthread_mutex_unlock(&g_mu);
+  return built;
+}
+
+int utab_build_for(uintptr_t pc) {
+  pthread_mutex_lock(&g_mu);
+  int built = pc ? refresh_locked(NULL, pc) : 0;
   pthread_mutex_unlock(&g_mu);
   return built;
 }

@@ -26,9 +26,11 @@
 void utab_enter(void);
 void utab_leave(void);
 
-/* The row for pc, or NULL. *known is set to 1 if pc lies in an object the
- * builder has seen (with or without a table yet), 0 otherwise (an object
- * loaded since the last refresh, JIT code, garbage). *hint (NULL at the
+enum { UTAB_UNKNOWN = 0, UTAB_NO_TABLE = 1, UTAB_HAS_TABLE = 2 };
+
+/* The row for pc, or NULL. *known says whether pc lies in an object the
+ * builder has seen and whether that object has a table (UTAB_*): unknown
+ * is an object loaded since the last refresh, JIT code or garbage. *hint (NULL at the
  * first call of a walk) remembers the last object found, so the next frame
  * in the same object skips the search; it stays valid until utab_leave.
  * Between enter/leave. Async-signal-safe. */
@@ -43,6 +45,10 @@ int utab_ready(void);
  * main executable and libc first) and drops tables of those gone. *cancel
  * is polled between objects. Returns the number of objects built. */
 int utab_refresh(const _Atomic int *cancel);
+/* Builds the table of the object holding pc, if it has none yet and is
+ * still loaded (a sample taken before the tables, unwound later). Returns 1
+ * if a table was built. Not on the handler's path. */
+int utab_build_for(uintptr_t pc);
 /* Collector only: frees retired memory if no handler is reading. */
 void utab_reclaim(void);
 
