@@ -34,3 +34,12 @@ foreach(fp fp nofp)
     set_tests_properties(it_sk_leafmix_${fp}_${mode} PROPERTIES RUN_SERIAL TRUE)
   endforeach()
 endforeach()
+
+# Debian's sqlite3 and xz (no frame pointers) under pushprof and under
+# `perf record --call-graph dwarf`, same workload, same test. Exit 77 (skip)
+# only when perf cannot record on this machine.
+foreach(what sqlite3 xz)
+  pushprof_script_test(NAME it_sk_vs_perf_${what} TIMEOUT 120
+    COMMAND bash ${SK_DIR}/it_sk_vs_perf.sh ${what})
+  set_tests_properties(it_sk_vs_perf_${what} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
