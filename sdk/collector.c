@@ -21,6 +21,7 @@
 #include "profbuild.h"
 #include "pushprof.h"
 #include "threads_linux.h"
+#include "unwind_tables.h"
 
 ring collector_ring;
 static ring_cell g_cells[COLLECTOR_RING_CELLS];
@@ -40,6 +41,7 @@ typedef struct agg {
   int64_t labels_dropped, overflow; /* samples over the soft / hard limit */
   int64_t signals, samples;         /* handled signals; periods they stand for */
   int64_t truncated, leaf_only, oom;
+  int64_t no_table; /* samples with a frame-pointer step where no CFI table was */
 } agg;
 
 typedef struct pending_bounds {
@@ -64,6 +66,8 @@ static pthread_t g_thread;
 static int g_thread_running, g_stop;
 /* Under g_cut_mu: */
 static profbuild *g_pb;
+/* Set by collector_stop: a table build in progress gives up. */
+static _Atomic int g_utab_cancel;
 /* Between collector_start and collector_stop: dlclose keeps symbols. */
 static atomic_int g_sampling;
 /* Bytes of distinct samples per window. Beyond the soft limit a new labelled
@@ -104,7 +108,9 @@ static uint64_t mix64(uint64_t h, uint64_t v) {
 }
 
 /* A sample's identity: its stack, flags and label bytes (the record's own
- * or, over the soft limit, the "dropped" marker). */
+ * or, over the soft limit, the "dropped" marker). RING_F_NO_TABLE is only
+ * counted: it does not make a stack different. */
+#define KEY_FLAGS(f) ((uint16_t)((f) & ~RING_F_NO_TABLE))
 typedef struct agg_key {
   const ring_record *r;
   const char *labels;
@@ -113,7 +119,7 @@ typedef struct agg_key {
 
 static uint64_t record_hash(const agg_key *k) {
   const ring_record *r = k->r;
-  uint64_t h = mix64(0x243F6A8885A308D3ULL, (uint64_t)r->depth << 32 | r->flags);
+  uint64_t h = mix64(0x243F6A8885A308D3ULL, (uint64_t)r->depth << 32 | KEY_FLAGS(r->flags));
   for (uint32_t i = 0; i < r->depth; i++)
     h = mix64(h, r->pcs[i]);
   for (uint32_t i = 0; i < k->labels_len; i++)
@@ -124,8 +130,8 @@ static uint64_t record_hash(const agg_key *k) {
 
 static int entry_matches(const agg_entry *e, uint64_t h, const agg_key *k) {
   const ring_record *r = k->r;
-  return e->hash == h && e->depth == r->depth && e->flags == r->flags && e->nlabels == k->nlabels &&
-         e->labels_len == k->labels_len &&
+  return e->hash == h && e->depth == r->depth && e->flags == KEY_FLAGS(r->flags) &&
+         e->nlabels == k->nlabels && e->labels_len == k->labels_len &&
          memcmp(e->pcs, r->pcs, r->depth * sizeof(uintptr_t)) == 0 &&
          memcmp(e->labels, k->labels, k->labels_len) == 0;
 }
@@ -166,6 +172,7 @@ static void agg_add(agg *a, const ring_record *r) {
   a->samples += w;
   a->truncated += (r->flags & RING_F_TRUNCATED) ? w : 0;
   a->leaf_only += (r->flags & RING_F_LEAF_ONLY) ? w : 0;
+  a->no_table += (r->flags & RING_F_NO_TABLE) ? w : 0;
   uint32_t depth = r->depth <= RING_MAX_DEPTH ? r->depth : RING_MAX_DEPTH;
   if (depth != r->depth || r->labels_len > RING_LABEL_BYTES) {
     a->oom += w; /* cannot happen with our handler; never trust it blindly */
@@ -209,7 +216,7 @@ static void agg_add(agg *a, const ring_record *r) {
   e->hash = h;
   e->count = w;
   e->depth = r->depth;
-  e->flags = r->flags;
+  e->flags = KEY_FLAGS(r->flags);
   e->nlabels = k.nlabels;
   e->labels_len = k.labels_len;
   memcpy(e->pcs, r->pcs, depth * sizeof(uintptr_t));
@@ -283,6 +290,9 @@ static void *collector_main(void *arg) {
   (void)arg;
   threads_exclude_self();
   int64_t last_scan = clock_ns(CLOCK_MONOTONIC);
+  /* Unwind tables first: the main executable and libc within a few ms of
+   * start; samples before that take frame-pointer steps (counted). */
+  utab_refresh(&g_utab_cancel);
   pthread_mutex_lock(&g_ctl);
   while (!g_stop) {
     struct timespec dl;
@@ -299,6 +309,7 @@ static void *collector_main(void *arg) {
       continue;
     pthread_mutex_unlock(&g_ctl);
     collector_drain();
+    utab_refresh(&g_utab_cancel); /* cheap unless objects were loaded or unloaded */
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
       threads_rescan(); /* on failure the next round tries again */
@@ -334,6 +345,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   pthread_mutex_lock(&g_ctl);
   if (!g_thread_running) {
     g_stop = 0;
+    atomic_store(&g_utab_cancel, 0);
     /* The host's process-directed signals are for its own threads (one may
      * wait for them with sigwait or a signalfd): the collector takes none. */
     sigset_t all, old;
@@ -357,6 +369,7 @@ void collector_stop(void) {
   pthread_mutex_lock(&g_ctl);
   int running = g_thread_running;
   g_stop = 1;
+  atomic_store(&g_utab_cancel, 1);
   pthread_cond_signal(&g_cv);
   pthread_mutex_unlock(&g_ctl);
   if (running) {
@@ -396,7 +409,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 10
+#define NCOMMENTS 12
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -498,6 +511,11 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples truncated at depth %d (label pushprof_stack=truncated)",
              a.truncated, RING_MAX_DEPTH);
+  if (a.no_table)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples unwound by frame pointers through code with no "
+             "unwind table yet (sampled before its table was built)",
+             a.no_table);
   if (a.leaf_only)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples with the leaf frame only: stack bounds not yet known "
@@ -554,6 +572,7 @@ void collector_atfork_parent(void) {
 }
 
 void collector_atfork_child(void) {
+  utab_atfork_child();
   /* Only the forking thread survives: no collector thread, no producers
    * mid-write. Issue 4 restarts sampling in the child; until then it is
    * simply not started, with nothing inherited. */

@@ -17,6 +17,7 @@
 
 #define RING_F_TRUNCATED 1u /* depth cap reached with frames left */
 #define RING_F_LEAF_ONLY 2u /* stack bounds unknown or sp outside them */
+#define RING_F_NO_TABLE 4u  /* a frame was in code with no unwind table yet */
 
 typedef struct ring_record {
   uint32_t slot; /* thread-table slot index */

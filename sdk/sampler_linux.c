@@ -95,6 +95,11 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   private copy and publishes it into the other of two buffers under a
  *   sequence counter, so an interrupted label_set leaves the previous set
  *   readable: a sample never carries a torn value, and never waits.
+ * - Unwinding (unwind_stack) reads the CFI tables the collector publishes
+ *   (unwind_tables.h: immutable arrays behind one pointer, freed only once
+ *   the handlers' reader count was seen at zero after a swap) and the
+ *   thread's stack inside [lo, hi). A frame in code no table covers yet
+ *   takes a frame-pointer step and marks the record RING_F_NO_TABLE.
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -130,9 +135,11 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   unwind_regs_from_ucontext(uc, &regs);
   uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
-  int truncated;
-  rec->depth = (uint16_t)unwind_fp(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &truncated);
-  rec->flags = truncated ? RING_F_TRUNCATED : 0;
+  unsigned uflags;
+  rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
+  rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
+  if (uflags & UNWIND_F_NO_TABLE)
+    rec->flags |= RING_F_NO_TABLE;
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
     rec->flags |= RING_F_LEAF_ONLY;
   rec->slot = idx;

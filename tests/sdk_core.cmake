@@ -7,6 +7,7 @@ pushprof_unit_test(NAME test_ring SOURCES unit/test_ring.c ${PP_CORE_DIR}/ring.c
 target_include_directories(test_ring PRIVATE ${PP_CORE_DIR})
 
 pushprof_unit_test(NAME test_unwind SOURCES unit/test_unwind.c ${PP_CORE_DIR}/unwind.c
+  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c
   LIBS Threads::Threads)
 target_include_directories(test_unwind PRIVATE ${PP_CORE_DIR})
 
