@@ -20,21 +20,7 @@ case $what in
     cmd=(sqlite3 :memory: "$q")
     ;;
   xz)
-    python3 - "$T/log.txt" <<'EOF'
-import random, sys
-r = random.Random(11)
-words = ["GET", "POST", "/api/v1/items", "/static/app.js", "user", "session", "ok", "error",
-         "timeout", "200", "404", "500", "cache", "miss", "hit"]
-n = 0
-with open(sys.argv[1], "w") as f:
-    while n < 2_200_000:
-        line = "%d.%03d %s %s id=%08x bytes=%d %s\n" % (
-            1700000000 + n // 200, r.randrange(1000), r.choice(words), r.choice(words),
-            r.getrandbits(32), r.randrange(100000),
-            " ".join(r.choice(words) for _ in range(r.randrange(6))))
-        f.write(line)
-        n += len(line)
-EOF
+    python3 "$(dirname "$0")/sk_gen_log.py" "$T/log.txt" 2200000
     cmd=(xz -9 -T1 -c "$T/log.txt")
     ;;
   *) fail "unknown workload $what" ;;
