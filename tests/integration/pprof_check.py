@@ -145,7 +145,9 @@ def parse_raw(text):
             m = MAP_RE.match(line)
             if m:
                 prof["mappings"].append({"id": int(m.group(1)), "file": m.group(5),
-                                         "build_id": m.group(6), "flags": m.group(7).strip()})
+                                         "build_id": m.group(6), "flags": m.group(7).strip(),
+                                         "start": int(m.group(2), 16), "limit": int(m.group(3), 16),
+                                         "offset": int(m.group(4), 16)})
     return prof
 
 
