@@ -6,6 +6,8 @@
 #endif
 #include "unwind_tables.h"
 
+#include "cfi_elf.h"
+
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
@@ -18,6 +20,7 @@ typedef struct utab_obj {
   uintptr_t lo, hi; /* executable PT_LOAD range */
   uintptr_t bias;   /* dlpi_addr: row pcs are relative to it */
   cfi_table *t;     /* NULL: no table (yet, or no CFI) */
+  uint64_t ident;   /* hash of the path and build id: another file at the same place differs */
   int done;         /* a build was tried: t is final */
 } utab_obj;
 
@@ -32,7 +35,9 @@ typedef struct pending {
   uintptr_t lo, hi, bias, eh_addr;
   uint8_t *eh; /* malloc'd copy, NULL if none */
   size_t eh_len;
-  int prio; /* 0 main executable, 1 libc, 2 others */
+  char *path;        /* no .eh_frame: the file, for its .debug_frame */
+  char build_id[41]; /* and its GNU build id, for a separate debug file */
+  int prio;          /* 0 main executable, 1 libc, 2 others */
 } pending;
 
 typedef struct scan {
@@ -53,6 +58,7 @@ static unsigned long long g_adds = ~0ULL, g_subs = ~0ULL;
 static void **g_retired;
 static size_t g_nretired, g_capretired;
 static utab_stats g_stats;
+static char *g_debug_root; /* NULL: /usr/lib/debug */
 
 void utab_enter(void) {
   atomic_fetch_add_explicit(&g_readers, 1, memory_order_seq_cst);
@@ -196,6 +202,38 @@ static uintptr_t eh_frame_from_hdr(const uint8_t *hdr) {
   return 0;
 }
 
+/* The GNU build id from the object's PT_NOTE segments, as hex ("" if none). */
+static void note_build_id(const struct dl_phdr_info *info, char *hex) {
+  hex[0] = '\0';
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE)
+      continue;
+    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+    const uint8_t *end = p + ph->p_memsz;
+    while (end - p >= 12) {
+      uint32_t nsz, dsz, type;
+      memcpy(&nsz, p, 4);
+      memcpy(&dsz, p + 4, 4);
+      memcpy(&type, p + 8, 4);
+      size_t nal = ((size_t)nsz + 3) & ~(size_t)3, dal = ((size_t)dsz + 3) & ~(size_t)3;
+      if (nal > (size_t)(end - p) - 12 || dal > (size_t)(end - p) - 12 - nal)
+        break;
+      if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(p + 12, "GNU", 4) == 0 && dsz >= 4 &&
+          dsz <= 20) {
+        static const char digits[] = "0123456789abcdef";
+        for (uint32_t k = 0; k < dsz; k++) {
+          hex[2 * k] = digits[p[12 + nal + k] >> 4];
+          hex[2 * k + 1] = digits[p[12 + nal + k] & 15];
+        }
+        hex[2 * dsz] = '\0';
+        return;
+      }
+      p += 12 + nal + dal;
+    }
+  }
+}
+
 static int grow(scan *sc) {
   if (sc->nfound < sc->cap)
     return 0;
@@ -212,11 +250,18 @@ static int grow(scan *sc) {
   return 0;
 }
 
-static const utab_obj *find_same(const utab_set *s, uintptr_t lo, uintptr_t hi, uintptr_t bias) {
+static const utab_obj *find_same(const utab_set *s, const utab_obj *o) {
   for (uint32_t i = 0; s && i < s->n; i++)
-    if (s->o[i].lo == lo && s->o[i].hi == hi && s->o[i].bias == bias)
+    if (s->o[i].lo == o->lo && s->o[i].hi == o->hi && s->o[i].bias == o->bias &&
+        s->o[i].ident == o->ident)
       return &s->o[i];
   return NULL;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *str) {
+  for (; *str; str++)
+    h = (h ^ (unsigned char)*str) * 0x100000001b3ULL;
+  return h;
 }
 
 /* Runs under the loader's lock: the object cannot be unmapped meanwhile,
@@ -247,7 +292,10 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   o->lo = lo;
   o->hi = hi;
   o->bias = info->dlpi_addr;
-  const utab_obj *same = find_same(sc->cur, lo, hi, info->dlpi_addr);
+  char id[41];
+  note_build_id(info, id);
+  o->ident = fnv1a(fnv1a(0xcbf29ce484222325ULL, info->dlpi_name ? info->dlpi_name : ""), id);
+  const utab_obj *same = find_same(sc->cur, o);
   o->t = same ? same->t : NULL;
   o->done = same ? same->done : 0;
   if (o->done)
@@ -263,8 +311,11 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
   p->prio = first && name[0] == '\0' ? 0 : strncmp(base, "libc.so", 7) == 0 ? 1 : 2;
-  if (!hdr)
+  if (!hdr) {
+    memcpy(p->build_id, id, sizeof id);
+    p->path = strdup(name[0] ? name : first ? "/proc/self/exe" : "");
     return 0;
+  }
   uintptr_t eh = eh_frame_from_hdr((const uint8_t *)hdr);
   for (int i = 0; eh && i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -349,14 +400,16 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
     pending *p = &sc.todo[i];
     if (cancel && atomic_load(cancel))
       break;
-    if (!p->eh) {
-      mark_done(&sc, p, NULL);
-      continue;
-    }
     int64_t t0 = now_ns();
     cfi_table *t = NULL;
     cfi_stats st;
-    int rc = cfi_build(p->eh, p->eh_len, p->eh_addr, p->bias, CFI_EH_FRAME, cancel, &t, &st);
+    int rc;
+    if (p->eh)
+      rc = cfi_build(p->eh, p->eh_len, p->eh_addr, p->bias, CFI_EH_FRAME, cancel, &t, &st);
+    else if (p->path)
+      rc = cfi_elf_debug_frame(p->path, p->build_id, g_debug_root, p->bias, cancel, &t, &st);
+    else
+      rc = -1;
     g_stats.build_ns += (uint64_t)(now_ns() - t0);
     if (rc == -2)
       break; /* cancelled: not done, the next refresh retries */
@@ -380,8 +433,10 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
     g_adds = g_subs = ~0ULL; /* unbuilt objects: the next refresh retries */
   reclaim_locked();
 out:
-  for (size_t i = 0; i < sc.ntodo; i++)
+  for (size_t i = 0; i < sc.ntodo; i++) {
     free(sc.todo[i].eh);
+    free(sc.todo[i].path);
+  }
   free(sc.todo);
   free(sc.found);
   return built;
@@ -422,4 +477,11 @@ void utab_get_stats(utab_stats *out) {
 void utab_atfork_child(void) {
   atomic_store(&g_readers, 0);
   pthread_mutex_init(&g_mu, NULL);
+}
+
+void utab_set_debug_root_for_tests(const char *dir) {
+  pthread_mutex_lock(&g_mu);
+  free(g_debug_root);
+  g_debug_root = dir ? strdup(dir) : NULL;
+  pthread_mutex_unlock(&g_mu);
 }

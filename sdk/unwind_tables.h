@@ -1,6 +1,8 @@
 /* The process's unwind tables: one cfi_table per loaded object, built from
  * the object's .eh_frame (copied out under the loader's lock, compiled
  * outside it) on the SDK's collector thread, never on the host's threads.
+ * An object without .eh_frame gets its .debug_frame, from its own file or
+ * a separate debug file found by build id (cfi_elf.h).
  *
  * Publication and reclamation (the handler <-> builder contract):
  * - The set of tables is an immutable array sorted by address, published
@@ -60,6 +62,9 @@ typedef struct utab_stats {
   uint32_t retired; /* blocks waiting for readers to leave */
 } utab_stats;
 void utab_get_stats(utab_stats *st);
+
+/* Tests: where separate debug files are looked up (NULL: /usr/lib/debug). */
+void utab_set_debug_root_for_tests(const char *dir);
 
 /* fork child: no other thread exists, so no reader is inside. */
 void utab_atfork_child(void);

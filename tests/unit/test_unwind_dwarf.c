@@ -38,6 +38,7 @@ void dw_worker(double seconds);
 uint64_t dw_recurse(int n);
 void dw_in_handler(int sig);
 void dw_interrupted(void);
+void check_debug_frame_lib(const char *path);
 #pragma GCC visibility pop
 
 static void on_prof(int sig, siginfo_t *si, void *uc) {
@@ -213,6 +214,50 @@ static void test_unwind_dwarf_deep_recursion_is_truncated(void) {
   PP_CHECK_INT(truncated, >=, 1);
 }
 
+/* A library with no .eh_frame: its rows come from .debug_frame, in its own
+ * file (own) or in a debug file found by build id (split). */
+__attribute__((noinline)) void check_debug_frame_lib(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  PP_CHECK(h != NULL);
+  if (!h)
+    return;
+  uint64_t (*caller)(uint64_t) = (uint64_t(*)(uint64_t))dlsym(h, "udf_caller");
+  PP_CHECK(caller != NULL);
+  if (!caller) {
+    dlclose(h);
+    return;
+  }
+  PP_CHECK_INT(utab_refresh(NULL), >=, 1);
+  start_sampling();
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    sink += caller(100000 + (sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 300000000L);
+  int n = stop_sampling();
+  int in_leaf = 0, with_caller = 0;
+  for (int s = 0; s < n; s++) {
+    if (!frame_is(s, 0, "udf_leaf"))
+      continue;
+    in_leaf++;
+    with_caller += frame_is(s, 1, "udf_caller") && frame_is(s, 2, "check_debug_frame_lib");
+  }
+  PP_CHECK_INT(in_leaf, >=, n / 2);
+  PP_CHECK_INT(with_caller, ==, in_leaf);
+  dlclose(h);
+}
+
+static void test_unwind_dwarf_debug_frame_in_the_object(void) {
+  check_debug_frame_lib(UDF_OWN);
+}
+
+static void test_unwind_dwarf_debug_frame_from_debug_file(void) {
+  utab_set_debug_root_for_tests(UDF_ROOT);
+  check_debug_frame_lib(UDF_SPLIT);
+  utab_set_debug_root_for_tests(NULL);
+}
+
 int main(void) {
   set_bounds();
   PP_CHECK_INT(utab_refresh(NULL), >=, 2); /* this executable and libc at least */
@@ -225,5 +270,7 @@ int main(void) {
   PP_RUN(test_unwind_dwarf_leaf_gets_its_caller);
   PP_RUN(test_unwind_dwarf_through_signal_frame);
   PP_RUN(test_unwind_dwarf_deep_recursion_is_truncated);
+  PP_RUN(test_unwind_dwarf_debug_frame_in_the_object);
+  PP_RUN(test_unwind_dwarf_debug_frame_from_debug_file);
   PP_DONE();
 }
