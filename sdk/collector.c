@@ -8,13 +8,16 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "labels.h"
 #include "procmaps.h"
@@ -57,7 +60,6 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_cut_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv;
 /* Under g_mu: */
 static agg g_agg;
 static int g_inited;
@@ -89,16 +91,7 @@ static int64_t clock_ns(clockid_t clk) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void init_cv(void) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g_cv, &ca);
-  pthread_condattr_destroy(&ca);
-}
-
 static void init_once(void) {
-  init_cv();
   ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);
 }
 
@@ -311,38 +304,51 @@ void collector_drain(void) {
   resolve_bounds(pend, npend);
 }
 
+/* The thread sleeps on this futex word between drains; wake_thread bumps
+ * it, so a wake that races the sleep is never lost (FUTEX_WAIT returns
+ * at once when the word has changed). */
+static _Atomic uint32_t g_wake;
+
+static void wake_thread(void) {
+  atomic_fetch_add_explicit(&g_wake, 1, memory_order_release);
+  syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void collector_wake_from_signal(void) {
+  wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
+}
+
+static int stop_requested(void) {
+  pthread_mutex_lock(&g_ctl);
+  int stop = g_stop;
+  pthread_mutex_unlock(&g_ctl);
+  return stop;
+}
+
 static void *collector_main(void *arg) {
   (void)arg;
   threads_exclude_self();
   int64_t last_scan = clock_ns(CLOCK_MONOTONIC);
-  /* Unwind tables first: the main executable and libc within a few ms of
-   * start; samples before that take frame-pointer steps (counted). */
-  utab_refresh(&g_utab_cancel);
-  pthread_mutex_lock(&g_ctl);
-  while (!g_stop) {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_nsec += COLLECTOR_DRAIN_MS * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-      dl.tv_sec++;
-      dl.tv_nsec -= 1000000000L;
-    }
-    int rc = pthread_cond_timedwait(&g_cv, &g_ctl, &dl);
-    if (g_stop)
+  for (;;) {
+    uint32_t w = atomic_load_explicit(&g_wake, memory_order_acquire);
+    if (stop_requested())
       break;
-    if (rc != 0 && rc != ETIMEDOUT)
-      continue;
-    pthread_mutex_unlock(&g_ctl);
+    struct timespec rel = {0, COLLECTOR_DRAIN_MS * 1000000L};
+    syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, w, &rel, NULL, 0);
+    if (stop_requested())
+      break;
+    /* Tables are built once the process has been sampled (the handler asks
+     * and wakes us): a process that never is pays nothing for them. The
+     * first drain walks the samples deferred until then. */
+    if (utab_wanted())
+      utab_refresh(&g_utab_cancel);
     collector_drain();
-    utab_refresh(&g_utab_cancel); /* cheap unless objects were loaded or unloaded */
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
       threads_rescan(); /* on failure the next round tries again */
       last_scan = now;
     }
-    pthread_mutex_lock(&g_ctl);
   }
-  pthread_mutex_unlock(&g_ctl);
   return NULL;
 }
 
@@ -395,8 +401,8 @@ void collector_stop(void) {
   int running = g_thread_running;
   g_stop = 1;
   atomic_store(&g_utab_cancel, 1);
-  pthread_cond_signal(&g_cv);
   pthread_mutex_unlock(&g_ctl);
+  wake_thread();
   if (running) {
     pthread_join(g_thread, NULL);
     pthread_mutex_lock(&g_ctl);
@@ -610,7 +616,6 @@ void collector_atfork_child(void) {
   pthread_mutex_init(&g_mu, NULL);
   pthread_mutex_init(&g_cut_mu, NULL);
   pthread_mutex_init(&g_ctl, NULL);
-  init_cv();
   g_thread_running = 0;
   g_stop = 0;
   atomic_store(&g_sampling, 0);

@@ -102,9 +102,11 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   the handlers' reader count was seen at zero after a swap) and the
  *   thread's stack inside [lo, hi). A frame in code no table covers yet
  *   takes a frame-pointer step and marks the record RING_F_NO_TABLE.
- *   Before the first tables are ready (the first ms of a process) the
- *   stack is copied into a deferred slot instead (RING_F_DEFERRED) and the
- *   collector walks the copy once it has the tables (deferred.h).
+ *   Tables are built only once a process is sampled: the first sample
+ *   asks for them (utab_want) and wakes the collector (a futex wake).
+ *   Until they are ready the stack is copied into a deferred slot
+ *   (RING_F_DEFERRED) and the collector walks the copy with the tables
+ *   (deferred.h).
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -142,8 +144,12 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
   unsigned uflags;
   int defer = -1;
-  if (!utab_ready() && hi && regs.sp >= lo && regs.sp < hi)
-    defer = defer_take(&regs, hi); /* walked later, with the tables */
+  if (!utab_ready()) {
+    if (utab_want())
+      collector_wake_from_signal(); /* the first sample: build the tables now */
+    if (hi && regs.sp >= lo && regs.sp < hi)
+      defer = defer_take(&regs, hi); /* walked later, with the tables */
+  }
   if (defer >= 0) {
     rec->pcs[0] = regs.pc;
     rec->depth = 1;

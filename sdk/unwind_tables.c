@@ -52,6 +52,7 @@ typedef struct scan {
 static _Atomic(utab_set *) g_set;
 static _Atomic long g_readers;
 static _Atomic int g_ready;
+static _Atomic int g_wanted; /* the handler has asked for tables */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Under g_mu: */
 static unsigned long long g_adds = ~0ULL, g_subs = ~0ULL;
@@ -91,6 +92,16 @@ const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint) {
   *known = s->o[a].t ? UTAB_HAS_TABLE : UTAB_NO_TABLE;
   *hint = &s->o[a];
   return s->o[a].t ? cfi_lookup(s->o[a].t, pc) : NULL;
+}
+
+int utab_want(void) {
+  if (atomic_load_explicit(&g_wanted, memory_order_relaxed))
+    return 0;
+  return atomic_exchange_explicit(&g_wanted, 1, memory_order_relaxed) == 0;
+}
+
+int utab_wanted(void) {
+  return atomic_load_explicit(&g_wanted, memory_order_relaxed);
 }
 
 int utab_ready(void) {

@@ -38,6 +38,13 @@ enum { UTAB_UNKNOWN = 0, UTAB_NO_TABLE = 1, UTAB_HAS_TABLE = 2 };
  * Between enter/leave. Async-signal-safe. */
 const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint);
 
+/* The handler asks for tables (they are built only once a process has
+ * been sampled). Returns 1 for the call that first asked, so that one call
+ * wakes the collector. Async-signal-safe. */
+int utab_want(void);
+/* 1 once asked. Async-signal-safe. */
+int utab_wanted(void);
+
 /* 1 once the first refresh has published tables for the main executable
  * and libc. Async-signal-safe. */
 int utab_ready(void);
