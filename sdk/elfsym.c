@@ -3,6 +3,8 @@
  * with O_NONBLOCK, so a path replaced by a FIFO cannot hang the collector. */
 #include "elfsym.h"
 
+#include "dlphdr.h"
+
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -776,7 +778,7 @@ elfsym_image *elfsym_image_from_loaded(uint64_t addr) {
   loaded_find f = {(uintptr_t)addr, NULL, false};
   if (addr == 0)
     return NULL;
-  dl_iterate_phdr(loaded_find_cb, &f);
+  dlphdr_iterate(loaded_find_cb, &f);
   return f.img;
 }
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dlphdr.h"
 #include "elfsym.h"
 #include "procmaps.h"
 
@@ -189,7 +190,7 @@ void profbuild_retain_library(void *handle) {
   if (atomic_fetch_add(&g_unloaded_n, 1) >= PROFBUILD_RETAIN_MAX)
     goto fail; /* no build for a while: its names are lost, memory is not */
   span_query q = {.lm = lm};
-  if (dl_iterate_phdr(span_cb, &q) == 0 || q.hi == 0 || procmaps_read_self(&m) != 0)
+  if (dlphdr_iterate(span_cb, &q) == 0 || q.hi == 0 || procmaps_read_self(&m) != 0)
     goto fail;
   r = calloc(1, sizeof *r);
   if (!r || !(r->cache = elfsym_cache_new()) || !(r->maps = calloc(m.n ? m.n : 1, sizeof *r->maps)))

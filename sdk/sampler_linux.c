@@ -15,6 +15,7 @@
 #include "sampler_internal.h"
 #include "threads_linux.h"
 #include "deferred.h"
+#include "dlphdr.h"
 #include "unwind.h"
 #include "unwind_tables.h"
 
@@ -202,9 +203,11 @@ fail:
 static void atfork_prepare(void) {
   collector_atfork_prepare();
   threads_atfork_prepare();
+  dlphdr_atfork_prepare(); /* last: a refresh holds the collector's lock, then this */
 }
 
 static void atfork_parent(void) {
+  dlphdr_atfork_parent();
   threads_atfork_parent();
   collector_atfork_parent();
 }
@@ -212,6 +215,7 @@ static void atfork_parent(void) {
 static void atfork_child(void) {
   /* No timer survives fork and there is no collector thread: the child is
    * not sampling (issue 4 restarts it there). */
+  dlphdr_atfork_child();
   threads_atfork_child();
   collector_atfork_child();
   atomic_store(&g_running, 0);

@@ -7,6 +7,7 @@
 #include "unwind_tables.h"
 
 #include "cfi_elf.h"
+#include "dlphdr.h"
 
 #include <elf.h>
 #include <link.h>
@@ -377,7 +378,7 @@ static int publish(const utab_obj *objs, size_t n) {
 
 static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   unsigned long long c[2] = {0, 0};
-  dl_iterate_phdr(counters_cb, c);
+  dlphdr_iterate(counters_cb, c);
   if (!only_pc && c[0] == g_adds && c[1] == g_subs) {
     reclaim_locked();
     return 0;
@@ -386,7 +387,7 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   sc.cur = atomic_load_explicit(&g_set, memory_order_relaxed);
   sc.only_pc = only_pc;
   sc.first = 1;
-  dl_iterate_phdr(scan_cb, &sc);
+  dlphdr_iterate(scan_cb, &sc);
   int built = 0;
   if (sc.oom)
     goto out; /* the counters stay stale: the next refresh tries again */

@@ -68,7 +68,7 @@ pushprof_fuzz_target(NAME frame
 
 pushprof_fuzz_target(NAME procmaps SOURCES ${PP_FUZZ_SDK}/procmaps_linux.c INCLUDES ${PP_FUZZ_SDK})
 
-pushprof_fuzz_target(NAME elfsym SOURCES ${PP_FUZZ_SDK}/elfsym.c INCLUDES ${PP_FUZZ_SDK}
+pushprof_fuzz_target(NAME elfsym SOURCES ${PP_FUZZ_SDK}/elfsym.c ${PP_FUZZ_SDK}/dlphdr.c INCLUDES ${PP_FUZZ_SDK}
   LIBS PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads)
 
 pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${PP_FUZZ_SIDECAR}

@@ -7,7 +7,7 @@ pushprof_unit_test(NAME test_ring SOURCES unit/test_ring.c ${PP_CORE_DIR}/ring.c
 target_include_directories(test_ring PRIVATE ${PP_CORE_DIR})
 
 pushprof_unit_test(NAME test_unwind SOURCES unit/test_unwind.c ${PP_CORE_DIR}/unwind.c
-  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c
+  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c ${PP_CORE_DIR}/dlphdr.c
   LIBS PkgConfig::LIBELF Threads::Threads)
 target_include_directories(test_unwind PRIVATE ${PP_CORE_DIR})
 
@@ -72,7 +72,7 @@ add_custom_command(TARGET unwind_df_split POST_BUILD
   COMMAND objcopy --strip-debug $<TARGET_FILE:unwind_df_split>
   VERBATIM)
 pushprof_unit_test(NAME test_unwind_dwarf SOURCES unit/test_unwind_dwarf.c ${PP_CORE_DIR}/unwind.c
-  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c
+  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c ${PP_CORE_DIR}/dlphdr.c
   LIBS PkgConfig::LIBELF Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(test_unwind_dwarf PRIVATE ${PP_CORE_DIR})
 add_dependencies(test_unwind_dwarf unwind_df_own unwind_df_split)
@@ -82,3 +82,9 @@ target_compile_definitions(test_unwind_dwarf PRIVATE
 target_link_options(test_unwind_dwarf PRIVATE -rdynamic)
 set_source_files_properties(unit/test_unwind_dwarf.c PROPERTIES
   COMPILE_OPTIONS "-O2;-fomit-frame-pointer")
+
+# fork() never splits one of the SDK's dl_iterate_phdr calls (glibc would
+# leave the child's loader lock held).
+pushprof_unit_test(NAME test_dlphdr SOURCES unit/test_dlphdr.c ${PP_CORE_DIR}/dlphdr.c
+  LIBS Threads::Threads)
+target_include_directories(test_dlphdr PRIVATE ${PP_CORE_DIR})

@@ -8,7 +8,7 @@ pushprof_unit_test(NAME test_procmaps
 target_include_directories(test_procmaps PRIVATE ${PP_SYM_DIR})
 
 pushprof_unit_test(NAME test_elfsym
-  SOURCES unit/test_elfsym.c ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/procmaps_linux.c
+  SOURCES unit/test_elfsym.c ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/dlphdr.c ${PP_SYM_DIR}/procmaps_linux.c
   LIBS PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
 target_include_directories(test_elfsym PRIVATE ${PP_SYM_DIR})
 # zlibVersion must be resolvable with dlsym(RTLD_DEFAULT) even under --as-needed
@@ -16,7 +16,7 @@ target_link_options(test_elfsym PRIVATE -Wl,--no-as-needed)
 
 # The same checks in a non-PIE executable (ELF vaddr == runtime address).
 pushprof_unit_test(NAME test_elfsym_nopie
-  SOURCES unit/test_elfsym.c ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/procmaps_linux.c
+  SOURCES unit/test_elfsym.c ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/dlphdr.c ${PP_SYM_DIR}/procmaps_linux.c
   LIBS PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
 target_include_directories(test_elfsym_nopie PRIVATE ${PP_SYM_DIR})
 set_target_properties(test_elfsym_nopie PROPERTIES POSITION_INDEPENDENT_CODE OFF)
@@ -27,7 +27,7 @@ target_link_options(test_elfsym_nopie PRIVATE -no-pie -Wl,--no-as-needed)
 # __cxa_demangle is found with dlsym as in a C++ program.
 pushprof_unit_test(NAME test_profbuild
   SOURCES unit/test_profbuild.c unit/profbuild_cxx_helper.cpp ${PP_SYM_DIR}/profbuild.c
-    ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/procmaps_linux.c
+    ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/dlphdr.c ${PP_SYM_DIR}/procmaps_linux.c
   LIBS pushprof_proto PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
 target_include_directories(test_profbuild PRIVATE ${PP_SYM_DIR})
 target_link_options(test_profbuild PRIVATE -Wl,--no-as-needed)
