@@ -457,8 +457,25 @@ static ehb *ehb_new(enum cfi_source src, uintptr_t addr) {
   return e;
 }
 
+/* test_cfi --seeds DIR: each hand-written section is also written there, as
+ * seed_hand_NN of the fuzz target's corpus (tests/fuzz/corpus/cfi/). */
+static const char *seeds_dir;
+
+static void write_seed(const ehb *e) {
+  static int n;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/seed_hand_%02d", seeds_dir, n++);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(e->b, 1, e->n, f) != e->n || fclose(f) != 0) {
+    fprintf(stderr, "cannot write %s\n", path);
+    pp_test_failures++;
+  }
+}
+
 static cfi_table *ehb_build(ehb *e, uintptr_t base, cfi_stats *st) {
   cfi_table *t = NULL;
+  if (seeds_dir)
+    write_seed(e);
   /* an exact-size copy: ASan sees any read past the section */
   uint8_t *copy = malloc(e->n ? e->n : 1);
   if (!copy)
@@ -1084,7 +1101,11 @@ static void test_cfi_random_byte_flips_build_or_fail_cleanly(void) {
   obj_close(&libc);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--seeds") == 0)
+    seeds_dir = argv[2];
+  else if (argc != 1)
+    return fprintf(stderr, "usage: %s [--seeds DIR]\n", argv[0]), 2;
   PP_RUN(test_cfi_frameless_leaf_is_sp_plus_8);
   PP_RUN(test_cfi_push_rbp_prologue_moves_cfa_to_rbp);
   PP_RUN(test_cfi_remember_restore_state_around_early_return);
@@ -1098,6 +1119,8 @@ int main(void) {
   PP_RUN(test_cfi_debug_frame_absolute_addresses);
   PP_RUN(test_cfi_lookup_at_boundaries_and_pages);
   PP_RUN(test_cfi_random_fdes_match_a_model);
+  if (seeds_dir)
+    PP_DONE();
   PP_RUN(test_cfi_empty_input_gives_an_empty_table);
   PP_RUN(test_cfi_cancel_stops_the_build);
   PP_RUN(test_cfi_libc_matches_libdw);
