@@ -734,7 +734,8 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   size_t nfdes = 0;
   if (list_fdes(&s, &fdes, &nfdes, st) != 0)
     return -1;
-  qsort(fdes, nfdes, sizeof *fdes, fde_cmp);
+  if (nfdes > 1) /* qsort's base must not be NULL, even for 0 elements */
+    qsort(fdes, nfdes, sizeof *fdes, fde_cmp);
   row_vec rv = {0};
   uint32_t floor = 0;
   for (size_t i = 0; i < nfdes && !rv.oom; i++) {
