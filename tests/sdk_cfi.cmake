@@ -12,3 +12,8 @@ pushprof_unit_test(NAME test_cfi SOURCES unit/test_cfi.c ${PP_CFI_SDK}/cfi_build
 target_include_directories(test_cfi PRIVATE ${PP_CFI_SDK})
 target_compile_definitions(test_cfi PRIVATE CFI_OMITFP_OBJ="$<TARGET_FILE:cfi_omitfp_obj>")
 add_dependencies(test_cfi cfi_omitfp_obj)
+
+# Table build time and memory per object, lookup cost (tests/bench/run).
+add_executable(bench_cfi_build bench/bench_cfi_build.c ${PP_CFI_SDK}/cfi_build.c)
+target_include_directories(bench_cfi_build PRIVATE ${PP_CFI_SDK})
+target_link_libraries(bench_cfi_build PRIVATE PkgConfig::LIBELF)
