@@ -130,6 +130,28 @@ static int64_t rd_sleb(reader *r) {
   return (int64_t)v;
 }
 
+/* v * align (an operand times the CIE's data alignment factor). A product
+ * that does not fit is corrupt CFI: the op fails, instead of the undefined
+ * behaviour of a signed overflow. */
+static int64_t rd_scaled(reader *r, int64_t v, int64_t align) {
+  int64_t out;
+  if (__builtin_mul_overflow(v, align, &out)) {
+    r->bad = 1;
+    return 0;
+  }
+  return out;
+}
+
+/* An unsigned LEB128 operand times align. */
+static int64_t rd_uleb_scaled(reader *r, int64_t align) {
+  uint64_t v = rd_uleb(r);
+  if (v > INT64_MAX) {
+    r->bad = 1;
+    return 0;
+  }
+  return rd_scaled(r, (int64_t)v, align);
+}
+
 /* A DW_EH_PE-encoded pointer. Applications other than absolute and
  * pc-relative (text/data/func-relative, indirect) are refused: .eh_frame
  * FDEs do not use them for addresses. */
@@ -399,7 +421,7 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
     case 0x80: {
       reg_rule *rr = rule_for(st, op & 0x3f, &scratch);
       rr->how = R_OFFSET;
-      rr->off = (int64_t)rd_uleb(&r) * c->data_align;
+      rr->off = rd_uleb_scaled(&r, c->data_align);
       break;
     }
     case 0xc0:
@@ -435,11 +457,11 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       case 0x2f: /* GNU_negative_offset_extended */
       {
         reg = rd_uleb(&r);
-        int64_t off =
-            op == 0x11 ? rd_sleb(&r) * c->data_align : (int64_t)rd_uleb(&r) * c->data_align;
+        int64_t off = op == 0x11 ? rd_scaled(&r, rd_sleb(&r), c->data_align)
+                                 : rd_uleb_scaled(&r, c->data_align);
         reg_rule *rr = rule_for(st, reg, &scratch);
         rr->how = R_OFFSET;
-        rr->off = op == 0x2f ? -off : off;
+        rr->off = op == 0x2f ? rd_scaled(&r, off, -1) : off;
         break;
       }
       case 0x06:
@@ -480,7 +502,7 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       case 0x12: /* def_cfa_sf */
         st->how = CFA_REG;
         st->reg = (uint32_t)rd_uleb(&r);
-        st->off = rd_sleb(&r) * c->data_align;
+        st->off = rd_scaled(&r, rd_sleb(&r), c->data_align);
         break;
       case 0x0d: /* def_cfa_register */
         st->reg = (uint32_t)rd_uleb(&r);
@@ -493,7 +515,7 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
           st->how = CFA_OTHER;
         break;
       case 0x13: /* def_cfa_offset_sf */
-        st->off = rd_sleb(&r) * c->data_align;
+        st->off = rd_scaled(&r, rd_sleb(&r), c->data_align);
         if (st->how == CFA_PLT)
           st->how = CFA_OTHER;
         break;

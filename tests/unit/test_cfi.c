@@ -755,6 +755,35 @@ static void test_cfi_cfa_register_and_return_address_rules(void) {
   free(e);
 }
 
+/* Offsets whose product with the data alignment overflows 64 bits are
+ * corrupt: the FDE's rows stop there with an unknown row (no signed
+ * overflow: the ASan+UBSan build checks). */
+static void test_cfi_overflowing_offsets_are_bad_ops(void) {
+  ehb *e = ehb_new(CFI_EH_FRAME, SEC);
+  size_t cie = put_cie(e, "zR", std_init, sizeof std_init);
+  /* rbp at CFA + 2^61 * -8 (DW_CFA_offset) */
+  put_fde(e, cie, BASE + 0x1000, 0x10,
+          OPS(0x41, 0x86, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20));
+  /* def_cfa_offset_sf -2^62 * -8 */
+  put_fde(e, cie, BASE + 0x2000, 0x10,
+          OPS(0x42, 0x13, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40));
+  /* GNU_negative_offset_extended of 2^60 * -8 = -2^63: negating overflows */
+  put_fde(e, cie, BASE + 0x3000, 0x10,
+          OPS(0x43, 0x2f, 6, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10));
+  cfi_stats st;
+  cfi_table *t = ehb_build(e, BASE, &st);
+  if (t) {
+    ROW(t, BASE + 0x1000, CFI_CFA_SP, 8, SAME, -1);
+    ROW(t, BASE + 0x1001, CFI_UNKNOWN, 0, LOST, 0);
+    ROW(t, BASE + 0x2001, CFI_CFA_SP, 8, SAME, -1);
+    ROW(t, BASE + 0x2002, CFI_UNKNOWN, 0, LOST, 0);
+    ROW(t, BASE + 0x3003, CFI_UNKNOWN, 0, LOST, 0);
+    PP_CHECK_INT(st.bad_ops, ==, 3);
+  }
+  free(t);
+  free(e);
+}
+
 static void test_cfi_overlapping_and_unsorted_fdes(void) {
   ehb *e = ehb_new(CFI_EH_FRAME, SEC);
   size_t cie = put_cie(e, "zR", std_init, sizeof std_init);
@@ -1114,6 +1143,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_cfi_undefined_return_address_is_end);
   PP_RUN(test_cfi_big_frames_without_frame_pointer);
   PP_RUN(test_cfi_cfa_register_and_return_address_rules);
+  PP_RUN(test_cfi_overflowing_offsets_are_bad_ops);
   PP_RUN(test_cfi_overlapping_and_unsorted_fdes);
   PP_RUN(test_cfi_zero_length_fdes_cover_nothing);
   PP_RUN(test_cfi_debug_frame_absolute_addresses);
