@@ -563,6 +563,8 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       return -1;
     if (advance && rv) {
       uint64_t next = in->loc + adv;
+      if (next < in->loc)
+        return -1; /* wrapped around: rows must not go backwards */
       if (next > in->loc && in->loc < in->end) {
         cfi_row row = make_row(st, c->signal, unknown);
         vec_push(rv, (uint32_t)in->loc, &row, floor);

@@ -784,6 +784,28 @@ static void test_cfi_overflowing_offsets_are_bad_ops(void) {
   free(e);
 }
 
+/* An advance that moves backwards (a code alignment factor of 2^64 - 1
+ * wraps every advance_loc) is corrupt: the rows stay sorted and stop there. */
+static void test_cfi_backward_advance_keeps_rows_sorted(void) {
+  ehb *e = ehb_new(CFI_DEBUG_FRAME, 0);
+  size_t cie = put_cie_v(e, 4, "", UINT64_MAX, -8, std_init, sizeof std_init);
+  put_fde(e, cie, 0x1000, 0x100,
+          OPS(0x01, 0x10, 0x10, 0, 0, 0, 0, 0, 0, /* set_loc 0x1010 */
+              0x0e, 16, 0x58,                     /* advance 0x18 * (2^64-1): back to 0xff8 */
+              0x0e, 24, 0x01, 0x20, 0x10, 0, 0, 0, 0, 0, 0)); /* set_loc 0x1020 */
+  cfi_stats st;
+  cfi_table *t = ehb_build(e, 0, &st);
+  if (t) {
+    NO_ROW(t, 0xff8);
+    ROW(t, 0x1000, CFI_CFA_SP, 8, SAME, -1);
+    ROW(t, 0x1010, CFI_UNKNOWN, 0, LOST, 0);
+    ROW(t, 0x10ff, CFI_UNKNOWN, 0, LOST, 0);
+    PP_CHECK_INT(st.bad_ops, ==, 1);
+  }
+  free(t);
+  free(e);
+}
+
 static void test_cfi_overlapping_and_unsorted_fdes(void) {
   ehb *e = ehb_new(CFI_EH_FRAME, SEC);
   size_t cie = put_cie(e, "zR", std_init, sizeof std_init);
@@ -1144,6 +1166,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_cfi_big_frames_without_frame_pointer);
   PP_RUN(test_cfi_cfa_register_and_return_address_rules);
   PP_RUN(test_cfi_overflowing_offsets_are_bad_ops);
+  PP_RUN(test_cfi_backward_advance_keeps_rows_sorted);
   PP_RUN(test_cfi_overlapping_and_unsorted_fdes);
   PP_RUN(test_cfi_zero_length_fdes_cover_nothing);
   PP_RUN(test_cfi_debug_frame_absolute_addresses);
