@@ -681,6 +681,7 @@ static void compile_fde(const section *s, const fde_ref *f, row_vec *rv, uint32_
   in.s = s;
   in.cie = &c;
   in.st = blank;
+  in.init = blank; /* what DW_CFA_restore in the CIE's own program restores */
   in.depth = 0;
   in.loc = f->lo;
   in.end = f->hi;

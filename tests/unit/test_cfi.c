@@ -806,6 +806,20 @@ static void test_cfi_backward_advance_keeps_rows_sorted(void) {
   free(e);
 }
 
+/* DW_CFA_restore in a CIE's own instructions brings back the default rule
+ * (rbp: same value), never an uninitialised one. */
+static void test_cfi_restore_in_cie_gives_the_default_rule(void) {
+  ehb *e = ehb_new(CFI_EH_FRAME, SEC);
+  size_t cie = put_cie(e, "zR", OPS(0x0c, 7, 8, 0x90, 1, 0x86, 2, 0xc6));
+  put_fde(e, cie, BASE + 0x1000, 0x10, NULL, 0);
+  cfi_stats st;
+  cfi_table *t = ehb_build(e, BASE, &st);
+  if (t)
+    ROW(t, BASE + 0x1000, CFI_CFA_SP, 8, SAME, -1);
+  free(t);
+  free(e);
+}
+
 static void test_cfi_overlapping_and_unsorted_fdes(void) {
   ehb *e = ehb_new(CFI_EH_FRAME, SEC);
   size_t cie = put_cie(e, "zR", std_init, sizeof std_init);
@@ -1167,6 +1181,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_cfi_cfa_register_and_return_address_rules);
   PP_RUN(test_cfi_overflowing_offsets_are_bad_ops);
   PP_RUN(test_cfi_backward_advance_keeps_rows_sorted);
+  PP_RUN(test_cfi_restore_in_cie_gives_the_default_rule);
   PP_RUN(test_cfi_overlapping_and_unsorted_fdes);
   PP_RUN(test_cfi_zero_length_fdes_cover_nothing);
   PP_RUN(test_cfi_debug_frame_absolute_addresses);
