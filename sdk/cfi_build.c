@@ -58,7 +58,11 @@ typedef struct fde_ref {
   uint32_t off;    /* entry start in the section */
 } fde_ref;
 
+/* The rows, written straight into the table's block (after its header):
+ * cap is an upper bound on the rows the FDEs can emit, so the vector never
+ * grows and finish() only trims the block. */
 typedef struct row_vec {
+  cfi_table *block;
   cfi_row *v;
   size_t n, cap;
   int oom;
@@ -307,14 +311,8 @@ static void vec_push(row_vec *rv, uint32_t pc, const cfi_row *row, uint32_t floo
       return; /* same rule: the previous row already covers pc */
   }
   if (rv->n == rv->cap) {
-    size_t cap = rv->cap ? rv->cap * 2 : 1024;
-    cfi_row *v = realloc(rv->v, cap * sizeof *v);
-    if (!v) {
-      rv->oom = 1;
-      return;
-    }
-    rv->v = v;
-    rv->cap = cap;
+    rv->oom = 1; /* cannot happen: cap bounds the rows (list_fdes) */
+    return;
   }
   rv->v[rv->n++] = nr;
 }
@@ -587,8 +585,12 @@ static int fde_cmp(const void *a, const void *b) {
 }
 
 /* Pass 1: every FDE with a valid CIE and an address range inside the
- * 32-bit offset space above base. */
-static int list_fdes(const section *s, fde_ref **out, size_t *nout, cfi_stats *st) {
+ * 32-bit offset space above base. *max_rows: a bound on the rows pass 2 can
+ * emit: an FDE emits one row per advance op (at least one byte of its entry
+ * each), then its last row and its end. */
+static int list_fdes(const section *s, fde_ref **out, size_t *nout, size_t *max_rows,
+                     cfi_stats *st) {
+  *max_rows = 0;
   fde_ref *v = NULL;
   size_t n = 0, cap = 0;
   size_t off = 0;
@@ -648,6 +650,7 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, cfi_stats *s
     v[n].hi = v[n].lo + range;
     v[n].off = (uint32_t)off;
     n++;
+    *max_rows += next - off + 2;
     off = next;
   }
   *out = v;
@@ -707,7 +710,8 @@ static void compile_fde(const section *s, const fde_ref *f, row_vec *rv, uint32_
   vec_push(rv, (uint32_t)f->hi, &gap, floor);
 }
 
-static cfi_table *finish(const row_vec *rv, uintptr_t base) {
+/* Trims rv's block to the table and writes the page index after the rows. */
+static cfi_table *finish(row_vec *rv, uintptr_t base) {
   size_t nrows = rv->n;
   uint32_t npages = 0;
   uintptr_t lo = 0, hi = 0;
@@ -720,13 +724,12 @@ static cfi_table *finish(const row_vec *rv, uintptr_t base) {
     nrows = 0;
   }
   size_t bytes = sizeof(cfi_table) + nrows * sizeof(cfi_row) + (size_t)npages * sizeof(uint32_t);
-  cfi_table *t = malloc(bytes);
+  cfi_table *t = realloc(rv->block, bytes); /* the rows stay where they are */
   if (!t)
-    return NULL;
+    return NULL; /* rv->block is still rv's to free */
+  rv->block = NULL;
   cfi_row *rows = (cfi_row *)(t + 1);
   uint32_t *pages = (uint32_t *)(rows + nrows);
-  if (nrows)
-    memcpy(rows, rv->v, nrows * sizeof *rows);
   /* pages[i]: the last row starting at or below page i's first address */
   uintptr_t pg0 = lo >> CFI_PAGE_SHIFT;
   size_t r = 0;
@@ -757,16 +760,24 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   section s = {data, data ? len : 0, data_addr, base, src};
   fde_ref *fdes = NULL;
   size_t nfdes = 0;
-  if (list_fdes(&s, &fdes, &nfdes, st) != 0)
+  size_t max_rows;
+  if (list_fdes(&s, &fdes, &nfdes, &max_rows, st) != 0)
     return -1;
   if (nfdes > 1) /* qsort's base must not be NULL, even for 0 elements */
     qsort(fdes, nfdes, sizeof *fdes, fde_cmp);
   row_vec rv = {0};
+  rv.block = malloc(sizeof(cfi_table) + max_rows * sizeof(cfi_row));
+  if (!rv.block) {
+    free(fdes);
+    return -1;
+  }
+  rv.v = (cfi_row *)(rv.block + 1);
+  rv.cap = max_rows;
   uint32_t floor = 0;
   for (size_t i = 0; i < nfdes && !rv.oom; i++) {
     if ((i & 255) == 255 && cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
       free(fdes);
-      free(rv.v);
+      free(rv.block);
       return -2;
     }
     if (fdes[i].hi <= floor) {
@@ -781,11 +792,11 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   }
   free(fdes);
   if (rv.oom) {
-    free(rv.v);
+    free(rv.block);
     return -1;
   }
   *out = finish(&rv, base);
-  free(rv.v);
+  free(rv.block);
   return *out ? 0 : -1;
 }
 
