@@ -15,11 +15,9 @@
 #if defined(__aarch64__)
 #define REG_SP 31u
 #define REG_FP 29u
-#define REG_RA 30u
 #else /* x86-64 DWARF numbering */
 #define REG_SP 7u
 #define REG_FP 6u
-#define REG_RA 16u
 #endif
 
 #define STATE_STACK 16 /* remember_state depth */
@@ -382,10 +380,12 @@ static cfi_row make_row(const cfa_state *st, int signal, uint32_t *unknown) {
   return row;
 }
 
-static reg_rule *rule_for(cfa_state *st, uint64_t reg, reg_rule *scratch) {
+/* ra_reg: the CIE's return address column (the rule make_row reads as the
+ * return address, whatever its number). */
+static reg_rule *rule_for(cfa_state *st, uint64_t reg, uint32_t ra_reg, reg_rule *scratch) {
   if (reg == REG_FP)
     return &st->fp;
-  if (reg == REG_RA)
+  if (reg == ra_reg)
     return &st->ra;
   return scratch; /* a register the unwinder does not restore */
 }
@@ -417,13 +417,14 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       advance = 1;
       break;
     case 0x80: {
-      reg_rule *rr = rule_for(st, op & 0x3f, &scratch);
+      reg_rule *rr = rule_for(st, op & 0x3f, c->ra_reg, &scratch);
       rr->how = R_OFFSET;
       rr->off = rd_uleb_scaled(&r, c->data_align);
       break;
     }
     case 0xc0:
-      *rule_for(st, op & 0x3f, &scratch) = *rule_for(&in->init, op & 0x3f, &scratch);
+      *rule_for(st, op & 0x3f, c->ra_reg, &scratch) =
+          *rule_for(&in->init, op & 0x3f, c->ra_reg, &scratch);
       break;
     default:
       switch (op) {
@@ -457,27 +458,27 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
         reg = rd_uleb(&r);
         int64_t off = op == 0x11 ? rd_scaled(&r, rd_sleb(&r), c->data_align)
                                  : rd_uleb_scaled(&r, c->data_align);
-        reg_rule *rr = rule_for(st, reg, &scratch);
+        reg_rule *rr = rule_for(st, reg, c->ra_reg, &scratch);
         rr->how = R_OFFSET;
         rr->off = op == 0x2f ? rd_scaled(&r, off, -1) : off;
         break;
       }
       case 0x06:
         reg = rd_uleb(&r);
-        *rule_for(st, reg, &scratch) = *rule_for(&in->init, reg, &scratch);
+        *rule_for(st, reg, c->ra_reg, &scratch) = *rule_for(&in->init, reg, c->ra_reg, &scratch);
         break;
       case 0x07:
         reg = rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_UNDEF;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_UNDEF;
         break;
       case 0x08:
         reg = rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_SAME;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_SAME;
         break;
       case 0x09: /* register */
         reg = rd_uleb(&r);
         (void)rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       case 0x0a:
         if (in->depth == STATE_STACK)
@@ -535,18 +536,18 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
         if (r.bad || n > (uint64_t)(r.end - r.p))
           return -1;
         r.p += n;
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       }
       case 0x14: /* val_offset */
         reg = rd_uleb(&r);
         (void)rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       case 0x15: /* val_offset_sf */
         reg = rd_uleb(&r);
         (void)rd_sleb(&r);
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       case 0x2e:
         (void)rd_uleb(&r);

@@ -160,14 +160,14 @@ static int libdw_expect(Dwarf_CFI *cfi, uint64_t addr, cfi_row *want, const char
     want->kind = CFI_SIGNAL;
     goto done;
   }
-  if (dwarf_frame_register(fr, 16, mem, &ops, &nops) != 0)
+  if (ra_reg < 0 || dwarf_frame_register(fr, ra_reg, mem, &ops, &nops) != 0)
     goto done;
   if (ops == mem && nops == 0) {
     want->kind = CFI_END; /* undefined: the outermost frame */
     goto done;
   }
-  int ra_ok = ra_reg == 16 && offset_rule(ops, nops, &off) && off != 0 && off % 8 == 0 &&
-              off / 8 >= INT8_MIN && off / 8 <= INT8_MAX;
+  int ra_ok = offset_rule(ops, nops, &off) && off != 0 && off % 8 == 0 && off / 8 >= INT8_MIN &&
+              off / 8 <= INT8_MAX;
   int8_t ra8 = ra_ok ? (int8_t)(off / 8) : 0;
   if (dwarf_frame_register(fr, 6, mem, &ops, &nops) != 0)
     goto done;
@@ -398,7 +398,7 @@ static const uint8_t std_init[] = {0x0c, 7, 8, 0x90, 1};
 /* A CIE; returns its offset. .eh_frame: version 1, aug ("zR", "zRS", "")
  * with pcrel|sdata4 FDE pointers; .debug_frame: version ver (1, 3 or 4). */
 static size_t put_cie_v(ehb *e, int ver, const char *aug, uint64_t code_align, int64_t data_align,
-                        const uint8_t *init, size_t ninit) {
+                        unsigned ra, const uint8_t *init, size_t ninit) {
   size_t at = e->n;
   put_le(e, 0, 4);
   put_le(e, e->src == CFI_EH_FRAME ? 0 : 0xffffffffu, 4);
@@ -411,9 +411,9 @@ static size_t put_cie_v(ehb *e, int ver, const char *aug, uint64_t code_align, i
   put_uleb(e, code_align);
   put_sleb(e, data_align);
   if (ver == 1)
-    put8(e, 16);
+    put8(e, ra);
   else
-    put_uleb(e, 16);
+    put_uleb(e, ra);
   if (aug[0] == 'z') {
     put_uleb(e, 1);
     put8(e, 0x1b); /* R: DW_EH_PE_pcrel | DW_EH_PE_sdata4 */
@@ -424,7 +424,7 @@ static size_t put_cie_v(ehb *e, int ver, const char *aug, uint64_t code_align, i
 }
 
 static size_t put_cie(ehb *e, const char *aug, const uint8_t *init, size_t ninit) {
-  return put_cie_v(e, e->src == CFI_EH_FRAME ? 1 : 4, aug, 1, -8, init, ninit);
+  return put_cie_v(e, e->src == CFI_EH_FRAME ? 1 : 4, aug, 1, -8, 16, init, ninit);
 }
 
 /* An FDE for [lo, lo + range) (absolute addresses). */
@@ -788,7 +788,7 @@ static void test_cfi_overflowing_offsets_are_bad_ops(void) {
  * wraps every advance_loc) is corrupt: the rows stay sorted and stop there. */
 static void test_cfi_backward_advance_keeps_rows_sorted(void) {
   ehb *e = ehb_new(CFI_DEBUG_FRAME, 0);
-  size_t cie = put_cie_v(e, 4, "", UINT64_MAX, -8, std_init, sizeof std_init);
+  size_t cie = put_cie_v(e, 4, "", UINT64_MAX, -8, 16, std_init, sizeof std_init);
   put_fde(e, cie, 0x1000, 0x100,
           OPS(0x01, 0x10, 0x10, 0, 0, 0, 0, 0, 0, /* set_loc 0x1010 */
               0x0e, 16, 0x58,                     /* advance 0x18 * (2^64-1): back to 0xff8 */
@@ -816,6 +816,26 @@ static void test_cfi_restore_in_cie_gives_the_default_rule(void) {
   cfi_table *t = ehb_build(e, BASE, &st);
   if (t)
     ROW(t, BASE + 0x1000, CFI_CFA_SP, 8, SAME, -1);
+  free(t);
+  free(e);
+}
+
+/* The return address is the CIE's return address column, not always 16. */
+static void test_cfi_return_address_column_comes_from_the_cie(void) {
+  ehb *e = ehb_new(CFI_EH_FRAME, SEC);
+  /* column 15 at CFA-8; a decoy rule for 16 at CFA-16 */
+  size_t c15 = put_cie_v(e, 1, "zR", 1, -8, 15, OPS(0x0c, 7, 8, 0x8f, 1, 0x90, 2));
+  /* column 15 without a rule (undefined), 16 at CFA-8 */
+  size_t c15u = put_cie_v(e, 3, "zR", 1, -8, 15, std_init, sizeof std_init);
+  put_fde(e, c15, BASE + 0x1000, 0x10, OPS(0x41, 0x0e, 16));
+  put_fde(e, c15u, BASE + 0x2000, 0x10, NULL, 0);
+  cfi_stats st;
+  cfi_table *t = ehb_build(e, BASE, &st);
+  if (t) {
+    ROW(t, BASE + 0x1000, CFI_CFA_SP, 8, SAME, -1);
+    ROW(t, BASE + 0x1001, CFI_CFA_SP, 16, SAME, -1);
+    ROW(t, BASE + 0x2000, CFI_END, 0, LOST, 0);
+  }
   free(t);
   free(e);
 }
@@ -891,9 +911,9 @@ static void test_cfi_zero_length_fdes_cover_nothing(void) {
 static void test_cfi_debug_frame_absolute_addresses(void) {
   const uintptr_t base = 0x555500000000;
   ehb *e = ehb_new(CFI_DEBUG_FRAME, base);
-  size_t v4 = put_cie_v(e, 4, "", 1, -8, std_init, sizeof std_init);
-  size_t v1 = put_cie_v(e, 1, "", 1, -8, std_init, sizeof std_init);
-  size_t v3 = put_cie_v(e, 3, "", 4, -8, std_init, sizeof std_init); /* code_align 4 */
+  size_t v4 = put_cie_v(e, 4, "", 1, -8, 16, std_init, sizeof std_init);
+  size_t v1 = put_cie_v(e, 1, "", 1, -8, 16, std_init, sizeof std_init);
+  size_t v3 = put_cie_v(e, 3, "", 4, -8, 16, std_init, sizeof std_init); /* code_align 4 */
   put_fde(e, v4, 0x1000, 0x20, OPS(0x41, 0x0e, 16));
   put_fde(e, v1, 0x2000, 0x10, OPS(0x0c, 6, 16));
   put_fde(e, v3, 0x3000, 0x20, OPS(0x41, 0x0e, 16)); /* +1 unit = 4 bytes */
@@ -1182,6 +1202,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_cfi_overflowing_offsets_are_bad_ops);
   PP_RUN(test_cfi_backward_advance_keeps_rows_sorted);
   PP_RUN(test_cfi_restore_in_cie_gives_the_default_rule);
+  PP_RUN(test_cfi_return_address_column_comes_from_the_cie);
   PP_RUN(test_cfi_overlapping_and_unsorted_fdes);
   PP_RUN(test_cfi_zero_length_fdes_cover_nothing);
   PP_RUN(test_cfi_debug_frame_absolute_addresses);
