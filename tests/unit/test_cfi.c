@@ -25,8 +25,8 @@
 typedef struct obj_file {
   int fd;
   Elf *elf;
-  uint8_t *eh, *hdr; /* exact-size copies of .eh_frame and .eh_frame_hdr */
-  size_t eh_len, hdr_len;
+  uint8_t *eh, *hdr, *dbg; /* exact-size copies of .eh_frame, its _hdr, .debug_frame */
+  size_t eh_len, hdr_len, dbg_len;
   uint64_t eh_addr, hdr_addr;
 } obj_file;
 
@@ -62,8 +62,10 @@ static int obj_open(const char *path, obj_file *o) {
     else if (name && strcmp(name, ".eh_frame_hdr") == 0 &&
              copy_section(scn, &o->hdr, &o->hdr_len) == 0)
       o->hdr_addr = sh.sh_addr;
+    else if (name && strcmp(name, ".debug_frame") == 0)
+      copy_section(scn, &o->dbg, &o->dbg_len);
   }
-  return o->eh ? 0 : -1;
+  return o->eh || o->dbg ? 0 : -1;
 }
 
 static void obj_close(obj_file *o) {
@@ -73,6 +75,7 @@ static void obj_close(obj_file *o) {
     close(o->fd);
   free(o->eh);
   free(o->hdr);
+  free(o->dbg);
   memset(o, 0, sizeof *o);
   o->fd = -1;
 }
@@ -276,21 +279,54 @@ static void oracle_hdr(const obj_file *o, const cfi_table *t, oracle_count *c) {
   }
 }
 
-static void oracle_object(const char *label, const char *path) {
+/* .debug_frame has no search table: libdw lists its FDEs (absolute
+ * initial location and range, 8 bytes each on x86-64). */
+static void oracle_debug_fdes(const obj_file *o, const cfi_table *t, oracle_count *c) {
+  Elf_Data d = {.d_buf = o->dbg, .d_size = o->dbg_len, .d_type = ELF_T_BYTE};
+  const unsigned char *ident = (const unsigned char *)elf_getident(o->elf, NULL);
+  Dwarf_Off off = 0, next;
+  Dwarf_CFI_Entry ent;
+  int rc;
+  while (ident && (rc = dwarf_next_cfi(ident, &d, false, off, &next, &ent)) != 1) {
+    if (rc == 0 && !dwarf_cfi_cie_p(&ent) && ent.fde.end - ent.fde.start >= 16) {
+      uint64_t loc, range;
+      memcpy(&loc, ent.fde.start, 8);
+      memcpy(&range, ent.fde.start + 8, 8);
+      const cfi_row *r = cfi_lookup(t, loc);
+      c->fdes_hdr++;
+      if (range == 0 || (r && r->kind != CFI_GAP))
+        c->fdes_covered++;
+      else if (c->fdes_hdr - c->fdes_covered <= 5)
+        fprintf(stderr, ".debug_frame FDE at %#lx has no row\n", (unsigned long)loc);
+    }
+    if (next == (Dwarf_Off)-1 || next <= off)
+      break;
+    off = next;
+  }
+}
+
+static void oracle_object(const char *label, const char *path, enum cfi_source src) {
   obj_file o;
-  if (obj_open(path, &o) != 0) {
-    fprintf(stderr, "%s: cannot read .eh_frame of %s\n", label, path);
+  int dbg = src == CFI_DEBUG_FRAME;
+  if (obj_open(path, &o) != 0 || !(dbg ? o.dbg : o.eh)) {
+    fprintf(stderr, "%s: cannot read %s of %s\n", label, dbg ? ".debug_frame" : ".eh_frame", path);
     pp_test_failures++;
     obj_close(&o);
     return;
   }
   cfi_table *t = NULL;
   cfi_stats st;
-  int rc = cfi_build(o.eh, o.eh_len, o.eh_addr, 0, CFI_EH_FRAME, NULL, &t, &st);
+  int rc = dbg ? cfi_build(o.dbg, o.dbg_len, 0, 0, CFI_DEBUG_FRAME, NULL, &t, &st)
+               : cfi_build(o.eh, o.eh_len, o.eh_addr, 0, CFI_EH_FRAME, NULL, &t, &st);
   PP_CHECK_INT(rc, ==, 0);
-  Dwarf_CFI *cfi = dwarf_getcfi_elf(o.elf);
+  Dwarf *dw = dbg ? dwarf_begin_elf(o.elf, DWARF_C_READ, NULL) : NULL;
+  Dwarf_CFI *cfi = dbg ? (dw ? dwarf_getcfi(dw) : NULL) : dwarf_getcfi_elf(o.elf);
   PP_CHECK(cfi != NULL);
   if (rc != 0 || !t || !cfi) {
+    if (dw)
+      dwarf_end(dw);
+    else if (cfi)
+      dwarf_cfi_end(cfi);
     free(t);
     obj_close(&o);
     return;
@@ -309,38 +345,49 @@ static void oracle_object(const char *label, const char *path) {
   if (t->lo > 0)
     oracle_probe(cfi, t, t->lo - 1, &c, label);
   oracle_probe(cfi, t, t->hi, &c, label);
-  oracle_hdr(&o, t, &c);
+  if (dbg)
+    oracle_debug_fdes(&o, t, &c);
+  else
+    oracle_hdr(&o, t, &c);
   fprintf(stderr,
           "%s: %u rows from %u FDEs (%u bad entries, %u bad ops, %u overlaps): "
           "%lu/%lu addresses agree with libdw (SP %lu, FP %lu, PLT %lu, SIGNAL %lu, END %lu, "
-          "UNKNOWN %lu, GAP %lu); %lu/%lu .eh_frame_hdr FDEs covered\n",
+          "UNKNOWN %lu, GAP %lu); %lu/%lu FDEs of %s covered\n",
           label, t->nrows, st.fdes, st.bad_entries, st.bad_ops, st.overlaps, c.agree, c.addrs,
           c.by_kind[CFI_CFA_SP], c.by_kind[CFI_CFA_FP], c.by_kind[CFI_PLT], c.by_kind[CFI_SIGNAL],
           c.by_kind[CFI_END], c.by_kind[CFI_UNKNOWN], c.by_kind[CFI_GAP], c.fdes_covered,
-          c.fdes_hdr);
+          c.fdes_hdr, dbg ? "libdw's .debug_frame list" : ".eh_frame_hdr");
   PP_CHECK_INT(c.agree, ==, c.addrs);
   PP_CHECK_INT(c.fdes_covered, ==, c.fdes_hdr);
   PP_CHECK_INT(c.fdes_hdr, >, 0);
   PP_CHECK_INT(st.bad_entries, ==, 0);
-  dwarf_cfi_end(cfi);
+  if (dw)
+    dwarf_end(dw); /* owns dwarf_getcfi's CFI */
+  else
+    dwarf_cfi_end(cfi);
   free(t);
   obj_close(&o);
 }
 
 static void test_cfi_libc_matches_libdw(void) {
-  oracle_object("libc.so.6", libc_path());
+  oracle_object("libc.so.6", libc_path(), CFI_EH_FRAME);
 }
 
 static void test_cfi_libstdcxx_matches_libdw(void) {
-  oracle_object("libstdc++.so.6", libstdcxx_path());
+  oracle_object("libstdc++.so.6", libstdcxx_path(), CFI_EH_FRAME);
 }
 
 static void test_cfi_own_binary_matches_libdw(void) {
-  oracle_object("test_cfi", "/proc/self/exe");
+  oracle_object("test_cfi", "/proc/self/exe", CFI_EH_FRAME);
 }
 
 static void test_cfi_omit_frame_pointer_object_matches_libdw(void) {
-  oracle_object("libcfi_omitfp_obj.so", CFI_OMITFP_OBJ);
+  oracle_object("libcfi_omitfp_obj.so", CFI_OMITFP_OBJ, CFI_EH_FRAME);
+}
+
+/* The same code built without unwind tables: gcc writes .debug_frame. */
+static void test_cfi_debug_frame_object_matches_libdw(void) {
+  oracle_object("libcfi_debugframe_obj.so", CFI_DEBUGFRAME_OBJ, CFI_DEBUG_FRAME);
 }
 
 /* ---- hand-written CFI ---- */
@@ -1216,6 +1263,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_cfi_libstdcxx_matches_libdw);
   PP_RUN(test_cfi_own_binary_matches_libdw);
   PP_RUN(test_cfi_omit_frame_pointer_object_matches_libdw);
+  PP_RUN(test_cfi_debug_frame_object_matches_libdw);
   PP_RUN(test_cfi_truncated_sections_build_or_fail_cleanly);
   PP_RUN(test_cfi_random_byte_flips_build_or_fail_cleanly);
   PP_DONE();
