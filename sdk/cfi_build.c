@@ -54,6 +54,7 @@ typedef struct cie_info {
 typedef struct fde_ref {
   uint64_t lo, hi; /* offsets from base */
   uint32_t off;    /* entry start in the section */
+  uint32_t cie;    /* its CIE: an index into the cie_set */
 } fde_ref;
 
 /* The rows, written straight into the table's block (after its header):
@@ -576,6 +577,85 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
   return 0;
 }
 
+static const cfa_state blank = {CFA_OTHER, 0, 0, {R_SAME, 0}, {R_UNDEF, 0}};
+
+/* Every CIE of the section, sorted by offset, each parsed and its initial
+ * instructions run once however many FDEs use it: re-reading the CIE per
+ * FDE made a long CIE cost its length times the FDEs (a 1 MiB CIE program
+ * with 100k FDEs never finished). */
+typedef struct cie_slot {
+  size_t off;
+  int8_t state;    /* 0: not read yet, 1: good, -1: malformed */
+  int8_t init_bad; /* its initial instructions stopped at a bad op */
+  cie_info c;
+  cfa_state init; /* the state they leave */
+} cie_slot;
+
+typedef struct cie_set {
+  cie_slot *v;
+  size_t n;
+} cie_set;
+
+/* Lists the offsets of the CIEs on the chain of entries; 0, or -1. */
+static int list_cies(const section *s, cie_set *cs) {
+  size_t cap = 0;
+  cs->v = NULL;
+  cs->n = 0;
+  for (size_t off = 0; off + 4 <= s->len;) {
+    reader body;
+    uint64_t id;
+    int is64;
+    size_t next;
+    if (entry_header(s, off, &body, &id, &is64, &next) != 0)
+      break; /* the terminator or a broken length, as list_fdes */
+    if (is_cie(s, id, is64)) {
+      if (cs->n == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        cie_slot *nv = realloc(cs->v, ncap * sizeof *nv);
+        if (!nv)
+          return -1;
+        cs->v = nv;
+        cap = ncap;
+      }
+      memset(&cs->v[cs->n], 0, sizeof cs->v[0]);
+      cs->v[cs->n++].off = off;
+    }
+    off = next;
+  }
+  return 0;
+}
+
+/* The CIE at off (read on first use), or NULL if none starts there. */
+static cie_slot *cie_get(const section *s, cie_set *cs, size_t off) {
+  size_t a = 0, b = cs->n;
+  while (a < b) {
+    size_t m = a + (b - a) / 2;
+    if (cs->v[m].off < off)
+      a = m + 1;
+    else
+      b = m;
+  }
+  if (a == cs->n || cs->v[a].off != off)
+    return NULL;
+  cie_slot *c = &cs->v[a];
+  if (c->state == 0) {
+    c->state = parse_cie(s, off, &c->c) == 0 ? 1 : -1;
+    if (c->state == 1) {
+      interp in;
+      uint32_t unknown = 0;
+      in.s = s;
+      in.cie = &c->c;
+      in.st = blank;
+      in.init = blank; /* what DW_CFA_restore in the CIE's own program restores */
+      in.depth = 0;
+      in.loc = in.end = 0; /* no rows: advances in a CIE mean nothing */
+      c->init_bad = run_ops(&in, c->c.init, c->c.init_end, NULL, 0, &unknown) != 0;
+      c->init = in.st;
+    }
+  }
+  return c->state == 1 ? c : NULL;
+}
+
 static int fde_cmp(const void *a, const void *b) {
   const fde_ref *x = a, *y = b;
   if (x->lo != y->lo)
@@ -589,7 +669,7 @@ static int fde_cmp(const void *a, const void *b) {
  * 32-bit offset space above base. *max_rows: a bound on the rows pass 2 can
  * emit: an FDE emits one row per advance op (at least one byte of its entry
  * each), then its last row and its end. */
-static int list_fdes(const section *s, fde_ref **out, size_t *nout, size_t *max_rows,
+static int list_fdes(const section *s, cie_set *cs, fde_ref **out, size_t *nout, size_t *max_rows,
                      cfi_stats *st) {
   *max_rows = 0;
   fde_ref *v = NULL;
@@ -618,14 +698,14 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, size_t *max_
       cie_off = id <= id_pos ? id_pos - (size_t)id : SIZE_MAX;
     else
       cie_off = id < s->len ? (size_t)id : SIZE_MAX;
-    cie_info c;
-    if (cie_off == SIZE_MAX || parse_cie(s, cie_off, &c) != 0) {
+    const cie_slot *cie = cie_off == SIZE_MAX ? NULL : cie_get(s, cs, cie_off);
+    if (!cie) {
       st->bad_entries++;
       off = next;
       continue;
     }
-    uint64_t lo = rd_ptr(&body, c.fde_enc, s, 1);
-    uint64_t range = rd_ptr(&body, c.fde_enc & 0x0f, s, 0);
+    uint64_t lo = rd_ptr(&body, cie->c.fde_enc, s, 1);
+    uint64_t range = rd_ptr(&body, cie->c.fde_enc & 0x0f, s, 0);
     if (s->src == CFI_DEBUG_FRAME)
       lo += s->base;
     if (body.bad || lo < s->base || range > UINT32_MAX || lo - s->base + range > UINT32_MAX) {
@@ -650,6 +730,7 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, size_t *max_
     v[n].lo = lo - s->base;
     v[n].hi = v[n].lo + range;
     v[n].off = (uint32_t)off;
+    v[n].cie = (uint32_t)(cie - cs->v);
     n++;
     *max_rows += next - off + 2;
     off = next;
@@ -660,40 +741,32 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, size_t *max_
 }
 
 /* Pass 2 for one FDE: rows for [f->lo, f->hi) above floor. */
-static void compile_fde(const section *s, const fde_ref *f, row_vec *rv, uint32_t floor,
-                        cfi_stats *st) {
+static void compile_fde(const section *s, const cie_slot *cie, const fde_ref *f, row_vec *rv,
+                        uint32_t floor, cfi_stats *st) {
   reader body;
   uint64_t id;
   int is64;
   size_t next;
-  cie_info c;
-  entry_header(s, f->off, &body, &id, &is64, &next);
-  size_t id_pos = f->off + (is64 ? 12 : 4);
-  size_t cie_off = s->src == CFI_EH_FRAME ? id_pos - (size_t)id : (size_t)id;
-  parse_cie(s, cie_off, &c); /* both checked in pass 1 */
-  (void)rd_ptr(&body, c.fde_enc, s, 1);
-  (void)rd_ptr(&body, c.fde_enc & 0x0f, s, 0);
-  if (c.has_z) {
+  const cie_info *c = &cie->c;
+  entry_header(s, f->off, &body, &id, &is64, &next); /* checked in pass 1 */
+  (void)rd_ptr(&body, c->fde_enc, s, 1);
+  (void)rd_ptr(&body, c->fde_enc & 0x0f, s, 0);
+  if (c->has_z) {
     uint64_t zlen = rd_uleb(&body);
     if (body.bad || zlen > (uint64_t)(body.end - body.p))
       body.bad = 1;
     else
       body.p += zlen;
   }
-  static const cfa_state blank = {CFA_OTHER, 0, 0, {R_SAME, 0}, {R_UNDEF, 0}};
   interp in;
   in.s = s;
-  in.cie = &c;
-  in.st = blank;
-  in.init = blank; /* what DW_CFA_restore in the CIE's own program restores */
+  in.cie = c;
+  in.st = cie->init;
+  in.init = cie->init;
   in.depth = 0;
   in.loc = f->lo;
   in.end = f->hi;
-  int bad = body.bad;
-  if (!bad && run_ops(&in, c.init, c.init_end, NULL, floor, &st->unknown_rows) != 0)
-    bad = 1;
-  in.init = in.st;
-  in.depth = 0;
+  int bad = body.bad || cie->init_bad;
   if (!bad && run_ops(&in, body.p, body.end, rv, floor, &st->unknown_rows) != 0)
     bad = 1;
   if (bad) {
@@ -704,7 +777,7 @@ static void compile_fde(const section *s, const fde_ref *f, row_vec *rv, uint32_
       vec_push(rv, (uint32_t)in.loc, &unk, floor);
     }
   } else if (in.loc < in.end) {
-    cfi_row row = make_row(&in.st, c.signal, &st->unknown_rows);
+    cfi_row row = make_row(&in.st, c->signal, &st->unknown_rows);
     vec_push(rv, (uint32_t)in.loc, &row, floor);
   }
   cfi_row gap = {0, 0, CFI_FP_LOST, CFI_GAP, 0};
@@ -762,14 +835,18 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   fde_ref *fdes = NULL;
   size_t nfdes = 0;
   size_t max_rows;
-  if (list_fdes(&s, &fdes, &nfdes, &max_rows, st) != 0)
+  cie_set cies;
+  if (list_cies(&s, &cies) != 0 || list_fdes(&s, &cies, &fdes, &nfdes, &max_rows, st) != 0) {
+    free(cies.v);
     return -1;
+  }
   if (nfdes > 1) /* qsort's base must not be NULL, even for 0 elements */
     qsort(fdes, nfdes, sizeof *fdes, fde_cmp);
   row_vec rv = {0};
   rv.block = malloc(sizeof(cfi_table) + max_rows * sizeof(cfi_row));
   if (!rv.block) {
     free(fdes);
+    free(cies.v);
     return -1;
   }
   rv.v = (cfi_row *)(rv.block + 1);
@@ -778,6 +855,7 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   for (size_t i = 0; i < nfdes && !rv.oom; i++) {
     if ((i & 255) == 255 && cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
       free(fdes);
+      free(cies.v);
       free(rv.block);
       return -2;
     }
@@ -787,11 +865,12 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
     }
     if (fdes[i].lo < floor)
       st->overlaps++;
-    compile_fde(&s, &fdes[i], &rv, floor, st);
+    compile_fde(&s, &cies.v[fdes[i].cie], &fdes[i], &rv, floor, st);
     st->fdes++;
     floor = (uint32_t)fdes[i].hi;
   }
   free(fdes);
+  free(cies.v);
   if (rv.oom) {
     free(rv.block);
     return -1;
