@@ -15,11 +15,9 @@
 #if defined(__aarch64__)
 #define REG_SP 31u
 #define REG_FP 29u
-#define REG_RA 30u
 #else /* x86-64 DWARF numbering */
 #define REG_SP 7u
 #define REG_FP 6u
-#define REG_RA 16u
 #endif
 
 #define STATE_STACK 16 /* remember_state depth */
@@ -56,9 +54,14 @@ typedef struct cie_info {
 typedef struct fde_ref {
   uint64_t lo, hi; /* offsets from base */
   uint32_t off;    /* entry start in the section */
+  uint32_t cie;    /* its CIE: an index into the cie_set */
 } fde_ref;
 
+/* The rows, written straight into the table's block (after its header):
+ * cap is an upper bound on the rows the FDEs can emit, so the vector never
+ * grows and finish() only trims the block. */
 typedef struct row_vec {
+  cfi_table *block;
   cfi_row *v;
   size_t n, cap;
   int oom;
@@ -128,6 +131,28 @@ static int64_t rd_sleb(reader *r) {
   if (shift < 64 && (b & 0x40))
     v |= ~(uint64_t)0 << shift;
   return (int64_t)v;
+}
+
+/* v * align (an operand times the CIE's data alignment factor). A product
+ * that does not fit is corrupt CFI: the op fails, instead of the undefined
+ * behaviour of a signed overflow. */
+static int64_t rd_scaled(reader *r, int64_t v, int64_t align) {
+  int64_t out;
+  if (__builtin_mul_overflow(v, align, &out)) {
+    r->bad = 1;
+    return 0;
+  }
+  return out;
+}
+
+/* An unsigned LEB128 operand times align. */
+static int64_t rd_uleb_scaled(reader *r, int64_t align) {
+  uint64_t v = rd_uleb(r);
+  if (v > INT64_MAX) {
+    r->bad = 1;
+    return 0;
+  }
+  return rd_scaled(r, (int64_t)v, align);
 }
 
 /* A DW_EH_PE-encoded pointer. Applications other than absolute and
@@ -285,14 +310,8 @@ static void vec_push(row_vec *rv, uint32_t pc, const cfi_row *row, uint32_t floo
       return; /* same rule: the previous row already covers pc */
   }
   if (rv->n == rv->cap) {
-    size_t cap = rv->cap ? rv->cap * 2 : 1024;
-    cfi_row *v = realloc(rv->v, cap * sizeof *v);
-    if (!v) {
-      rv->oom = 1;
-      return;
-    }
-    rv->v = v;
-    rv->cap = cap;
+    rv->oom = 1; /* cannot happen: cap bounds the rows (list_fdes) */
+    return;
   }
   rv->v[rv->n++] = nr;
 }
@@ -362,10 +381,12 @@ static cfi_row make_row(const cfa_state *st, int signal, uint32_t *unknown) {
   return row;
 }
 
-static reg_rule *rule_for(cfa_state *st, uint64_t reg, reg_rule *scratch) {
+/* ra_reg: the CIE's return address column (the rule make_row reads as the
+ * return address, whatever its number). */
+static reg_rule *rule_for(cfa_state *st, uint64_t reg, uint32_t ra_reg, reg_rule *scratch) {
   if (reg == REG_FP)
     return &st->fp;
-  if (reg == REG_RA)
+  if (reg == ra_reg)
     return &st->ra;
   return scratch; /* a register the unwinder does not restore */
 }
@@ -397,13 +418,14 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       advance = 1;
       break;
     case 0x80: {
-      reg_rule *rr = rule_for(st, op & 0x3f, &scratch);
+      reg_rule *rr = rule_for(st, op & 0x3f, c->ra_reg, &scratch);
       rr->how = R_OFFSET;
-      rr->off = (int64_t)rd_uleb(&r) * c->data_align;
+      rr->off = rd_uleb_scaled(&r, c->data_align);
       break;
     }
     case 0xc0:
-      *rule_for(st, op & 0x3f, &scratch) = *rule_for(&in->init, op & 0x3f, &scratch);
+      *rule_for(st, op & 0x3f, c->ra_reg, &scratch) =
+          *rule_for(&in->init, op & 0x3f, c->ra_reg, &scratch);
       break;
     default:
       switch (op) {
@@ -435,29 +457,29 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       case 0x2f: /* GNU_negative_offset_extended */
       {
         reg = rd_uleb(&r);
-        int64_t off =
-            op == 0x11 ? rd_sleb(&r) * c->data_align : (int64_t)rd_uleb(&r) * c->data_align;
-        reg_rule *rr = rule_for(st, reg, &scratch);
+        int64_t off = op == 0x11 ? rd_scaled(&r, rd_sleb(&r), c->data_align)
+                                 : rd_uleb_scaled(&r, c->data_align);
+        reg_rule *rr = rule_for(st, reg, c->ra_reg, &scratch);
         rr->how = R_OFFSET;
-        rr->off = op == 0x2f ? -off : off;
+        rr->off = op == 0x2f ? rd_scaled(&r, off, -1) : off;
         break;
       }
       case 0x06:
         reg = rd_uleb(&r);
-        *rule_for(st, reg, &scratch) = *rule_for(&in->init, reg, &scratch);
+        *rule_for(st, reg, c->ra_reg, &scratch) = *rule_for(&in->init, reg, c->ra_reg, &scratch);
         break;
       case 0x07:
         reg = rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_UNDEF;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_UNDEF;
         break;
       case 0x08:
         reg = rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_SAME;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_SAME;
         break;
       case 0x09: /* register */
         reg = rd_uleb(&r);
         (void)rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       case 0x0a:
         if (in->depth == STATE_STACK)
@@ -480,7 +502,7 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       case 0x12: /* def_cfa_sf */
         st->how = CFA_REG;
         st->reg = (uint32_t)rd_uleb(&r);
-        st->off = rd_sleb(&r) * c->data_align;
+        st->off = rd_scaled(&r, rd_sleb(&r), c->data_align);
         break;
       case 0x0d: /* def_cfa_register */
         st->reg = (uint32_t)rd_uleb(&r);
@@ -493,7 +515,7 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
           st->how = CFA_OTHER;
         break;
       case 0x13: /* def_cfa_offset_sf */
-        st->off = rd_sleb(&r) * c->data_align;
+        st->off = rd_scaled(&r, rd_sleb(&r), c->data_align);
         if (st->how == CFA_PLT)
           st->how = CFA_OTHER;
         break;
@@ -515,18 +537,18 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
         if (r.bad || n > (uint64_t)(r.end - r.p))
           return -1;
         r.p += n;
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       }
       case 0x14: /* val_offset */
         reg = rd_uleb(&r);
         (void)rd_uleb(&r);
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       case 0x15: /* val_offset_sf */
         reg = rd_uleb(&r);
         (void)rd_sleb(&r);
-        rule_for(st, reg, &scratch)->how = R_OTHER;
+        rule_for(st, reg, c->ra_reg, &scratch)->how = R_OTHER;
         break;
       case 0x2e:
         (void)rd_uleb(&r);
@@ -541,6 +563,8 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
       return -1;
     if (advance && rv) {
       uint64_t next = in->loc + adv;
+      if (next < in->loc)
+        return -1; /* wrapped around: rows must not go backwards */
       if (next > in->loc && in->loc < in->end) {
         cfi_row row = make_row(st, c->signal, unknown);
         vec_push(rv, (uint32_t)in->loc, &row, floor);
@@ -553,6 +577,85 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
   return 0;
 }
 
+static const cfa_state blank = {CFA_OTHER, 0, 0, {R_SAME, 0}, {R_UNDEF, 0}};
+
+/* Every CIE of the section, sorted by offset, each parsed and its initial
+ * instructions run once however many FDEs use it: re-reading the CIE per
+ * FDE made a long CIE cost its length times the FDEs (a 1 MiB CIE program
+ * with 100k FDEs never finished). */
+typedef struct cie_slot {
+  size_t off;
+  int8_t state;    /* 0: not read yet, 1: good, -1: malformed */
+  int8_t init_bad; /* its initial instructions stopped at a bad op */
+  cie_info c;
+  cfa_state init; /* the state they leave */
+} cie_slot;
+
+typedef struct cie_set {
+  cie_slot *v;
+  size_t n;
+} cie_set;
+
+/* Lists the offsets of the CIEs on the chain of entries; 0, or -1. */
+static int list_cies(const section *s, cie_set *cs) {
+  size_t cap = 0;
+  cs->v = NULL;
+  cs->n = 0;
+  for (size_t off = 0; off + 4 <= s->len;) {
+    reader body;
+    uint64_t id;
+    int is64;
+    size_t next;
+    if (entry_header(s, off, &body, &id, &is64, &next) != 0)
+      break; /* the terminator or a broken length, as list_fdes */
+    if (is_cie(s, id, is64)) {
+      if (cs->n == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        cie_slot *nv = realloc(cs->v, ncap * sizeof *nv);
+        if (!nv)
+          return -1;
+        cs->v = nv;
+        cap = ncap;
+      }
+      memset(&cs->v[cs->n], 0, sizeof cs->v[0]);
+      cs->v[cs->n++].off = off;
+    }
+    off = next;
+  }
+  return 0;
+}
+
+/* The CIE at off (read on first use), or NULL if none starts there. */
+static cie_slot *cie_get(const section *s, cie_set *cs, size_t off) {
+  size_t a = 0, b = cs->n;
+  while (a < b) {
+    size_t m = a + (b - a) / 2;
+    if (cs->v[m].off < off)
+      a = m + 1;
+    else
+      b = m;
+  }
+  if (a == cs->n || cs->v[a].off != off)
+    return NULL;
+  cie_slot *c = &cs->v[a];
+  if (c->state == 0) {
+    c->state = parse_cie(s, off, &c->c) == 0 ? 1 : -1;
+    if (c->state == 1) {
+      interp in;
+      uint32_t unknown = 0;
+      in.s = s;
+      in.cie = &c->c;
+      in.st = blank;
+      in.init = blank; /* what DW_CFA_restore in the CIE's own program restores */
+      in.depth = 0;
+      in.loc = in.end = 0; /* no rows: advances in a CIE mean nothing */
+      c->init_bad = run_ops(&in, c->c.init, c->c.init_end, NULL, 0, &unknown) != 0;
+      c->init = in.st;
+    }
+  }
+  return c->state == 1 ? c : NULL;
+}
+
 static int fde_cmp(const void *a, const void *b) {
   const fde_ref *x = a, *y = b;
   if (x->lo != y->lo)
@@ -563,8 +666,12 @@ static int fde_cmp(const void *a, const void *b) {
 }
 
 /* Pass 1: every FDE with a valid CIE and an address range inside the
- * 32-bit offset space above base. */
-static int list_fdes(const section *s, fde_ref **out, size_t *nout, cfi_stats *st) {
+ * 32-bit offset space above base. *max_rows: a bound on the rows pass 2 can
+ * emit: an FDE emits one row per advance op (at least one byte of its entry
+ * each), then its last row and its end. */
+static int list_fdes(const section *s, cie_set *cs, fde_ref **out, size_t *nout, size_t *max_rows,
+                     cfi_stats *st) {
+  *max_rows = 0;
   fde_ref *v = NULL;
   size_t n = 0, cap = 0;
   size_t off = 0;
@@ -591,14 +698,14 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, cfi_stats *s
       cie_off = id <= id_pos ? id_pos - (size_t)id : SIZE_MAX;
     else
       cie_off = id < s->len ? (size_t)id : SIZE_MAX;
-    cie_info c;
-    if (cie_off == SIZE_MAX || parse_cie(s, cie_off, &c) != 0) {
+    const cie_slot *cie = cie_off == SIZE_MAX ? NULL : cie_get(s, cs, cie_off);
+    if (!cie) {
       st->bad_entries++;
       off = next;
       continue;
     }
-    uint64_t lo = rd_ptr(&body, c.fde_enc, s, 1);
-    uint64_t range = rd_ptr(&body, c.fde_enc & 0x0f, s, 0);
+    uint64_t lo = rd_ptr(&body, cie->c.fde_enc, s, 1);
+    uint64_t range = rd_ptr(&body, cie->c.fde_enc & 0x0f, s, 0);
     if (s->src == CFI_DEBUG_FRAME)
       lo += s->base;
     if (body.bad || lo < s->base || range > UINT32_MAX || lo - s->base + range > UINT32_MAX) {
@@ -623,7 +730,9 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, cfi_stats *s
     v[n].lo = lo - s->base;
     v[n].hi = v[n].lo + range;
     v[n].off = (uint32_t)off;
+    v[n].cie = (uint32_t)(cie - cs->v);
     n++;
+    *max_rows += next - off + 2;
     off = next;
   }
   *out = v;
@@ -632,39 +741,32 @@ static int list_fdes(const section *s, fde_ref **out, size_t *nout, cfi_stats *s
 }
 
 /* Pass 2 for one FDE: rows for [f->lo, f->hi) above floor. */
-static void compile_fde(const section *s, const fde_ref *f, row_vec *rv, uint32_t floor,
-                        cfi_stats *st) {
+static void compile_fde(const section *s, const cie_slot *cie, const fde_ref *f, row_vec *rv,
+                        uint32_t floor, cfi_stats *st) {
   reader body;
   uint64_t id;
   int is64;
   size_t next;
-  cie_info c;
-  entry_header(s, f->off, &body, &id, &is64, &next);
-  size_t id_pos = f->off + (is64 ? 12 : 4);
-  size_t cie_off = s->src == CFI_EH_FRAME ? id_pos - (size_t)id : (size_t)id;
-  parse_cie(s, cie_off, &c); /* both checked in pass 1 */
-  (void)rd_ptr(&body, c.fde_enc, s, 1);
-  (void)rd_ptr(&body, c.fde_enc & 0x0f, s, 0);
-  if (c.has_z) {
+  const cie_info *c = &cie->c;
+  entry_header(s, f->off, &body, &id, &is64, &next); /* checked in pass 1 */
+  (void)rd_ptr(&body, c->fde_enc, s, 1);
+  (void)rd_ptr(&body, c->fde_enc & 0x0f, s, 0);
+  if (c->has_z) {
     uint64_t zlen = rd_uleb(&body);
     if (body.bad || zlen > (uint64_t)(body.end - body.p))
       body.bad = 1;
     else
       body.p += zlen;
   }
-  static const cfa_state blank = {CFA_OTHER, 0, 0, {R_SAME, 0}, {R_UNDEF, 0}};
   interp in;
   in.s = s;
-  in.cie = &c;
-  in.st = blank;
+  in.cie = c;
+  in.st = cie->init;
+  in.init = cie->init;
   in.depth = 0;
   in.loc = f->lo;
   in.end = f->hi;
-  int bad = body.bad;
-  if (!bad && run_ops(&in, c.init, c.init_end, NULL, floor, &st->unknown_rows) != 0)
-    bad = 1;
-  in.init = in.st;
-  in.depth = 0;
+  int bad = body.bad || cie->init_bad;
   if (!bad && run_ops(&in, body.p, body.end, rv, floor, &st->unknown_rows) != 0)
     bad = 1;
   if (bad) {
@@ -675,14 +777,15 @@ static void compile_fde(const section *s, const fde_ref *f, row_vec *rv, uint32_
       vec_push(rv, (uint32_t)in.loc, &unk, floor);
     }
   } else if (in.loc < in.end) {
-    cfi_row row = make_row(&in.st, c.signal, &st->unknown_rows);
+    cfi_row row = make_row(&in.st, c->signal, &st->unknown_rows);
     vec_push(rv, (uint32_t)in.loc, &row, floor);
   }
   cfi_row gap = {0, 0, CFI_FP_LOST, CFI_GAP, 0};
   vec_push(rv, (uint32_t)f->hi, &gap, floor);
 }
 
-static cfi_table *finish(const row_vec *rv, uintptr_t base) {
+/* Trims rv's block to the table and writes the page index after the rows. */
+static cfi_table *finish(row_vec *rv, uintptr_t base) {
   size_t nrows = rv->n;
   uint32_t npages = 0;
   uintptr_t lo = 0, hi = 0;
@@ -695,13 +798,12 @@ static cfi_table *finish(const row_vec *rv, uintptr_t base) {
     nrows = 0;
   }
   size_t bytes = sizeof(cfi_table) + nrows * sizeof(cfi_row) + (size_t)npages * sizeof(uint32_t);
-  cfi_table *t = malloc(bytes);
+  cfi_table *t = realloc(rv->block, bytes); /* the rows stay where they are */
   if (!t)
-    return NULL;
+    return NULL; /* rv->block is still rv's to free */
+  rv->block = NULL;
   cfi_row *rows = (cfi_row *)(t + 1);
   uint32_t *pages = (uint32_t *)(rows + nrows);
-  if (nrows)
-    memcpy(rows, rv->v, nrows * sizeof *rows);
   /* pages[i]: the last row starting at or below page i's first address */
   uintptr_t pg0 = lo >> CFI_PAGE_SHIFT;
   size_t r = 0;
@@ -732,15 +834,29 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   section s = {data, data ? len : 0, data_addr, base, src};
   fde_ref *fdes = NULL;
   size_t nfdes = 0;
-  if (list_fdes(&s, &fdes, &nfdes, st) != 0)
+  size_t max_rows;
+  cie_set cies;
+  if (list_cies(&s, &cies) != 0 || list_fdes(&s, &cies, &fdes, &nfdes, &max_rows, st) != 0) {
+    free(cies.v);
     return -1;
-  qsort(fdes, nfdes, sizeof *fdes, fde_cmp);
+  }
+  if (nfdes > 1) /* qsort's base must not be NULL, even for 0 elements */
+    qsort(fdes, nfdes, sizeof *fdes, fde_cmp);
   row_vec rv = {0};
+  rv.block = malloc(sizeof(cfi_table) + max_rows * sizeof(cfi_row));
+  if (!rv.block) {
+    free(fdes);
+    free(cies.v);
+    return -1;
+  }
+  rv.v = (cfi_row *)(rv.block + 1);
+  rv.cap = max_rows;
   uint32_t floor = 0;
   for (size_t i = 0; i < nfdes && !rv.oom; i++) {
     if ((i & 255) == 255 && cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
       free(fdes);
-      free(rv.v);
+      free(cies.v);
+      free(rv.block);
       return -2;
     }
     if (fdes[i].hi <= floor) {
@@ -749,17 +865,18 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
     }
     if (fdes[i].lo < floor)
       st->overlaps++;
-    compile_fde(&s, &fdes[i], &rv, floor, st);
+    compile_fde(&s, &cies.v[fdes[i].cie], &fdes[i], &rv, floor, st);
     st->fdes++;
     floor = (uint32_t)fdes[i].hi;
   }
   free(fdes);
+  free(cies.v);
   if (rv.oom) {
-    free(rv.v);
+    free(rv.block);
     return -1;
   }
   *out = finish(&rv, base);
-  free(rv.v);
+  free(rv.block);
   return *out ? 0 : -1;
 }
 

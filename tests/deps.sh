@@ -3,7 +3,7 @@
 # Shared by the README's two commands (examples/demo.sh and tests/ci.sh).
 set -euo pipefail
 pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
-  libelf-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
+  libelf-dev libdw-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
   golang-go libgoogle-perftools-dev python3 python3-yaml clang clang-format libclang-rt-14-dev curl
   util-linux procps xz-utils sqlite3 linux-perf binutils)
 # npm (test-only: s3rver) may come from Debian or from a NodeSource nodejs that
