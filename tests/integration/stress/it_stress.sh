@@ -68,8 +68,10 @@ case $case_ in
     # its function names although it is unloaded before the profile is
     # written (the SDK's dlclose interposer keeps its symbols). The library
     # has no frame pointers: once its table is built ("late"), its frameless
-    # leaf has its caller and main above; right after dlopen ("early") the
-    # frame-pointer fallback may lose them, so those only have to be there.
+    # leaf has its caller and main above. Right after dlopen ("early") there
+    # is no table yet in round 1 (frame-pointer fallback, may lose them) and
+    # in later rounds the table of the identical copy just unloaded until the
+    # next refresh, so those only have to be there.
     hz=1000
     args=("$WL/libst_dlburn.so")
     check_args=(--expect-function '^main$' --expect-function '^st_dlburn_(early|late)$')

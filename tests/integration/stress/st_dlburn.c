@@ -1,9 +1,9 @@
 /* A small library the dlopen stress test loads and unloads in a loop. Built
  * -O2 -fomit-frame-pointer (sdk_stress.cmake), so only its CFI unwinds it:
  * each exported entry point is a non-leaf without a frame pointer calling a
- * frameless leaf (st_mix.h). "early" runs right after dlopen (its table may
- * not be built yet: frame-pointer fallback), "late" once the SDK has had
- * time to build it. */
+ * frameless leaf (st_mix.h). "early" runs right after dlopen (the SDK may
+ * have no table for this load yet), "late" once it has had time to build
+ * one. */
 #include "st_mix.h"
 
 __attribute__((visibility("default"))) uint64_t st_dlburn_early(double seconds);
