@@ -105,8 +105,9 @@ static uint64_t mix64(uint64_t h, uint64_t v) {
 
 /* A sample's identity: its stack, flags and label bytes (the record's own
  * or, over the soft limit, the "dropped" marker). RING_F_NO_TABLE is only
- * counted: it does not make a stack different. */
-#define KEY_FLAGS(f) ((uint16_t)((f) & ~RING_F_NO_TABLE))
+ * counted and RING_F_ALTSTACK only steers the bounds lookup: neither makes
+ * a stack different. */
+#define KEY_FLAGS(f) ((uint16_t)((f) & ~(RING_F_NO_TABLE | RING_F_ALTSTACK)))
 typedef struct agg_key {
   const ring_record *r;
   const char *labels;
@@ -262,7 +263,8 @@ static void drain_locked(pending_bounds *pend, size_t *npend) {
       add_deferred(r);
     else
       agg_add(&g_agg, r);
-    if ((r->flags & RING_F_LEAF_ONLY) && r->slot < THREADS_MAX && *npend < PENDING_MAX &&
+    if ((r->flags & (RING_F_LEAF_ONLY | RING_F_ALTSTACK)) == RING_F_LEAF_ONLY &&
+        r->slot < THREADS_MAX && *npend < PENDING_MAX &&
         atomic_load_explicit(&threads_table[r->slot].stack_hi, memory_order_relaxed) == 0) {
       size_t j = 0;
       while (j < *npend && pend[j].slot != r->slot)

@@ -19,6 +19,7 @@
 #define RING_F_LEAF_ONLY 2u /* stack bounds unknown or sp outside them */
 #define RING_F_NO_TABLE 4u  /* a frame was in code with no unwind table yet */
 #define RING_F_DEFERRED 8u  /* only pcs[0]: the stack is in deferred slot rec->defer */
+#define RING_F_ALTSTACK 16u /* interrupted on its sigaltstack: sp says nothing of its bounds */
 
 typedef struct ring_record {
   uint32_t slot; /* thread-table slot index */

@@ -71,6 +71,17 @@ static void forward(int signo, siginfo_t *si, void *uc) {
     p->sa_handler(signo);
 }
 
+/* Whether sp lies on the thread's sigaltstack, as the kernel decides it
+ * (on_sig_stack): uc_stack holds the alternate stack as it was when the
+ * signal came. Its ss_flags do not say whether the interrupted code was on
+ * it (Linux stores the flags given to sigaltstack), hence the range test.
+ * Not known inside a handler installed with SS_AUTODISARM (size 0 there). */
+static int on_altstack(const void *uc, uintptr_t sp) {
+  const stack_t *ss = &((const ucontext_t *)uc)->uc_stack;
+  uintptr_t lo = (uintptr_t)ss->ss_sp;
+  return !(ss->ss_flags & SS_DISABLE) && ss->ss_size && sp > lo && sp - lo <= ss->ss_size;
+}
+
 /* Handler <-> collector protocol.
  * - Which signals are ours: si_code == SI_TIMER and sival_ptr a cookie with
  *   our magic (threads_cookie: magic | slot generation | slot index); or, in
@@ -86,7 +97,10 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   registration) or published later by the collector, hi last, with
  *   release; we read hi with acquire, then lo. Unknown bounds (0): only the
  *   leaf pc and sp are recorded (RING_F_LEAF_ONLY) and the collector looks
- *   up the mapping that holds sp, so later samples of that thread are full.
+ *   up the mapping that holds sp, so later samples of that thread are full;
+ *   not when sp lies on the thread's sigaltstack (on_altstack): that
+ *   mapping is the alternate stack, and taking it would leave every later
+ *   sample on the real stack with its leaf only (RING_F_ALTSTACK).
  * - The record (weight 1 + si_overrun) is written in place into a ring cell
  *   claimed with one CAS (ring_reserve) and published by a release store of
  *   the cell's sequence number (ring_commit). The collector reads cells in
@@ -164,6 +178,8 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   }
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
     rec->flags |= RING_F_LEAF_ONLY;
+  if (on_altstack(uc, regs.sp))
+    rec->flags |= RING_F_ALTSTACK;
   rec->slot = idx;
   rec->gen = gen;
   rec->sp = regs.sp;

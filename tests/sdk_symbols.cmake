@@ -13,6 +13,10 @@ pushprof_unit_test(NAME test_elfsym
 target_include_directories(test_elfsym PRIVATE ${PP_SYM_DIR})
 # zlibVersion must be resolvable with dlsym(RTLD_DEFAULT) even under --as-needed
 target_link_options(test_elfsym PRIVATE -Wl,--no-as-needed)
+# The .gnu_debuglink cases strip copies of this library (no build id: only
+# the link can find its debug file).
+add_library(elfsym_link_lib MODULE unit/elfsym_link_lib.c)
+target_link_options(elfsym_link_lib PRIVATE -Wl,--build-id=none)
 
 # The same checks in a non-PIE executable (ELF vaddr == runtime address).
 pushprof_unit_test(NAME test_elfsym_nopie
@@ -20,6 +24,10 @@ pushprof_unit_test(NAME test_elfsym_nopie
   LIBS PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
 target_include_directories(test_elfsym_nopie PRIVATE ${PP_SYM_DIR})
 set_target_properties(test_elfsym_nopie PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+foreach(t test_elfsym test_elfsym_nopie)
+  add_dependencies(${t} elfsym_link_lib)
+  target_compile_definitions(${t} PRIVATE ELFSYM_LINK_LIB="$<TARGET_FILE:elfsym_link_lib>")
+endforeach()
 target_compile_options(test_elfsym_nopie PRIVATE -fno-pie)
 target_link_options(test_elfsym_nopie PRIVATE -no-pie -Wl,--no-as-needed)
 

@@ -158,6 +158,22 @@ def loc_functions(loc):
     return [ln["function"] or ("0x%x" % loc["address"]) for ln in loc["lines"]]
 
 
+def sample_stacks(profile, value="samples/count"):
+    """[(value, [function, ...] leaf first, {label: [values]}, number of
+    locations)], one per sample of profile (read with go tool pprof -raw)."""
+    prof = parse_raw(run_pprof(profile))
+    if value not in prof["sample_types"]:
+        raise SystemExit("pprof_check: no sample type %s in %s" % (value, prof["sample_types"]))
+    vi = prof["sample_types"].index(value)
+    out = []
+    for s in prof["samples"]:
+        fns = []
+        for lid in s["locs"]:
+            fns.extend(loc_functions(prof["locations"].get(lid)))
+        out.append((s["values"][vi], fns, s["labels"], len(s["locs"])))
+    return out
+
+
 def summarize(prof, value_index=0):
     total = [0] * len(prof["sample_types"])
     self_, cum, labels = {}, {}, {}

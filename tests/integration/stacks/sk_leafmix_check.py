@@ -26,17 +26,7 @@ FUNCS = ["func_a", "func_b", "func_c"]
 
 def stacks(profile):
     """[(count, [function, ...] leaf first)] from go tool pprof -raw."""
-    prof = pprof_check.parse_raw(pprof_check.run_pprof(profile))
-    if "samples/count" not in prof["sample_types"]:
-        raise SystemExit("sk_leafmix_check: no samples/count in %s" % prof["sample_types"])
-    vi = prof["sample_types"].index("samples/count")
-    out = []
-    for s in prof["samples"]:
-        fns = []
-        for lid in s["locs"]:
-            fns.extend(pprof_check.loc_functions(prof["locations"].get(lid)))
-        out.append((s["values"][vi], fns))
-    return out
+    return [(n, fns) for n, fns, _, _ in pprof_check.sample_stacks(profile)]
 
 
 def main():
