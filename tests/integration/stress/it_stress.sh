@@ -121,15 +121,20 @@ fi
 [ -s "$prof" ] || fail "no profile $prof (found: $(ls "$T/prof"))"
 ls "$T"/prof/*.tmp.* >/dev/null 2>&1 && fail "a temporary file was left behind"
 # Every other profile (exec'd children) must parse too: one go tool pprof
-# run over all of them (it refuses the lot if any one does not parse; 50
-# runs of one file each took most of forkstorm's time on a loaded machine).
+# run over all of them (50 runs of one file each took most of forkstorm's
+# time on a loaded machine). With several files it skips one it cannot
+# parse with a line naming it and "Fetched N source profiles out of M"
+# (nothing when all parse): either line fails the test.
 children=()
 for f in "$T"/prof/*.pb.gz; do
   [ "$f" = "$prof" ] || children+=("$f")
 done
 if ((${#children[@]})); then
   go tool pprof -raw -symbolize=none "${children[@]}" >/dev/null 2>"$T/children.err" ||
-    fail "the ${#children[@]} child profiles do not all parse: $(head -c 600 "$T/children.err")"
+    fail "go tool pprof failed on the child profiles: $(head -c 600 "$T/children.err")"
+  if grep -qE 'parsing profile|source profiles out of' "$T/children.err"; then
+    fail "not every child profile parses: $(head -c 600 "$T/children.err")"
+  fi
 fi
 "${CHECK[@]}" "$prof" --value samples/count --min-samples 10 "${check_args[@]}" >"$T/report.json" ||
   fail "the profile check failed"
