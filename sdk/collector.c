@@ -316,6 +316,11 @@ static void wake_thread(void) {
   syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+void collector_after_dlclose(void) {
+  if (atomic_load(&g_sampling) && utab_wanted())
+    wake_thread();
+}
+
 void collector_wake_from_signal(void) {
   wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
 }

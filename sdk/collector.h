@@ -38,6 +38,9 @@ void collector_drain(void);
  * thread: while sampling, the library's mappings and symbols are kept for
  * the next builds (profbuild_retain_library). Takes no lock. */
 void collector_before_dlclose(void *handle);
+/* Called by the dlclose interposer after the real dlclose: wakes the
+ * collector so the unwind tables drop the library now. Takes no lock. */
+void collector_after_dlclose(void);
 
 /* Tests only: the per-window byte limit (0: back to COLLECTOR_AGG_BYTES). */
 void collector_set_agg_limit_for_tests(size_t bytes);
