@@ -100,10 +100,20 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs
   uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp;
   int exact = 1; /* pc is where the thread is, not a return address */
   const void *hint = NULL;
+  uintptr_t last_key = 0;
+  const cfi_row *last_row = NULL;
+  int last_known = UTAB_UNKNOWN;
   utab_enter();
   for (;;) {
-    int known;
-    const cfi_row *row = utab_find(exact ? pc : pc - 1, &known, &hint);
+    /* Recursion repeats a return address frame after frame: the last
+     * lookup is reused, never searched again. */
+    uintptr_t key = exact ? pc : pc - 1;
+    if (key != last_key) {
+      last_row = utab_find(key, &last_known, &hint);
+      last_key = key;
+    }
+    const cfi_row *row = last_row;
+    int known = last_known;
     unsigned kind = row ? row->kind : CFI_GAP;
     uintptr_t cfa = 0, ra = 0, nfp = fp, nsp;
     if (kind == CFI_END) {

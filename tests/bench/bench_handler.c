@@ -65,11 +65,25 @@ static double measure_here(void) {
   return batch_ns[g_batches / 2];
 }
 
-__attribute__((noinline)) static double recurse(int n) {
-  double r = n <= 0 ? measure_here() : recurse(n - 1);
-  __asm__ volatile("" ::: "memory"); /* no tail call: one frame per level */
-  return r;
-}
+/* Eight functions that call each other in a ring: consecutive frames have
+ * different return addresses (as in a stack of distinct functions), so the
+ * unwinder looks up every frame rather than reusing the previous lookup as
+ * it does for plain recursion. */
+static double recurse(int n);
+#define BENCH_RING_FN(name, next)                                                                  \
+  __attribute__((noinline)) static double name(int n) {                                            \
+    double r = n <= 0 ? measure_here() : next(n - 1);                                              \
+    __asm__ volatile("" ::: "memory"); /* no tail call: one frame per level */                     \
+    return r;                                                                                      \
+  }
+BENCH_RING_FN(ring7, recurse)
+BENCH_RING_FN(ring6, ring7)
+BENCH_RING_FN(ring5, ring6)
+BENCH_RING_FN(ring4, ring5)
+BENCH_RING_FN(ring3, ring4)
+BENCH_RING_FN(ring2, ring3)
+BENCH_RING_FN(ring1, ring2)
+BENCH_RING_FN(recurse, ring1)
 
 /* The deepest stack in the profile cut after a run, to prove the depth. */
 static size_t max_depth_in_profile(void) {
