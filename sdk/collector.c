@@ -345,11 +345,13 @@ static void *collector_main(void *arg) {
     if (stop_requested())
       break;
     /* Tables are built once the process has been sampled (the handler asks
-     * and wakes us): a process that never is pays nothing for them. The
-     * first drain walks the samples deferred until then. */
-    if (utab_wanted())
-      utab_refresh(&g_utab_cancel);
+     * and wakes us): a process that never is pays nothing for them. A drain
+     * first walks the samples deferred until now (building just the tables
+     * their stacks need, which frees their slots soon), then the refresh
+     * builds the rest, then a drain takes what arrived meanwhile. */
     collector_drain();
+    if (utab_wanted() && utab_refresh(&g_utab_cancel) > 0)
+      collector_drain();
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
       threads_rescan(); /* on failure the next round tries again */

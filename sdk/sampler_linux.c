@@ -175,6 +175,14 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
     rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
     if (uflags & UNWIND_F_NO_TABLE)
       rec->flags |= RING_F_NO_TABLE;
+    /* A frame in an object whose table is still being built (or loaded
+     * since the last refresh): walk a copy later, if a slot is free. */
+    if ((uflags & UNWIND_F_PENDING) && (defer = defer_take(&regs, hi)) >= 0) {
+      rec->pcs[0] = regs.pc;
+      rec->depth = 1;
+      rec->flags = RING_F_DEFERRED;
+      rec->defer = defer;
+    }
   }
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
     rec->flags |= RING_F_LEAF_ONLY;

@@ -153,6 +153,8 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs
         if (!(*flags & UNWIND_F_NO_TABLE) && missing)
           *missing = exact ? pc : pc - 1;
         *flags |= UNWIND_F_NO_TABLE;
+        if (known != UTAB_NO_TABLE)
+          *flags |= UNWIND_F_PENDING; /* a table may come: worth deferring */
       }
       if (fp < sp || !load_word(m, fp, &nfp) || !load_word(m, fp + 8, &ra))
         break;

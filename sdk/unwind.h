@@ -20,6 +20,7 @@ typedef struct unwind_regs {
 #define UNWIND_F_NO_TABLE 2u  /* a frame in code no table covers yet: frame-pointer step */
 #define UNWIND_F_FP_STEP 4u   /* at least one frame-pointer step was taken */
 #define UNWIND_F_END 8u       /* reached the outermost frame (CFI says the RA is undefined) */
+#define UNWIND_F_PENDING 16u  /* a frame in an object whose table is not built yet */
 
 /* Extracts pc/fp/sp(/lr) from a ucontext_t (x86_64, aarch64). 0, or -1 on
  * an unsupported architecture. Async-signal-safe. */

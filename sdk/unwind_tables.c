@@ -73,7 +73,7 @@ void utab_leave(void) {
 const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint) {
   const utab_obj *h = *hint;
   if (h && pc >= h->lo && pc < h->hi) {
-    *known = h->t ? UTAB_HAS_TABLE : UTAB_NO_TABLE;
+    *known = h->t ? UTAB_HAS_TABLE : h->done ? UTAB_NO_TABLE : UTAB_PENDING;
     return h->t ? cfi_lookup(h->t, pc) : NULL;
   }
   const utab_set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
@@ -90,7 +90,7 @@ const cfi_row *utab_find(uintptr_t pc, int *known, const void **hint) {
   }
   if (a == s->n || pc < s->o[a].lo)
     return NULL;
-  *known = s->o[a].t ? UTAB_HAS_TABLE : UTAB_NO_TABLE;
+  *known = s->o[a].t ? UTAB_HAS_TABLE : s->o[a].done ? UTAB_NO_TABLE : UTAB_PENDING;
   *hint = &s->o[a];
   return s->o[a].t ? cfi_lookup(s->o[a].t, pc) : NULL;
 }

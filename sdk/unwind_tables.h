@@ -28,7 +28,9 @@
 void utab_enter(void);
 void utab_leave(void);
 
-enum { UTAB_UNKNOWN = 0, UTAB_NO_TABLE = 1, UTAB_HAS_TABLE = 2 };
+/* UTAB_PENDING: the object is known but its table is not built yet;
+ * UTAB_NO_TABLE: it was tried and the object has no CFI. */
+enum { UTAB_UNKNOWN = 0, UTAB_NO_TABLE = 1, UTAB_HAS_TABLE = 2, UTAB_PENDING = 3 };
 
 /* The row for pc, or NULL. *known says whether pc lies in an object the
  * builder has seen and whether that object has a table (UTAB_*): unknown

@@ -104,7 +104,7 @@ __attribute__((noinline)) void dw_in_handler(int sig) {
   do {
     sink += dw_leaf(100000 + (sink & 1));
     clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 200000000L);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
 }
 
 __attribute__((noinline)) void dw_interrupted(void) {
@@ -129,11 +129,14 @@ static int frame_is(int s, uint32_t i, const char *name) {
   return i < g_depth[s] && strcmp(fn_name(g_pcs[s][i]), name) == 0;
 }
 
+/* The loops run on wall time (a CPU clock read is a system call, where
+ * timer signals land): on a loaded machine they get fewer samples, so the
+ * floors are low and the checks are fractions. */
 static void test_unwind_dwarf_leaf_gets_its_caller(void) {
   start_sampling();
   dw_worker(0.4);
   int n = stop_sampling();
-  PP_CHECK_INT(n, >=, 20);
+  PP_CHECK_INT(n, >=, 10);
   int in_leaf = 0, with_caller = 0, with_main = 0;
   for (int s = 0; s < n; s++) {
     if (!frame_is(s, 0, "dw_leaf"))
@@ -158,7 +161,7 @@ static void test_unwind_dwarf_through_signal_frame(void) {
   start_sampling();
   dw_interrupted();
   int n = stop_sampling();
-  PP_CHECK_INT(n, >=, 20);
+  PP_CHECK_INT(n, >=, 10);
   int in_handler = 0, through = 0;
   for (int s = 0; s < n; s++) {
     int h = -1;
