@@ -147,6 +147,51 @@ int pushprof_label_set(const char *key, const char *value) {
   return PUSHPROF_OK;
 }
 
+/* The private layout of pushprof_label_scope. */
+typedef struct scope_data {
+  uint32_t magic;
+  uint16_t nlabels, len;
+  char pairs[RING_LABEL_BYTES];
+} scope_data;
+#define SCOPE_MAGIC 0x70707363u /* "ppsc" */
+_Static_assert(sizeof(scope_data) <= sizeof(pushprof_label_scope),
+               "pushprof_label_scope is too small for the label set");
+
+int pushprof_labels_save(pushprof_label_scope *scope) {
+  if (!scope)
+    return PUSHPROF_EINVAL;
+  scope_data *d = (scope_data *)(void *)scope;
+  const labels_block *b = g_self;
+  d->magic = SCOPE_MAGIC;
+  d->nlabels = b ? b->nlabels : 0;
+  d->len = b ? b->len : 0;
+  if (d->len)
+    memcpy(d->pairs, b->shadow, d->len);
+  return PUSHPROF_OK;
+}
+
+int pushprof_labels_restore(const pushprof_label_scope *scope) {
+  if (!scope)
+    return PUSHPROF_EINVAL;
+  const scope_data *d = (const scope_data *)(const void *)scope;
+  if (d->magic != SCOPE_MAGIC || d->len > RING_LABEL_BYTES || d->nlabels > RING_MAX_LABELS)
+    return PUSHPROF_EINVAL;
+  labels_block *b = g_self;
+  if (!b) {
+    if (d->nlabels == 0)
+      return PUSHPROF_OK; /* nothing set, nothing to restore */
+    if (!(b = self_block()))
+      return PUSHPROF_ENOMEM;
+  }
+  if (b->nlabels == d->nlabels && b->len == d->len && memcmp(b->shadow, d->pairs, d->len) == 0)
+    return PUSHPROF_OK; /* unchanged: no publication */
+  memcpy(b->shadow, d->pairs, d->len);
+  b->nlabels = d->nlabels;
+  b->len = d->len;
+  publish(b);
+  return PUSHPROF_OK;
+}
+
 int pushprof_labels_clear(void) {
   labels_block *b = g_self;
   if (b && b->nlabels) {

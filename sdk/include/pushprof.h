@@ -119,6 +119,26 @@ PUSHPROF_API int pushprof_label_set(const char *key, const char *value);
  * thread; NOT async-signal-safe. */
 PUSHPROF_API int pushprof_labels_clear(void);
 
+/* Nested label scopes: storage for one saved label set, owned by the
+ * caller (typically on its stack). Its contents are private. */
+typedef struct pushprof_label_scope {
+  unsigned long long opaque_[72];
+} pushprof_label_scope;
+
+/* Saves the calling thread's current labels into *scope, to be put back by
+ * pushprof_labels_restore (a request handler saves, sets per-step labels,
+ * restores). Returns 0, PUSHPROF_EINVAL for a NULL scope. Allocates
+ * nothing. Per calling thread; NOT async-signal-safe. */
+PUSHPROF_API int pushprof_labels_save(pushprof_label_scope *scope);
+
+/* Makes the calling thread's labels exactly those saved in *scope, in one
+ * step (a sample never sees a mix). Returns 0; PUSHPROF_EINVAL for a NULL
+ * scope or one not filled by pushprof_labels_save (nothing changes then);
+ * PUSHPROF_ENOMEM if the thread's first label block cannot be allocated.
+ * Allocation-free once the thread has had a label. Per calling thread; NOT
+ * async-signal-safe. */
+PUSHPROF_API int pushprof_labels_restore(const pushprof_label_scope *scope);
+
 /* Static text for an error code; never NULL. Async-signal-safe. */
 PUSHPROF_API const char *pushprof_strerror(int code);
 

@@ -77,6 +77,65 @@ static void test_labels_set_replace_remove_clear(void) {
   pushprof_labels_clear();
 }
 
+static void test_labels_scope_save_restore_nests(void) {
+  pushprof_labels_clear();
+  PP_CHECK_INT(pushprof_label_set("route", "/checkout"), ==, 0);
+  pushprof_label_scope outer, inner;
+  PP_CHECK_INT(pushprof_labels_save(&outer), ==, 0);
+  PP_CHECK_INT(pushprof_label_set("step", "price"), ==, 0);
+  PP_CHECK_INT(pushprof_label_set("route", "/checkout/price"), ==, 0);
+  PP_CHECK_INT(pushprof_labels_save(&inner), ==, 0);
+  PP_CHECK_INT(pushprof_labels_clear(), ==, 0);
+  PP_CHECK_INT(pushprof_label_set("step", "charge"), ==, 0);
+  EXPECT_LABELS("step=charge");
+  PP_CHECK_INT(pushprof_labels_restore(&inner), ==, 0);
+  EXPECT_LABELS("route=/checkout/price,step=price");
+  PP_CHECK_INT(pushprof_labels_restore(&outer), ==, 0);
+  EXPECT_LABELS("route=/checkout");
+  PP_CHECK_INT(pushprof_labels_restore(&outer), ==, 0); /* again: unchanged */
+  EXPECT_LABELS("route=/checkout");
+  pushprof_labels_clear();
+}
+
+static void test_labels_scope_bad_args_change_nothing(void) {
+  pushprof_labels_clear();
+  PP_CHECK_INT(pushprof_label_set("k", "v"), ==, 0);
+  pushprof_label_scope junk;
+  memset(&junk, 0xab, sizeof junk);
+  PP_CHECK_INT(pushprof_labels_save(NULL), ==, PUSHPROF_EINVAL);
+  PP_CHECK_INT(pushprof_labels_restore(NULL), ==, PUSHPROF_EINVAL);
+  PP_CHECK_INT(pushprof_labels_restore(&junk), ==, PUSHPROF_EINVAL);
+  EXPECT_LABELS("k=v");
+  pushprof_labels_clear();
+}
+
+/* A thread that never had a label restores an empty scope without
+ * allocating, and a full one by allocating its block once. */
+static void *scope_thread(void *arg) {
+  const pushprof_label_scope *full = arg;
+  pushprof_label_scope empty;
+  intptr_t bad = 0;
+  bad |= pushprof_labels_save(&empty) != 0;
+  bad |= pushprof_labels_restore(&empty) != 0;
+  bad |= labels_self_block() != NULL;
+  bad |= pushprof_labels_restore(full) != 0;
+  bad |= labels_self_block() == NULL;
+  return (void *)bad;
+}
+
+static void test_labels_scope_moves_to_a_fresh_thread(void) {
+  pushprof_labels_clear();
+  PP_CHECK_INT(pushprof_label_set("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"), ==, 0);
+  pushprof_label_scope full;
+  PP_CHECK_INT(pushprof_labels_save(&full), ==, 0);
+  pthread_t t;
+  void *bad = (void *)1;
+  PP_CHECK_INT(pthread_create(&t, NULL, scope_thread, &full), ==, 0);
+  pthread_join(t, &bad);
+  PP_CHECK(bad == NULL);
+  pushprof_labels_clear();
+}
+
 static void test_labels_limits_return_elimit_and_change_nothing(void) {
   char key[PUSHPROF_LABEL_KEY_MAX + 2], val[PUSHPROF_LABEL_VALUE_MAX + 2], before[1024];
   pushprof_labels_clear();
@@ -390,6 +449,9 @@ static void test_labels_thread_exit_frees_the_block(void) {
 
 int main(void) {
   PP_RUN(test_labels_set_replace_remove_clear);
+  PP_RUN(test_labels_scope_save_restore_nests);
+  PP_RUN(test_labels_scope_bad_args_change_nothing);
+  PP_RUN(test_labels_scope_moves_to_a_fresh_thread);
   PP_RUN(test_labels_limits_return_elimit_and_change_nothing);
   PP_RUN(test_labels_budget_is_exact);
   PP_RUN(test_labels_bad_args_einval);
