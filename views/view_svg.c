@@ -289,9 +289,8 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
       drawn_groups[nodes[i].group] = true;
     if (base_of) {
       uint32_t bp = i ? base_of[nodes[i].parent] : 0;
-      base_of[i] = i == 0          ? 0
-                   : bp == NO_NODE ? NO_NODE
-                                   : view_tree_child(o->base, bp, nodes[i].name);
+      uint32_t c = i == 0 ? 0 : bp == NO_NODE ? 0 : view_tree_child(o->base, bp, nodes[i].name);
+      base_of[i] = i == 0 ? 0 : c ? c : NO_NODE; /* 0 is the root: no child is */
       if (drawn) {
         double before = base_of[i] == NO_NODE || btotal <= 0
                             ? 0

@@ -1,13 +1,16 @@
 // A tiny Go program whose CPU profile the views tests read: three functions
 // burn CPU in the proportions 1:2:3 under pprof labels route=/a, /b, /c
 // (alpha under /a, beta under /b, gamma under /c), and gamma recurses once.
+// With HEAP.pprof it also writes a heap profile (four sample types) of
+// hoard's allocations.
 //
-//	go run goburn.go OUT.pprof [SECONDS]
+//	go run goburn.go OUT.pprof [SECONDS [HEAP.pprof]]
 package main
 
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -42,7 +45,17 @@ func gamma(d time.Duration, depth int) {
 	spin(d)
 }
 
+var kept [][]byte
+
+//go:noinline
+func hoard(n int) {
+	for i := 0; i < n; i++ {
+		kept = append(kept, make([]byte, 1024+i%4096))
+	}
+}
+
 func main() {
+	runtime.MemProfileRate = 4096
 	f, err := os.Create(os.Args[1])
 	if err != nil {
 		panic(err)
@@ -64,5 +77,19 @@ func main() {
 	pprof.StopCPUProfile()
 	if err := f.Close(); err != nil {
 		panic(err)
+	}
+	if len(os.Args) > 3 {
+		hoard(20000)
+		h, err := os.Create(os.Args[3])
+		if err != nil {
+			panic(err)
+		}
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(h); err != nil {
+			panic(err)
+		}
+		if err := h.Close(); err != nil {
+			panic(err)
+		}
 	}
 }
