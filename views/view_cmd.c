@@ -405,9 +405,10 @@ static int picture(const char *cmd, opts *o, side *s, side *base, char **paths, 
     view_format_value(view_tree_total(base->tree), view_tree_value_unit(base->tree), btot,
                       sizeof btot);
     snprintf(sub, sizeof sub,
-             "drawn on NEW (%zu files, %s), coloured by the change of each frame's share since "
-             "BASE (%zu files, %s): red grew, blue shrank",
-             s->in.nkept, tot, base->in.nkept, btot);
+             "drawn on NEW (%zu file%s, %s), coloured by the change of each frame's share since "
+             "BASE (%zu file%s, %s): red grew, blue shrank",
+             s->in.nkept, s->in.nkept == 1 ? "" : "s", tot, base->in.nkept,
+             base->in.nkept == 1 ? "" : "s", btot);
   } else {
     snprintf(sub, sizeof sub, "%s (%s) of %zu profile file%s: %s", view_tree_value_type(s->tree),
              view_tree_value_unit(s->tree), s->in.nkept, s->in.nkept == 1 ? "" : "s", tot);

@@ -16,26 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_hex.h"
 #include "pp_pprof.h"
 
 #define PERIOD 10000000
-
-static int hexval(int c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /* Decodes \xHH in place; returns the length (names may hold NUL: cut there). */
 static size_t unescape(char *s) {
   size_t o = 0;
   for (size_t i = 0; s[i]; i++) {
-    if (s[i] == '\\' && s[i + 1] == 'x' && hexval(s[i + 2]) >= 0 && hexval(s[i + 3]) >= 0) {
-      s[o++] = (char)(hexval(s[i + 2]) * 16 + hexval(s[i + 3]));
+    if (s[i] == '\\' && s[i + 1] == 'x' && pp_hexval(s[i + 2]) >= 0 && pp_hexval(s[i + 3]) >= 0) {
+      s[o++] = (char)(pp_hexval(s[i + 2]) * 16 + pp_hexval(s[i + 3]));
       i += 3;
     } else {
       s[o++] = s[i];

@@ -18,7 +18,9 @@ def pct(s):
     return float(s.rstrip("%"))
 
 
-def parse_ours_top(path):
+def parse_top(path):
+    """{name: (flat%, cum%)} from the table of pushprof top or pprof -top
+    (pprof's " (inline)" marks dropped)."""
     rows = {}
     started = False
     for line in open(path, encoding="utf-8"):
@@ -28,28 +30,13 @@ def parse_ours_top(path):
         if not started or not line.strip():
             continue
         f = line.split(None, 5)
-        rows[f[5].rstrip("\n")] = (pct(f[1]), pct(f[4]))
-    return rows
-
-
-def parse_pprof_top(path):
-    rows = {}
-    started = False
-    for line in open(path, encoding="utf-8"):
-        if line.split()[:1] == ["flat"]:
-            started = True
-            continue
-        if not started or not line.strip():
-            continue
-        f = line.split(None, 5)
-        name = f[5].rstrip("\n")
-        name = re.sub(r" \(inline\)$", "", name)
+        name = re.sub(r" \(inline\)$", "", f[5].rstrip("\n"))
         rows[name] = (pct(f[1]), pct(f[4]))
     return rows
 
 
 def check_top(ours_path, pprof_path):
-    ours, theirs = parse_ours_top(ours_path), parse_pprof_top(pprof_path)
+    ours, theirs = parse_top(ours_path), parse_top(pprof_path)
     bad = []
     if not theirs:
         bad.append("pprof listed no function")
