@@ -277,9 +277,13 @@ static int load_side(const char *cmd, opts *o, char **paths, size_t n, bool pref
       s->all_total += p->sample[i]->value[s->vix];
   view_filter f = {o->labels, o->nlabels, o->have_focus ? &o->focus : NULL,
                    o->have_ignore ? &o->ignore : NULL};
-  s->tree = view_tree_build(p, (size_t)s->vix, &f, names, err, sizeof err);
+  s->tree = view_tree_collect(p, (size_t)s->vix, &f, names, err, sizeof err);
   if (!s->tree)
     return bad(cmd, "%s%s: %s", paths[0], n > 1 ? " (and the others)" : "", err);
+  /* the decoded profile is the largest thing here: gone before the tree */
+  view_input_free(&s->in);
+  if (view_tree_finish(s->tree, err, sizeof err) != 0)
+    return bad(cmd, "%s", err);
   if (view_tree_total(s->tree) <= 0)
     return bad(cmd, "%s%s: no samples left after the filters (%s)", paths[0],
                n > 1 ? " (and the others)" : "",

@@ -308,7 +308,8 @@ out:
 
 void view_input_free(view_input *in) {
   pp_pprof_free(in->pooled);
-  memset(in, 0, sizeof *in);
+  in->pooled = NULL;
+  in->profile = NULL;
 }
 
 static int parse_age(const char *s, int64_t now_ns, int64_t *out) {

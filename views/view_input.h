@@ -29,6 +29,7 @@ typedef struct view_input {
  * profiles that cannot merge, nothing left after the filters). */
 int view_input_load(const char *const *paths, size_t npaths, const view_input_opts *o,
                     view_input *out, char *err, size_t errlen);
+/* Frees the profile; the counts stay. Idempotent. */
 void view_input_free(view_input *in);
 
 /* Parses a time for --since/--until: RFC 3339 ("2026-11-23T10:00:00Z",

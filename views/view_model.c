@@ -200,6 +200,13 @@ struct view_tree {
   uint32_t *groups; /* colour group -> name id of its label */
   size_t ngroups;
   uint32_t value_type, value_unit; /* name ids */
+  /* Collected, not yet in the tree (view_tree_collect .. view_tree_finish):
+   * each distinct stack once, its frames root first, and its value. */
+  struct frame_ref *sframes;
+  size_t nsframes, sframes_cap;
+  struct stack_sum *stacks;
+  size_t nstacks, stacks_cap;
+  bool finished;
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t name) {
@@ -325,6 +332,12 @@ typedef struct loc_frames {
 typedef struct frame_ref {
   uint32_t name, group;
 } frame_ref;
+
+typedef struct stack_sum {
+  size_t off; /* into sframes */
+  uint32_t n;
+  int64_t value;
+} stack_sum;
 
 static int64_t group_for(view_tree *t, const char *label) {
   int64_t id = view_names_intern(t->names, label, strlen(label));
@@ -471,21 +484,103 @@ static uint8_t name_flags(view_tree *t, uint8_t **flags, size_t *nflags, uint32_
   return v;
 }
 
+#define FILTERED_OUT UINT32_MAX
+
+/* A distinct location sequence and the collected stack it became. */
+typedef struct stack_memo {
+  const uint64_t *ids;
+  size_t n;
+  uint32_t stack; /* FILTERED_OUT: --focus/--ignore drop it */
+} stack_memo;
+
+typedef struct memo_key {
+  const stack_memo *memo;
+  const uint64_t *ids;
+  size_t n;
+} memo_key;
+
+static bool memo_eq(const void *ctx, uint32_t idx) {
+  const memo_key *k = ctx;
+  return k->memo[idx].n == k->n && memcmp(k->memo[idx].ids, k->ids, k->n * sizeof *k->ids) == 0;
+}
+
+/* Collects s's stack (root first) as a new distinct stack: its index,
+ * FILTERED_OUT, -1 on ENOMEM, -2 with why on a bad reference. */
+static int64_t collect_stack(view_tree *t, const Perftools__Profiles__Sample *s,
+                             const pp_idmap *loc_pos, const loc_frames *locs,
+                             const frame_ref *frames, const view_filter *f, uint8_t **flags,
+                             size_t *nflags, char *why, size_t whylen) {
+  size_t depth = 0;
+  for (size_t j = 0; j < s->n_location_id; j++) {
+    int64_t lp = pp_idmap_find(loc_pos, s->location_id[j]);
+    if (lp < 0) {
+      say(why, whylen, "a sample refers to missing location %" PRIu64, s->location_id[j]);
+      return -2;
+    }
+    depth += locs[lp].n;
+  }
+  if (depth > UINT32_MAX)
+    return -1;
+  if (t->nsframes + depth > t->sframes_cap) {
+    size_t cap = t->sframes_cap ? t->sframes_cap : 4096;
+    while (cap < t->nsframes + depth)
+      cap = cap / 2 * 3;
+    frame_ref *ns = realloc(t->sframes, cap * sizeof *ns);
+    if (!ns)
+      return -1;
+    t->sframes = ns;
+    t->sframes_cap = cap;
+  }
+  if (t->nstacks == t->stacks_cap) {
+    size_t cap = t->stacks_cap ? t->stacks_cap * 2 : 1024;
+    stack_sum *ns = realloc(t->stacks, cap * sizeof *ns);
+    if (!ns)
+      return -1;
+    t->stacks = ns;
+    t->stacks_cap = cap;
+  }
+  frame_ref *out = t->sframes + t->nsframes;
+  size_t d = 0;
+  bool focused = f->focus == NULL, ignored = false;
+  for (size_t j = s->n_location_id; j-- > 0;) {
+    const loc_frames *lf = &locs[pp_idmap_find(loc_pos, s->location_id[j])];
+    for (uint32_t k = 0; k < lf->n; k++) {
+      frame_ref fr = frames[lf->off + k];
+      out[d++] = fr;
+      if (f->focus || f->ignore) {
+        uint8_t fl = name_flags(t, flags, nflags, fr.name, f);
+        if (fl == 0xff)
+          return -1;
+        focused |= (fl & 1) != 0;
+        ignored |= (fl & 2) != 0;
+      }
+    }
+  }
+  if (!focused || ignored)
+    return FILTERED_OUT;
+  t->stacks[t->nstacks] = (stack_sum){t->nsframes, (uint32_t)d, 0};
+  t->nsframes += d;
+  return (int64_t)t->nstacks++;
+}
+
 static int cmp_child_names(const void *a, const void *b, void *ctx);
 
-view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, const view_filter *f,
-                           view_names *names, char *why, size_t whylen) {
+view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
+                             const view_filter *f, view_names *names, char *why, size_t whylen) {
   view_filter nofilter = {0};
   if (!f)
     f = &nofilter;
   view_tree *t = calloc(1, sizeof *t);
   pp_idmap fun_pos = {0}, map_pos = {0}, loc_pos = {0};
   loc_frames *locs = NULL;
-  frame_ref *frames = NULL, *stack = NULL;
+  frame_ref *frames = NULL;
   uint8_t *flags = NULL;
-  size_t nflags = 0, stack_cap = 0;
+  size_t nflags = 0;
   label_want *wants = NULL;
-  if (!t)
+  stack_memo *memo = NULL;
+  size_t nmemo = 0, memo_cap = 0;
+  pp_htab memo_ix = {0};
+  if (!t || pp_htab_init(&memo_ix, p->n_sample / 2 + 16) != 0)
     goto oom;
   t->names = names;
   if (vix >= p->n_sample_type) {
@@ -500,7 +595,7 @@ view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, co
     goto oom;
   t->value_type = (uint32_t)vti;
   t->value_unit = (uint32_t)vui;
-  if (pp_htab_init(&t->children, 4096) != 0 || group_for(t, "main binary") != VIEW_GROUP_MAIN ||
+  if (group_for(t, "main binary") != VIEW_GROUP_MAIN ||
       group_for(t, "no symbol") != VIEW_GROUP_UNNAMED ||
       tree_add_node(t, 0, (uint32_t)root, VIEW_GROUP_MAIN) != 0)
     goto oom;
@@ -543,55 +638,37 @@ view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, co
         keep = false;
     if (!keep || v <= 0)
       continue;
-    /* the stack, root first */
-    size_t depth = 0;
-    for (size_t j = 0; j < s->n_location_id; j++) {
-      int64_t lp = pp_idmap_find(&loc_pos, s->location_id[j]);
-      if (lp < 0) {
-        say(why, whylen, "sample %zu refers to missing location %" PRIu64, si, s->location_id[j]);
+    /* Samples differing only in labels share a stack: each distinct
+     * location sequence is walked (and filtered) once. */
+    uint64_t h =
+        pp_hash_bytes(s->location_id, s->n_location_id * sizeof *s->location_id, s->n_location_id);
+    memo_key mk = {memo, s->location_id, s->n_location_id};
+    int64_t seen = pp_htab_find(&memo_ix, h, memo_eq, &mk);
+    uint32_t stack;
+    if (seen >= 0) {
+      stack = memo[seen].stack;
+    } else {
+      int64_t l = collect_stack(t, s, &loc_pos, locs, frames, f, &flags, &nflags, why, whylen);
+      if (l == -2)
         goto fail;
-      }
-      depth += locs[lp].n;
-    }
-    if (depth > stack_cap) {
-      frame_ref *ns = realloc(stack, depth * sizeof *ns);
-      if (!ns)
+      if (l < 0)
         goto oom;
-      stack = ns;
-      stack_cap = depth;
-    }
-    size_t d = 0;
-    bool focused = f->focus == NULL, ignored = false;
-    for (size_t j = s->n_location_id; j-- > 0;) {
-      const loc_frames *lf = &locs[pp_idmap_find(&loc_pos, s->location_id[j])];
-      for (uint32_t k = 0; k < lf->n; k++) {
-        frame_ref fr = frames[lf->off + k];
-        stack[d++] = fr;
-        if (f->focus || f->ignore) {
-          uint8_t fl = name_flags(t, &flags, &nflags, fr.name, f);
-          if (fl == 0xff)
-            goto oom;
-          focused |= (fl & 1) != 0;
-          ignored |= (fl & 2) != 0;
-        }
-      }
-    }
-    if (!focused || ignored)
-      continue;
-    uint32_t node = 0;
-    t->nodes[0].total += v;
-    for (size_t k = 0; k < d; k++) {
-      uint32_t c = view_tree_child(t, node, stack[k].name);
-      if (!c) {
-        int64_t nc = tree_add_node(t, node, stack[k].name, stack[k].group);
-        if (nc < 0)
+      stack = (uint32_t)l;
+      if (nmemo == memo_cap) {
+        size_t cap = memo_cap ? memo_cap * 2 : 4096;
+        stack_memo *nm = realloc(memo, cap * sizeof *nm);
+        if (!nm)
           goto oom;
-        c = (uint32_t)nc;
+        memo = nm;
+        memo_cap = cap;
       }
-      t->nodes[c].total += v;
-      node = c;
+      memo[nmemo] = (stack_memo){s->location_id, s->n_location_id, stack};
+      if (pp_htab_insert(&memo_ix, h, (uint32_t)nmemo) != 0)
+        goto oom;
+      nmemo++;
     }
-    t->nodes[node].self += v;
+    if (stack != FILTERED_OUT)
+      t->stacks[stack].value += v;
   }
   for (size_t i = 0; i < f->nlabels; i++) {
     if (!wants[i].key_seen) {
@@ -603,38 +680,6 @@ view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, co
       say(why, whylen, "no sample has the label %.300s", wants[i].key);
       goto fail;
     }
-  }
-  t->total = t->nodes[0].total;
-
-  /* Siblings in name order: stable pictures and sorted folded output. */
-  {
-    uint32_t *kids = NULL;
-    size_t kcap = 0;
-    for (size_t i = 0; i < t->count; i++) {
-      size_t n = 0;
-      for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-        n++;
-      if (n < 2)
-        continue;
-      if (n > kcap) {
-        uint32_t *nk = realloc(kids, n * sizeof *nk);
-        if (!nk) {
-          free(kids);
-          goto oom;
-        }
-        kids = nk;
-        kcap = n;
-      }
-      n = 0;
-      for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
-        kids[n++] = c;
-      qsort_r(kids, n, sizeof *kids, cmp_child_names, t);
-      t->nodes[i].first_child = kids[0];
-      for (size_t k = 0; k + 1 < n; k++)
-        t->nodes[kids[k]].next_sibling = kids[k + 1];
-      t->nodes[kids[n - 1]].next_sibling = 0;
-    }
-    free(kids);
   }
   goto done;
 oom:
@@ -648,9 +693,90 @@ done:
   pp_idmap_free(&loc_pos);
   free(locs);
   free(frames);
-  free(stack);
   free(flags);
   free(wants);
+  free(memo);
+  pp_htab_free(&memo_ix);
+  return t;
+}
+
+int view_tree_finish(view_tree *t, char *why, size_t whylen) {
+  if (t->finished)
+    return 0;
+  if (pp_htab_init(&t->children, t->nstacks * 4 + 16) != 0)
+    goto oom;
+  for (size_t i = 0; i < t->nstacks; i++) {
+    const stack_sum *st = &t->stacks[i];
+    if (st->value <= 0)
+      continue;
+    uint32_t node = 0;
+    for (uint32_t k = 0; k < st->n; k++) {
+      frame_ref fr = t->sframes[st->off + k];
+      uint32_t c = view_tree_child(t, node, fr.name);
+      if (!c) {
+        int64_t nc = tree_add_node(t, node, fr.name, fr.group);
+        if (nc < 0)
+          goto oom;
+        c = (uint32_t)nc;
+      }
+      node = c;
+    }
+    t->nodes[node].self += st->value;
+  }
+  free(t->sframes);
+  free(t->stacks);
+  t->sframes = NULL;
+  t->stacks = NULL;
+  t->nsframes = t->sframes_cap = t->nstacks = t->stacks_cap = 0;
+  t->finished = true;
+  /* totals bottom-up: a child's id is always above its parent's */
+  for (size_t i = t->count; i-- > 0;) {
+    t->nodes[i].total += t->nodes[i].self;
+    if (i)
+      t->nodes[t->nodes[i].parent].total += t->nodes[i].total;
+  }
+  t->total = t->nodes[0].total;
+  /* Siblings in name order: stable pictures and sorted folded output. */
+  uint32_t *kids = NULL;
+  size_t kcap = 0;
+  for (size_t i = 0; i < t->count; i++) {
+    size_t n = 0;
+    for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
+      n++;
+    if (n < 2)
+      continue;
+    if (n > kcap) {
+      uint32_t *nk = realloc(kids, n * sizeof *nk);
+      if (!nk) {
+        free(kids);
+        goto oom;
+      }
+      kids = nk;
+      kcap = n;
+    }
+    n = 0;
+    for (uint32_t c = t->nodes[i].first_child; c; c = t->nodes[c].next_sibling)
+      kids[n++] = c;
+    qsort_r(kids, n, sizeof *kids, cmp_child_names, t);
+    t->nodes[i].first_child = kids[0];
+    for (size_t k = 0; k + 1 < n; k++)
+      t->nodes[kids[k]].next_sibling = kids[k + 1];
+    t->nodes[kids[n - 1]].next_sibling = 0;
+  }
+  free(kids);
+  return 0;
+oom:
+  say(why, whylen, "out of memory building the call tree");
+  return -1;
+}
+
+view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, const view_filter *f,
+                           view_names *names, char *why, size_t whylen) {
+  view_tree *t = view_tree_collect(p, vix, f, names, why, whylen);
+  if (t && view_tree_finish(t, why, whylen) != 0) {
+    view_tree_free(t);
+    return NULL;
+  }
   return t;
 }
 
@@ -666,6 +792,8 @@ void view_tree_free(view_tree *t) {
     return;
   free(t->nodes);
   free(t->groups);
+  free(t->sframes);
+  free(t->stacks);
   pp_htab_free(&t->children);
   free(t);
 }

@@ -70,6 +70,14 @@ int view_pick_value(const Perftools__Profiles__Profile *p, const char *type_name
  * carries), an unusable profile, or ENOMEM. p is not kept. */
 view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, const view_filter *f,
                            view_names *names, char *why, size_t whylen);
+/* The same in two steps, so the caller can free p in between (a decoded
+ * profile is several times its file; its distinct stacks are much less):
+ * collect keeps each distinct stack that passes f once, with its value;
+ * finish builds the tree from them. Nothing but view_tree_free may be
+ * called between the two. finish: 0, or -1 with why (ENOMEM). */
+view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
+                             const view_filter *f, view_names *names, char *why, size_t whylen);
+int view_tree_finish(view_tree *t, char *why, size_t whylen);
 void view_tree_free(view_tree *t);
 /* Node 0 is the root ("all"). */
 const view_node *view_tree_nodes(const view_tree *t, size_t *count);

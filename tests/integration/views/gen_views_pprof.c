@@ -8,8 +8,8 @@
  *     samples/count = COUNT, cpu/nanoseconds = COUNT * 10 ms.
  *   gen_views_pprof --random OUT NSTACKS NSAMPLES SEED
  *     NSTACKS distinct stacks (depth 8..40, from 4,000 function names over
- *     4 mappings), NSAMPLES samples spread over them, each with a trace_id
- *     label out of 2,000 (so the samples stay distinct).
+ *     4 mappings), NSAMPLES samples (counts 1..4) spread over them, each with
+ *     a trace_id label out of 2,000 (so the samples stay distinct).
  * OUT ending in .gz is gzipped. Prints "<total count>". */
 #include <stdint.h>
 #include <stdio.h>
@@ -100,9 +100,10 @@ static int random_profile(pp_builder *b, const uint64_t *maps, long nstacks, lon
     int d = 8 + (int)(rnd(&seed) % (MAXD - 8));
     int keep = 0;
     if (s > 0) {
-      const uint64_t *prev = stacks + (size_t)(rnd(&seed) % (uint64_t)s) * MAXD;
-      keep = (int)(rnd(&seed) % (uint64_t)d);
-      memcpy(st, prev, (size_t)keep * sizeof *st);
+      long from = (long)(rnd(&seed) % (uint64_t)s);
+      int most = depth[from] < d ? depth[from] : d;
+      keep = (int)(rnd(&seed) % (uint64_t)most);
+      memcpy(st, stacks + (size_t)from * MAXD, (size_t)keep * sizeof *st);
     }
     for (int k = keep; k < d; k++)
       st[k] = locs[rnd(&seed) % NFUNCS];
@@ -116,10 +117,11 @@ static int random_profile(pp_builder *b, const uint64_t *maps, long nstacks, lon
     char tid[32];
     snprintf(tid, sizeof tid, "%016llx", (unsigned long long)(rnd(&seed) % 2000));
     pp_label l = {"trace_id", tid, 0, NULL};
-    int64_t v[2] = {1, PERIOD};
+    int64_t n = 1 + (int64_t)(rnd(&seed) % 4);
+    int64_t v[2] = {n, n * PERIOD};
     if (pp_builder_sample(b, stack, depth[s], v, 2, &l, 1) != 0)
       goto out;
-    (*total)++;
+    *total += n;
   }
   rc = 0;
 out:
