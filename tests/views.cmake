@@ -14,3 +14,12 @@ if(TARGET pushprof_views)
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/views/it_views_browser.sh
     LABELS integration TIMEOUT 180)
 endif()
+
+# fuzz_views: any bytes as a profile through the views (tests/fuzz/fuzz_views.c);
+# the views' sources are compiled into the target (instrumented in the fuzz build).
+if(TARGET pushprof_views AND COMMAND pushprof_fuzz_target)
+  get_target_property(PP_VIEWS_SRCS pushprof_views SOURCES)
+  pushprof_fuzz_target(NAME views SOURCES ${PP_VIEWS_SRCS} ${PP_FUZZ_PROTO_SRCS}
+    INCLUDES ${PP_FUZZ_PROTO_INCS} ${CMAKE_SOURCE_DIR}/views ${CMAKE_BINARY_DIR}/views/gen
+    LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads m DEPENDS pushprof_proto pushprof_views)
+endif()

@@ -274,7 +274,8 @@ static int load_side(const char *cmd, opts *o, char **paths, size_t n, bool pref
     return bad(cmd, "%s%s: %s", paths[0], n > 1 ? " (and the others)" : "", err);
   for (size_t i = 0; i < p->n_sample; i++)
     if ((size_t)s->vix < p->sample[i]->n_value)
-      s->all_total += p->sample[i]->value[s->vix];
+      if (__builtin_add_overflow(s->all_total, p->sample[i]->value[s->vix], &s->all_total))
+        return bad(cmd, "%s: the sample values add up past 2^63", paths[0]);
   view_filter f = {o->labels, o->nlabels, o->have_focus ? &o->focus : NULL,
                    o->have_ignore ? &o->ignore : NULL};
   s->tree = view_tree_collect(p, (size_t)s->vix, &f, names, err, sizeof err);

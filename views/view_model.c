@@ -556,8 +556,8 @@ static int64_t collect_stack(view_tree *t, const Perftools__Profiles__Sample *s,
       }
     }
   }
-  if (!focused || ignored)
-    return FILTERED_OUT;
+  if (!focused || ignored || d == 0)
+    return FILTERED_OUT; /* a sample without frames has no place in a flame graph */
   t->stacks[t->nstacks] = (stack_sum){t->nsframes, (uint32_t)d, 0};
   t->nsframes += d;
   return (int64_t)t->nstacks++;
@@ -579,6 +579,7 @@ view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
   label_want *wants = NULL;
   stack_memo *memo = NULL;
   size_t nmemo = 0, memo_cap = 0;
+  int64_t grand = 0;
   pp_htab memo_ix = {0};
   if (!t || pp_htab_init(&memo_ix, p->n_sample / 2 + 16) != 0)
     goto oom;
@@ -667,8 +668,14 @@ view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
         goto oom;
       nmemo++;
     }
-    if (stack != FILTERED_OUT)
+    if (stack != FILTERED_OUT) {
+      /* all values are > 0 here: if the grand sum fits, every subtotal does */
+      if (__builtin_add_overflow(grand, v, &grand)) {
+        say(why, whylen, "the sample values add up past 2^63");
+        goto fail;
+      }
       t->stacks[stack].value += v;
+    }
   }
   for (size_t i = 0; i < f->nlabels; i++) {
     if (!wants[i].key_seen) {
