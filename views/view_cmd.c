@@ -56,14 +56,25 @@ typedef struct opts {
 } opts;
 
 static int bad(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One line on stderr; control bytes (from profile strings or file names)
+ * become '?', so a hostile profile cannot drive the terminal. */
 static int bad(const char *cmd, const char *fmt, ...) {
+  char line[2048];
   va_list ap;
-  fprintf(stderr, "pushprof %s: ", cmd);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  for (char *c = line; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      *c = '?';
+  fprintf(stderr, "pushprof %s: %s\n", cmd, line);
   return 2;
+}
+
+/* A profile's string for the terminal: cleaned like a frame name. */
+static const char *tty(const char *s, char *buf, size_t buflen) {
+  view_clean_name(s, strnlen(s, buflen / 3 - 8), buf, buflen / 3 - 8);
+  return buf;
 }
 
 static int compile(const char *cmd, const char *flag, const char *re, regex_t *out) {
@@ -343,8 +354,10 @@ static int do_top(const char *cmd, opts *o, side *s) {
   compact(s->all_total, unit, a, sizeof a);
   compact(view_tree_total(s->tree), unit, b, sizeof b);
   compact(shown, unit, c, sizeof c);
-  printf("Type: %s (%s), %zu of %zu profile files\n", view_tree_value_type(s->tree), unit,
-         s->in.nkept, s->in.nfiles);
+  char tb[300], ub[300];
+  printf("Type: %s (%s), %zu of %zu profile files\n",
+         tty(view_tree_value_type(s->tree), tb, sizeof tb), tty(unit, ub, sizeof ub), s->in.nkept,
+         s->in.nfiles);
   if (view_tree_total(s->tree) != s->all_total)
     printf("Filters keep %s of %s total (%.2f%%)\n", b, a,
            100.0 * (double)view_tree_total(s->tree) / total);
@@ -492,6 +505,10 @@ int view_cmd_main(int argc, char **argv) {
     if ((rc = load_side(cmd, &o, pos, npos, prefer_count, names, &base)) != 0 ||
         (rc = load_side(cmd, &o, pos2, npos2, prefer_count, names, &s)) != 0)
       goto out;
+    if (view_tree_index(base.tree) != 0 || view_tree_index(s.tree) != 0) {
+      rc = bad(cmd, "out of memory");
+      goto out;
+    }
     if (strcmp(view_tree_value_unit(base.tree), view_tree_value_unit(s.tree)) != 0) {
       rc = bad(cmd, "BASE shows %s but NEW shows %s: pick one with --value",
                view_tree_value_type(base.tree), view_tree_value_type(s.tree));

@@ -207,6 +207,7 @@ struct view_tree {
   struct stack_sum *stacks;
   size_t nstacks, stacks_cap;
   bool finished;
+  bool indexed; /* children holds every node (view_tree_index) */
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t name) {
@@ -236,8 +237,6 @@ static int64_t tree_add_node(view_tree *t, uint32_t parent, uint32_t name, uint3
   if (id) {
     n->next_sibling = t->nodes[parent].first_child;
     t->nodes[parent].first_child = id;
-    if (pp_htab_insert(&t->children, child_hash(parent, name), id) != 0)
-      return -1;
   }
   return id;
 }
@@ -253,9 +252,30 @@ static bool child_eq(const void *ctx, uint32_t id) {
 }
 
 uint32_t view_tree_child(const view_tree *t, uint32_t parent, uint32_t name) {
+  if (!t->indexed) {
+    for (uint32_t c = t->nodes[parent].first_child; c; c = t->nodes[c].next_sibling)
+      if (t->nodes[c].name == name)
+        return c;
+    return 0;
+  }
   child_key k = {t, parent, name};
   int64_t c = pp_htab_find(&t->children, child_hash(parent, name), child_eq, &k);
   return c > 0 ? (uint32_t)c : 0;
+}
+
+int view_tree_index(view_tree *t) {
+  if (t->indexed)
+    return 0;
+  if (pp_htab_init(&t->children, t->count) != 0)
+    return -1;
+  for (size_t i = 1; i < t->count; i++)
+    if (pp_htab_insert(&t->children, child_hash(t->nodes[i].parent, t->nodes[i].name),
+                       (uint32_t)i) != 0) {
+      pp_htab_free(&t->children);
+      return -1;
+    }
+  t->indexed = true;
+  return 0;
 }
 
 static const char *pstr(const Perftools__Profiles__Profile *p, int64_t ix) {
@@ -707,29 +727,63 @@ done:
   return t;
 }
 
+/* Orders distinct stacks by their name ids, frame by frame (a prefix first). */
+static int cmp_stacks(const void *a, const void *b, void *ctx) {
+  const view_tree *t = ctx;
+  const stack_sum *x = &t->stacks[*(const uint32_t *)a], *y = &t->stacks[*(const uint32_t *)b];
+  uint32_t n = x->n < y->n ? x->n : y->n;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t p = t->sframes[x->off + k].name, q = t->sframes[y->off + k].name;
+    if (p != q)
+      return p < q ? -1 : 1;
+  }
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
 int view_tree_finish(view_tree *t, char *why, size_t whylen) {
   if (t->finished)
     return 0;
-  if (pp_htab_init(&t->children, t->nstacks * 4 + 16) != 0)
+  /* The distinct stacks in name order: each shares its prefix with the one
+   * before it, so the tree grows along one path, with no lookups. */
+  uint32_t *order = malloc((t->nstacks + 1) * sizeof *order);
+  size_t maxn = 1;
+  for (size_t i = 0; i < t->nstacks; i++)
+    if (t->stacks[i].n > maxn)
+      maxn = t->stacks[i].n;
+  uint32_t *path = malloc(maxn * sizeof *path);
+  if (!order || !path) {
+    free(order);
+    free(path);
     goto oom;
+  }
+  for (size_t i = 0; i < t->nstacks; i++)
+    order[i] = (uint32_t)i;
+  qsort_r(order, t->nstacks, sizeof *order, cmp_stacks, t);
+  const stack_sum *prev = NULL;
   for (size_t i = 0; i < t->nstacks; i++) {
-    const stack_sum *st = &t->stacks[i];
+    const stack_sum *st = &t->stacks[order[i]];
     if (st->value <= 0)
       continue;
-    uint32_t node = 0;
-    for (uint32_t k = 0; k < st->n; k++) {
+    uint32_t common = 0;
+    while (prev && common < prev->n && common < st->n &&
+           t->sframes[prev->off + common].name == t->sframes[st->off + common].name)
+      common++;
+    uint32_t node = common ? path[common - 1] : 0;
+    for (uint32_t k = common; k < st->n; k++) {
       frame_ref fr = t->sframes[st->off + k];
-      uint32_t c = view_tree_child(t, node, fr.name);
-      if (!c) {
-        int64_t nc = tree_add_node(t, node, fr.name, fr.group);
-        if (nc < 0)
-          goto oom;
-        c = (uint32_t)nc;
+      int64_t nc = tree_add_node(t, node, fr.name, fr.group);
+      if (nc < 0) {
+        free(order);
+        free(path);
+        goto oom;
       }
-      node = c;
+      node = path[k] = (uint32_t)nc;
     }
     t->nodes[node].self += st->value;
+    prev = st;
   }
+  free(order);
+  free(path);
   free(t->sframes);
   free(t->stacks);
   t->sframes = NULL;

@@ -90,8 +90,11 @@ const char *view_tree_group_name(const view_tree *t, uint32_t group);
 /* Sample type of the values: "samples"/"count", "cpu"/"nanoseconds". */
 const char *view_tree_value_type(const view_tree *t);
 const char *view_tree_value_unit(const view_tree *t);
-/* The child of node parent named name, or 0 if none. */
+/* The child of node parent named name, or 0 if none: a hash lookup once
+ * view_tree_index has run (what a diff does for every node), else a walk
+ * along the children. */
 uint32_t view_tree_child(const view_tree *t, uint32_t parent, uint32_t name);
+int view_tree_index(view_tree *t); /* 0 or -1 (ENOMEM) */
 
 /* Flat and cumulative value per function name (a name counted once per
  * sample in cum, however often it recurs), sorted by flat (or cum) then

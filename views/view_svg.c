@@ -314,8 +314,9 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
       continue;
     const char *raw = view_names_at(names, n->name);
     size_t nl = view_clean_name(raw, strlen(raw), name, NAME_MAX_BYTES);
-    char val[64];
+    char val[96], cval[96 * 3 + 8];
     view_format_value(n->total, unit, val, sizeof val);
+    size_t vl = view_clean_name(val, strlen(val), cval, 96); /* the unit is the profile's */
     double pct = 100.0 * (double)n->total / (double)total;
     int rgb[3];
     double delta = 0;
@@ -331,7 +332,8 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
     int y = height - BOTTOM_PAD - (int)(n->depth + 1) * FRAME_H;
     size_t ll = fit_label(name, w, label, NAME_MAX_BYTES + 8);
     if (fputs("<g class=\"f\"><title>", f) == EOF || view_xml_escape(f, name, nl) != 0 ||
-        fprintf(f, " (%s, %.2f%%", val, pct) < 0 ||
+        fputs(" (", f) == EOF || view_xml_escape(f, cval, vl) != 0 ||
+        fprintf(f, ", %.2f%%", pct) < 0 ||
         (base_of && fprintf(f, "; %+.1f pt", fabs(delta) < 0.05 ? 0.0 : delta) < 0) ||
         fprintf(f,
                 ")</title><rect x=\"%.3f\" y=\"%d\" width=\"%.3f\" height=\"%d\" "
