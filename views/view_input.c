@@ -114,8 +114,10 @@ static int walk_dir(const char *dir, int depth, path_list *out, char *err, size_
     say(err, errlen, "cannot read directory %s: %s", dir, strerror(errno));
     goto out;
   }
-  qsort(files.v, files.n, sizeof *files.v, cmp_str);
-  qsort(subdirs.v, subdirs.n, sizeof *subdirs.v, cmp_str);
+  if (files.n > 1)
+    qsort(files.v, files.n, sizeof *files.v, cmp_str);
+  if (subdirs.n > 1)
+    qsort(subdirs.v, subdirs.n, sizeof *subdirs.v, cmp_str);
   for (size_t i = 0; i < files.n; i++) {
     if (list_add(out, NULL, files.v[i]) != 0)
       goto oom;
