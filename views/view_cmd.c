@@ -309,33 +309,45 @@ static void free_side(side *s) {
   view_input_free(&s->in);
 }
 
-/* pprof-like compact values for the table: 1.23s, 15ms, 1234, 1.5MB */
+/* "620" "1.5" "1.02": 3 significant digits at most, no trailing zeros */
+static void trim_num(double a, char *buf, size_t len) {
+  snprintf(buf, len, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : "%.2f", a);
+  if (strchr(buf, '.')) {
+    size_t n = strlen(buf);
+    while (buf[n - 1] == '0')
+      buf[--n] = 0;
+    if (buf[n - 1] == '.')
+      buf[n - 1] = 0;
+  }
+}
+
+/* pprof-like compact values for the table: 1.02s, 620ms, 1234, 1.5MB */
 static void compact(int64_t v, const char *unit, char *buf, size_t len) {
   double a = (double)(v < 0 ? -v : v);
-  const char *sign = v < 0 ? "-" : "";
+  const char *sign = v < 0 ? "-" : "", *u = "";
   if (v == 0) {
     snprintf(buf, len, "0");
-  } else if (!strcmp(unit, "nanoseconds")) {
-    if (a >= 1e9)
-      snprintf(buf, len, "%s%.2fs", sign, a / 1e9);
-    else if (a >= 1e6)
-      snprintf(buf, len, "%s%.2fms", sign, a / 1e6);
-    else if (a >= 1e3)
-      snprintf(buf, len, "%s%.2fus", sign, a / 1e3);
-    else
-      snprintf(buf, len, "%s%.0fns", sign, a);
+    return;
+  }
+  if (!strcmp(unit, "nanoseconds")) {
+    static const char *const us[] = {"ns", "us", "ms", "s"};
+    size_t i = 0;
+    while (a >= 1000 && i < 3)
+      a /= 1000, i++;
+    u = us[i];
   } else if (!strcmp(unit, "bytes")) {
-    if (a >= 1 << 30)
-      snprintf(buf, len, "%s%.2fGB", sign, a / (1 << 30));
-    else if (a >= 1 << 20)
-      snprintf(buf, len, "%s%.2fMB", sign, a / (1 << 20));
-    else if (a >= 1 << 10)
-      snprintf(buf, len, "%s%.2fkB", sign, a / (1 << 10));
-    else
-      snprintf(buf, len, "%s%.0fB", sign, a);
+    static const char *const us[] = {"B", "kB", "MB", "GB", "TB"};
+    size_t i = 0;
+    while (a >= 1024 && i < 4)
+      a /= 1024, i++;
+    u = us[i];
   } else {
     snprintf(buf, len, "%" PRId64, v);
+    return;
   }
+  char num[48];
+  trim_num(a, num, sizeof num);
+  snprintf(buf, len, "%s%s%s", sign, num, u);
 }
 
 static int do_top(const char *cmd, opts *o, side *s) {
