@@ -759,6 +759,18 @@ int view_tree_finish(view_tree *t, char *why, size_t whylen) {
   for (size_t i = 0; i < t->nstacks; i++)
     order[i] = (uint32_t)i;
   qsort_r(order, t->nstacks, sizeof *order, cmp_stacks, t);
+  /* At most one node per collected frame: reserved at once (pages are
+   * touched only as nodes are made), so the array is never copied. */
+  if (t->nsframes + 1 > t->cap) {
+    view_node *nn = realloc(t->nodes, (t->nsframes + 1) * sizeof *nn);
+    if (!nn) {
+      free(order);
+      free(path);
+      goto oom;
+    }
+    t->nodes = nn;
+    t->cap = t->nsframes + 1;
+  }
   const stack_sum *prev = NULL;
   for (size_t i = 0; i < t->nstacks; i++) {
     const stack_sum *st = &t->stacks[order[i]];
@@ -797,6 +809,11 @@ int view_tree_finish(view_tree *t, char *why, size_t whylen) {
       t->nodes[t->nodes[i].parent].total += t->nodes[i].total;
   }
   t->total = t->nodes[0].total;
+  view_node *fit = realloc(t->nodes, t->count * sizeof *fit);
+  if (fit) { /* else keep the larger block */
+    t->nodes = fit;
+    t->cap = t->count;
+  }
   /* Siblings in name order: stable pictures and sorted folded output. */
   uint32_t *kids = NULL;
   size_t kcap = 0;
