@@ -4,7 +4,8 @@
 # rendered in under 1 s and 100 MiB). gen_views_pprof --random writes the
 # profile (uncompressed, ~10.3 MiB with the defaults: 157,000 sample records
 # holding ~390,000 samples, 50,000 stacks 8..40 deep, a trace_id label each);
-# each run is a fresh process, timed (wall) with its peak RSS (ru_maxrss).
+# each run is a fresh process: wall time, CPU (user+sys from wait4, the
+# figure that holds on a shared machine) and peak RSS (ru_maxrss).
 #   tests/bench/views_bench.sh [--build DIR] [--runs N] [--stacks N]
 #                              [--samples N] [--rows FILE]
 set -euo pipefail
@@ -31,16 +32,19 @@ bytes=$(stat -c %s "$T/merged.pb")
 echo "profile: $bytes bytes ($(awk -v b="$bytes" 'BEGIN {printf "%.2f", b / 1048576}') MiB)," \
   "$samples sample records, $total samples, $stacks distinct stacks"
 
-# measure OUT CMD...: appends "wall_s rss_mib" of one run of CMD to OUT
+# measure OUT CMD...: appends "wall_s rss_mib cpu_s" of one run of CMD to OUT
 measure() {
   local out=$1
   shift
   python3 - "$@" >>"$out" <<'EOF'
-import resource, subprocess, sys, time
+import os, subprocess, sys, time
 t = time.monotonic()
-subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, ru = os.wait4(p.pid, 0)
 wall = time.monotonic() - t
-print("%.4f %.2f" % (wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))
+if status != 0:
+    sys.exit("run failed: %s" % " ".join(sys.argv[1:]))
+print("%.4f %.2f %.4f" % (wall, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime))
 EOF
 }
 : >"$T/flame" && : >"$T/top"
@@ -50,11 +54,12 @@ for _ in $(seq "$runs"); do
 done
 frames=$(grep -c 'class="f"' "$T/out.svg")
 echo "flame: $(stat -c %s "$T/out.svg") bytes of SVG, $frames frames drawn"
-echo "flame runs (wall s, RSS MiB):" $(tr '\n' ';' <"$T/flame")
-echo "top runs (wall s, RSS MiB):" $(tr '\n' ';' <"$T/top")
+echo "flame runs (wall s, RSS MiB, CPU s):" $(tr '\n' ';' <"$T/flame")
+echo "top runs (wall s, RSS MiB, CPU s):" $(tr '\n' ';' <"$T/top")
 if [ -n "$rows" ]; then
   R=(python3 tests/bench/benchrows.py add "$rows")
   "${R[@]}" views_flame_s "pushprof flame, $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}') MiB profile (s)" "< 1" 2 $(cut -d' ' -f1 "$T/flame")
+  "${R[@]}" views_flame_cpu_s "pushprof flame, same, CPU user+sys (s)" "" 2 $(cut -d' ' -f3 "$T/flame")
   "${R[@]}" views_flame_rss_mib "pushprof flame, peak RSS (MiB)" "< 100" 1 $(cut -d' ' -f2 "$T/flame")
   "${R[@]}" views_top_s "pushprof top, same profile (s)" "" 2 $(cut -d' ' -f1 "$T/top")
 fi
