@@ -33,12 +33,13 @@ static void usage(FILE *f) {
           "  --service  service name (default: the file name without .pb.gz/.pprof)\n"
           "  --label    a process label; repeat for more (at most %d)\n"
           "  --timeout  seconds to wait for the ack (default 10)\n"
-          "Exit status: 0 acknowledged, 1 refused by the sidecar, 2 usage or bad file,\n"
-          "3 sidecar unreachable or no answer in time.\n",
+          "push's exit status: 0 acknowledged, 1 refused by the sidecar, 2 usage or bad\n"
+          "file, 3 sidecar unreachable or no answer in time.\n"
+          "Reading profiles (top table, folded stacks, flame graph, differential graph):\n",
           DEFAULT_SOCKET, PP_LABELS_MAX);
   view_cmd_usage(f);
-  fputs("Reads profiles without Go: top, folded stacks, flame graphs, differential ones.\n"
-        "Exit status: 0 done, 2 usage or bad input (nothing written), 1 a write failed.\n",
+  fputs("Their exit status: 0 done, 2 usage or bad input (nothing written), 1 a write "
+        "failed.\n",
         f);
 }
 
