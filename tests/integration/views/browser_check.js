@@ -31,10 +31,29 @@ function fail(msg) {
   console.error("FAIL: " + msg);
   failed = true;
 }
+let closing = null; // set by run(): closes the browser over the protocol
 function done() {
-  try { proc.kill("SIGKILL"); } catch (e) { /* already gone */ }
-  fs.rmSync(profileDir, { recursive: true, force: true });
-  process.exit(failed ? 1 : 0);
+  const cleanup = () => {
+    try {
+      fs.rmSync(profileDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch (e) {
+      console.error("note: could not remove " + profileDir + ": " + e.message);
+    }
+    process.exit(failed ? 1 : 0);
+  };
+  // Browser.close first, so no child process writes into the profile while
+  // it is removed; SIGKILL if it does not exit within 5 s.
+  const killer = setTimeout(() => { try { proc.kill("SIGKILL"); } catch (e) { /* gone */ } }, 5000);
+  proc.once("exit", () => { clearTimeout(killer); setTimeout(cleanup, 200); });
+  if (proc.exitCode !== null || proc.signalCode !== null) {
+    clearTimeout(killer);
+    cleanup();
+    return;
+  }
+  if (closing)
+    closing().catch(() => proc.kill("SIGKILL"));
+  else
+    proc.kill("SIGKILL");
 }
 const timer = setTimeout(() => { fail("timed out after 90 s"); done(); }, 90000);
 
@@ -50,7 +69,7 @@ proc.stderr.on("data", (d) => {
     });
   }
 });
-proc.on("exit", (code) => {
+proc.once("exit", (code) => {
   if (!proc.started) {
     console.error(stderr);
     fail("chromium exited with " + code + " before DevTools listened");
@@ -95,6 +114,7 @@ async function run(url) {
     ws.send(JSON.stringify({ id, method, params, sessionId }));
   });
   const waitFor = (method) => new Promise((res) => waiters.push({ method, res }));
+  closing = () => send("Browser.close");
 
   const { targetId } = await send("Target.createTarget", { url: "about:blank" });
   const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
