@@ -157,6 +157,11 @@ static void diff_colour(double delta, double maxabs, int rgb[3]) {
     rgb[0] = c, rgb[1] = c, rgb[2] = 255;
 }
 
+/* White text on a dark frame (the strongest blues of a diff). */
+static bool dark(const int rgb[3]) {
+  return 299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] < 110000;
+}
+
 static int put_header(FILE *f, const view_svg_opts *o, int height, char *buf) {
   if (o->html) {
     if (fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>", f) == EOF ||
@@ -175,7 +180,7 @@ static int put_header(FILE *f, const view_svg_opts *o, int height, char *buf) {
   if (fprintf(f,
               "<style>text{font-family:Verdana,sans-serif;font-size:%dpx;fill:#000}"
               "g.f:hover rect{stroke:#000;stroke-width:0.5;cursor:pointer}"
-              "g.parent{opacity:0.5}.btn{cursor:pointer;fill:#333}"
+              "g.parent{opacity:0.5}.btn{cursor:pointer;fill:#333}text.w{fill:#fff}"
               "#pptitle{font-size:17px;text-anchor:middle}"
               "#ppsub{fill:#555;text-anchor:middle}</style>\n"
               "<rect x=\"0\" y=\"0\" width=\"100%%\" height=\"100%%\" fill=\"#f6f6ee\"/>\n"
@@ -337,8 +342,9 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
         (base_of && fprintf(f, "; %+.1f pt", fabs(delta) < 0.05 ? 0.0 : delta) < 0) ||
         fprintf(f,
                 ")</title><rect x=\"%.3f\" y=\"%d\" width=\"%.3f\" height=\"%d\" "
-                "fill=\"rgb(%d,%d,%d)\" rx=\"2\" ry=\"2\"/><text x=\"%.3f\" y=\"%d\">",
-                x[i], y, w, FRAME_H - 1, rgb[0], rgb[1], rgb[2], x[i] + 3, y + FRAME_H - 4) < 0 ||
+                "fill=\"rgb(%d,%d,%d)\" rx=\"2\" ry=\"2\"/><text x=\"%.3f\" y=\"%d\"%s>",
+                x[i], y, w, FRAME_H - 1, rgb[0], rgb[1], rgb[2], x[i] + 3, y + FRAME_H - 4,
+                dark(rgb) ? " class=\"w\"" : "") < 0 ||
         view_xml_escape(f, label, ll) != 0 || fputs("</text></g>\n", f) == EOF)
       goto out;
   }
