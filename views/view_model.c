@@ -521,7 +521,8 @@ typedef struct memo_key {
 
 static bool memo_eq(const void *ctx, uint32_t idx) {
   const memo_key *k = ctx;
-  return k->memo[idx].n == k->n && memcmp(k->memo[idx].ids, k->ids, k->n * sizeof *k->ids) == 0;
+  return k->memo[idx].n == k->n &&
+         (k->n == 0 || memcmp(k->memo[idx].ids, k->ids, k->n * sizeof *k->ids) == 0);
 }
 
 /* Collects s's stack (root first) as a new distinct stack: its index,
