@@ -12,6 +12,7 @@
  * CFI_UNKNOWN row, where the unwinder falls back to frame pointers. */
 #ifndef PUSHPROF_CFI_H
 #define PUSHPROF_CFI_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,11 +71,13 @@ enum cfi_source { CFI_EH_FRAME = 0, CFI_DEBUG_FRAME = 1 };
  * pc-relative pointers; for .debug_frame, the address its link-time
  * addresses are relative to, i.e. base); base: the object's load bias (row
  * pcs are stored relative to it). A table with no rows is still returned
- * (nrows 1, a single gap). 0, or -1 on allocation failure (*out NULL).
- * The table and everything it points to is one allocation: free(*out).
- * Thread-safe (no shared state); not async-signal-safe. */
+ * (nrows 0, lo == hi). cancel (may be NULL) is polled every few hundred
+ * FDEs: once it reads non-zero the build stops and returns -2. 0, or -1 on
+ * allocation failure (*out NULL). The table and everything it points to is
+ * one allocation: free(*out). Thread-safe (no shared state); not
+ * async-signal-safe. */
 int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
-              enum cfi_source src, cfi_table **out, cfi_stats *st);
+              enum cfi_source src, const _Atomic int *cancel, cfi_table **out, cfi_stats *st);
 
 /* The row whose range holds pc, or NULL if pc is outside [lo, hi).
  * Async-signal-safe: bounded search, reads only the table. */

@@ -8,19 +8,25 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "labels.h"
 #include "procmaps.h"
 #include "profbuild.h"
 #include "pushprof.h"
+#include "deferred.h"
 #include "threads_linux.h"
+#include "unwind.h"
+#include "unwind_tables.h"
 
 ring collector_ring;
 static ring_cell g_cells[COLLECTOR_RING_CELLS];
@@ -40,6 +46,8 @@ typedef struct agg {
   int64_t labels_dropped, overflow; /* samples over the soft / hard limit */
   int64_t signals, samples;         /* handled signals; periods they stand for */
   int64_t truncated, leaf_only, oom;
+  int64_t no_table; /* samples with a frame-pointer step where no CFI table was */
+  int64_t deferred; /* samples walked later from a copy of their stack */
 } agg;
 
 typedef struct pending_bounds {
@@ -52,7 +60,6 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_cut_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv;
 /* Under g_mu: */
 static agg g_agg;
 static int g_inited;
@@ -64,6 +71,8 @@ static pthread_t g_thread;
 static int g_thread_running, g_stop;
 /* Under g_cut_mu: */
 static profbuild *g_pb;
+/* Set by collector_stop: a table build in progress gives up. */
+static _Atomic int g_utab_cancel;
 /* Between collector_start and collector_stop: dlclose keeps symbols. */
 static atomic_int g_sampling;
 /* Bytes of distinct samples per window. Beyond the soft limit a new labelled
@@ -82,16 +91,7 @@ static int64_t clock_ns(clockid_t clk) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void init_cv(void) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g_cv, &ca);
-  pthread_condattr_destroy(&ca);
-}
-
 static void init_once(void) {
-  init_cv();
   ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);
 }
 
@@ -104,7 +104,10 @@ static uint64_t mix64(uint64_t h, uint64_t v) {
 }
 
 /* A sample's identity: its stack, flags and label bytes (the record's own
- * or, over the soft limit, the "dropped" marker). */
+ * or, over the soft limit, the "dropped" marker). RING_F_NO_TABLE is only
+ * counted and RING_F_ALTSTACK only steers the bounds lookup: neither makes
+ * a stack different. */
+#define KEY_FLAGS(f) ((uint16_t)((f) & ~(RING_F_NO_TABLE | RING_F_ALTSTACK)))
 typedef struct agg_key {
   const ring_record *r;
   const char *labels;
@@ -113,7 +116,7 @@ typedef struct agg_key {
 
 static uint64_t record_hash(const agg_key *k) {
   const ring_record *r = k->r;
-  uint64_t h = mix64(0x243F6A8885A308D3ULL, (uint64_t)r->depth << 32 | r->flags);
+  uint64_t h = mix64(0x243F6A8885A308D3ULL, (uint64_t)r->depth << 32 | KEY_FLAGS(r->flags));
   for (uint32_t i = 0; i < r->depth; i++)
     h = mix64(h, r->pcs[i]);
   for (uint32_t i = 0; i < k->labels_len; i++)
@@ -124,8 +127,8 @@ static uint64_t record_hash(const agg_key *k) {
 
 static int entry_matches(const agg_entry *e, uint64_t h, const agg_key *k) {
   const ring_record *r = k->r;
-  return e->hash == h && e->depth == r->depth && e->flags == r->flags && e->nlabels == k->nlabels &&
-         e->labels_len == k->labels_len &&
+  return e->hash == h && e->depth == r->depth && e->flags == KEY_FLAGS(r->flags) &&
+         e->nlabels == k->nlabels && e->labels_len == k->labels_len &&
          memcmp(e->pcs, r->pcs, r->depth * sizeof(uintptr_t)) == 0 &&
          memcmp(e->labels, k->labels, k->labels_len) == 0;
 }
@@ -166,6 +169,7 @@ static void agg_add(agg *a, const ring_record *r) {
   a->samples += w;
   a->truncated += (r->flags & RING_F_TRUNCATED) ? w : 0;
   a->leaf_only += (r->flags & RING_F_LEAF_ONLY) ? w : 0;
+  a->no_table += (r->flags & RING_F_NO_TABLE) ? w : 0;
   uint32_t depth = r->depth <= RING_MAX_DEPTH ? r->depth : RING_MAX_DEPTH;
   if (depth != r->depth || r->labels_len > RING_LABEL_BYTES) {
     a->oom += w; /* cannot happen with our handler; never trust it blindly */
@@ -209,7 +213,7 @@ static void agg_add(agg *a, const ring_record *r) {
   e->hash = h;
   e->count = w;
   e->depth = r->depth;
-  e->flags = r->flags;
+  e->flags = KEY_FLAGS(r->flags);
   e->nlabels = k.nlabels;
   e->labels_len = k.labels_len;
   memcpy(e->pcs, r->pcs, depth * sizeof(uintptr_t));
@@ -233,11 +237,34 @@ static void agg_free(agg *a) {
 
 /* ---- draining ---- */
 
+/* A sample taken before the tables: its stack copy walked now (building
+ * the tables it needs, on this thread), then aggregated like any other. */
+static void add_deferred(const ring_record *r) {
+  static ring_record tmp; /* under g_mu */
+  memcpy(&tmp, r, sizeof tmp);
+  unsigned uf;
+  tmp.depth = (uint16_t)defer_unwind(r->defer, tmp.pcs, RING_MAX_DEPTH, &uf);
+  if (tmp.depth == 0) {
+    tmp.pcs[0] = r->pcs[0];
+    tmp.depth = 1;
+  }
+  tmp.flags = (uint16_t)((r->flags & ~RING_F_DEFERRED) |
+                         ((uf & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0) |
+                         ((uf & UNWIND_F_NO_TABLE) ? RING_F_NO_TABLE : 0));
+  int64_t w = r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
+  g_agg.deferred += w;
+  agg_add(&g_agg, &tmp);
+}
+
 static void drain_locked(pending_bounds *pend, size_t *npend) {
   const ring_record *r;
   for (size_t k = 0; k < COLLECTOR_RING_CELLS && (r = ring_peek(&collector_ring)) != NULL; k++) {
-    agg_add(&g_agg, r);
-    if ((r->flags & RING_F_LEAF_ONLY) && r->slot < THREADS_MAX && *npend < PENDING_MAX &&
+    if (r->flags & RING_F_DEFERRED)
+      add_deferred(r);
+    else
+      agg_add(&g_agg, r);
+    if ((r->flags & (RING_F_LEAF_ONLY | RING_F_ALTSTACK)) == RING_F_LEAF_ONLY &&
+        r->slot < THREADS_MAX && *npend < PENDING_MAX &&
         atomic_load_explicit(&threads_table[r->slot].stack_hi, memory_order_relaxed) == 0) {
       size_t j = 0;
       while (j < *npend && pend[j].slot != r->slot)
@@ -279,34 +306,56 @@ void collector_drain(void) {
   resolve_bounds(pend, npend);
 }
 
+/* The thread sleeps on this futex word between drains; wake_thread bumps
+ * it, so a wake that races the sleep is never lost (FUTEX_WAIT returns
+ * at once when the word has changed). */
+static _Atomic uint32_t g_wake;
+
+static void wake_thread(void) {
+  atomic_fetch_add_explicit(&g_wake, 1, memory_order_release);
+  syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void collector_after_dlclose(void) {
+  if (atomic_load(&g_sampling) && utab_wanted())
+    wake_thread();
+}
+
+void collector_wake_from_signal(void) {
+  wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
+}
+
+static int stop_requested(void) {
+  pthread_mutex_lock(&g_ctl);
+  int stop = g_stop;
+  pthread_mutex_unlock(&g_ctl);
+  return stop;
+}
+
 static void *collector_main(void *arg) {
   (void)arg;
   threads_exclude_self();
   int64_t last_scan = clock_ns(CLOCK_MONOTONIC);
-  pthread_mutex_lock(&g_ctl);
-  while (!g_stop) {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_nsec += COLLECTOR_DRAIN_MS * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-      dl.tv_sec++;
-      dl.tv_nsec -= 1000000000L;
-    }
-    int rc = pthread_cond_timedwait(&g_cv, &g_ctl, &dl);
-    if (g_stop)
+  for (;;) {
+    uint32_t w = atomic_load_explicit(&g_wake, memory_order_acquire);
+    if (stop_requested())
       break;
-    if (rc != 0 && rc != ETIMEDOUT)
-      continue;
-    pthread_mutex_unlock(&g_ctl);
+    struct timespec rel = {0, COLLECTOR_DRAIN_MS * 1000000L};
+    syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, w, &rel, NULL, 0);
+    if (stop_requested())
+      break;
+    /* Tables are built once the process has been sampled (the handler asks
+     * and wakes us): a process that never is pays nothing for them. The
+     * first drain walks the samples deferred until then. */
+    if (utab_wanted())
+      utab_refresh(&g_utab_cancel);
     collector_drain();
     int64_t now = clock_ns(CLOCK_MONOTONIC);
     if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
       threads_rescan(); /* on failure the next round tries again */
       last_scan = now;
     }
-    pthread_mutex_lock(&g_ctl);
   }
-  pthread_mutex_unlock(&g_ctl);
   return NULL;
 }
 
@@ -334,6 +383,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   pthread_mutex_lock(&g_ctl);
   if (!g_thread_running) {
     g_stop = 0;
+    atomic_store(&g_utab_cancel, 0);
     /* The host's process-directed signals are for its own threads (one may
      * wait for them with sigwait or a signalfd): the collector takes none. */
     sigset_t all, old;
@@ -357,8 +407,9 @@ void collector_stop(void) {
   pthread_mutex_lock(&g_ctl);
   int running = g_thread_running;
   g_stop = 1;
-  pthread_cond_signal(&g_cv);
+  atomic_store(&g_utab_cancel, 1);
   pthread_mutex_unlock(&g_ctl);
+  wake_thread();
   if (running) {
     pthread_join(g_thread, NULL);
     pthread_mutex_lock(&g_ctl);
@@ -396,7 +447,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 10
+#define NCOMMENTS 14
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -498,6 +549,16 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples truncated at depth %d (label pushprof_stack=truncated)",
              a.truncated, RING_MAX_DEPTH);
+  if (a.no_table)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples unwound by frame pointers through code with no "
+             "unwind table (sampled before its table was built, or code without CFI)",
+             a.no_table);
+  if (a.deferred)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples taken before the unwind tables were ready, "
+             "unwound afterwards from a copy of their stack",
+             a.deferred);
   if (a.leaf_only)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples with the leaf frame only: stack bounds not yet known "
@@ -554,13 +615,14 @@ void collector_atfork_parent(void) {
 }
 
 void collector_atfork_child(void) {
+  utab_atfork_child();
+  defer_atfork_child();
   /* Only the forking thread survives: no collector thread, no producers
    * mid-write. Issue 4 restarts sampling in the child; until then it is
    * simply not started, with nothing inherited. */
   pthread_mutex_init(&g_mu, NULL);
   pthread_mutex_init(&g_cut_mu, NULL);
   pthread_mutex_init(&g_ctl, NULL);
-  init_cv();
   g_thread_running = 0;
   g_stop = 0;
   atomic_store(&g_sampling, 0);

@@ -29,12 +29,18 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen);
 void collector_stop(void);
 /* See sampler_cut(). PUSHPROF_ENOTSTARTED before the first start. */
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* Wakes the collector thread now (the first sample of a process, which
+ * needs unwind tables). Async-signal-safe. */
+void collector_wake_from_signal(void);
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
 /* Called by the dlclose interposer before the real dlclose, on the caller's
  * thread: while sampling, the library's mappings and symbols are kept for
  * the next builds (profbuild_retain_library). Takes no lock. */
 void collector_before_dlclose(void *handle);
+/* Called by the dlclose interposer after the real dlclose: wakes the
+ * collector so the unwind tables drop the library now. Takes no lock. */
+void collector_after_dlclose(void);
 
 /* Tests only: the per-window byte limit (0: back to COLLECTOR_AGG_BYTES). */
 void collector_set_agg_limit_for_tests(size_t bytes);

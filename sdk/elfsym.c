@@ -3,6 +3,7 @@
  * with O_NONBLOCK, so a path replaced by a FIFO cannot hang the collector. */
 #include "elfsym.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -15,6 +16,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <zlib.h>
+
+#include "dlphdr.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -38,6 +42,8 @@ struct elfsym_image {
   /* where to re-read the symbols from */
   char *open_path, *alt_path; /* alt: the maps path when opened via map_files */
   char *debug_root;           /* NULL: /usr/lib/debug */
+  char *debuglink;            /* .gnu_debuglink's file name, once the symbols were read */
+  uint32_t debuglink_crc;     /* and the CRC-32 of that debug file */
   uint64_t st_dev, st_ino;
   int64_t st_size;
   uint8_t *mem; /* memory images keep their bytes */
@@ -292,14 +298,46 @@ fail:
   return -1;
 }
 
-/* true if the symbols came from .symtab (so no separate debug file is needed). */
-static bool load_symbols_from(Elf *elf, elfsym_image *img) {
-  Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+/* .gnu_debuglink: a file name, NUL, padding to 4 bytes, and the CRC-32 of
+ * the debug file in the object's byte order. Only a plain file name is
+ * taken (no '/', not "." or ".."), so the lookup stays in the directories
+ * GDB searches. Sets img->debuglink; -1 on ENOMEM only. */
+static int read_debuglink(Elf *elf, Elf_Scn *scn, elfsym_image *img) {
+  GElf_Ehdr eh;
+  Elf_Data *d = elf_rawdata(scn, NULL);
+  if (!gelf_getehdr(elf, &eh) || !d || !d->d_buf)
+    return 0;
+  const char *name = d->d_buf;
+  size_t size = d->d_size, len = strnlen(name, size);
+  size_t crc_off = (len + 1 + 3) & ~(size_t)3;
+  if (len == 0 || len > 255 || crc_off + 4 > size || memchr(name, '/', len) ||
+      strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return 0;
+  const uint8_t *c = (const uint8_t *)name + crc_off;
+  uint32_t le = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+  uint32_t be = (uint32_t)c[3] | (uint32_t)c[2] << 8 | (uint32_t)c[1] << 16 | (uint32_t)c[0] << 24;
+  free(img->debuglink);
+  img->debuglink = strndup(name, len);
+  img->debuglink_crc = eh.e_ident[EI_DATA] == ELFDATA2MSB ? be : le;
+  return img->debuglink ? 0 : -1;
+}
+
+/* true if the symbols came from .symtab (so no separate debug file is needed).
+ * Otherwise, with want_link, the .gnu_debuglink is kept in img. */
+static bool load_symbols_from(Elf *elf, elfsym_image *img, bool want_link) {
+  Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *link = NULL;
   GElf_Shdr symsh, dynsh;
+  size_t shstrndx = 0;
+  bool names = elf_getshdrstrndx(elf, &shstrndx) == 0;
   while ((scn = elf_nextscn(elf, scn)) != NULL) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh))
       continue;
+    if (want_link && !link && names && sh.sh_type == SHT_PROGBITS) {
+      const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+      if (nm && strcmp(nm, ".gnu_debuglink") == 0)
+        link = scn;
+    }
     if (sh.sh_type == SHT_SYMTAB && !symtab && section_has_symbols(&sh)) {
       symtab = scn;
       symsh = sh;
@@ -316,47 +354,74 @@ static bool load_symbols_from(Elf *elf, elfsym_image *img) {
   }
   if (dynsym)
     (void)load_symtab(elf, dynsym, &dynsh, img);
+  if (link)
+    (void)read_debuglink(elf, link, img); /* ENOMEM: no debug file, as if none */
   return false;
 }
 
-/* A separate debug file found by build id (Debian's *-dbg / -dbgsym packages,
- * debuginfod caches laid out the same way): its .symtab has the local
- * functions .dynsym lacks. Replaces img's symbols if it has any. */
-static void load_debug_symbols(elfsym_image *img) {
-  size_t idlen = strlen(img->build_id);
-  const char *root = img->debug_root ? img->debug_root : "/usr/lib/debug";
-  if (idlen < 4 || !root[0])
-    return;
-  size_t plen = strlen(root) + idlen + 32;
-  char *path = malloc(plen);
-  if (!path)
-    return;
-  snprintf(path, plen, "%s/.build-id/%.2s/%s.debug", root, img->build_id, img->build_id + 2);
+/* The CRC-32 (zlib's, which is GDB's) of a whole file; -1 on a read error
+ * or ENOMEM. */
+static int file_crc32(int fd, uint32_t *out) {
+  enum { CHUNK = 64 * 1024 };
+  uint8_t *buf = malloc(CHUNK);
+  int rc = -1;
+  if (!buf)
+    return -1;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (;;) {
+    ssize_t n = read(fd, buf, CHUNK);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      goto done;
+    if (n == 0)
+      break;
+    crc = crc32(crc, buf, (uInt)n);
+  }
+  *out = (uint32_t)crc;
+  rc = 0;
+done:
+  free(buf);
+  return rc;
+}
+
+/* Takes the symbols of the debug file at path if it belongs to img: by the
+ * CRC of .gnu_debuglink when check_crc, and by build id whenever both have
+ * one. Replaces img's symbols if it has any; true then. */
+static bool try_debug_file(elfsym_image *img, const char *path, bool check_crc) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  free(path);
   if (fd < 0)
-    return;
+    return false;
   struct stat st;
   Elf *elf = NULL;
+  bool taken = false;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     goto done;
+  if ((uint64_t)st.st_dev == img->st_dev && (uint64_t)st.st_ino == img->st_ino)
+    goto done; /* the object itself (a link naming its own file) */
+  if (check_crc) {
+    uint32_t crc;
+    if (file_crc32(fd, &crc) != 0 || crc != img->debuglink_crc || lseek(fd, 0, SEEK_SET) != 0)
+      goto done;
+  }
   elf = elf_begin(fd, ELF_C_READ, NULL);
   if (!elf || elf_kind(elf) != ELF_K_ELF)
     goto done;
   bool oom = false;
   char *id = read_build_id(elf, &oom);
-  bool match = !id || strcmp(id, img->build_id) == 0; /* the path already names the id */
+  bool match = !id || !img->build_id[0] || strcmp(id, img->build_id) == 0;
   free(id);
   if (!match)
     goto done;
   elfsym_image dbg;
   memset(&dbg, 0, sizeof dbg);
-  if (load_symbols_from(elf, &dbg) && dbg.nsyms > 0) {
+  if (load_symbols_from(elf, &dbg, false) && dbg.nsyms > 0) {
     free(img->syms);
     free(img->names);
     img->syms = dbg.syms;
     img->names = dbg.names;
     img->nsyms = dbg.nsyms;
+    taken = true;
   } else {
     free(dbg.syms);
     free(dbg.names);
@@ -365,6 +430,53 @@ done:
   if (elf)
     elf_end(elf);
   close(fd);
+  return taken;
+}
+
+/* The object's own path as /proc/self/maps names it (not map_files), or NULL. */
+static const char *object_path(const elfsym_image *img) {
+  if (img->alt_path && img->alt_path[0] == '/')
+    return img->alt_path;
+  if (img->open_path && img->open_path[0] == '/' && strncmp(img->open_path, "/proc/", 6) != 0)
+    return img->open_path;
+  return NULL;
+}
+
+/* A separate debug file: its .symtab has the local functions .dynsym lacks.
+ * Looked up as GDB does: by build id under the debug root (Debian's *-dbg /
+ * -dbgsym packages, debuginfod caches laid out the same way), then by
+ * .gnu_debuglink in the object's directory, its .debug/ subdirectory, and
+ * the object's directory under the debug root. A debug root of "" turns
+ * every lookup off. */
+static void load_debug_symbols(elfsym_image *img) {
+  const char *root = img->debug_root ? img->debug_root : "/usr/lib/debug";
+  const char *obj = object_path(img);
+  const char *slash = obj ? strrchr(obj, '/') : NULL;
+  size_t idlen = strlen(img->build_id);
+  if (!root[0])
+    return;
+  size_t plen = strlen(root) + idlen + 32;
+  if (img->debuglink && slash)
+    plen += 2 * (size_t)(slash - obj) + strlen(img->debuglink) + 16;
+  char *path = malloc(plen);
+  if (!path)
+    return;
+  if (idlen >= 4) {
+    snprintf(path, plen, "%s/.build-id/%.2s/%s.debug", root, img->build_id, img->build_id + 2);
+    if (try_debug_file(img, path, false))
+      goto done;
+  }
+  if (!img->debuglink || !slash)
+    goto done;
+  int dlen = (int)(slash - obj); /* the directory, without its last '/' */
+  const char *fmt[] = {"%s%.*s/%s", "%s%.*s/.debug/%s", "%s%.*s/%s"}; /* obj starts with '/' */
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, plen, fmt[i], i == 2 ? root : "", dlen, obj, img->debuglink);
+    if (try_debug_file(img, path, true))
+      break;
+  }
+done:
+  free(path);
 }
 
 /* Re-opens the file the image came from (only if it is still the same file). */
@@ -382,7 +494,7 @@ static void load_symbols(elfsym_image *img) {
     Elf *elf = elf_memory((char *)img->mem, img->memsize);
     if (!elf)
       return;
-    bool full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img);
+    bool full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img, true);
     elf_end(elf);
     if (!full)
       load_debug_symbols(img);
@@ -402,7 +514,7 @@ static void load_symbols(elfsym_image *img) {
     if (same) {
       Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
       if (elf) {
-        full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img);
+        full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img, true);
         elf_end(elf);
       }
     }
@@ -431,6 +543,7 @@ void elfsym_image_free(elfsym_image *img) {
   free(img->open_path);
   free(img->alt_path);
   free(img->debug_root);
+  free(img->debuglink);
   free(img->mem);
   free(img->syms);
   free(img->names);
@@ -776,7 +889,7 @@ elfsym_image *elfsym_image_from_loaded(uint64_t addr) {
   loaded_find f = {(uintptr_t)addr, NULL, false};
   if (addr == 0)
     return NULL;
-  dl_iterate_phdr(loaded_find_cb, &f);
+  dlphdr_iterate(loaded_find_cb, &f);
   return f.img;
 }
 
@@ -801,6 +914,13 @@ bool elfsym_pc_to_vaddr(const elfsym_image *img, uint64_t map_start, uint64_t ma
     return false;
   *vaddr = off - hit->offset + hit->vaddr;
   return true;
+}
+
+const char *elfsym_debuglink(elfsym_image *img, uint32_t *crc) {
+  load_symbols(img);
+  if (img->debuglink && crc)
+    *crc = img->debuglink_crc;
+  return img->debuglink;
 }
 
 size_t elfsym_symbol_count(elfsym_image *img) {

@@ -2,7 +2,8 @@
  * device, inode) resolves to an image keyed by its GNU build id (or by path,
  * inode and size when it has none), so a library mapped again, or the same
  * build at another path, is read once. Symbols are read on first lookup:
- * .symtab, else a debug file found by build id, else .dynsym. A file is
+ * .symtab, else a separate debug file (by build id, then by .gnu_debuglink
+ * with its CRC checked, in GDB's order), else .dynsym. A file is
  * opened through /proc/self/map_files (the exact mapped file, even if deleted
  * or replaced), else its path, else read from loaded memory.
  * Odd files (stripped, truncated, unreadable, deleted) never crash: they give
@@ -34,10 +35,11 @@ typedef char *(*elfsym_demangle_fn)(const char *mangled, char *buf, size_t *len,
 elfsym_cache *elfsym_cache_new(void); /* NULL on ENOMEM */
 void elfsym_cache_free(elfsym_cache *c);
 
-/* Where separate debug files are looked up by build id
- * (<dir>/.build-id/xx/yyyy.debug) when a file has no .symtab. NULL restores
- * the default /usr/lib/debug, "" turns the lookup off. Affects images opened
- * afterwards. 0 or -1 (ENOMEM). */
+/* Where separate debug files are looked up when a file has no .symtab: by
+ * build id (<dir>/.build-id/xx/yyyy.debug), then by .gnu_debuglink name
+ * NAME in the file's directory D (D/NAME, D/.debug/NAME, <dir>/D/NAME).
+ * NULL restores the default /usr/lib/debug, "" turns every lookup off
+ * (the ones in D too). Affects images opened afterwards. 0 or -1 (ENOMEM). */
 int elfsym_cache_set_debug_root(elfsym_cache *c, const char *dir);
 
 /* The image of a mapped file; NULL if it cannot be opened or is not ELF (the
@@ -79,4 +81,8 @@ typedef struct elfsym_symbol {
 bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangle,
                    elfsym_symbol *out);
 size_t elfsym_symbol_count(elfsym_image *img); /* reads the symbols if needed */
+/* The file name in the image's .gnu_debuglink and (crc may be NULL) the
+ * CRC-32 it gives for the debug file; NULL if none or not a plain name. Set
+ * only for an image without .symtab (reads the symbols if needed). */
+const char *elfsym_debuglink(elfsym_image *img, uint32_t *crc);
 #endif

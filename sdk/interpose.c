@@ -90,5 +90,7 @@ __attribute__((visibility("default"))) int dlclose(void *handle) {
   if (!real)
     return -1; /* cannot happen with a working libc */
   collector_before_dlclose(handle);
-  return real(handle);
+  int rc = real(handle);
+  collector_after_dlclose(); /* its unwind table goes at once, not at the next drain */
+  return rc;
 }

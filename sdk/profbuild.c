@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dlphdr.h"
 #include "elfsym.h"
 #include "procmaps.h"
 
@@ -189,7 +190,7 @@ void profbuild_retain_library(void *handle) {
   if (atomic_fetch_add(&g_unloaded_n, 1) >= PROFBUILD_RETAIN_MAX)
     goto fail; /* no build for a while: its names are lost, memory is not */
   span_query q = {.lm = lm};
-  if (dl_iterate_phdr(span_cb, &q) == 0 || q.hi == 0 || procmaps_read_self(&m) != 0)
+  if (dlphdr_iterate(span_cb, &q) == 0 || q.hi == 0 || procmaps_read_self(&m) != 0)
     goto fail;
   r = calloc(1, sizeof *r);
   if (!r || !(r->cache = elfsym_cache_new()) || !(r->maps = calloc(m.n ? m.n : 1, sizeof *r->maps)))
@@ -391,7 +392,10 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
   frame_key *keys = NULL;
   frame_info *info = NULL;
   uint64_t *map_ids = NULL, *locs = NULL;
-  bool *map_funcs = NULL;
+  /* Per mapping: 1 some location got a name, 2 some did not. has_functions
+   * only when every location has one, so readers (go tool pprof, Pyroscope,
+   * Parca) still symbolize the rest by build id. */
+  unsigned char *map_funcs = NULL;
   int rc = -1;
   if (!pb || !meta || !out || !len || (n && !stacks))
     return -1;
@@ -445,7 +449,9 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     if (p->img && elfsym_pc_to_vaddr(p->img, p->start, p->offset, q, &vaddr) &&
         elfsym_lookup(p->img, vaddr, demangle, &fi->sym)) {
       fi->found = true;
-      map_funcs[fi->pm] = true;
+      map_funcs[fi->pm] |= 1;
+    } else {
+      map_funcs[fi->pm] |= 2;
     }
   }
 
@@ -459,7 +465,7 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
       if (p->is_main != (pass == 0))
         continue;
       map_ids[i] = pp_builder_mapping(b, p->start, p->end, p->offset, p->path,
-                                      p->img ? elfsym_build_id(p->img) : "", map_funcs[i]);
+                                      p->img ? elfsym_build_id(p->img) : "", map_funcs[i] == 1);
       if (map_ids[i] == 0)
         goto done;
     }

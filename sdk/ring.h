@@ -17,6 +17,9 @@
 
 #define RING_F_TRUNCATED 1u /* depth cap reached with frames left */
 #define RING_F_LEAF_ONLY 2u /* stack bounds unknown or sp outside them */
+#define RING_F_NO_TABLE 4u  /* a frame was in code with no unwind table yet */
+#define RING_F_DEFERRED 8u  /* only pcs[0]: the stack is in deferred slot rec->defer */
+#define RING_F_ALTSTACK 16u /* interrupted on its sigaltstack: sp says nothing of its bounds */
 
 typedef struct ring_record {
   uint32_t slot; /* thread-table slot index */
@@ -27,6 +30,7 @@ typedef struct ring_record {
   uint16_t nlabels;
   uint16_t labels_len;
   uint32_t weight;               /* timer periods this sample stands for: 1 + si_overrun */
+  int32_t defer;                 /* RING_F_DEFERRED: the deferred.h slot */
   uintptr_t pcs[RING_MAX_DEPTH]; /* leaf first */
   char labels[RING_LABEL_BYTES];
 } ring_record;

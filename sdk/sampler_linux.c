@@ -14,7 +14,10 @@
 #include "ring.h"
 #include "sampler_internal.h"
 #include "threads_linux.h"
+#include "deferred.h"
+#include "dlphdr.h"
 #include "unwind.h"
+#include "unwind_tables.h"
 
 #define SIGNO_MAX 65 /* _NSIG on Linux */
 
@@ -68,6 +71,17 @@ static void forward(int signo, siginfo_t *si, void *uc) {
     p->sa_handler(signo);
 }
 
+/* Whether sp lies on the thread's sigaltstack, as the kernel decides it
+ * (on_sig_stack): uc_stack holds the alternate stack as it was when the
+ * signal came. Its ss_flags do not say whether the interrupted code was on
+ * it (Linux stores the flags given to sigaltstack), hence the range test.
+ * Not known inside a handler installed with SS_AUTODISARM (size 0 there). */
+static int on_altstack(const void *uc, uintptr_t sp) {
+  const stack_t *ss = &((const ucontext_t *)uc)->uc_stack;
+  uintptr_t lo = (uintptr_t)ss->ss_sp;
+  return !(ss->ss_flags & SS_DISABLE) && ss->ss_size && sp > lo && sp - lo <= ss->ss_size;
+}
+
 /* Handler <-> collector protocol.
  * - Which signals are ours: si_code == SI_TIMER and sival_ptr a cookie with
  *   our magic (threads_cookie: magic | slot generation | slot index); or, in
@@ -83,7 +97,10 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   registration) or published later by the collector, hi last, with
  *   release; we read hi with acquire, then lo. Unknown bounds (0): only the
  *   leaf pc and sp are recorded (RING_F_LEAF_ONLY) and the collector looks
- *   up the mapping that holds sp, so later samples of that thread are full.
+ *   up the mapping that holds sp, so later samples of that thread are full;
+ *   not when sp lies on the thread's sigaltstack (on_altstack): that
+ *   mapping is the alternate stack, and taking it would leave every later
+ *   sample on the real stack with its leaf only (RING_F_ALTSTACK).
  * - The record (weight 1 + si_overrun) is written in place into a ring cell
  *   claimed with one CAS (ring_reserve) and published by a release store of
  *   the cell's sequence number (ring_commit). The collector reads cells in
@@ -95,6 +112,16 @@ static void forward(int signo, siginfo_t *si, void *uc) {
  *   private copy and publishes it into the other of two buffers under a
  *   sequence counter, so an interrupted label_set leaves the previous set
  *   readable: a sample never carries a torn value, and never waits.
+ * - Unwinding (unwind_stack) reads the CFI tables the collector publishes
+ *   (unwind_tables.h: immutable arrays behind one pointer, freed only once
+ *   the handlers' reader count was seen at zero after a swap) and the
+ *   thread's stack inside [lo, hi). A frame in code no table covers yet
+ *   takes a frame-pointer step and marks the record RING_F_NO_TABLE.
+ *   Tables are built only once a process is sampled: the first sample
+ *   asks for them (utab_want) and wakes the collector (a futex wake).
+ *   Until they are ready the stack is copied into a deferred slot
+ *   (RING_F_DEFERRED) and the collector walks the copy with the tables
+ *   (deferred.h).
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -130,11 +157,29 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   unwind_regs_from_ucontext(uc, &regs);
   uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
-  int truncated;
-  rec->depth = (uint16_t)unwind_fp(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &truncated);
-  rec->flags = truncated ? RING_F_TRUNCATED : 0;
+  unsigned uflags;
+  int defer = -1;
+  if (!utab_ready()) {
+    if (utab_want())
+      collector_wake_from_signal(); /* the first sample: build the tables now */
+    if (hi && regs.sp >= lo && regs.sp < hi)
+      defer = defer_take(&regs, hi); /* walked later, with the tables */
+  }
+  if (defer >= 0) {
+    rec->pcs[0] = regs.pc;
+    rec->depth = 1;
+    rec->flags = RING_F_DEFERRED;
+    rec->defer = defer;
+  } else {
+    rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
+    rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
+    if (uflags & UNWIND_F_NO_TABLE)
+      rec->flags |= RING_F_NO_TABLE;
+  }
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
     rec->flags |= RING_F_LEAF_ONLY;
+  if (on_altstack(uc, regs.sp))
+    rec->flags |= RING_F_ALTSTACK;
   rec->slot = idx;
   rec->gen = gen;
   rec->sp = regs.sp;
@@ -174,9 +219,11 @@ fail:
 static void atfork_prepare(void) {
   collector_atfork_prepare();
   threads_atfork_prepare();
+  dlphdr_atfork_prepare(); /* last: a refresh holds the collector's lock, then this */
 }
 
 static void atfork_parent(void) {
+  dlphdr_atfork_parent();
   threads_atfork_parent();
   collector_atfork_parent();
 }
@@ -184,6 +231,7 @@ static void atfork_parent(void) {
 static void atfork_child(void) {
   /* No timer survives fork and there is no collector thread: the child is
    * not sampling (issue 4 restarts it there). */
+  dlphdr_atfork_child();
   threads_atfork_child();
   collector_atfork_child();
   atomic_store(&g_running, 0);

@@ -2,6 +2,10 @@
 list(APPEND PUSHPROF_SDK_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/ring.c
   ${CMAKE_CURRENT_LIST_DIR}/unwind.c
+  ${CMAKE_CURRENT_LIST_DIR}/cfi_build.c
+  ${CMAKE_CURRENT_LIST_DIR}/unwind_tables.c
+  ${CMAKE_CURRENT_LIST_DIR}/cfi_elf.c
+  ${CMAKE_CURRENT_LIST_DIR}/deferred.c
   ${CMAKE_CURRENT_LIST_DIR}/threads_linux.c
   ${CMAKE_CURRENT_LIST_DIR}/collector.c
   ${CMAKE_CURRENT_LIST_DIR}/labels.c

@@ -3,21 +3,26 @@
 #include <stddef.h>
 #include <ucontext.h>
 
+#include "cfi.h"
+#include "unwind_tables.h"
+
 int unwind_regs_from_ucontext(const void *ucv, unwind_regs *out) {
   const ucontext_t *uc = ucv;
 #if defined(__x86_64__)
   out->pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
   out->fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
   out->sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  out->lr = 0;
   return 0;
 #elif defined(__aarch64__)
   out->pc = (uintptr_t)uc->uc_mcontext.pc;
   out->fp = (uintptr_t)uc->uc_mcontext.regs[29];
   out->sp = (uintptr_t)uc->uc_mcontext.sp;
+  out->lr = (uintptr_t)uc->uc_mcontext.regs[30];
   return 0;
 #else
   (void)uc;
-  out->pc = out->fp = out->sp = 0;
+  out->pc = out->fp = out->sp = out->lr = 0;
   return -1;
 #endif
 }
@@ -49,4 +54,127 @@ uint32_t unwind_fp(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_
     fp = next;
   }
   return depth;
+}
+
+/* One word of the stack, if 8-aligned and inside [lo, hi). Not instrumented:
+ * a slot of another frame may carry a sanitizer's stale poison, and the
+ * bounds check is what makes the read safe. */
+typedef struct stack_mem {
+  uintptr_t lo, hi; /* the thread's addresses that may be read */
+  uintptr_t delta;  /* added to an address to find its bytes (a copy), else 0 */
+} stack_mem;
+
+__attribute__((no_sanitize_address)) static int load_word(const stack_mem *m, uintptr_t addr,
+                                                          uintptr_t *out) {
+  if ((addr & (sizeof(uintptr_t) - 1)) || addr < m->lo || addr > m->hi - sizeof(uintptr_t))
+    return 0;
+  *out = *(const uintptr_t *)(addr + m->delta);
+  return 1;
+}
+
+/* A signal frame: the kernel's ucontext sits at sp when the trampoline
+ * (__restore_rt) is the return address. */
+static int signal_frame(const stack_mem *m, uintptr_t sp, uintptr_t *pc, uintptr_t *nsp,
+                        uintptr_t *fp) {
+#if defined(__x86_64__)
+  uintptr_t g = sp + offsetof(ucontext_t, uc_mcontext.gregs);
+  return load_word(m, g + REG_RIP * sizeof(greg_t), pc) &&
+         load_word(m, g + REG_RSP * sizeof(greg_t), nsp) &&
+         load_word(m, g + REG_RBP * sizeof(greg_t), fp);
+#else
+  (void)m, (void)sp, (void)pc, (void)nsp, (void)fp;
+  return 0; /* aarch64's frame layout differs: stop here until it is tested */
+#endif
+}
+
+static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs, uint32_t max,
+                     unsigned *flags, uintptr_t *missing) {
+  uintptr_t lo = m->lo, hi = m->hi;
+  *flags = 0;
+  if (max == 0)
+    return 0;
+  uint32_t depth = 0;
+  pcs[depth++] = regs->pc;
+  if (lo == 0 || hi <= lo || hi - lo < 2 * sizeof(uintptr_t) || regs->sp < lo || regs->sp >= hi)
+    return depth; /* unknown bounds, or running on another stack */
+  uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp;
+  int exact = 1; /* pc is where the thread is, not a return address */
+  const void *hint = NULL;
+  utab_enter();
+  for (;;) {
+    int known;
+    const cfi_row *row = utab_find(exact ? pc : pc - 1, &known, &hint);
+    unsigned kind = row ? row->kind : CFI_GAP;
+    uintptr_t cfa = 0, ra = 0, nfp = fp, nsp;
+    if (kind == CFI_END) {
+      *flags |= UNWIND_F_END;
+      break; /* the outermost frame (_start, clone) */
+    }
+    if (kind == CFI_SIGNAL) {
+      if (!signal_frame(m, sp, &ra, &nsp, &nfp) || nsp < lo || nsp >= hi)
+        break;
+      exact = 1;
+    } else if (kind == CFI_CFA_SP || kind == CFI_CFA_FP || kind == CFI_PLT) {
+      if (kind == CFI_CFA_SP)
+        cfa = sp + (uintptr_t)(intptr_t)row->cfa_off;
+      else if (kind == CFI_CFA_FP)
+        cfa = fp + (uintptr_t)(intptr_t)row->cfa_off;
+      else
+        cfa = sp + 8 + ((pc & 15) >= (uintptr_t)row->cfa_off ? 8 : 0);
+      if (cfa <= sp || cfa > hi)
+        break;
+      if (row->ra_off8 == CFI_RA_LINKREG) {
+        if (depth != 1)
+          break; /* the link register holds the RA of the interrupted frame only */
+        ra = regs->lr;
+      } else if (!load_word(m, cfa + (uintptr_t)(intptr_t)(row->ra_off8 * 8), &ra)) {
+        break;
+      }
+      if (row->fp_off == CFI_FP_LOST)
+        nfp = 0;
+      else if (row->fp_off != CFI_FP_SAME &&
+               !load_word(m, cfa + (uintptr_t)(intptr_t)row->fp_off, &nfp))
+        nfp = 0;
+      nsp = cfa;
+      exact = 0;
+    } else {
+      /* No row we can follow: one frame-pointer step, if plausible. */
+      if (known != UTAB_HAS_TABLE) {
+        if (!(*flags & UNWIND_F_NO_TABLE) && missing)
+          *missing = exact ? pc : pc - 1;
+        *flags |= UNWIND_F_NO_TABLE;
+      }
+      if (fp < sp || !load_word(m, fp, &nfp) || !load_word(m, fp + 8, &ra))
+        break;
+      *flags |= UNWIND_F_FP_STEP;
+      nsp = fp + 2 * sizeof(uintptr_t);
+      exact = 0;
+    }
+    if (ra == 0 || (kind != CFI_SIGNAL && nsp <= sp))
+      break;
+    if (depth == max) {
+      *flags |= UNWIND_F_TRUNCATED;
+      break;
+    }
+    pcs[depth++] = ra;
+    pc = ra;
+    sp = nsp;
+    fp = nfp;
+  }
+  utab_leave();
+  return depth;
+}
+
+uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
+                      uint32_t max, unsigned *flags) {
+  stack_mem m = {lo, hi, 0};
+  return walk(regs, &m, pcs, max, flags, NULL);
+}
+
+uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
+                           uint32_t max, unsigned *flags, uintptr_t *missing) {
+  stack_mem m = {regs->sp, regs->sp + len, (uintptr_t)copy - regs->sp};
+  if (missing)
+    *missing = 0;
+  return walk(regs, &m, pcs, max, flags, missing);
 }

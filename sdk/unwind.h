@@ -1,22 +1,48 @@
-/* Frame-pointer unwinder for the signal handler. Reads memory only inside
- * [sp, hi) of the interrupted thread's stack, so a corrupt chain ends the walk
- * instead of faulting. Async-signal-safe, no syscalls, bounded by max. */
+/* The signal handler's unwinder. Per frame it looks up the unwind row for
+ * the PC in the process's CFI tables (unwind_tables.h) and follows it: CFA
+ * from SP or FP, return address and caller's FP loaded from the stack.
+ * Where no row covers the PC (no table yet, code without CFI) it takes one
+ * frame-pointer step if the chain looks plausible, else it stops.
+ * Every load is 8-aligned inside [lo, hi) of the interrupted thread's stack
+ * and every step moves SP strictly upwards (signal frames aside), so a
+ * corrupt stack ends the walk instead of faulting or looping.
+ * Async-signal-safe: no locks, no syscalls, no allocation, bounded by max. */
 #ifndef PUSHPROF_UNWIND_H
 #define PUSHPROF_UNWIND_H
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct unwind_regs {
-  uintptr_t pc, fp, sp;
+  uintptr_t pc, fp, sp, lr; /* lr: the link register where there is one (aarch64) */
 } unwind_regs;
 
-/* Extracts pc/fp/sp from a ucontext_t (x86_64, aarch64). 0, or -1 on an
- * unsupported architecture. Async-signal-safe. */
+#define UNWIND_F_TRUNCATED 1u /* max reached with frames left */
+#define UNWIND_F_NO_TABLE 2u  /* a frame in code no table covers yet: frame-pointer step */
+#define UNWIND_F_FP_STEP 4u   /* at least one frame-pointer step was taken */
+#define UNWIND_F_END 8u       /* reached the outermost frame (CFI says the RA is undefined) */
+
+/* Extracts pc/fp/sp(/lr) from a ucontext_t (x86_64, aarch64). 0, or -1 on
+ * an unsupported architecture. Async-signal-safe. */
 int unwind_regs_from_ucontext(const void *uc, unwind_regs *out);
 
-/* pcs[0] = regs->pc, then one return address per valid frame. A frame is
- * valid when fp is 8-aligned, above the previous fp (or >= sp for the
- * first), and fp + 16 <= hi. lo/hi 0 means unknown: only the leaf. Returns
- * the depth; *truncated = 1 if max was reached with frames left. */
+/* pcs[0] = regs->pc (exact), then one return address per frame found. lo/hi
+ * 0 means unknown bounds: only the leaf. Returns the depth; *flags gets
+ * UNWIND_F_* bits. Async-signal-safe. */
+uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
+                      uint32_t max, unsigned *flags);
+
+/* The same walk over a copy of the stack taken at sampling time: copy holds
+ * the len bytes that were at [regs->sp, regs->sp + len). Used for samples
+ * taken before the tables existed (deferred.h). *missing (may be NULL)
+ * gets the first PC whose object had no table (0 if none). Allocates
+ * nothing; meant for the collector. */
+uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
+                           uint32_t max, unsigned *flags, uintptr_t *missing);
+
+/* Frame pointers only (the rows are not consulted): the old unwinder, kept
+ * for benchmarks and as the fallback's reference. A frame is valid when fp
+ * is 8-aligned, above the previous fp (or >= sp for the first), and
+ * fp + 16 <= hi. *truncated = 1 if max was reached with frames left. */
 uint32_t unwind_fp(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
                    uint32_t max, int *truncated);
 #endif

@@ -66,9 +66,14 @@ pushprof_fuzz_target(NAME frame
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}
   LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)
 
+# DWARF CFI: cfi_build takes a section's bytes (tests/unit/cfi_invariants.h
+# holds the table invariants test_cfi checks too).
+pushprof_fuzz_target(NAME cfi SOURCES ${PP_FUZZ_SDK}/cfi_build.c
+  INCLUDES ${PP_FUZZ_SDK} ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+
 pushprof_fuzz_target(NAME procmaps SOURCES ${PP_FUZZ_SDK}/procmaps_linux.c INCLUDES ${PP_FUZZ_SDK})
 
-pushprof_fuzz_target(NAME elfsym SOURCES ${PP_FUZZ_SDK}/elfsym.c INCLUDES ${PP_FUZZ_SDK}
+pushprof_fuzz_target(NAME elfsym SOURCES ${PP_FUZZ_SDK}/elfsym.c ${PP_FUZZ_SDK}/dlphdr.c INCLUDES ${PP_FUZZ_SDK}
   LIBS PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads)
 
 pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${PP_FUZZ_SIDECAR}

@@ -7,7 +7,8 @@ pushprof_unit_test(NAME test_ring SOURCES unit/test_ring.c ${PP_CORE_DIR}/ring.c
 target_include_directories(test_ring PRIVATE ${PP_CORE_DIR})
 
 pushprof_unit_test(NAME test_unwind SOURCES unit/test_unwind.c ${PP_CORE_DIR}/unwind.c
-  LIBS Threads::Threads)
+  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c ${PP_CORE_DIR}/dlphdr.c
+  LIBS PkgConfig::LIBELF Threads::Threads)
 target_include_directories(test_unwind PRIVATE ${PP_CORE_DIR})
 
 if(TARGET pushprof_sdk_objs)
@@ -50,3 +51,40 @@ if(TARGET pushprof)
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdk/it_sdk_labels.sh ${mode})
   endforeach()
 endif()
+
+# The DWARF unwinder in a real SIGPROF handler on code without frame pointers.
+# Two copies of a library without .eh_frame: one keeps its .debug_frame, one
+# is stripped with its debug file under a test root by (fixed) build id.
+set(UDF_FLAGS -O2 -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -g)
+set(UDF_ID 5eedcf1d0000000000000000000000000000abcd)
+add_library(unwind_df_own MODULE unit/unwind_df_lib.c)
+target_compile_options(unwind_df_own PRIVATE ${UDF_FLAGS})
+add_library(unwind_df_split MODULE unit/unwind_df_lib.c)
+target_compile_options(unwind_df_split PRIVATE ${UDF_FLAGS})
+target_link_options(unwind_df_split PRIVATE -Wl,--build-id=0x${UDF_ID})
+string(SUBSTRING ${UDF_ID} 0 2 UDF_ID_DIR)
+string(SUBSTRING ${UDF_ID} 2 -1 UDF_ID_FILE)
+set(UDF_ROOT ${CMAKE_CURRENT_BINARY_DIR}/unwind_df_root)
+add_custom_command(TARGET unwind_df_split POST_BUILD
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${UDF_ROOT}/.build-id/${UDF_ID_DIR}
+  COMMAND objcopy --only-keep-debug $<TARGET_FILE:unwind_df_split>
+    ${UDF_ROOT}/.build-id/${UDF_ID_DIR}/${UDF_ID_FILE}.debug
+  COMMAND objcopy --strip-debug $<TARGET_FILE:unwind_df_split>
+  VERBATIM)
+pushprof_unit_test(NAME test_unwind_dwarf SOURCES unit/test_unwind_dwarf.c ${PP_CORE_DIR}/unwind.c
+  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c ${PP_CORE_DIR}/dlphdr.c
+  LIBS PkgConfig::LIBELF Threads::Threads ${CMAKE_DL_LIBS})
+target_include_directories(test_unwind_dwarf PRIVATE ${PP_CORE_DIR})
+add_dependencies(test_unwind_dwarf unwind_df_own unwind_df_split)
+target_compile_definitions(test_unwind_dwarf PRIVATE
+  UDF_OWN="$<TARGET_FILE:unwind_df_own>" UDF_SPLIT="$<TARGET_FILE:unwind_df_split>"
+  UDF_ROOT="${UDF_ROOT}")
+target_link_options(test_unwind_dwarf PRIVATE -rdynamic)
+set_source_files_properties(unit/test_unwind_dwarf.c PROPERTIES
+  COMPILE_OPTIONS "-O2;-fomit-frame-pointer")
+
+# fork() never splits one of the SDK's dl_iterate_phdr calls (glibc would
+# leave the child's loader lock held).
+pushprof_unit_test(NAME test_dlphdr SOURCES unit/test_dlphdr.c ${PP_CORE_DIR}/dlphdr.c
+  LIBS Threads::Threads)
+target_include_directories(test_dlphdr PRIVATE ${PP_CORE_DIR})

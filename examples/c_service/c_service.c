@@ -35,14 +35,8 @@ static struct {
 
 static volatile uint64_t sink;
 
-__attribute__((noinline)) static uint64_t finish_hash(uint64_t x) {
-  return x * 0x9e3779b97f4a7c15ULL;
-}
-
-/* Work units: checkout costs 6, search 3, health 1. It calls finish_hash so
- * it is not a leaf function: gcc leaves the frame pointer out of leaves
- * (even with -mno-omit-leaf-frame-pointer, in gcc 12), which would hide the
- * caller of spin_units from a frame-pointer unwinder. */
+/* Work units: checkout costs 6, search 3, health 1. A leaf: without frame
+ * pointers in it, its caller is found from the CFI (.eh_frame). */
 __attribute__((noinline)) static uint64_t spin_units(uint64_t seed, int units) {
   uint64_t x = seed | 1;
   for (long i = 0; i < units * 1000000L; i++) {
@@ -50,7 +44,7 @@ __attribute__((noinline)) static uint64_t spin_units(uint64_t seed, int units) {
     x ^= x >> 7;
     x ^= x << 17;
   }
-  return finish_hash(x);
+  return x;
 }
 
 __attribute__((noinline)) static uint64_t price_cart(uint64_t id) {

@@ -56,6 +56,28 @@ def run_child(cmd, env):
     return ru.ru_utime + ru.ru_stime, wall, vals, err.decode()
 
 
+def clean_env():
+    """The environment without anything that would steer a profiler."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("PUSHPROF_") and k not in ("LD_PRELOAD", "CPUPROFILE")}
+
+
+def run_order(variants, r):
+    """Run r's order: the variants rotated by r, so none is always first."""
+    return variants[r % len(variants):] + variants[:r % len(variants)]
+
+
+def variant_env(base, variant, prof, hz, preload, gperf):
+    """The environment of one run: no profiler, pushprof or gperftools,
+    each writing its profile to prof."""
+    env = dict(base)
+    if variant == "pushprof":
+        env.update(LD_PRELOAD=preload, PUSHPROF_OUTPUT=prof, PUSHPROF_HZ=str(hz))
+    elif variant == "gperftools":
+        env.update(LD_PRELOAD=gperf, CPUPROFILE=prof, CPUPROFILE_FREQUENCY=str(hz))
+    return env
+
+
 def shares_from(profile, binary, symbolize):
     prof = pprof_check.parse_raw(pprof_check.run_pprof(profile, binary, symbolize))
     rep = pprof_check.summarize(prof, 0)
@@ -104,22 +126,16 @@ def main():
         binary = os.path.join(tmp, "bench_sdk_split")
         subprocess.run(["cc", "-O2", "-g", "-fno-omit-frame-pointer", "-pthread",
                         os.path.join(HERE, "bench_sdk_split.c"), "-o", binary], check=True)
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith("PUSHPROF_") and k not in ("LD_PRELOAD", "CPUPROFILE")}
+        base = clean_env()
         # "control" runs with no profiler again: its ratio is the noise floor.
         variants = ["none", "control", "pushprof"] + (["gperftools"] if gperf else [])
         res = {v: {"cpu": [], "wall": [], "ratio": [], "wall_ratio": [], "err": {f: [] for f in FUNCS},
                    "capture": []} for v in variants}
         for r in range(a.runs):
-            order = variants[r % len(variants):] + variants[:r % len(variants)]
             got = {}
-            for v in order:
-                env = dict(base)
+            for v in run_order(variants, r):
                 prof = os.path.join(tmp, "%s-%d.prof" % (v, r))
-                if v == "pushprof":
-                    env.update(LD_PRELOAD=preload, PUSHPROF_OUTPUT=prof, PUSHPROF_HZ=str(a.hz))
-                elif v == "gperftools":
-                    env.update(LD_PRELOAD=gperf, CPUPROFILE=prof, CPUPROFILE_FREQUENCY=str(a.hz))
+                env = variant_env(base, v, prof, a.hz, preload, gperf)
                 cpu, wall, vals, err = run_child([binary, str(a.units)], env)
                 got[v] = (cpu, wall, vals, prof, err)
             for v in variants:

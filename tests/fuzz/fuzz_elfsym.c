@@ -2,7 +2,8 @@
  * elfsym_image_from_memory (the path the vDSO takes; files go through the
  * same libelf reader). Symbols are read, looked up at addresses taken from the
  * image itself (so symbol values in the input get hit), with a demangler that
- * allocates like __cxa_demangle, and file offsets are mapped to addresses. */
+ * allocates like __cxa_demangle, and file offsets are mapped to addresses.
+ * An image without .symtab also has its .gnu_debuglink read. */
 #include <string.h>
 
 #include "elfsym.h"
@@ -61,6 +62,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   size_t nsyms = elfsym_symbol_count(img);
   FUZZ_CHECK(elfsym_symbol_count(img) == nsyms, "symbol count changed");
+  /* .gnu_debuglink: only a plain file name is ever taken. */
+  uint32_t crc;
+  const char *link = elfsym_debuglink(img, &crc);
+  if (link) {
+    size_t len = strlen(link);
+    FUZZ_CHECK(len > 0 && len <= 255, "debug link of %zu bytes", len);
+    FUZZ_CHECK(!strchr(link, '/') && strcmp(link, ".") != 0 && strcmp(link, "..") != 0,
+               "debug link \"%s\" is not a plain file name", link);
+  }
   /* Every aligned 8 bytes of the image as an address (at most 512 of them),
    * and its neighbours, so symbol values and sizes in the input are tried. */
   size_t step = size / 8 > 512 ? (size / 8 / 512) * 8 : 8;

@@ -281,11 +281,14 @@ static void procmaps_seeds(void) {
 /* A little ELF64 shared object: two PT_LOADs, a GNU build-id note (PT_NOTE
  * and section), .symtab with sized, unsized, mangled, aliased and ignored
  * symbols, optionally a .dynsym instead. */
-static size_t make_elf(uint8_t *img, size_t cap, bool with_note, bool dynsym_only) {
+/* link (with link_len bytes, at most 36): the contents of a .gnu_debuglink
+ * section that takes the build-id note's place; NULL for none. */
+static size_t make_elf(uint8_t *img, size_t cap, bool with_note, bool dynsym_only, const char *link,
+                       size_t link_len) {
   static const char strtab[] = "\0main\0_ZN3foo3barEv\0_Z3bazv\0unsized_fn\0alias_main\0"
                                "data_obj\0undef_fn";
   static const char shstrtab[] = "\0.text\0.note.gnu.build-id\0.symtab\0.strtab\0.shstrtab\0"
-                                 ".dynsym\0.dynstr";
+                                 ".dynsym\0.dynstr\0.gnu_debuglink";
   enum { NSEC = 6, NSYM = 8 };
   memset(img, 0, cap);
   size_t off_ph = sizeof(Elf64_Ehdr), nph = 3;
@@ -401,17 +404,40 @@ static size_t make_elf(uint8_t *img, size_t cap, bool with_note, bool dynsym_onl
                        .sh_addralign = 1};
   if (!with_note)
     sh[2].sh_type = SHT_PROGBITS;
+  if (link) {
+    if (with_note || link_len > note_len)
+      die("ELF seed: a debug link replaces the build-id note");
+    memset(img + off_note, 0, note_len);
+    memcpy(img + off_note, link, link_len);
+    sh[2].sh_name = 68; /* .gnu_debuglink */
+    sh[2].sh_flags = 0;
+    sh[2].sh_size = link_len;
+  }
   return total;
 }
 
 static void elf_seeds(void) {
   uint8_t img[4096];
-  size_t n = make_elf(img, sizeof img, true, false);
+  size_t n = make_elf(img, sizeof img, true, false, NULL, 0);
   put("elfsym", "symtab_buildid.elf", img, n);
-  n = make_elf(img, sizeof img, false, true);
+  n = make_elf(img, sizeof img, false, true, NULL, 0);
   put("elfsym", "dynsym_no_buildid.elf", img, n);
-  n = make_elf(img, sizeof img, true, false);
+  n = make_elf(img, sizeof img, true, false, NULL, 0);
   put("elfsym", "no_section_headers.elf", img, sizeof(Elf64_Ehdr) + 3 * sizeof(Elf64_Phdr));
+  /* .gnu_debuglink: name, NUL, padding to 4, CRC-32 (little-endian here);
+   * then a name with no NUL, one with no room for the CRC, and a path. */
+  static const char link_ok[] = "libseed.so.debug\0\0\0\0\x78\x56\x34\x12";
+  static const char link_unterminated[] = "libseed.so.debug.libseed.so.debug.xx";
+  static const char link_short[] = "libseed.so.debug\0\0\0\0\x78\x56";
+  static const char link_path[] = "../../etc/seed.debug\0\0\0\0\x78\x56\x34\x12";
+  n = make_elf(img, sizeof img, false, true, link_ok, sizeof link_ok - 1);
+  put("elfsym", "dynsym_debuglink.elf", img, n);
+  n = make_elf(img, sizeof img, false, true, link_unterminated, sizeof link_unterminated - 1);
+  put("elfsym", "dynsym_debuglink_unterminated.elf", img, n);
+  n = make_elf(img, sizeof img, false, true, link_short, sizeof link_short - 1);
+  put("elfsym", "dynsym_debuglink_no_crc.elf", img, n);
+  n = make_elf(img, sizeof img, false, true, link_path, sizeof link_path - 1);
+  put("elfsym", "dynsym_debuglink_path.elf", img, n);
 }
 
 /* ---- sidecar config file ---- */

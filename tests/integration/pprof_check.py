@@ -145,7 +145,9 @@ def parse_raw(text):
             m = MAP_RE.match(line)
             if m:
                 prof["mappings"].append({"id": int(m.group(1)), "file": m.group(5),
-                                         "build_id": m.group(6), "flags": m.group(7).strip()})
+                                         "build_id": m.group(6), "flags": m.group(7).strip(),
+                                         "start": int(m.group(2), 16), "limit": int(m.group(3), 16),
+                                         "offset": int(m.group(4), 16)})
     return prof
 
 
@@ -154,6 +156,22 @@ def loc_functions(loc):
     if not loc or not loc["lines"]:
         return ["0x%x" % (loc["address"] if loc else 0)]
     return [ln["function"] or ("0x%x" % loc["address"]) for ln in loc["lines"]]
+
+
+def sample_stacks(profile, value="samples/count"):
+    """[(value, [function, ...] leaf first, {label: [values]}, number of
+    locations)], one per sample of profile (read with go tool pprof -raw)."""
+    prof = parse_raw(run_pprof(profile))
+    if value not in prof["sample_types"]:
+        raise SystemExit("pprof_check: no sample type %s in %s" % (value, prof["sample_types"]))
+    vi = prof["sample_types"].index(value)
+    out = []
+    for s in prof["samples"]:
+        fns = []
+        for lid in s["locs"]:
+            fns.extend(loc_functions(prof["locations"].get(lid)))
+        out.append((s["values"][vi], fns, s["labels"], len(s["locs"])))
+    return out
 
 
 def summarize(prof, value_index=0):

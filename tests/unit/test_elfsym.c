@@ -269,8 +269,6 @@ static void test_elfsym_survives_broken_files(void) {
   unlink(path);
 }
 
-/* A stripped file gets its local functions from a debug file found by build
- * id (as libc6-dbg installs them), and not without it. */
 /* Corrupted copies of this binary (bytes overwritten in the headers, the
  * section and program header tables, and at random; every truncation of the
  * first 4 KiB) must never crash: at worst no image or no symbols. */
@@ -341,6 +339,8 @@ done:
   free(img);
 }
 
+/* A stripped file gets its local functions from a debug file found by build
+ * id (as libc6-dbg installs them), and not without it. */
 static void test_elfsym_uses_debug_file_by_build_id(void) {
   char exe[PATH_MAX], stripped[PATH_MAX + 32], dbg[PATH_MAX + 128], cmd[6 * PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -389,6 +389,109 @@ static void test_elfsym_uses_debug_file_by_build_id(void) {
   elfsym_image_free(orig);
   snprintf(cmd, sizeof cmd, "rm -rf '%s/dbg' '%s'", g_tmpdir, stripped);
   PP_CHECK_INT(system(cmd), ==, 0);
+}
+
+/* The value `nm` gives for a symbol of path (independent reader), or 0. */
+static uint64_t nm_value(const char *path, const char *symbol) {
+  char cmd[PATH_MAX + 64], line[512], name[256];
+  unsigned long long v = 0, value;
+  char type;
+  snprintf(cmd, sizeof cmd, "nm '%s' 2>/dev/null", path);
+  FILE *p = popen(cmd, "r");
+  if (!p)
+    return 0;
+  while (fgets(line, sizeof line, p))
+    if (sscanf(line, "%llx %c %255s", &value, &type, name) == 3 && strcmp(name, symbol) == 0)
+      v = value;
+  pclose(p);
+  return v;
+}
+
+/* The name elfsym gives vaddr in the file at path, looked up through a cache
+ * whose debug root is root (NULL: the default); "" if none. */
+static const char *name_in(const char *path, const char *root, uint64_t vaddr, char *out,
+                           size_t outlen) {
+  struct stat st;
+  elfsym_symbol sym;
+  out[0] = '\0';
+  if (stat(path, &st) != 0)
+    return out;
+  elfsym_fileid id = {path, (uint64_t)st.st_ino, 1, 1, false, 0, 0};
+  elfsym_cache *c = elfsym_cache_new();
+  if (!c || elfsym_cache_set_debug_root(c, root) != 0) {
+    elfsym_cache_free(c);
+    return out;
+  }
+  elfsym_image *img = elfsym_cache_get(c, &id);
+  if (img && elfsym_lookup(img, vaddr, NULL, &sym))
+    snprintf(out, outlen, "%s", sym.name);
+  elfsym_cache_free(c);
+  return out;
+}
+
+static int sh(const char *cmd) {
+  int rc = system(cmd);
+  if (rc != 0)
+    fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+  return rc;
+}
+
+/* A stripped library with a .gnu_debuglink finds its debug file where GDB
+ * looks: next to it, in .debug/ beside it, and under the debug root at the
+ * library's own directory; a debug file whose CRC does not match the link
+ * is refused, and a debug root of "" turns the lookup off. */
+static void test_elfsym_uses_debug_file_by_debuglink(void) {
+  char dir[PATH_MAX + 16], lib[PATH_MAX + 32], dbg[PATH_MAX + 32], root[PATH_MAX + 16];
+  char cmd[8 * PATH_MAX], name[256];
+  uint64_t local = nm_value(ELFSYM_LINK_LIB, "elfsym_link_local");
+  uint64_t exported = nm_value(ELFSYM_LINK_LIB, "elfsym_link_exported");
+  PP_CHECK(local != 0 && exported != 0);
+  snprintf(dir, sizeof dir, "%s/link/lib", g_tmpdir);
+  snprintf(root, sizeof root, "%s/link/root", g_tmpdir);
+  snprintf(lib, sizeof lib, "%s/libl.so", dir);
+  snprintf(dbg, sizeof dbg, "%s/libl.so.debug", dir);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p '%s/.debug' '%s%s' && objcopy --only-keep-debug '%s' '%s' && "
+           "objcopy --strip-debug --strip-unneeded '%s' '%s' && "
+           "objcopy --add-gnu-debuglink='%s' '%s'",
+           dir, root, dir, ELFSYM_LINK_LIB, dbg, ELFSYM_LINK_LIB, lib, dbg, lib);
+  PP_CHECK_INT(sh(cmd), ==, 0);
+
+  /* The link as written, and only .dynsym without a debug file. */
+  elfsym_image *img = elfsym_image_open(lib);
+  PP_CHECK(img != NULL);
+  if (img) {
+    uint32_t crc = 0;
+    PP_CHECK_STR(elfsym_debuglink(img, &crc), "libl.so.debug");
+    PP_CHECK(crc != 0);
+    elfsym_image_free(img);
+  }
+  PP_CHECK_STR(name_in(lib, "", exported + 1, name, sizeof name), "elfsym_link_exported");
+  PP_CHECK_STR(name_in(lib, "", local + 1, name, sizeof name), "");
+
+  const char *where[] = {"next to it", ".debug/", "under the root"};
+  for (int i = 0; i < 3; i++) {
+    if (i == 1)
+      snprintf(cmd, sizeof cmd, "mv '%s' '%s/.debug/'", dbg, dir);
+    else if (i == 2)
+      snprintf(cmd, sizeof cmd, "mv '%s/.debug/libl.so.debug' '%s%s/'", dir, root, dir);
+    PP_CHECK_INT(i == 0 ? 0 : sh(cmd), ==, 0);
+    fprintf(stderr, "debug file %s\n", where[i]);
+    PP_CHECK_STR(name_in(lib, root, local + 1, name, sizeof name), "elfsym_link_local");
+    PP_CHECK_STR(name_in(lib, root, exported + 1, name, sizeof name), "elfsym_link_exported");
+  }
+  /* Under the root only with that root; "" turns everything off. */
+  PP_CHECK_STR(name_in(lib, "", local + 1, name, sizeof name), "");
+
+  /* One byte more: still a valid ELF file, but not the one the link names. */
+  snprintf(cmd, sizeof cmd, "mv '%s%s/libl.so.debug' '%s' && printf x >> '%s'", root, dir, dbg,
+           dbg);
+  PP_CHECK_INT(sh(cmd), ==, 0);
+  PP_CHECK_STR(name_in(lib, root, local + 1, name, sizeof name), "");
+  PP_CHECK_STR(name_in(lib, root, exported + 1, name, sizeof name), "elfsym_link_exported");
+
+  snprintf(cmd, sizeof cmd, "rm -rf '%s/link'", g_tmpdir);
+  PP_CHECK_INT(sh(cmd), ==, 0);
 }
 
 static void test_elfsym_reads_deleted_library_through_map_files(void) {
@@ -528,6 +631,7 @@ int main(void) {
   PP_RUN(test_elfsym_survives_broken_files);
   PP_RUN(test_elfsym_survives_corrupted_images);
   PP_RUN(test_elfsym_uses_debug_file_by_build_id);
+  PP_RUN(test_elfsym_uses_debug_file_by_debuglink);
   PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
   PP_RUN(test_elfsym_reads_loaded_object_from_memory);
   PP_RUN(test_elfsym_reads_vdso_from_memory);
