@@ -542,6 +542,8 @@ static int64_t collect_stack(view_tree *t, const Perftools__Profiles__Sample *s,
   }
   if (depth > UINT32_MAX)
     return -1;
+  if (depth == 0)
+    return FILTERED_OUT; /* a sample without frames has no place in a flame graph */
   if (t->nsframes + depth > t->sframes_cap) {
     size_t cap = t->sframes_cap ? t->sframes_cap : 4096;
     while (cap < t->nsframes + depth)
@@ -577,8 +579,8 @@ static int64_t collect_stack(view_tree *t, const Perftools__Profiles__Sample *s,
       }
     }
   }
-  if (!focused || ignored || d == 0)
-    return FILTERED_OUT; /* a sample without frames has no place in a flame graph */
+  if (!focused || ignored)
+    return FILTERED_OUT;
   t->stacks[t->nstacks] = (stack_sum){t->nsframes, (uint32_t)d, 0};
   t->nsframes += d;
   return (int64_t)t->nstacks++;
