@@ -399,12 +399,14 @@ static int index_locations(view_tree *t, const Perftools__Profiles__Profile *p,
     map_group[i] = g;
   }
   size_t off = 0;
-  char addr[40];
+  char addr[256];
   for (size_t i = 0; i < p->n_location; i++) {
     const Perftools__Profiles__Location *l = p->location[i];
     uint32_t group = VIEW_GROUP_MAIN;
+    int64_t mfile = -1;
     if (l->mapping_id) {
       int64_t mp = pp_idmap_find(map_pos, l->mapping_id);
+      mfile = mp;
       if (mp < 0) {
         say(why, whylen, "location %" PRIu64 " refers to missing mapping %" PRIu64, l->id,
             l->mapping_id);
@@ -414,7 +416,12 @@ static int index_locations(view_tree *t, const Perftools__Profiles__Profile *p,
     }
     locs[i].off = (uint32_t)off;
     if (l->n_line == 0) {
-      int n = snprintf(addr, sizeof addr, "0x%" PRIx64, l->address);
+      /* as pprof names it: the mapping's file, else the address */
+      const char *file = mfile >= 0 ? pstr(p, p->mapping[mfile]->filename) : "";
+      int n = *file ? snprintf(addr, sizeof addr, "[%.*s]", (int)sizeof addr - 3, base_name(file))
+                    : snprintf(addr, sizeof addr, "0x%" PRIx64, l->address);
+      if (n >= (int)sizeof addr)
+        n = (int)sizeof addr - 1;
       int64_t id = view_names_intern(t->names, addr, (size_t)n);
       if (id < 0)
         goto oom;

@@ -96,6 +96,11 @@ grep -q '>libviews.so</text>' "$T/gen.svg" || fail "the legend lacks the library
 grep -q '<svg version' "$T/gen.html" && head -c 15 "$T/gen.html" | grep -q '<!DOCTYPE html>' ||
   fail "gen.html is not a page holding the SVG"
 
+# a location without a symbol is named after its mapping, as pprof names it
+pprof_same unsymbolized "$PUSHPROF_SOURCE_DIR/tests/fuzz/corpus/views/seed_full.pb" "" \
+  "-symbolize=none"
+grep -qF '[libc.so.6]' "$T/unsymbolized.top" || fail "no [libc.so.6] frame"
+
 echo "== directories, the export layout, merging, time windows"
 mkdir -p "$T/exp/node1/api" "$T/exp/node1/worker" "$T/exp/node2/api"
 cp "$T/gen.pb.gz" "$T/exp/node1/api/20231114T221320Z-aa.pb.gz"
