@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The main job: profile an unmodified program with LD_PRELOAD, push its
 # profile through the sidecar into a local directory, and show where the
-# time went.
+# time went with pushprof itself: a top table and a flame graph (no Go
+# needed to read the profiles; Go is only the tests' independent parser).
 #   bash examples/demo.sh [CPU seconds per thread]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/deps.sh
-export GOCACHE="${GOCACHE:-/tmp/pushprof-gocache}" HOME="${HOME:-/root}"
 seconds=${1:-2}
 build=build
 cmake -S . -B "$build" >/dev/null
@@ -31,5 +31,7 @@ for _ in $(seq 100); do
 done
 [ -n "$prof" ] || { echo "no profile arrived; sidecar log:"; cat "$work/sidecar.log"; exit 1; }
 echo "== the sidecar wrote: $prof"
-echo "== where the time went (go tool pprof -top):"
-go tool pprof -top -nodecount=10 "$prof" 2>/dev/null
+echo "== where the time went (pushprof top $out):"
+"$build/sidecar/pushprof" top --nodecount 10 "$out"
+"$build/sidecar/pushprof" flame -o "$work/flame.svg" "$out"
+echo "== flame graph (open it in a browser; click to zoom, Search to highlight): $work/flame.svg"

@@ -1,7 +1,8 @@
-/* Internal to the proto library: an open-addressing hash index over entries
- * kept by the caller in its own arrays (the table stores entry indices and
- * 32-bit hash tags only), a byte hash, and an id -> position map used by
- * validation and merge. Not thread-safe; one owner at a time. */
+/* Internal to pushprof's own pprof code (the proto library and views/, never
+ * a public header): an open-addressing hash index over entries kept by the
+ * caller in its own arrays (the table stores entry indices and 32-bit hash
+ * tags only), a byte hash, and an id -> position map used by validation,
+ * merge and the views. Not thread-safe; one owner at a time. */
 #ifndef PP_HASH_H
 #define PP_HASH_H
 #include <stdbool.h>

@@ -2,7 +2,8 @@
  * sidecar, like an SDK would, and prints the ack or the error. Needs only
  * the protocol code, never the sidecar's internals.
  * Exit: 0 acked, 1 refused by the sidecar, 2 usage or a bad file,
- *       3 sidecar unreachable / timeout / broken connection. */
+ *       3 sidecar unreachable / timeout / broken connection.
+ * `pushprof top|folded|flame|diff` are the views (views/view_cmd.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 #include "pp_frame.h"
 #include "pp_pprof.h"
 #include "pushprof.pb-c.h"
+#include "view_cmd.h"
 
 #define DEFAULT_SOCKET "/run/pushprof/pushprof.sock"
 #define MAX_FILE_BYTES (64u << 20)
@@ -31,9 +33,14 @@ static void usage(FILE *f) {
           "  --service  service name (default: the file name without .pb.gz/.pprof)\n"
           "  --label    a process label; repeat for more (at most %d)\n"
           "  --timeout  seconds to wait for the ack (default 10)\n"
-          "Exit status: 0 acknowledged, 1 refused by the sidecar, 2 usage or bad file,\n"
-          "3 sidecar unreachable or no answer in time.\n",
+          "push's exit status: 0 acknowledged, 1 refused by the sidecar, 2 usage or bad\n"
+          "file, 3 sidecar unreachable or no answer in time.\n"
+          "Reading profiles (top table, folded stacks, flame graph, differential graph):\n",
           DEFAULT_SOCKET, PP_LABELS_MAX);
+  view_cmd_usage(f);
+  fputs("Their exit status: 0 done, 2 usage or bad input (nothing written), 1 a write "
+        "failed.\n",
+        f);
 }
 
 static int read_file(const char *path, uint8_t **out, size_t *len) {
@@ -277,8 +284,11 @@ int main(int argc, char **argv) {
     printf("pushprof 0.1.0\n");
     return 0;
   }
+  if (view_cmd_known(argv[1]))
+    return view_cmd_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "push") != 0) {
-    fprintf(stderr, "pushprof: unknown command \"%s\"; the command is: pushprof push FILE\n",
+    fprintf(stderr,
+            "pushprof: unknown command \"%s\"; the commands are push, top, folded, flame, diff\n",
             argv[1]);
     return 2;
   }

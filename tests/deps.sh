@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages pushprof builds and tests with, if missing.
 # Shared by the README's two commands (examples/demo.sh and tests/ci.sh).
+# chromium (test-only): it_views_browser opens the flame graphs in it.
 set -euo pipefail
 pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev
   libelf-dev libdw-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
   golang-go libgoogle-perftools-dev python3 python3-yaml clang clang-format libclang-rt-14-dev curl
-  util-linux procps xz-utils sqlite3 linux-perf binutils)
+  util-linux procps xz-utils sqlite3 linux-perf binutils chromium)
 # npm (test-only: s3rver) may come from Debian or from a NodeSource nodejs that
 # bundles it and conflicts with Debian's npm package: ask only when it is absent.
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

@@ -131,6 +131,50 @@ static void pprof_seeds(void) {
   }
 }
 
+/* ---- views: the pprof shapes, plus frame names that try to break the SVG ---- */
+
+static void views_seeds(void) {
+  static const enum shape shapes[] = {SHAPE_FULL, SHAPE_INLINE, SHAPE_MANY};
+  static const char *const names[] = {"full.pb", "inline.pb", "many.pb"};
+  for (size_t i = 0; i < 3; i++) {
+    uint8_t *p;
+    size_t n;
+    pack_profile(shapes[i], &p, &n);
+    put("views", names[i], p, n);
+    free(p);
+  }
+  pp_builder *b = pp_builder_new();
+  if (!b || pp_builder_add_sample_type(b, "samples", "count") != 0)
+    die("views builder");
+  static const char *const hostile[] = {"<script>alert(1)</script>", "a&b\"c'd;e",
+                                        "]]></script><g>",           "\xff\xfe\xc3\x28 bad utf8",
+                                        "ctl\x01\x1b[31m",           "&amp;&#0;&lt",
+                                        "\xed\xa0\x80 surrogate",    "\xf4\x90\x80\x80 past"};
+  uint64_t locs[8];
+  for (size_t i = 0; i < 8; i++) {
+    uint64_t f = pp_builder_function(b, hostile[i], "", "", 0);
+    locs[i] = f ? pp_builder_location(b, 0, 0x1000 + i * 16, &f, NULL, 1) : 0;
+    if (!locs[i])
+      die("views locations");
+  }
+  char long_name[3000];
+  memset(long_name, 'x', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = 0;
+  uint64_t fl = pp_builder_function(b, long_name, "", "", 0);
+  uint64_t ll = fl ? pp_builder_location(b, 0, 0x2000, &fl, NULL, 1) : 0;
+  if (!ll || pp_builder_sample(b, locs, 4, (int64_t[]){3}, 1, NULL, 0) != 0 ||
+      pp_builder_sample(b, locs + 4, 4, (int64_t[]){5}, 1, NULL, 0) != 0 ||
+      pp_builder_sample(b, (uint64_t[]){ll, locs[0]}, 2, (int64_t[]){2}, 1, NULL, 0) != 0)
+    die("views samples");
+  uint8_t *p;
+  size_t n;
+  if (pp_builder_pack(b, &p, &n) != 0)
+    die("views pack");
+  put("views", "hostile_names.pb", p, n);
+  free(p);
+  pp_builder_free(b);
+}
+
 /* ---- frames (first byte: fuzz_frame's frame limit and length-fixing flag) ---- */
 
 static void put_frame(const char *name, uint8_t limit_sel, const uint8_t *frame, size_t len) {
@@ -637,6 +681,7 @@ int main(int argc, char **argv) {
   if (mkdir(outdir, 0755) != 0 && errno != EEXIST)
     die(outdir);
   pprof_seeds();
+  views_seeds();
   frame_seeds();
   procmaps_seeds();
   elf_seeds();

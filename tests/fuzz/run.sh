@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
-all=(frame pprof procmaps elfsym config env_config aws_creds pyroscope manifest journal cfi)
+all=(frame pprof procmaps elfsym config env_config aws_creds pyroscope manifest journal cfi views)
 targets=("${@:-${all[@]}}")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 build=${PUSHPROF_FUZZ_BUILD:-build-fuzz}

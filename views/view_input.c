@@ -1,0 +1,407 @@
+/* Files and directories -> one merged, validated profile. */
+#include "view_input.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MAX_FILE_BYTES (256u << 20)      /* a profile file, gzipped or not */
+#define MAX_UNPACKED_BYTES (1024u << 20) /* one profile, uncompressed */
+#define MAX_DIR_DEPTH 32
+
+typedef struct path_list {
+  char **v;
+  size_t n, cap;
+} path_list;
+
+static void say(char *err, size_t errlen, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static int list_add(path_list *l, const char *dir, const char *name) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 64;
+    char **nv = realloc(l->v, cap * sizeof *nv);
+    if (!nv)
+      return -1;
+    l->v = nv;
+    l->cap = cap;
+  }
+  char *p;
+  if (dir) {
+    size_t dl = strlen(dir);
+    bool slash = dl && dir[dl - 1] == '/';
+    if (asprintf(&p, "%s%s%s", dir, slash ? "" : "/", name) < 0)
+      return -1;
+  } else {
+    p = strdup(name);
+    if (!p)
+      return -1;
+  }
+  l->v[l->n++] = p;
+  return 0;
+}
+
+static void list_free(path_list *l) {
+  for (size_t i = 0; i < l->n; i++)
+    free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static bool is_profile_name(const char *name) {
+  return name[0] != '.' &&
+         (ends_with(name, ".pb.gz") || ends_with(name, ".pprof") || ends_with(name, ".pprof.gz") ||
+          ends_with(name, ".pb") || ends_with(name, ".prof"));
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds the profile files below dir, sorted by path. 0 or -1 with err. */
+static int walk_dir(const char *dir, int depth, path_list *out, char *err, size_t errlen) {
+  if (depth > MAX_DIR_DEPTH) {
+    say(err, errlen, "%s: directories nested deeper than %d (a symlink loop?)", dir, MAX_DIR_DEPTH);
+    return -1;
+  }
+  DIR *d = opendir(dir);
+  if (!d) {
+    say(err, errlen, "cannot open directory %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  path_list files = {0}, subdirs = {0};
+  int rc = -1;
+  struct dirent *e;
+  errno = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.')
+      continue; /* ., .., and the exporter's dot temp files */
+    char *full;
+    if (asprintf(&full, "%s/%s", dir, e->d_name) < 0)
+      goto oom;
+    struct stat st;
+    int s = stat(full, &st);
+    free(full);
+    if (s != 0)
+      continue; /* vanished, or a dangling symlink */
+    if (S_ISDIR(st.st_mode)) {
+      if (list_add(&subdirs, dir, e->d_name) != 0)
+        goto oom;
+    } else if (S_ISREG(st.st_mode) && is_profile_name(e->d_name)) {
+      if (list_add(&files, dir, e->d_name) != 0)
+        goto oom;
+    }
+    errno = 0;
+  }
+  if (errno != 0) {
+    say(err, errlen, "cannot read directory %s: %s", dir, strerror(errno));
+    goto out;
+  }
+  if (files.n > 1)
+    qsort(files.v, files.n, sizeof *files.v, cmp_str);
+  if (subdirs.n > 1)
+    qsort(subdirs.v, subdirs.n, sizeof *subdirs.v, cmp_str);
+  for (size_t i = 0; i < files.n; i++) {
+    if (list_add(out, NULL, files.v[i]) != 0)
+      goto oom;
+  }
+  for (size_t i = 0; i < subdirs.n; i++)
+    if (walk_dir(subdirs.v[i], depth + 1, out, err, errlen) != 0)
+      goto out;
+  rc = 0;
+  goto out;
+oom:
+  say(err, errlen, "out of memory listing %s", dir);
+out:
+  list_free(&files);
+  list_free(&subdirs);
+  closedir(d);
+  return rc;
+}
+
+static int read_whole(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    say(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    say(err, errlen, "%s is not a regular file", path);
+    fclose(f);
+    return -1;
+  }
+  if ((uint64_t)st.st_size > MAX_FILE_BYTES) {
+    say(err, errlen, "%s is %lld bytes, over the %u byte limit (not a profile?)", path,
+        (long long)st.st_size, MAX_FILE_BYTES);
+    fclose(f);
+    return -1;
+  }
+  size_t n = (size_t)st.st_size;
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf || fread(buf, 1, n, f) != n || ferror(f)) {
+    say(err, errlen, "cannot read %s: %s", path, buf ? "short read" : "out of memory");
+    free(buf);
+    fclose(f);
+    return -1;
+  }
+  fclose(f);
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+/* "a/node/svc/x.pb.gz" -> is the parent directory "svc"? */
+static bool service_matches(const char *path, const char *service) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return false; /* a file in the working directory has no service directory */
+  const char *end = slash;
+  while (end > path && end[-1] == '/')
+    end--;
+  const char *start = end;
+  while (start > path && start[-1] != '/')
+    start--;
+  size_t n = (size_t)(end - start);
+  return n == strlen(service) && memcmp(start, service, n) == 0;
+}
+
+static bool time_matches(const Perftools__Profiles__Profile *p, const view_input_opts *o) {
+  if (!o->since_ns && !o->until_ns)
+    return true;
+  if (p->time_nanos <= 0)
+    return false; /* no time: cannot be placed in a window */
+  int64_t start = p->time_nanos, end = start + (p->duration_nanos > 0 ? p->duration_nanos : 0);
+  if (o->since_ns && end < o->since_ns)
+    return false;
+  if (o->until_ns && start >= o->until_ns)
+    return false;
+  return true;
+}
+
+int view_input_load(const char *const *paths, size_t npaths, const view_input_opts *o,
+                    view_input *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  path_list files = {0};
+  pp_builder *b = NULL;
+  pp_pprof *one = NULL;
+  uint8_t *packed = NULL;
+  const char *first_kept = NULL;
+  int rc = -1;
+  char why[512];
+
+  if (npaths == 0) {
+    say(err, errlen, "no PROFILE given (name files or directories)");
+    return -1;
+  }
+  for (size_t i = 0; i < npaths; i++) {
+    struct stat st;
+    if (stat(paths[i], &st) != 0) {
+      say(err, errlen, "cannot open %s: %s", paths[i], strerror(errno));
+      goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      size_t before = files.n;
+      if (walk_dir(paths[i], 0, &files, err, errlen) != 0)
+        goto out;
+      if (files.n == before) {
+        say(err, errlen, "%s: no .pb.gz, .pprof, .pb or .prof file in this directory", paths[i]);
+        goto out;
+      }
+    } else if (list_add(&files, NULL, paths[i]) != 0) {
+      say(err, errlen, "out of memory");
+      goto out;
+    }
+  }
+  out->nfiles = files.n;
+  for (size_t i = 0; i < files.n; i++) {
+    const char *path = files.v[i];
+    if (o && o->service && !service_matches(path, o->service))
+      continue;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (read_whole(path, &data, &len, err, errlen) != 0)
+      goto out;
+    why[0] = 0;
+    pp_pprof *pp = pp_pprof_parse_pooled(data, len, MAX_UNPACKED_BYTES, why, sizeof why);
+    free(data);
+    if (!pp) {
+      say(err, errlen, "%s: %s", path, why);
+      goto out;
+    }
+    if (o && !time_matches(pp_pprof_profile(pp), o)) {
+      pp_pprof_free(pp);
+      continue;
+    }
+    out->nkept++;
+    if (out->nkept == 1) { /* kept as it is unless a second one comes */
+      one = pp;
+      first_kept = path;
+      continue;
+    }
+    if (!b) {
+      b = pp_builder_new();
+      if (!b || pp_merge_add(b, pp_pprof_profile(one), why, sizeof why) != 0) {
+        say(err, errlen, "%s: cannot merge: %s", first_kept, b ? why : "out of memory");
+        pp_pprof_free(pp);
+        goto out;
+      }
+      pp_pprof_free(one);
+      one = NULL;
+    }
+    int m = pp_merge_add(b, pp_pprof_profile(pp), why, sizeof why);
+    pp_pprof_free(pp);
+    if (m != 0) {
+      say(err, errlen, "%s: cannot merge with %s: %s", path, first_kept, why);
+      goto out;
+    }
+  }
+  if (out->nkept == 0) {
+    char what[300] = "";
+    if (o && o->service)
+      snprintf(what, sizeof what, " of service \"%.200s\"", o->service);
+    say(err, errlen, "none of the %zu profile file%s%s%s", files.n, files.n == 1 ? "" : "s", what,
+        o && (o->since_ns || o->until_ns) ? " is in the --since/--until window"
+                                          : (o && o->service ? " was found" : " was kept"));
+    goto out;
+  }
+  if (b) {
+    size_t plen = 0;
+    if (pp_builder_pack(b, &packed, &plen) != 0) {
+      say(err, errlen, "out of memory merging %zu profiles", out->nkept);
+      goto out;
+    }
+    pp_builder_free(b);
+    b = NULL;
+    one = pp_pprof_parse_pooled(packed, plen, SIZE_MAX, why, sizeof why);
+    if (!one) {
+      say(err, errlen, "the merge of %zu profiles does not validate: %s", out->nkept, why);
+      goto out;
+    }
+  }
+  out->pooled = one;
+  out->profile = pp_pprof_profile(one);
+  one = NULL;
+  rc = 0;
+out:
+  pp_builder_free(b);
+  pp_pprof_free(one);
+  free(packed);
+  list_free(&files);
+  return rc;
+}
+
+void view_input_free(view_input *in) {
+  pp_pprof_free(in->pooled);
+  in->pooled = NULL;
+  in->profile = NULL;
+}
+
+static int parse_age(const char *s, int64_t now_ns, int64_t *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || v < 0 || !*end || end[1])
+    return -1;
+  double mult;
+  switch (*end) {
+  case 's':
+    mult = 1;
+    break;
+  case 'm':
+    mult = 60;
+    break;
+  case 'h':
+    mult = 3600;
+    break;
+  case 'd':
+    mult = 86400;
+    break;
+  default:
+    return -1;
+  }
+  double ns = v * mult * 1e9;
+  if (ns > 9e18)
+    return -1;
+  *out = now_ns - (int64_t)ns;
+  return 0;
+}
+
+int view_parse_time(const char *s, int64_t now_ns, int64_t *out_ns) {
+  if (!s || !*s)
+    return -1;
+  if (s[0] == '@') {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s + 1, &end, 10);
+    if (errno || end == s + 1 || *end || v < 0 || v > 9000000000LL)
+      return -1;
+    *out_ns = (int64_t)v * 1000000000;
+    return 0;
+  }
+  if (isdigit((unsigned char)s[0]) && strchr(s, '-') == NULL)
+    return parse_age(s, now_ns, out_ns);
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+  if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+    return -1;
+  const char *p = s + n;
+  int64_t frac_ns = 0, offset_s = 0;
+  if (*p) {
+    if (*p != 'T' && *p != 't' && *p != ' ')
+      return -1;
+    int m = 0;
+    if (sscanf(p + 1, "%2d:%2d:%2d%n", &h, &mi, &sec, &m) != 3 || m != 8)
+      return -1;
+    p += 1 + m;
+    if (*p == '.') {
+      int64_t scale = 100000000;
+      for (p++; isdigit((unsigned char)*p); p++, scale /= 10)
+        frac_ns += (*p - '0') * scale;
+    }
+    if (*p == 'Z' || *p == 'z') {
+      p++;
+    } else if (*p == '+' || *p == '-') {
+      int oh, om, k = 0;
+      if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &k) != 2 || k != 5 || oh > 23 || om > 59)
+        return -1;
+      offset_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+      p += 1 + k;
+    } else {
+      return -1; /* a time without a zone is ambiguous */
+    }
+    if (*p)
+      return -1;
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970)
+    return -1;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  time_t t = timegm(&tm);
+  if (t == (time_t)-1)
+    return -1;
+  *out_ns = ((int64_t)t - offset_s) * 1000000000 + frac_ns;
+  return 0;
+}
