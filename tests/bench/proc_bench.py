@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Per-process cost of the SDK (issue 12): wall time added to short
+commands by LD_PRELOAD=libpushprof_preload.so pushing to a real sidecar at
+exit, beside gperftools' libprofiler.so writing its file (CPUPROFILE), in
+pairs: each round runs the command plain, under pushprof and under
+gperftools, in a rotating order, and the added time is the profiled run
+minus the plain run of the same round. Prints p50 and p95 per command.
+A benchmark, not a test: it prints figures and never fails on time.
+
+  proc_bench.py --build DIR [--pairs N] [--rows FILE]
+
+Commands: /bin/true (a process that is never sampled) and `ls -l /usr/lib`.
+The sidecar is the real pushprof-sidecar (file exporter) on a private
+socket; every pushprof run must have its push acknowledged (the bench
+counts the sidecar's "push accepted" lines and says so if any is missing).
+--rows FILE appends the figures as rows for tests/bench/run (benchrows.py).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import benchrows  # noqa: E402
+from sdk_bench import GPERF_CANDIDATES, clean_env, run_order  # noqa: E402
+
+COMMANDS = {"true": ["/bin/true"], "ls": ["ls", "-l", "/usr/lib"]}
+
+
+def wall_of(cmd, env):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = (time.perf_counter() - t0) * 1000.0
+    if r.returncode != 0:
+        raise SystemExit("proc_bench: %s exited %d: %s" % (cmd[0], r.returncode, r.stderr.decode()))
+    return wall
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--pairs", type=int, default=60)
+    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    preload = os.path.join(build, "sdk", "libpushprof_preload.so")
+    sidecar = os.path.join(build, "sidecar", "pushprof-sidecar")
+    for f in (preload, sidecar):
+        if not os.path.exists(f):
+            raise SystemExit("proc_bench: %s missing; build first" % f)
+    gperf = next((g for g in GPERF_CANDIDATES if os.path.exists(g)), None)
+    tmp = tempfile.mkdtemp(prefix="pushprof-proc-bench.")
+    sock = os.path.join(tmp, "pp.sock")
+    log = open(os.path.join(tmp, "sidecar.log"), "w")
+    sc = subprocess.Popen([sidecar, "--socket", sock, "--spool", os.path.join(tmp, "spool"),
+                           "--export", "file://" + os.path.join(tmp, "out"), "--batch-window", "5"],
+                          stdout=log, stderr=log)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit("proc_bench: the sidecar did not start (see %s)" % log.name)
+        base = clean_env()
+        variants = ["plain", "pushprof"] + (["gperftools"] if gperf else [])
+        added = {(c, v): [] for c in COMMANDS for v in variants if v != "plain"}
+        pushes = 0
+        for name, cmd in COMMANDS.items():
+            for r in range(a.pairs):
+                got = {}
+                for v in run_order(variants, r):
+                    env = dict(base)
+                    if v == "pushprof":
+                        env.update(LD_PRELOAD=preload, PUSHPROF_SOCKET=sock)
+                        pushes += 1
+                    elif v == "gperftools":
+                        env.update(LD_PRELOAD=gperf, CPUPROFILE=os.path.join(tmp, "g.prof"))
+                    got[v] = wall_of(cmd, env)
+                for v in variants[1:]:
+                    added[(name, v)].append(got[v] - got["plain"])
+        time.sleep(1)
+        log.flush()
+        with open(log.name) as f:
+            accepted = sum(1 for line in f if 'msg="push accepted"' in line)
+    finally:
+        sc.terminate()
+        sc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("Per-process cost: wall time added per command run, %d pairs each, ms" % a.pairs)
+    print("%-10s %-11s %8s %8s" % ("command", "profiler", "p50", "p95"))
+    for (name, v), xs in added.items():
+        p50, p95 = pct(xs, 0.5), pct(xs, 0.95)
+        print("%-10s %-11s %8.2f %8.2f" % (name, v, p50, p95))
+        if a.rows:
+            target = "<= 2" if v == "pushprof" else ""
+            benchrows.add(a.rows, "proc_%s_%s_ms" % (name, v),
+                          "Wall time added per process, %s, %s, p50 of %d pairs (ms)"
+                          % (" ".join(COMMANDS[name]), v, a.pairs), target, xs, 2)
+            benchrows.add(a.rows, "proc_%s_%s_p95_ms" % (name, v),
+                          "Wall time added per process, %s, %s, p95 (ms)"
+                          % (" ".join(COMMANDS[name]), v), "<= 4" if v == "pushprof" else "",
+                          [p95], 2)
+    print("pushes acked by the sidecar: %d of %d (a process never sampled may send none)"
+          % (accepted, pushes))
+
+
+if __name__ == "__main__":
+    main()
