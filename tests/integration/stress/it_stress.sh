@@ -86,12 +86,21 @@ case $case_ in
     # bounds the SDK learnt from a sample on its sigaltstack must still get
     # full stacks on its normal stack (no "raw" thread in sanitizer builds).
     hz=1000
+    # Through the signal frame needs libc's table (its __restore_rt row).
+    # In a sanitizer build the tables come late (an instrumented build of
+    # the SDK, 1000 Hz with overruns): ~10% of the handler's samples were
+    # taken before libc's table and took a frame-pointer step that skips
+    # st_normal_raise (counted in the profile comments as "unwound by frame
+    # pointers through code with no unwind table"). The normal build must
+    # reach 95%; a sanitizer build 80%.
+    through=0.95
+    [ -n "$SAN_RUNTIME" ] && through=0.80
     check_args=(--expect-function '^st_alt_spin$' --expect-function '^st_normal_spin$')
     stack_rules=(--leaf '^st_alt_spin$' 'label=pushprof_stack:leaf only' 50 1.0
       --leaf '^st_alt_spin$' 'depth=1' 50 1.0
       --leaf '^st_alt_thread_spin$' 'caller=^st_alt_main$' 20 0.95
       --leaf '^st_normal_spin$' 'caller=^st_on_normal$' 50 0.95
-      --leaf '^st_normal_spin$' 'ancestor=^st_normal_raise$' 50 0.95
+      --leaf '^st_normal_spin$' 'ancestor=^st_normal_raise$' 50 "$through"
       --leaf '^st_normal_spin$' 'ancestor=^st_normal_main$' 50 0.95)
     ;;
   *) fail "unknown case" ;;
