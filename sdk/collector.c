@@ -449,7 +449,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 14
+#define NCOMMENTS 15
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -580,6 +580,13 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
              "pushprof: %" PRIu64 " timer_create failures, %" PRIu64
              " threads over the %d-thread table (not sampled)",
              ts.arm_failed, ts.table_full, THREADS_MAX);
+  utab_stats us;
+  utab_get_stats(&us);
+  if (us.tables) /* what the unwind tables cost, once a sample asked for them */
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: unwind tables for %u of %u objects, %" PRIu64 " rows, %" PRIu64
+             " KiB, built in %.1f ms",
+             us.tables, us.objects, us.rows, us.bytes >> 10, (double)us.build_ns / 1e6);
   for (size_t i = 0; i < nc; i++)
     cp[i] = comments[i];
 
