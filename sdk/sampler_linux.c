@@ -158,12 +158,14 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
   unsigned uflags;
-  int defer = -1;
+  int defer = -1, defer_tried = 0;
   if (!utab_ready()) {
     if (utab_want())
       collector_wake_from_signal(); /* the first sample: build the tables now */
-    if (hi && regs.sp >= lo && regs.sp < hi)
+    if (hi && regs.sp >= lo && regs.sp < hi) {
       defer = defer_take(&regs, hi); /* walked later, with the tables */
+      defer_tried = 1;
+    }
   }
   if (defer >= 0) {
     rec->pcs[0] = regs.pc;
@@ -177,7 +179,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
       rec->flags |= RING_F_NO_TABLE;
     /* A frame in an object whose table is still being built (or loaded
      * since the last refresh): walk a copy later, if a slot is free. */
-    if ((uflags & UNWIND_F_PENDING) && (defer = defer_take(&regs, hi)) >= 0) {
+    if ((uflags & UNWIND_F_PENDING) && !defer_tried && (defer = defer_take(&regs, hi)) >= 0) {
       rec->pcs[0] = regs.pc;
       rec->depth = 1;
       rec->flags = RING_F_DEFERRED;

@@ -40,10 +40,4 @@ uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintp
 uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
                            uint32_t max, unsigned *flags, uintptr_t *missing);
 
-/* Frame pointers only (the rows are not consulted): the old unwinder, kept
- * for benchmarks and as the fallback's reference. A frame is valid when fp
- * is 8-aligned, above the previous fp (or >= sp for the first), and
- * fp + 16 <= hi. *truncated = 1 if max was reached with frames left. */
-uint32_t unwind_fp(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
-                   uint32_t max, int *truncated);
 #endif
