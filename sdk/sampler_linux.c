@@ -158,7 +158,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
   unsigned uflags;
-  int defer = -1, defer_tried = 0;
+  int defer = -1, defer_tried = 0, wake_bounds = 0;
   if (!utab_ready()) {
     if (utab_want())
       collector_wake_from_signal(); /* the first sample: build the tables now */
@@ -190,6 +190,12 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
     rec->flags |= RING_F_LEAF_ONLY;
   if (on_altstack(uc, regs.sp))
     rec->flags |= RING_F_ALTSTACK;
+  /* A thread whose bounds are unknown (made past our interposer) gets them
+   * from the collector's next drain: wake it now rather than lose up to a
+   * drain period of stacks, once per thread. */
+  if (slot && hi == 0 && !(rec->flags & RING_F_ALTSTACK) &&
+      !atomic_exchange_explicit(&slot->bounds_asked, 1, memory_order_relaxed))
+    wake_bounds = 1;
   rec->slot = idx;
   rec->gen = gen;
   rec->sp = regs.sp;
@@ -200,6 +206,8 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
     rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
   labels_snapshot(rec);
   ring_commit(&collector_ring, pos);
+  if (wake_bounds)
+    collector_wake_from_signal(); /* after the commit: the drain sees the record */
 out:
   errno = saved_errno;
 }

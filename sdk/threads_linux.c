@@ -128,6 +128,7 @@ static threads_slot *alloc_locked(pid_t tid, uintptr_t lo, uintptr_t hi) {
     s->armed = 0;
     atomic_store_explicit(&s->stack_lo, lo, memory_order_relaxed);
     atomic_store_explicit(&s->stack_hi, hi, memory_order_relaxed);
+    atomic_store_explicit(&s->bounds_asked, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
     return s;
   }

@@ -16,6 +16,9 @@
 typedef struct threads_slot {
   _Atomic uint32_t gen;                 /* bumped at each allocation and free */
   _Atomic uintptr_t stack_lo, stack_hi; /* 0: unknown (hi published last) */
+  /* Set by the handler's first sample with unknown bounds, which then wakes
+   * the collector to resolve them (once per allocation of the slot). */
+  _Atomic uint32_t bounds_asked;
   /* Below: only under the table lock. */
   int state; /* THREADS_FREE, THREADS_LIVE */
   pid_t tid;
