@@ -637,7 +637,8 @@ void collector_atfork_child(void) {
   atomic_store(&g_sampling, 0);
   agg_free(&g_agg);
   g_pb = NULL; /* may have been mid-build in another thread: abandoned */
-  ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);
+  if (collector_ring.cells)
+    ring_reset(&collector_ring);
   g_drops_seen = 0;
   g_inited = 0;
 }

@@ -25,6 +25,10 @@ _Static_assert(THREADS_MAX < (1 << 24), "slot index must fit the cookie");
 #define GEN_MASK 0xffffffu
 
 threads_slot threads_table[THREADS_MAX];
+/* Slots at or past this index were never allocated (so are free): scans stop
+ * here and never fault in the table's untouched pages (4096 slots, 256 KiB).
+ * Under g_lock. */
+static uint32_t g_used;
 __thread threads_slot *threads_self __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -123,6 +127,8 @@ static threads_slot *alloc_locked(pid_t tid, uintptr_t lo, uintptr_t hi) {
     if (s->state != THREADS_FREE)
       continue;
     g_hint = i + 1;
+    if (i >= g_used)
+      g_used = i + 1;
     s->state = THREADS_LIVE;
     s->tid = tid;
     s->armed = 0;
@@ -146,7 +152,7 @@ static void free_locked(threads_slot *s) {
 }
 
 static threads_slot *find_locked(pid_t tid) {
-  for (uint32_t i = 0; i < THREADS_MAX; i++)
+  for (uint32_t i = 0; i < g_used; i++)
     if (threads_table[i].state == THREADS_LIVE && threads_table[i].tid == tid)
       return &threads_table[i];
   return NULL;
@@ -262,7 +268,7 @@ static int scan_locked(void) {
     rc = PUSHPROF_ENOMEM;
     goto fail;
   }
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     threads_slot *s = &threads_table[i];
     if (s->state != THREADS_LIVE)
       continue;
@@ -291,7 +297,7 @@ fail:
 static void arm_pending_locked(void) {
   if (!g_armed)
     return;
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     threads_slot *s = &threads_table[i];
     if (s->state == THREADS_LIVE && !s->armed && arm_locked(s) < 0)
       free_locked(s);
@@ -340,7 +346,7 @@ fail:
 void threads_disarm_all(void) {
   pthread_mutex_lock(&g_lock);
   g_armed = 0;
-  for (uint32_t i = 0; i < THREADS_MAX; i++)
+  for (uint32_t i = 0; i < g_used; i++)
     if (threads_table[i].state == THREADS_LIVE)
       disarm_locked(&threads_table[i]);
   pthread_mutex_unlock(&g_lock);
@@ -362,7 +368,7 @@ void threads_publish_bounds(uint32_t idx, uint32_t gen, uintptr_t lo, uintptr_t 
 void threads_get_stats(threads_stats *st) {
   memset(st, 0, sizeof *st);
   pthread_mutex_lock(&g_lock);
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     if (threads_table[i].state == THREADS_LIVE) {
       st->live++;
       st->armed += threads_table[i].armed;
@@ -383,7 +389,7 @@ void threads_atfork_parent(void) {
 
 void threads_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     threads_slot *s = &threads_table[i];
     if (s->state == THREADS_FREE)
       continue;
