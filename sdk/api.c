@@ -18,6 +18,7 @@
 #include "env_config.h"
 #include "pp_pprof.h"
 #include "push.h"
+#include "threads_linux.h"
 #include "pushprof.h"
 #include "sampler.h"
 
@@ -143,8 +144,7 @@ static struct {
   int done;
 } exit_wait = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
-static void *exit_flush(void *arg) {
-  (void)arg;
+static void exit_flush(void) {
   if (pthread_mutex_lock(&api_lock) == 0) {
     if (atomic_load(&api_started))
       stop_locked();
@@ -154,6 +154,13 @@ static void *exit_flush(void *arg) {
   exit_wait.done = 1;
   pthread_cond_signal(&exit_wait.c);
   pthread_mutex_unlock(&exit_wait.m);
+}
+
+static void *exit_flush_main(void *arg) {
+  (void)arg;
+  threads_exclude_self();
+  exit_flush();
+  threads_exclude_end();
   return NULL;
 }
 
@@ -166,6 +173,10 @@ int api_final_flush(void) {
    * (which shares our memory): its profile is not ours to write. */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
     return 0;
+  /* Nothing sampled and nothing waiting (most short commands): stopping
+   * takes microseconds here, without a helper thread. */
+  if (push_active() && push_nothing_to_send())
+    goto inline_flush;
   int timeout_ms =
       api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
   pthread_t t;
@@ -178,7 +189,7 @@ int api_final_flush(void) {
   if (pthread_attr_init(&ta) != 0)
     goto inline_flush;
   pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&t, &ta, exit_flush, NULL);
+  int rc = threads_spawn_internal(&t, &ta, exit_flush_main, NULL);
   pthread_attr_destroy(&ta);
   if (rc != 0)
     goto inline_flush;
@@ -204,7 +215,7 @@ int api_final_flush(void) {
             timeout_ms);
   return 1;
 inline_flush:
-  exit_flush(NULL);
+  exit_flush();
   return 1;
 }
 

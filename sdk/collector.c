@@ -306,6 +306,21 @@ void collector_drain(void) {
   resolve_bounds(pend, npend);
 }
 
+int collector_window_empty(void) {
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  int empty = 1;
+  pthread_mutex_lock(&g_mu);
+  if (g_inited) {
+    drain_locked(pend, &npend);
+    empty = g_agg.signals == 0 && g_agg.n == 0 && ring_drops(&collector_ring) == g_drops_seen &&
+            labels_skipped() == g_labels_skipped_seen;
+  }
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+  return empty;
+}
+
 /* The thread sleeps on this futex word between drains; wake_thread bumps
  * it, so a wake that races the sleep is never lost (FUTEX_WAIT returns
  * at once when the word has changed). */
@@ -358,6 +373,7 @@ static void *collector_main(void *arg) {
       last_scan = now;
     }
   }
+  threads_exclude_end();
   return NULL;
 }
 
@@ -388,11 +404,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
     atomic_store(&g_utab_cancel, 0);
     /* The host's process-directed signals are for its own threads (one may
      * wait for them with sigwait or a signalfd): the collector takes none. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int e = pthread_create(&g_thread, NULL, collector_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int e = threads_spawn_internal(&g_thread, NULL, collector_main, NULL);
     if (e != 0) {
       snprintf(err, errlen, "cannot start the collector thread: %s", strerror(e));
       rc = PUSHPROF_ESYS;

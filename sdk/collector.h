@@ -29,6 +29,9 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen);
 void collector_stop(void);
 /* See sampler_cut(). PUSHPROF_ENOTSTARTED before the first start. */
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* 1 if the current window holds nothing (no signal handled, none dropped):
+ * its cut would be an empty profile. Drains the ring first. */
+int collector_window_empty(void);
 /* Wakes the collector thread now (the first sample of a process, which
  * needs unwind tables). Async-signal-safe. */
 void collector_wake_from_signal(void);

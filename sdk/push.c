@@ -20,10 +20,12 @@
 #include "push.h"
 #include "pushprof.h"
 #include "sampler.h"
+#include "threads_linux.h"
 #include "pp_hex.h"
 
 #define PUSH_SEND_TIMEOUT_MS 5000 /* one periodic push, connect to ack */
 #define PUSH_REASONS_SEEN 16      /* distinct refusal reasons logged once each */
+#define PUSH_NOTICE_CONNECT_MS 20 /* the no-samples notice: connect, never wait */
 
 typedef struct push_entry {
   uint8_t *pprof;
@@ -43,7 +45,6 @@ static struct {
   push_label labels[PUSH_LABELS_MAX];
   size_t nlabels;
   int period_ms, exit_timeout_ms;
-  int64_t process_start_ns;
   int wake_r, wake_w;
   pthread_t thread;
   /* Guarded by push_lock. */
@@ -208,6 +209,20 @@ static void log_once_locked(const char *what, const char *reason) {
 
 /* ---- one push ---- */
 
+static int64_t process_start_ns(void);
+static _Atomic int64_t g_process_start_ns; /* 0: not read yet (reset by push_start) */
+
+/* When the process started: read from /proc at the first push (a process
+ * that never pushes a profile never reads it). */
+static int64_t process_start_once(void) {
+  int64_t v = atomic_load(&g_process_start_ns);
+  if (v == 0) {
+    v = process_start_ns();
+    atomic_store(&g_process_start_ns, v);
+  }
+  return v;
+}
+
 static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t *len) {
   Pushprof__V1__Label lab[PUSH_LABELS_MAX];
   Pushprof__V1__Label *labp[PUSH_LABELS_MAX];
@@ -228,8 +243,9 @@ static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t
   req.sequence = e->seq;
   req.pprof.data = e->pprof;
   req.pprof.len = e->len;
-  req.process_start_time_nanos = P.process_start_ns;
+  req.process_start_time_nanos = e->pprof ? process_start_once() : 0;
   req.dropped_profiles = dropped;
+  req.no_samples = e->pprof == NULL; /* notify_empty */
   return pp_client_encode_push(&req, frame, len);
 }
 
@@ -370,6 +386,26 @@ out:;
   return rc;
 }
 
+/* ---- the empty exit ---- */
+
+/* Tells the sidecar, without waiting, that this process took no sample since
+ * its last push: it counts it (pushprof_pushes_empty_total) and the drops it
+ * carries. Costs a connect and one small send; failure changes nothing. */
+static void notify_empty(void) {
+  push_entry e = {0};
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&push_lock);
+  uint64_t dropped = P.dropped_unreported;
+  e.seq = ++P.seq;
+  pthread_mutex_unlock(&push_lock);
+  e.start_ns = e.end_ns = now_ns(CLOCK_REALTIME);
+  if (encode(&e, dropped, &frame, &len) != 0)
+    return;
+  (void)pp_client_send_frame_noreply(P.socket_path, frame, len, PUSH_NOTICE_CONNECT_MS);
+  free(frame);
+}
+
 /* ---- the pusher thread ---- */
 
 static void wake(char what) {
@@ -393,6 +429,7 @@ static void run_flush_cycle(int64_t deadline) {
 
 static void *pusher_main(void *arg) {
   (void)arg;
+  threads_exclude_self();
   int64_t next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
   for (;;) {
     int64_t left = (next - now_ns(CLOCK_MONOTONIC)) / 1000000;
@@ -439,6 +476,7 @@ static void *pusher_main(void *arg) {
         next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
     }
   }
+  threads_exclude_end();
   return NULL;
 }
 
@@ -518,20 +556,17 @@ int push_start(const env_config *cfg, char *err, size_t errlen) {
     snprintf(P.hostname, sizeof P.hostname, "unknown");
   P.hostname[sizeof P.hostname - 1] = '\0';
   P.period_ms = cfg->upload_period_s * 1000;
+  atomic_store(&g_process_start_ns, 0); /* a forked child has its own */
   P.exit_timeout_ms = cfg->exit_timeout_ms;
-  P.process_start_ns = process_start_ns();
   P.wake_r = fds[0];
   P.wake_w = fds[1];
   P.stop = 0;
   P.flush_req = P.flush_done = 0;
   P.nreasons = 0;
   pthread_mutex_unlock(&push_lock);
-  /* The pusher must not take the host's signals meant for other threads. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&P.thread, NULL, pusher_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* Not sampled: its CPU (cutting, symbolizing, encoding) is the SDK's own,
+   * not the host's, and it takes none of the host's signals. */
+  int rc = threads_spawn_internal(&P.thread, NULL, pusher_main, NULL);
   if (rc != 0) {
     snprintf(err, errlen, "cannot start the pusher thread: %s", strerror(rc));
     return PUSHPROF_ESYS;
@@ -572,6 +607,13 @@ int push_flush(int timeout_ms) {
   return out;
 }
 
+int push_nothing_to_send(void) {
+  pthread_mutex_lock(&push_lock);
+  int backlog = P.qlen > 0;
+  pthread_mutex_unlock(&push_lock);
+  return !backlog && sampler_window_empty();
+}
+
 int push_final(int timeout_ms) {
   if (!atomic_exchange(&push_on, 0))
     return PUSHPROF_ENOTSTARTED;
@@ -593,7 +635,15 @@ int push_final(int timeout_ms) {
     if (pthread_timedjoin_np(P.thread, NULL, &dl) == 0)
       atomic_store(&push_thread_on, 0);
   }
-  int rc = cut_and_send(deadline, PUSH_SEND_TIMEOUT_MS);
+  /* A process that took no sample since its last push (most short commands:
+   * /bin/true, ls) has nothing to say: no symbolization, no push, no wait for
+   * an ack. The sidecar counts it from a one-way notice (see notify_empty). */
+  int rc;
+  if (push_nothing_to_send()) {
+    notify_empty();
+    return 0;
+  }
+  rc = cut_and_send(deadline, PUSH_SEND_TIMEOUT_MS);
   /* Whatever is left: the sidecar's spool, or one line saying what is lost. */
   size_t spooled = 0, lost = 0;
   push_entry e;

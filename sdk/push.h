@@ -32,6 +32,11 @@ int push_start(const env_config *cfg, char *err, size_t errlen);
 /* 1 if push_start succeeded and push_final has not run. */
 int push_active(void);
 
+/* 1 if nothing waits to be pushed: the backlog is empty and nothing was
+ * sampled since the last cut. push_final then pushes nothing (the empty
+ * exit, see README "Short processes"). */
+int push_nothing_to_send(void);
+
 /* Cuts what was sampled so far and pushes it (and the backlog), waiting for
  * the acks at most timeout_ms. Called from application threads. */
 int push_flush(int timeout_ms);

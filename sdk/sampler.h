@@ -26,6 +26,10 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen);
  * sampler_stop() too (returns what was left). 0 or a negative code. */
 int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
 
+/* 1 if a cut now would hold no sample (nothing handled or dropped since the
+ * last cut): the exit path skips building and pushing such a profile. */
+int sampler_window_empty(void);
+
 /* Stops all timers and the collector thread. The handler stays installed
  * (forwarding to the previous one) so a late signal never hits SIG_DFL.
  * Idempotent. */

@@ -338,6 +338,10 @@ void sampler_stop(void) {
   pthread_mutex_unlock(&g_api_mu);
 }
 
+int sampler_window_empty(void) {
+  return collector_window_empty();
+}
+
 int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
   if (!out || !len || !start_ns || !end_ns)
     return PUSHPROF_EINVAL;

@@ -39,7 +39,16 @@ static int g_key_ok;
 static int g_armed;
 static int g_signo;
 static int64_t g_period_ns;
-static pid_t g_excluded_tid;
+/* The SDK's own threads (collector, pusher, exit flush): never sampled. */
+#define EXCLUDED_MAX 4
+static pid_t g_excluded[EXCLUDED_MAX];
+
+static int excluded_locked(pid_t tid) {
+  for (int i = 0; i < EXCLUDED_MAX; i++)
+    if (g_excluded[i] == tid)
+      return 1;
+  return 0;
+}
 static uint32_t g_hint;
 static uint64_t g_arm_failed, g_table_full, g_rng;
 
@@ -173,7 +182,7 @@ static void init_once(void) {
 
 static int register_self_locked(uintptr_t lo, uintptr_t hi) {
   pid_t tid = gettid();
-  if (tid == g_excluded_tid)
+  if (excluded_locked(tid))
     return 0;
   threads_slot *s = threads_self;
   if (!s || s->state != THREADS_LIVE || s->tid != tid)
@@ -224,11 +233,41 @@ int threads_register_self(void) {
 }
 
 void threads_exclude_self(void) {
+  pid_t tid = gettid();
   pthread_mutex_lock(&g_lock);
-  g_excluded_tid = gettid();
-  threads_slot *s = find_locked(g_excluded_tid);
+  if (!excluded_locked(tid)) {
+    int i = 0;
+    while (i < EXCLUDED_MAX - 1 && g_excluded[i] != 0)
+      i++; /* threads_exclude_end frees slots; the last one is always taken */
+    g_excluded[i] = tid;
+  }
+  threads_slot *s = find_locked(tid);
   if (s)
     free_locked(s);
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* Defined by interpose.c in the .so files: libc's pthread_create. */
+extern int interpose_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                                         void *(*fn)(void *), void *arg) __attribute__((weak));
+
+int threads_spawn_internal(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                           void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = interpose_real_pthread_create ? interpose_real_pthread_create(t, attr, fn, arg)
+                                         : pthread_create(t, attr, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+void threads_exclude_end(void) {
+  pid_t tid = gettid();
+  pthread_mutex_lock(&g_lock);
+  for (int i = 0; i < EXCLUDED_MAX; i++)
+    if (g_excluded[i] == tid)
+      g_excluded[i] = 0;
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -279,7 +318,7 @@ static int scan_locked(void) {
   }
   qsort(known, nknown, sizeof *known, cmp_tid);
   for (size_t i = 0; i < n; i++) {
-    if (tids[i] == g_excluded_tid || bsearch(&tids[i], known, nknown, sizeof *known, cmp_tid))
+    if (excluded_locked(tids[i]) || bsearch(&tids[i], known, nknown, sizeof *known, cmp_tid))
       continue;
     if (!alloc_locked(tids[i], 0, 0))
       break;
@@ -397,7 +436,7 @@ void threads_atfork_child(void) {
     free_locked(s);
   }
   g_armed = 0;
-  g_excluded_tid = 0;
+  memset(g_excluded, 0, sizeof g_excluded);
   g_rng = 0;
   threads_self = NULL;
 }
