@@ -50,6 +50,10 @@ void threads_disarm_all(void);
 /* Registers the calling thread (idempotent), arming it if sampling is on.
  * Deregisters itself at thread exit. 0 or a negative PUSHPROF_E* code. */
 int threads_register_self(void);
+/* The main thread's stack bounds from AT_EXECFN and the stack rlimit, with
+ * no file read (see threads_linux.c); -1 if the caller is not on it. */
+int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
 /* The SDK's own threads (collector, pusher, exit flush) call this first:
  * never sampled, not even when a rescan finds them; and
  * threads_exclude_end() last, so a host thread that later gets the same tid
