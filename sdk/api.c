@@ -173,10 +173,24 @@ int api_final_flush(void) {
    * (which shares our memory): its profile is not ours to write. */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
     return 0;
-  /* Nothing sampled and nothing waiting (most short commands): stopping
-   * takes microseconds here, without a helper thread. */
-  if (push_active() && push_nothing_to_send())
-    goto inline_flush;
+  /* Nothing sampled and nothing waiting (most short commands): no profile,
+   * no helper thread, and the SDK's threads are left to the exit rather
+   * than woken and joined (each join waits for the scheduler). */
+  if (push_active()) {
+    sampler_quiesce(); /* no sample after the check below */
+    if (push_nothing_to_send() && pthread_mutex_lock(&api_lock) == 0) {
+      int left = 0;
+      if (atomic_load(&api_started) && push_nothing_to_send()) {
+        sampler_leave();
+        (void)push_leave_empty();
+        atomic_store(&api_started, 0);
+        left = 1;
+      }
+      pthread_mutex_unlock(&api_lock);
+      if (left)
+        return 1;
+    }
+  }
   int timeout_ms =
       api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
   pthread_t t;

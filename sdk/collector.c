@@ -314,7 +314,7 @@ int collector_window_empty(void) {
   if (g_inited) {
     drain_locked(pend, &npend);
     empty = g_agg.signals == 0 && g_agg.n == 0 && ring_drops(&collector_ring) == g_drops_seen &&
-            labels_skipped() == g_labels_skipped_seen;
+            labels_skipped() == g_labels_skipped_seen && !ring_busy(&collector_ring);
   }
   pthread_mutex_unlock(&g_mu);
   resolve_bounds(pend, npend);
@@ -399,6 +399,15 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
 
   int rc = 0;
   pthread_mutex_lock(&g_ctl);
+  if (g_thread_running && g_stop) {
+    /* Left by collector_leave (an exec that failed restarts us): that
+     * thread is on its way out; wait for it, then start afresh. */
+    pthread_mutex_unlock(&g_ctl);
+    wake_thread();
+    pthread_join(g_thread, NULL);
+    pthread_mutex_lock(&g_ctl);
+    g_thread_running = 0;
+  }
   if (!g_thread_running) {
     g_stop = 0;
     atomic_store(&g_utab_cancel, 0);
@@ -414,6 +423,14 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   }
   pthread_mutex_unlock(&g_ctl);
   return rc;
+}
+
+void collector_leave(void) {
+  atomic_store(&g_sampling, 0);
+  pthread_mutex_lock(&g_ctl);
+  g_stop = 1; /* seen at its next wake-up; not woken, not waited for */
+  atomic_store(&g_utab_cancel, 1);
+  pthread_mutex_unlock(&g_ctl);
 }
 
 void collector_stop(void) {

@@ -516,6 +516,19 @@ static int64_t process_start_ns(void) {
 
 int push_start(const env_config *cfg, char *err, size_t errlen) {
   char why[256];
+  if (atomic_load(&push_thread_on)) {
+    /* Left by push_leave_empty (an exec that failed restarts us). */
+    wake('S');
+    pthread_join(P.thread, NULL);
+    atomic_store(&push_thread_on, 0);
+  }
+  if (P.wake_r >= 0) {
+    close(P.wake_r);
+    close(P.wake_w);
+    P.wake_r = P.wake_w = -1;
+  }
+  free(P.q);
+  P.q = NULL;
   size_t n = 0;
   static push_label labels[PUSH_LABELS_MAX];                    /* too big for the stack */
   const char *otel = secure_getenv("OTEL_RESOURCE_ATTRIBUTES"); /* see api.c */
@@ -614,9 +627,21 @@ int push_nothing_to_send(void) {
   return !backlog && sampler_window_empty();
 }
 
+int push_leave_empty(void) {
+  if (!atomic_exchange(&push_on, 0))
+    return PUSHPROF_ENOTSTARTED;
+  atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
+  pthread_mutex_lock(&push_lock);
+  P.stop = 1; /* seen at its next wake-up; not woken, not waited for */
+  pthread_mutex_unlock(&push_lock);
+  notify_empty();
+  return 0;
+}
+
 int push_final(int timeout_ms) {
   if (!atomic_exchange(&push_on, 0))
     return PUSHPROF_ENOTSTARTED;
+  atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
   int64_t start = now_ns(CLOCK_MONOTONIC);
   /* Leave a tenth of the budget to write drop-ins for what is left. */
   int64_t deadline = start + (int64_t)timeout_ms * 900000;

@@ -32,6 +32,11 @@ int push_start(const env_config *cfg, char *err, size_t errlen);
 /* 1 if push_start succeeded and push_final has not run. */
 int push_active(void);
 
+/* At exit once push_nothing_to_send() held (sampling quiesced): sends the
+ * no_samples notice and tells the pusher thread to stop without waking or
+ * joining it (the process is ending; push_start joins it if it restarts). */
+int push_leave_empty(void);
+
 /* 1 if nothing waits to be pushed: the backlog is empty and nothing was
  * sampled since the last cut. push_final then pushes nothing (the empty
  * exit, see README "Short processes"). */

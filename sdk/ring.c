@@ -83,3 +83,7 @@ void ring_release(ring *r) {
 uint64_t ring_drops(const ring *r) {
   return atomic_load_explicit(&((ring *)r)->drops, memory_order_relaxed);
 }
+
+int ring_busy(const ring *r) {
+  return atomic_load_explicit(&((ring *)r)->head, memory_order_acquire) != r->tail;
+}

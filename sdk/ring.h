@@ -68,6 +68,10 @@ void ring_commit(ring *r, uint64_t pos);
 const ring_record *ring_peek(ring *r);
 void ring_release(ring *r);
 
+/* Consumer only: 1 if a position was claimed that ring_release has not
+ * freed yet (a record committed, or still being written). */
+int ring_busy(const ring *r);
+
 /* Drops since ring_init. Async-signal-safe. */
 uint64_t ring_drops(const ring *r);
 #endif

@@ -30,6 +30,14 @@ int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
  * last cut): the exit path skips building and pushing such a profile. */
 int sampler_window_empty(void);
 
+/* At exit: no sample is taken after it (timers disarmed); the collector
+ * thread still runs. sampler_stop or sampler_leave follows. */
+void sampler_quiesce(void);
+
+/* At exit once sampler_window_empty() held after sampler_quiesce(): stops
+ * without waiting for the collector thread (see collector_leave). */
+void sampler_leave(void);
+
 /* Stops all timers and the collector thread. The handler stays installed
  * (forwarding to the previous one) so a late signal never hits SIG_DFL.
  * Idempotent. */

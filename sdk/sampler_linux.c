@@ -323,6 +323,29 @@ fail:
   return rc;
 }
 
+void sampler_quiesce(void) {
+  pthread_mutex_lock(&g_api_mu);
+  if (g_started) {
+    atomic_store(&g_running, 0);
+    threads_disarm_all();
+    if (g_mode == COLLECTOR_MODE_ITIMER) {
+      struct itimerval off = {0};
+      setitimer(ITIMER_PROF, &off, NULL);
+    }
+  }
+  pthread_mutex_unlock(&g_api_mu);
+}
+
+void sampler_leave(void) {
+  pthread_mutex_lock(&g_api_mu);
+  if (g_started) {
+    atomic_store(&g_running, 0);
+    collector_leave();
+    g_started = 0;
+  }
+  pthread_mutex_unlock(&g_api_mu);
+}
+
 void sampler_stop(void) {
   pthread_mutex_lock(&g_api_mu);
   if (g_started) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The SDK's push path against the real sidecar, with real processes under
-# LD_PRELOAD:  it_push.sh CASE   (short | jobs200 | empty | sigterm | fork |
-#                                 forkexec | spool | slow | backlog)
+# LD_PRELOAD:  it_push.sh CASE   (short | jobs200 | empty | execfail | sigterm |
+#                                 fork | forkexec | spool | slow | backlog)
 set -euo pipefail
 case_=$1
 B=${PUSHPROF_BUILD_DIR:?}
@@ -109,6 +109,17 @@ empty) # processes that never take a sample: one empty push each, nothing stored
   run_pre /bin/true 2>"$w/err" || st=$?
   [ "$st" -eq 0 ] && [ ! -s "$w/err" ] || fail "no sidecar: status $st, stderr $(cat "$w/err")"
   echo "pass [empty]: 20 empty pushes counted, nothing stored" ;;
+execfail) # an exec that fails before any sample: the flush before it finds
+  # nothing (an empty push), profiling restarts and the rest of the run
+  # arrives as one profile of the same process
+  start_sidecar
+  run_pre bash -O execfail -c 'exec /nonexistent/prog 2>/dev/null; for ((i = 0; i < 200000; i++)); do :; done' ||
+    fail "bash failed"
+  stop_sidecar
+  [ "$(empty_pids)" = "$(accepted_pids)" ] && [ "$(accepted_pids | wc -l)" -eq 1 ] ||
+    fail "want one empty push and one profile from the same pid: empty $(empty_pids | tr '\n' ' ') accepted $(accepted_pids | tr '\n' ' ')"
+  out=$($CHECK "$(merged)" --value samples/count --min-samples 10) || fail "the restarted profile: $out"
+  echo "pass [execfail]: empty push, then the profile, pid $(accepted_pids)" ;;
 sigterm) # killed by SIGTERM after ~1 s of CPU: status 143 and the profile arrives
   start_sidecar
   set +e
