@@ -323,16 +323,20 @@ fail:
   return rc;
 }
 
+/* No sample after this: timers off (g_api_mu held, started). */
+static void quiesce_locked(void) {
+  atomic_store(&g_running, 0);
+  threads_disarm_all();
+  if (g_mode == COLLECTOR_MODE_ITIMER) {
+    struct itimerval off = {0};
+    setitimer(ITIMER_PROF, &off, NULL); /* g_itimer stays: late SIGPROFs are swallowed */
+  }
+}
+
 void sampler_quiesce(void) {
   pthread_mutex_lock(&g_api_mu);
-  if (g_started) {
-    atomic_store(&g_running, 0);
-    threads_disarm_all();
-    if (g_mode == COLLECTOR_MODE_ITIMER) {
-      struct itimerval off = {0};
-      setitimer(ITIMER_PROF, &off, NULL);
-    }
-  }
+  if (g_started)
+    quiesce_locked();
   pthread_mutex_unlock(&g_api_mu);
 }
 
@@ -349,12 +353,7 @@ void sampler_leave(void) {
 void sampler_stop(void) {
   pthread_mutex_lock(&g_api_mu);
   if (g_started) {
-    atomic_store(&g_running, 0);
-    threads_disarm_all();
-    if (g_mode == COLLECTOR_MODE_ITIMER) {
-      struct itimerval off = {0};
-      setitimer(ITIMER_PROF, &off, NULL); /* g_itimer stays: late SIGPROFs are swallowed */
-    }
+    quiesce_locked();
     collector_stop();
     g_started = 0;
   }
