@@ -42,7 +42,7 @@ static struct {
   char spool_dir[PATH_MAX];
   char service[ENV_CONFIG_SERVICE_MAX + 1];
   char hostname[PP_HOSTNAME_MAX + 1];
-  push_label labels[PUSH_LABELS_MAX];
+  char labels[ENV_CONFIG_LABELS_BYTES]; /* env_config's packed pairs */
   size_t nlabels;
   int period_ms, exit_timeout_ms;
   int wake_r, wake_w;
@@ -66,81 +66,6 @@ static int64_t now_ns(clockid_t c) {
   struct timespec ts;
   clock_gettime(c, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* ---- process labels ---- */
-
-/* Copies [s, s+n) trimmed of blanks into out (cap bytes with the NUL),
- * %-decoding when asked. -1 if it does not fit or a %-escape is bad. */
-static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap) {
-  while (n && (*s == ' ' || *s == '\t'))
-    s++, n--;
-  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-    n--;
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (decode && c == '%') {
-      if (i + 2 >= n)
-        return -1;
-      int a = pp_hexval(s[i + 1]), b = pp_hexval(s[i + 2]);
-      if (a < 0 || b < 0)
-        return -1;
-      c = (char)(a * 16 + b);
-      i += 2;
-    }
-    if ((unsigned char)c < 0x20 || c == 0x7f)
-      return -1;
-    if (o + 1 >= cap)
-      return -1;
-    out[o++] = c;
-  }
-  out[o] = '\0';
-  return 0;
-}
-
-int push_parse_labels(const char *s, int otel, push_label *labels, size_t *n, char *err,
-                      size_t errlen) {
-  const char *p = s;
-  while (p && *p) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    const char *eq = memchr(p, '=', len);
-    push_label l;
-    if (len == 0 || (!eq && strspn(p, " \t") == len)) {
-      p = end ? end + 1 : NULL; /* tolerate empty items ("a=b,,c=d") */
-      continue;
-    }
-    if (!eq) {
-      snprintf(err, errlen, "item \"%.*s\" has no '=' (expected key=value,key=value)",
-               (int)(len > 64 ? 64 : len), p);
-      return -1;
-    }
-    if (copy_part(p, (size_t)(eq - p), otel, l.key, sizeof l.key) != 0 || !l.key[0]) {
-      snprintf(err, errlen, "key \"%.*s\" is empty, longer than 128 bytes or has control bytes",
-               (int)(eq - p > 64 ? 64 : eq - p), p);
-      return -1;
-    }
-    if (copy_part(eq + 1, len - (size_t)(eq - p) - 1, otel, l.value, sizeof l.value) != 0) {
-      snprintf(err, errlen, "the value of \"%s\" is longer than 1024 bytes, has control bytes%s",
-               l.key, otel ? " or a bad %-escape" : "");
-      return -1;
-    }
-    size_t i;
-    for (i = 0; i < *n; i++)
-      if (strcmp(labels[i].key, l.key) == 0)
-        break;
-    if (i == *n) {
-      if (*n >= PUSH_LABELS_MAX) {
-        snprintf(err, errlen, "more than %d labels", PUSH_LABELS_MAX);
-        return -1;
-      }
-      (*n)++;
-    }
-    labels[i] = l;
-    p = end ? end + 1 : NULL;
-  }
-  return 0;
 }
 
 /* ---- backlog (push_lock held) ---- */
@@ -224,12 +149,15 @@ static int64_t process_start_once(void) {
 }
 
 static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t *len) {
-  Pushprof__V1__Label lab[PUSH_LABELS_MAX];
-  Pushprof__V1__Label *labp[PUSH_LABELS_MAX];
+  Pushprof__V1__Label lab[ENV_CONFIG_LABELS_MAX];
+  Pushprof__V1__Label *labp[ENV_CONFIG_LABELS_MAX];
+  const char *kv = P.labels;
   for (size_t i = 0; i < P.nlabels; i++) {
     pushprof__v1__label__init(&lab[i]);
-    lab[i].key = (char *)P.labels[i].key;
-    lab[i].value = (char *)P.labels[i].value;
+    lab[i].key = (char *)kv;
+    kv += strlen(kv) + 1;
+    lab[i].value = (char *)kv;
+    kv += strlen(kv) + 1;
     labp[i] = &lab[i];
   }
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
@@ -515,7 +443,6 @@ static int64_t process_start_ns(void) {
 /* ---- public to the SDK ---- */
 
 int push_start(const env_config *cfg, char *err, size_t errlen) {
-  char why[256];
   if (atomic_load(&push_thread_on)) {
     /* Left by push_leave_empty (an exec that failed restarts us). */
     wake('S');
@@ -529,21 +456,6 @@ int push_start(const env_config *cfg, char *err, size_t errlen) {
   }
   free(P.q);
   P.q = NULL;
-  size_t n = 0;
-  static push_label labels[PUSH_LABELS_MAX];                    /* too big for the stack */
-  const char *otel = secure_getenv("OTEL_RESOURCE_ATTRIBUTES"); /* see api.c */
-  if (otel && push_parse_labels(otel, 1, labels, &n, why, sizeof why) != 0) {
-    snprintf(err, errlen, "OTEL_RESOURCE_ATTRIBUTES: %s", why);
-    return PUSHPROF_ECONFIG;
-  }
-  const char *pl = secure_getenv("PUSHPROF_LABELS");
-  if (pl && push_parse_labels(pl, 0, labels, &n, why, sizeof why) != 0) {
-    snprintf(err, errlen,
-             "PUSHPROF_LABELS=\"%.64s\": %s (accepted: key=value,key=value; at most "
-             "64 labels, keys 1..128 bytes, values up to 1024 bytes)",
-             pl, why);
-    return PUSHPROF_ECONFIG;
-  }
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
     snprintf(err, errlen, "cannot create the pusher's pipe: %s", strerror(errno));
@@ -560,8 +472,8 @@ int push_start(const env_config *cfg, char *err, size_t errlen) {
   }
   P.qcap = (size_t)cfg->backlog;
   P.qhead = P.qlen = 0;
-  memcpy(P.labels, labels, n * sizeof labels[0]);
-  P.nlabels = n;
+  memcpy(P.labels, cfg->labels, cfg->labels_len);
+  P.nlabels = cfg->nlabels;
   snprintf(P.socket_path, sizeof P.socket_path, "%s", cfg->socket_path);
   snprintf(P.spool_dir, sizeof P.spool_dir, "%s", cfg->spool_dir);
   snprintf(P.service, sizeof P.service, "%s", cfg->service);

@@ -11,21 +11,8 @@
 
 #include "env_config.h"
 
-#define PUSH_LABELS_MAX 64 /* process labels (PP_LABELS_MAX) */
-
-typedef struct push_label {
-  char key[129];    /* PP_LABEL_KEY_MAX + 1 */
-  char value[1025]; /* PP_LABEL_VALUE_MAX + 1 */
-} push_label;
-
-/* Parses "k=v,k=v" (PUSHPROF_LABELS; OTEL_RESOURCE_ATTRIBUTES with
- * %-decoding when otel is 1) into labels, replacing entries with the same
- * key. Returns 0, or -1 with a one-line reason in err. Pure function. */
-int push_parse_labels(const char *s, int otel, push_label *labels, size_t *n, char *err,
-                      size_t errlen);
-
-/* Starts the pusher thread for cfg->socket_path. Process labels come from
- * OTEL_RESOURCE_ATTRIBUTES then PUSHPROF_LABELS. 0 or a negative PUSHPROF_E*
+/* Starts the pusher thread for cfg->socket_path, pushing cfg's process
+ * labels with every profile. 0 or a negative PUSHPROF_E*
  * code with a one-line reason in err (profiling then stays off). */
 int push_start(const env_config *cfg, char *err, size_t errlen);
 
