@@ -218,8 +218,8 @@ static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap)
   return 0;
 }
 
-int env_config_parse_labels(const char *s, int otel, env_config_label *labels, size_t *n,
-                            char *err, size_t errlen) {
+int env_config_parse_labels(const char *s, int otel, env_config_label *labels, size_t *n, char *err,
+                            size_t errlen) {
   const char *p = s;
   while (p && *p) {
     const char *end = strchr(p, ',');
@@ -261,7 +261,6 @@ int env_config_parse_labels(const char *s, int otel, env_config_label *labels, s
   }
   return 0;
 }
-
 
 /* Process labels: OTEL_RESOURCE_ATTRIBUTES (%-decoded, the OpenTelemetry
  * way), then PUSHPROF_LABELS, whose keys replace the same keys; packed into

@@ -20,7 +20,7 @@
 #define ENV_CONFIG_EXIT_TIMEOUT_MAX_MS 60000
 #define ENV_CONFIG_BACKLOG_DEFAULT 6
 #define ENV_CONFIG_BACKLOG_MAX 1000
-#define ENV_CONFIG_LABELS_MAX 64      /* process labels, as the sidecar accepts (PP_LABELS_MAX) */
+#define ENV_CONFIG_LABELS_MAX 64     /* process labels, as the sidecar accepts (PP_LABELS_MAX) */
 #define ENV_CONFIG_LABELS_BYTES 8192 /* all of them packed */
 
 /* Returns the value of an environment variable or NULL (like getenv). */
@@ -52,8 +52,8 @@ typedef struct env_config_label {
  * %-decoding when otel is 1) into labels[*n..], replacing entries with the
  * same key; blanks around keys and values are trimmed, empty items skipped.
  * Returns 0, or -1 with a one-line reason in err. Pure function. */
-int env_config_parse_labels(const char *s, int otel, env_config_label *labels, size_t *n,
-                            char *err, size_t errlen);
+int env_config_parse_labels(const char *s, int otel, env_config_label *labels, size_t *n, char *err,
+                            size_t errlen);
 
 /* Fills cfg from opts (may be NULL), then the environment read through get,
  * then defaults. prog_name is the default service (e.g. the program's short

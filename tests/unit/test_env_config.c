@@ -236,9 +236,7 @@ static void test_env_config_default_service_is_sanitised(void) {
 static void test_env_config_reads_process_labels(void) {
   const char *env[] = {"OTEL_RESOURCE_ATTRIBUTES",
                        "service.namespace=shop, deployment.environment=prod%2Ceu ,k8s.pod.name=p-1",
-                       "PUSHPROF_LABELS",
-                       "deployment.environment=staging,,team = core",
-                       NULL};
+                       "PUSHPROF_LABELS", "deployment.environment=staging,,team = core", NULL};
   env_config c;
   char err[512];
   PP_CHECK_INT(resolve(NULL, env, &c, err, sizeof err), ==, 0);
