@@ -16,6 +16,7 @@
 
 #include "api_internal.h"
 #include "env_config.h"
+#include "options.h"
 #include "pp_pprof.h"
 #include "push.h"
 #include "pushprof.h"
@@ -271,8 +272,11 @@ int pushprof_flush(int timeout_ms) {
 int pushprof_start(const pushprof_options *opts) {
   char err[512];
   env_config cfg;
-  int rc = env_config_resolve(opts, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
-                              sizeof err);
+  pushprof_options o;
+  int rc = options_import(opts, &o, err, sizeof err);
+  if (rc == 0)
+    rc = env_config_resolve(&o, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
+                            sizeof err);
   if (rc != 0) {
     api_log("pushprof: %s; profiling is off", err);
     return rc;

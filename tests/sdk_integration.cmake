@@ -4,6 +4,10 @@ pushprof_unit_test(NAME test_env_config
   SOURCES unit/test_env_config.c ${PROJECT_SOURCE_DIR}/sdk/env_config.c)
 target_include_directories(test_env_config PRIVATE ${PROJECT_SOURCE_DIR}/sdk
   ${PROJECT_SOURCE_DIR}/sdk/include)
+pushprof_unit_test(NAME test_options
+  SOURCES unit/test_options.c ${PROJECT_SOURCE_DIR}/sdk/options.c)
+target_include_directories(test_options PRIVATE ${PROJECT_SOURCE_DIR}/sdk
+  ${PROJECT_SOURCE_DIR}/sdk/include)
 
 # pprof_check.py, which every integration test relies on, checked on a
 # hand-written profile.
@@ -68,3 +72,14 @@ pushprof_script_test(NAME it_sdk_install COMMAND bash ${IT}/it_sdk_install.sh)
 if(TARGET demo_work)
   pushprof_script_test(NAME it_sdk_demo_preload COMMAND bash ${IT}/it_sdk_demo.sh)
 endif()
+
+# A program built against pushprof.h 0.1 (no struct_size) with the current
+# libraries, shared and static.
+add_executable(wl_abi_v0_linked ${WL_DIR}/wl_abi_v0.c)
+target_link_libraries(wl_abi_v0_linked PRIVATE pushprof)
+add_executable(wl_abi_v0_static ${WL_DIR}/wl_abi_v0.c)
+target_link_libraries(wl_abi_v0_static PRIVATE pushprof_static)
+set_target_properties(wl_abi_v0_linked wl_abi_v0_static PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${WL_OUT})
+foreach(mode linked static)
+  pushprof_script_test(NAME it_sdk_abi_v0_${mode} COMMAND bash ${IT}/it_sdk_abi_v0.sh ${mode})
+endforeach()

@@ -45,20 +45,65 @@ extern "C" {
 #define PUSHPROF_EUNAVAILABLE (-10) /* the sidecar could not be reached */
 #define PUSHPROF_ESETUID (-11)      /* refused to run in a setuid/setgid program */
 
-/* Options for pushprof_start(). Zero-initialise; every unset field (0 or
- * NULL) means "from the environment (PUSHPROF_*), else the default". */
+/* Options for pushprof_start(). Start from PUSHPROF_OPTIONS_INIT (or
+ * pushprof_options_init()), then set what you need; every unset field (0 or
+ * NULL) means "from the environment (PUSHPROF_*), else the default":
+ *   pushprof_options o = PUSHPROF_OPTIONS_INIT;
+ *   o.socket_path = "/run/pushprof/pushprof.sock";
+ *   pushprof_start(&o);
+ *
+ * The struct can grow without breaking binaries built against an older or a
+ * newer pushprof.h. struct_size says which layout the caller was compiled
+ * with: PUSHPROF_OPTIONS_TAG in the high 16 bits, sizeof(pushprof_options)
+ * of the caller's header in the low 16. Fields are only ever appended (each
+ * version's size is larger than the last; reserved0 fills what would be tail
+ * padding), and the library reads them thus:
+ * - struct_size smaller than its own sizeof (an older header): the fields
+ *   that end within struct_size are read, later ones count as unset.
+ * - struct_size larger (a newer header than the library): the bytes beyond
+ *   the fields the library knows must all be 0 (those options left unset);
+ *   otherwise pushprof_start fails with PUSHPROF_EINVAL and a line naming
+ *   struct_size, rather than ignore a setting. The same for reserved0 != 0.
+ * - no tag: the layout of pushprof.h 0.1, which had no struct_size and
+ *   began with `int hz` (that word is then the hz; no valid hz carries the
+ *   tag). If that word is 0, hz is read from where this header puts it, so a
+ *   struct zeroed without PUSHPROF_OPTIONS_INIT still has its hz honoured
+ *   (the 0.1 layout had zero padding there); it is read as the 0.1 layout,
+ *   so fields added after 0.1 are ignored in it: use PUSHPROF_OPTIONS_INIT.
+ * Do not set struct_size by hand. */
+#define PUSHPROF_OPTIONS_TAG 0x70700000u /* "pp" */
+#define PUSHPROF_OPTIONS_TAG_MASK 0xffff0000u
+#define PUSHPROF_OPTIONS_STRUCT_SIZE (PUSHPROF_OPTIONS_TAG | (unsigned)sizeof(pushprof_options))
 typedef struct pushprof_options {
-  int hz;                  /* samples per second per thread, 1..1000 (default 100) */
-  const char *service;     /* service name (default: program name) */
-  const char *output_path; /* standalone: write a gzip pprof at exit; %p = pid */
-  int signal_number;       /* sampling signal (default SIGPROF) */
-  const char *socket_path; /* push to the sidecar at this Unix socket */
-  int upload_period_s;     /* seconds between pushes (default 10) */
-  int exit_timeout_ms;     /* bound on the flush at exit (default 2000) */
-  int handle_term_signals; /* 1: flush on SIGTERM/SIGINT/SIGHUP left at default */
-  const char *spool_dir;   /* sidecar spool to write into if it is down at exit */
-  int backlog;             /* unsent profiles kept in memory (default 6) */
+  unsigned int struct_size; /* PUSHPROF_OPTIONS_STRUCT_SIZE (see above) */
+  int hz;                   /* samples per second per thread, 1..1000 (default 100) */
+  const char *service;      /* service name (default: program name) */
+  const char *output_path;  /* standalone: write a gzip pprof at exit; %p = pid */
+  int signal_number;        /* sampling signal (default SIGPROF) */
+  const char *socket_path;  /* push to the sidecar at this Unix socket */
+  int upload_period_s;      /* seconds between pushes (default 10) */
+  int exit_timeout_ms;      /* bound on the flush at exit (default 2000) */
+  int handle_term_signals;  /* 1: flush on SIGTERM/SIGINT/SIGHUP left at default */
+  const char *spool_dir;    /* sidecar spool to write into if it is down at exit */
+  int backlog;              /* unsent profiles kept in memory (default 6) */
+  int reserved0;            /* must be 0 (a later version's field) */
+  /* Later versions append their fields here. */
 } pushprof_options;
+
+#ifdef __cplusplus /* every member: g++ warns on the ones a list leaves out */
+#define PUSHPROF_OPTIONS_INIT                                                                      \
+  { PUSHPROF_OPTIONS_STRUCT_SIZE, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, 0 }
+#else
+#define PUSHPROF_OPTIONS_INIT                                                                      \
+  { .struct_size = PUSHPROF_OPTIONS_STRUCT_SIZE }
+#endif
+
+/* Resets *o to PUSHPROF_OPTIONS_INIT. Inline on purpose: it records the
+ * caller's sizeof, not the library's. Async-signal-safe. */
+static inline void pushprof_options_init(pushprof_options *o) {
+  const pushprof_options init = PUSHPROF_OPTIONS_INIT;
+  *o = init;
+}
 
 /* Starts profiling every thread. opts NULL: everything from the environment.
  * opts is read during the call only (the caller keeps ownership).
