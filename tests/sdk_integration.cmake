@@ -69,6 +69,10 @@ pushprof_script_test(NAME it_sdk_ownsig_rtsignal
   COMMAND bash ${IT}/it_sdk_ownsig.sh preload SIGRTMIN+3)
 pushprof_script_test(NAME it_sdk_config COMMAND bash ${IT}/it_sdk_config.sh)
 pushprof_script_test(NAME it_sdk_install COMMAND bash ${IT}/it_sdk_install.sh)
+# What the libraries make visible: only pushprof_* (and the interpositions),
+# and a program defining the SDK's internal names links with libpushprof.a.
+pushprof_script_test(NAME it_sdk_exports COMMAND bash ${IT}/it_sdk_exports.sh)
+pushprof_script_test(NAME it_sdk_static_names COMMAND bash ${IT}/it_sdk_static_names.sh)
 if(TARGET demo_work)
   pushprof_script_test(NAME it_sdk_demo_preload COMMAND bash ${IT}/it_sdk_demo.sh)
 endif()
