@@ -265,7 +265,7 @@ int pushprof_flush(int timeout_ms) {
   if (!atomic_load(&api_started))
     return PUSHPROF_ENOTSTARTED;
   if (!push_active())
-    return PUSHPROF_EINVAL; /* standalone mode: nothing to push to */
+    return PUSHPROF_ESTANDALONE;
   return push_flush(timeout_ms);
 }
 
@@ -367,6 +367,8 @@ const char *pushprof_strerror(int code) {
     return "the sidecar could not be reached";
   case PUSHPROF_ESETUID:
     return "refused to run in a setuid/setgid program";
+  case PUSHPROF_ESTANDALONE:
+    return "profiling runs without a sidecar (standalone): nothing to push to";
   default:
     return "unknown pushprof error code";
   }

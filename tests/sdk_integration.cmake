@@ -20,6 +20,8 @@ if(NOT TARGET pushprof)
 endif()
 
 pushprof_unit_test(NAME test_api SOURCES unit/test_api.c LIBS pushprof_static LABELS "unit;tsan")
+# Allocation failures on demand (see test_api.c).
+target_link_options(test_api PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc)
 
 # Workloads: NAME (plain, for LD_PRELOAD) and NAME_linked (libpushprof.so,
 # calls pushprof_start). Built into tests/sdk_workloads/.
