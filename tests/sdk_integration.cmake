@@ -89,3 +89,4 @@ set_target_properties(wl_abi_v0_linked wl_abi_v0_static PROPERTIES RUNTIME_OUTPU
 foreach(mode linked static)
   pushprof_script_test(NAME it_sdk_abi_v0_${mode} COMMAND bash ${IT}/it_sdk_abi_v0.sh ${mode})
 endforeach()
+pushprof_script_test(NAME it_sdk_python_options COMMAND bash ${IT}/it_sdk_python_options.sh)
