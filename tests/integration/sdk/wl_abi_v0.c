@@ -1,7 +1,9 @@
 /* A program built against pushprof.h 0.1, before pushprof_options had a
  * struct_size: the struct and the calls below are that header's, verbatim,
  * and pushprof.h is not included. It links the current library.
- *   wl_abi_v0 OUTPUT HZ SIGNAL-OFFSET   (SIGNAL-OFFSET: SIGRTMIN+n, -1: unset)
+ *   wl_abi_v0 OUTPUT HZ SIGNAL-OFFSET [SOCKET SERVICE]
+ * (SIGNAL-OFFSET: SIGRTMIN+n, -1: unset; with SOCKET it pushes there as
+ * SERVICE instead of writing OUTPUT)
  * Prints rc=, signal=, cpu_seconds=; exits 0 when start and stop succeed,
  * 3 when pushprof_start fails (its code printed). */
 #include <signal.h>
@@ -31,8 +33,8 @@ int pushprof_thread_register(void);
 WL_SPIN_FN(abi_v0_spin)
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: wl_abi_v0 OUTPUT HZ SIGNAL-OFFSET\n");
+  if (argc != 4 && argc != 6) {
+    fprintf(stderr, "usage: wl_abi_v0 OUTPUT HZ SIGNAL-OFFSET [SOCKET SERVICE]\n");
     return 2;
   }
   pushprof_options o = {0};
@@ -42,6 +44,13 @@ int main(int argc, char **argv) {
   if (off >= 0)
     o.signal_number = SIGRTMIN + off;
   o.exit_timeout_ms = 5000;
+  if (argc == 6) {
+    o.output_path = NULL;
+    o.socket_path = argv[4];
+    o.service = argv[5];
+    o.upload_period_s = 3600; /* one push, at stop */
+    o.backlog = 2;
+  }
   int rc = pushprof_start(&o);
   printf("rc=%d\nsignal=%d\n", rc, off >= 0 ? SIGRTMIN + off : SIGPROF);
   if (rc != 0)
