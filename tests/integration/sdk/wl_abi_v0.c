@@ -4,7 +4,7 @@
  *   wl_abi_v0 OUTPUT HZ SIGNAL-OFFSET [SOCKET SERVICE]
  * (SIGNAL-OFFSET: SIGRTMIN+n, -1: unset; with SOCKET it pushes there as
  * SERVICE instead of writing OUTPUT)
- * Prints rc=, signal=, cpu_seconds=; exits 0 when start and stop succeed,
+ * Prints rc=, signal=, cpu_seconds= (main thread); exits 0 when start and stop succeed,
  * 3 when pushprof_start fails (its code printed). */
 #include <signal.h>
 #include <stddef.h>
@@ -55,9 +55,9 @@ int main(int argc, char **argv) {
   printf("rc=%d\nsignal=%d\n", rc, off >= 0 ? SIGRTMIN + off : SIGPROF);
   if (rc != 0)
     return 3;
-  double c0 = wl_process_cpu();
+  double c0 = wl_thread_cpu(); /* the sampled work; not the SDK's threads */
   abi_v0_spin(0.5);
-  double cpu = wl_process_cpu() - c0;
+  double cpu = wl_thread_cpu() - c0;
   rc = pushprof_stop();
   printf("cpu_seconds=%.3f\nstop=%d\n", cpu, rc);
   return rc == 0 ? 0 : 4;
