@@ -60,7 +60,8 @@ extern "C" {
  * version's size is larger than the last; reserved0 fills what would be tail
  * padding), and the library reads them thus:
  * - struct_size smaller than its own sizeof (an older header): the fields
- *   that end within struct_size are read, later ones count as unset.
+ *   that end within struct_size are read, later ones count as unset (below
+ *   72, the first tagged layout's size, it is PUSHPROF_EINVAL).
  * - struct_size larger (a newer header than the library): the bytes beyond
  *   the fields the library knows must all be 0 (those options left unset);
  *   otherwise pushprof_start fails with PUSHPROF_EINVAL and a line naming
