@@ -16,6 +16,7 @@
 
 #include "api_internal.h"
 #include "env_config.h"
+#include "options.h"
 #include "pp_pprof.h"
 #include "push.h"
 #include "threads_linux.h"
@@ -289,15 +290,18 @@ int pushprof_flush(int timeout_ms) {
   if (!atomic_load(&api_started))
     return PUSHPROF_ENOTSTARTED;
   if (!push_active())
-    return PUSHPROF_EINVAL; /* standalone mode: nothing to push to */
+    return PUSHPROF_ESTANDALONE;
   return push_flush(timeout_ms);
 }
 
 int pushprof_start(const pushprof_options *opts) {
   char err[512];
   env_config cfg;
-  int rc = env_config_resolve(opts, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
-                              sizeof err);
+  pushprof_options o;
+  int rc = options_import(opts, &o, err, sizeof err);
+  if (rc == 0)
+    rc = env_config_resolve(&o, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
+                            sizeof err);
   if (rc != 0) {
     api_log("pushprof: %s; profiling is off", err);
     return rc;
@@ -388,6 +392,8 @@ const char *pushprof_strerror(int code) {
     return "the sidecar could not be reached";
   case PUSHPROF_ESETUID:
     return "refused to run in a setuid/setgid program";
+  case PUSHPROF_ESTANDALONE:
+    return "profiling runs without a sidecar (standalone): nothing to push to";
   default:
     return "unknown pushprof error code";
   }

@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define THREADS_MAX 4096
+#define THREADS_MAX 4096 /* pushprof.h documents it (pushprof_thread_register) */
 
 typedef struct threads_slot {
   _Atomic uint32_t gen;                 /* bumped at each allocation and free */
