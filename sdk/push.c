@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "sdk_log.h"
 #include "pp_client.h"
 #include "pp_frame.h"
 #include "push.h"
@@ -47,6 +48,7 @@ static struct {
   int period_ms, exit_timeout_ms;
   int wake_r, wake_w;
   pthread_t thread;
+  void (*on_term)(void); /* the owner's stop, run by the pusher on a term signal */
   /* Guarded by push_lock. */
   push_entry *q; /* ring of capacity qcap */
   size_t qcap, qhead, qlen;
@@ -82,7 +84,7 @@ static void drop_oldest_locked(const char *why) {
   P.qlen--;
   P.dropped_unreported++;
   P.dropped_total++;
-  api_log("pushprof: dropped the profile of %.3f s (%s); %llu dropped so far",
+  sdk_log("pushprof: dropped the profile of %.3f s (%s); %llu dropped so far",
           (double)(e->end_ns - e->start_ns) / 1e9, why, (unsigned long long)P.dropped_total);
 }
 
@@ -98,7 +100,7 @@ static void q_push_front_locked(push_entry e) {
     /* e is older than everything queued: it is the one to give up. */
     P.dropped_unreported++;
     P.dropped_total++;
-    api_log("pushprof: dropped the profile of %.3f s (backlog full: raise PUSHPROF_BACKLOG or "
+    sdk_log("pushprof: dropped the profile of %.3f s (backlog full: raise PUSHPROF_BACKLOG or "
             "check the sidecar); %llu dropped so far",
             (double)(e.end_ns - e.start_ns) / 1e9, (unsigned long long)P.dropped_total);
     entry_free(&e);
@@ -128,7 +130,7 @@ static void log_once_locked(const char *what, const char *reason) {
       return;
   if (P.nreasons < PUSH_REASONS_SEEN)
     memcpy(P.reasons[P.nreasons++], key, sizeof key);
-  api_log("pushprof: %s: %s (logged once; retrying with the backlog, at most %zu profiles)", what,
+  sdk_log("pushprof: %s: %s (logged once; retrying with the backlog, at most %zu profiles)", what,
           reason, P.qcap);
 }
 
@@ -211,7 +213,7 @@ static int send_entry(const push_entry *e, int timeout_ms, int *rc) {
       /* Retrying the same bytes cannot succeed: give this one up, counted. */
       P.dropped_unreported++;
       P.dropped_total++;
-      api_log("pushprof: the sidecar refused a profile for good: %s; %llu dropped so far",
+      sdk_log("pushprof: the sidecar refused a profile for good: %s; %llu dropped so far",
               reply.reason, (unsigned long long)P.dropped_total);
       out = SENT_DROPPED;
     }
@@ -336,7 +338,13 @@ static void notify_empty(void) {
 
 /* ---- the pusher thread ---- */
 
-static void wake(char what) {
+/* What the pusher is woken for: one byte each on its pipe. A term signal's
+ * number travels beside it (g_term_signo): the pipe carries commands only. */
+enum push_cmd { PUSH_CMD_FLUSH = 'F', PUSH_CMD_STOP = 'S', PUSH_CMD_TERM = 'T' };
+static atomic_int g_term_signo; /* the first term signal caught; 0: none */
+
+static void wake(enum push_cmd cmd) {
+  char what = (char)cmd;
   if (P.wake_w >= 0) {
     ssize_t w = write(P.wake_w, &what, 1);
     (void)w; /* a full pipe already holds a wake-up */
@@ -365,15 +373,13 @@ static void *pusher_main(void *arg) {
     int n = poll(&pfd, 1, left > 0 ? (int)(left > 60000 ? 60000 : left) : 0);
     int flush = 0, term = 0;
     if (n > 0) {
-      unsigned char buf[64];
+      char buf[64];
       ssize_t r = read(P.wake_r, buf, sizeof buf);
       for (ssize_t i = 0; i < r; i++) {
-        if (buf[i] == 'F')
+        if (buf[i] == PUSH_CMD_FLUSH)
           flush = 1;
-        else if (buf[i] >= 'a' || buf[i] == 0)
-          continue;
-        else if (buf[i] < 64)
-          term = term ? term : buf[i]; /* a signal number */
+        else if (buf[i] == PUSH_CMD_TERM)
+          term = atomic_load(&g_term_signo);
       }
     }
     pthread_mutex_lock(&push_lock);
@@ -382,9 +388,11 @@ static void *pusher_main(void *arg) {
     if (stop)
       break;
     if (term) {
-      /* Flush through the API (stops sampling, pushes the last window within
-       * the exit timeout), then die of the signal as if we were not here. */
-      pushprof_stop();
+      /* The owner's stop (sampling off, the last window pushed within the
+       * exit timeout, through push_final), then die of the signal as if we
+       * were not here. */
+      if (P.on_term)
+        P.on_term();
       struct sigaction dfl;
       memset(&dfl, 0, sizeof dfl);
       dfl.sa_handler = SIG_DFL;
@@ -442,10 +450,10 @@ static int64_t process_start_ns(void) {
 
 /* ---- public to the SDK ---- */
 
-int push_start(const env_config *cfg, char *err, size_t errlen) {
+int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t errlen) {
   if (atomic_load(&push_thread_on)) {
     /* Left by push_leave_empty (an exec that failed restarts us). */
-    wake('S');
+    wake(PUSH_CMD_STOP);
     pthread_join(P.thread, NULL);
     atomic_store(&push_thread_on, 0);
   }
@@ -481,6 +489,8 @@ int push_start(const env_config *cfg, char *err, size_t errlen) {
     snprintf(P.hostname, sizeof P.hostname, "unknown");
   P.hostname[sizeof P.hostname - 1] = '\0';
   P.period_ms = cfg->upload_period_s * 1000;
+  P.on_term = on_term;
+  atomic_store(&g_term_signo, 0);
   atomic_store(&g_process_start_ns, 0); /* a forked child has its own */
   P.exit_timeout_ms = cfg->exit_timeout_ms;
   P.wake_r = fds[0];
@@ -522,7 +532,7 @@ int push_flush(int timeout_ms) {
   pthread_mutex_lock(&push_lock);
   uint64_t my = ++P.flush_req;
   pthread_mutex_unlock(&push_lock);
-  wake('F');
+  wake(PUSH_CMD_FLUSH);
   int rc = 0;
   pthread_mutex_lock(&push_lock);
   while (P.flush_done < my && rc == 0)
@@ -562,7 +572,7 @@ int push_final(int timeout_ms) {
     pthread_mutex_lock(&push_lock);
     P.stop = 1;
     pthread_mutex_unlock(&push_lock);
-    wake('S');
+    wake(PUSH_CMD_STOP);
     struct timespec dl = {.tv_sec = (time_t)(deadline / 1000000000),
                           .tv_nsec = (long)(deadline % 1000000000)};
     /* pthread_timedjoin_np waits against CLOCK_REALTIME: convert. */
@@ -598,11 +608,11 @@ int push_final(int timeout_ms) {
     entry_free(&e);
   }
   if (spooled)
-    api_log("pushprof: the sidecar at %s did not take %zu profile(s) in time; written to its spool "
+    sdk_log("pushprof: the sidecar at %s did not take %zu profile(s) in time; written to its spool "
             "%s",
             P.socket_path, spooled, P.spool_dir);
   if (lost)
-    api_log("pushprof: %zu profile(s) lost at exit: the sidecar at %s did not take them within "
+    sdk_log("pushprof: %zu profile(s) lost at exit: the sidecar at %s did not take them within "
             "%d ms%s",
             lost, P.socket_path, timeout_ms,
             P.spool_dir[0] ? " and the spool was not writable"
@@ -612,7 +622,9 @@ int push_final(int timeout_ms) {
 
 static void term_handler(int signo) {
   int saved = errno;
-  unsigned char b = (unsigned char)signo;
+  char b = PUSH_CMD_TERM;
+  int none = 0;
+  (void)atomic_compare_exchange_strong(&g_term_signo, &none, signo); /* the first one wins */
   if (!atomic_load(&push_term_ok) || P.wake_w < 0 || write(P.wake_w, &b, 1) != 1) {
     /* Nobody to flush: behave exactly as the default action would. */
     struct sigaction dfl;

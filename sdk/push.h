@@ -12,9 +12,13 @@
 #include "env_config.h"
 
 /* Starts the pusher thread for cfg->socket_path, pushing cfg's process
- * labels with every profile. 0 or a negative PUSHPROF_E*
- * code with a one-line reason in err (profiling then stays off). */
-int push_start(const env_config *cfg, char *err, size_t errlen);
+ * labels with every profile. on_term is the owner's stop: on a term signal
+ * (push_install_term_handlers) the pusher runs it (it must stop sampling and
+ * end in push_final), then re-raises the signal. The pusher thread is not
+ * sampled: its CPU (cutting, symbolizing, encoding) is the SDK's, not the
+ * host's. 0 or a negative PUSHPROF_E* code with a one-line reason in err
+ * (profiling then stays off). */
+int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t errlen);
 
 /* 1 if push_start succeeded and push_final has not run. */
 int push_active(void);
@@ -41,7 +45,7 @@ int push_final(int timeout_ms);
 
 /* Installs the SIGTERM/SIGINT/SIGHUP handler for each of them whose
  * disposition is SIG_DFL now: the handler only wakes the pusher, which
- * flushes (through pushprof_stop) and then re-raises the signal with its
+ * runs push_start's on_term and then re-raises the signal with its
  * default action, so the exit status is unchanged. */
 void push_install_term_handlers(void);
 

@@ -13,6 +13,7 @@
 #include "pushprof.h"
 #include "ring.h"
 #include "sampler_internal.h"
+#include "sdk_log.h"
 #include "threads_linux.h"
 #include "deferred.h"
 #include "dlphdr.h"
@@ -259,7 +260,7 @@ static void atfork_child(void) {
 
 static void register_atfork(void) {
   if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
-    fprintf(stderr, "pushprof: cannot register fork handlers; a forked child may be unprofiled\n");
+    sdk_log("pushprof: cannot register fork handlers; a forked child may be unprofiled");
 }
 
 int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
@@ -300,9 +301,8 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
       goto fail;
     }
     g_mode = COLLECTOR_MODE_ITIMER;
-    fprintf(stderr,
-            "pushprof: per-thread CPU timers unavailable (%s); sampling with "
-            "setitimer(ITIMER_PROF) on SIGPROF instead (per-thread fairness is lost)\n",
+    sdk_log("pushprof: per-thread CPU timers unavailable (%s); sampling with "
+            "setitimer(ITIMER_PROF) on SIGPROF instead (per-thread fairness is lost)",
             why);
   }
   rc = collector_start(cfg->hz, cfg->signo, g_mode, err, errlen);
