@@ -270,13 +270,15 @@ static int resolve_labels(env_config_getenv_fn get, void *ctx, env_config *cfg, 
   char why[256];
   size_t n = 0;
   int rc = 0;
+  const char *otel = env_value(get, ctx, "OTEL_RESOURCE_ATTRIBUTES");
+  const char *pl = env_value(get, ctx, "PUSHPROF_LABELS");
+  if (!otel && !pl)
+    return 0;                                                     /* the common case pays nothing */
   env_config_label *l = calloc(ENV_CONFIG_LABELS_MAX, sizeof *l); /* 72 KiB */
   if (!l) {
     snprintf(err, errlen, "out of memory reading the process labels");
     return PUSHPROF_ENOMEM;
   }
-  const char *otel = env_value(get, ctx, "OTEL_RESOURCE_ATTRIBUTES");
-  const char *pl = env_value(get, ctx, "PUSHPROF_LABELS");
   if (otel && env_config_parse_labels(otel, 1, l, &n, why, sizeof why) != 0) {
     snprintf(err, errlen,
              "OTEL_RESOURCE_ATTRIBUTES=\"%.64s\": %s (accepted: key=value,key=value with "
