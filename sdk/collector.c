@@ -340,6 +340,12 @@ void collector_wake_from_signal(void) {
   wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
 }
 
+static void (*_Atomic g_tick)(void); /* collector_set_tick */
+
+void collector_set_tick(void (*fn)(void)) {
+  atomic_store(&g_tick, fn);
+}
+
 static int stop_requested(void) {
   pthread_mutex_lock(&g_ctl);
   int stop = g_stop;
@@ -365,6 +371,9 @@ static void *collector_main(void *arg) {
      * their stacks need, which frees their slots soon), then the refresh
      * builds the rest, then a drain takes what arrived meanwhile. */
     collector_drain();
+    void (*tick)(void) = atomic_load(&g_tick);
+    if (tick)
+      tick();
     if (utab_wanted() && utab_refresh(&g_utab_cancel) > 0)
       collector_drain();
     int64_t now = clock_ns(CLOCK_MONOTONIC);

@@ -41,6 +41,10 @@ int collector_window_empty(void);
 /* Wakes the collector thread now (the first sample of a process, which
  * needs unwind tables). Async-signal-safe. */
 void collector_wake_from_signal(void);
+/* fn runs on the collector thread after each drain (every
+ * COLLECTOR_DRAIN_MS, and at once after collector_wake_from_signal): the
+ * push path starts its thread from there when first needed. NULL: none. */
+void collector_set_tick(void (*fn)(void));
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
 /* Called by the dlclose interposer before the real dlclose, on the caller's

@@ -63,6 +63,10 @@ static struct {
 static atomic_int push_on;      /* pusher running (start .. final) */
 static atomic_int push_term_ok; /* term handlers may wake the pusher */
 static atomic_int push_thread_on;
+/* Guards starting the pusher against push_final/push_leave_empty. The
+ * pusher starts lazily (ensure_pusher): most short processes never need it. */
+static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_first_due_ns; /* CLOCK_MONOTONIC: the first periodic push */
 
 static int64_t now_ns(clockid_t c) {
   struct timespec ts;
@@ -351,6 +355,16 @@ static void wake(enum push_cmd cmd) {
   }
 }
 
+static void log_spawn_failure(int rc) {
+  pthread_mutex_lock(&push_lock);
+  log_once_locked("cannot start the pusher thread (periodic pushes wait; the exit push does not)",
+                  strerror(rc));
+  pthread_mutex_unlock(&push_lock);
+}
+
+static void push_tick(void);
+static void ensure_pusher(void);
+
 static void run_flush_cycle(int64_t deadline) {
   pthread_mutex_lock(&push_lock);
   uint64_t req = P.flush_req;
@@ -366,7 +380,7 @@ static void run_flush_cycle(int64_t deadline) {
 static void *pusher_main(void *arg) {
   (void)arg;
   threads_exclude_self();
-  int64_t next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+  int64_t next = g_first_due_ns; /* started late: the period runs from push_start */
   for (;;) {
     int64_t left = (next - now_ns(CLOCK_MONOTONIC)) / 1000000;
     struct pollfd pfd = {.fd = P.wake_r, .events = POLLIN};
@@ -499,17 +513,38 @@ int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t e
   P.flush_req = P.flush_done = 0;
   P.nreasons = 0;
   pthread_mutex_unlock(&push_lock);
-  /* Not sampled: its CPU (cutting, symbolizing, encoding) is the SDK's own,
-   * not the host's, and it takes none of the host's signals. */
-  int rc = threads_spawn_internal(&P.thread, NULL, pusher_main, NULL);
-  if (rc != 0) {
-    snprintf(err, errlen, "cannot start the pusher thread: %s", strerror(rc));
-    return PUSHPROF_ESYS;
-  }
-  atomic_store(&push_thread_on, 1);
+  g_first_due_ns = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+  /* The pusher starts when first needed (ensure_pusher): at the first
+   * period, a flush or a term signal. A short process never starts it. */
   atomic_store(&push_on, 1);
   atomic_store(&push_term_ok, 1);
+  sampler_set_tick(push_tick);
   return 0;
+}
+
+/* Starts the pusher thread unless it runs or the push path is over. Not
+ * sampled: its CPU (cutting, symbolizing, encoding) is the SDK's own, not
+ * the host's, and it takes none of the host's signals. */
+static void ensure_pusher(void) {
+  pthread_mutex_lock(&spawn_lock);
+  if (atomic_load(&push_on) && !atomic_load(&push_thread_on)) {
+    int rc = threads_spawn_internal(&P.thread, NULL, pusher_main, NULL);
+    if (rc == 0)
+      atomic_store(&push_thread_on, 1);
+    else
+      log_spawn_failure(rc);
+  }
+  pthread_mutex_unlock(&spawn_lock);
+}
+
+/* On the collector thread, every drain (and at once when a term signal
+ * wakes it): starts the pusher when its first period is due or a term
+ * signal waits for it. */
+static void push_tick(void) {
+  if (atomic_load(&push_thread_on) || !atomic_load(&push_on))
+    return;
+  if (now_ns(CLOCK_MONOTONIC) >= g_first_due_ns || atomic_load(&g_term_signo) != 0)
+    ensure_pusher();
 }
 
 int push_active(void) {
@@ -529,6 +564,7 @@ int push_flush(int timeout_ms) {
     dl.tv_sec++;
     dl.tv_nsec -= 1000000000L;
   }
+  ensure_pusher();
   pthread_mutex_lock(&push_lock);
   uint64_t my = ++P.flush_req;
   pthread_mutex_unlock(&push_lock);
@@ -550,7 +586,10 @@ int push_nothing_to_send(void) {
 }
 
 int push_leave_empty(void) {
-  if (!atomic_exchange(&push_on, 0))
+  pthread_mutex_lock(&spawn_lock);
+  int was_on = atomic_exchange(&push_on, 0);
+  pthread_mutex_unlock(&spawn_lock);
+  if (!was_on)
     return PUSHPROF_ENOTSTARTED;
   atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
   pthread_mutex_lock(&push_lock);
@@ -561,7 +600,10 @@ int push_leave_empty(void) {
 }
 
 int push_final(int timeout_ms) {
-  if (!atomic_exchange(&push_on, 0))
+  pthread_mutex_lock(&spawn_lock); /* no pusher starts after this */
+  int was_on = atomic_exchange(&push_on, 0);
+  pthread_mutex_unlock(&spawn_lock);
+  if (!was_on)
     return PUSHPROF_ENOTSTARTED;
   atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
   int64_t start = now_ns(CLOCK_MONOTONIC);
@@ -625,7 +667,9 @@ static void term_handler(int signo) {
   char b = PUSH_CMD_TERM;
   int none = 0;
   (void)atomic_compare_exchange_strong(&g_term_signo, &none, signo); /* the first one wins */
-  if (!atomic_load(&push_term_ok) || P.wake_w < 0 || write(P.wake_w, &b, 1) != 1) {
+  if (atomic_load(&push_term_ok) && P.wake_w >= 0 && write(P.wake_w, &b, 1) == 1) {
+    sampler_wake_from_signal(); /* its tick starts the pusher if it is not running */
+  } else {
     /* Nobody to flush: behave exactly as the default action would. */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -659,6 +703,7 @@ void push_atfork_child(void) {
   atomic_store(&push_thread_on, 0);
   atomic_store(&push_term_ok, 0);
   pthread_mutex_init(&push_lock, NULL);
+  pthread_mutex_init(&spawn_lock, NULL);
   pthread_cond_init(&push_cond, NULL);
   for (size_t i = 0; i < P.qlen; i++)
     entry_free(&P.q[(P.qhead + i) % P.qcap]);

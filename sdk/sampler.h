@@ -30,6 +30,12 @@ int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
  * last cut): the exit path skips building and pushing such a profile. */
 int sampler_window_empty(void);
 
+/* fn runs on the collector thread after each drain: every 50 ms, and at
+ * once after sampler_wake_from_signal (see collector_set_tick). */
+void sampler_set_tick(void (*fn)(void));
+/* Wakes the collector thread now. Async-signal-safe. */
+void sampler_wake_from_signal(void);
+
 /* At exit: no sample is taken after it (timers disarmed); the collector
  * thread still runs. sampler_stop or sampler_leave follows. */
 void sampler_quiesce(void);

@@ -333,6 +333,14 @@ static void quiesce_locked(void) {
   }
 }
 
+void sampler_set_tick(void (*fn)(void)) {
+  collector_set_tick(fn);
+}
+
+void sampler_wake_from_signal(void) {
+  collector_wake_from_signal();
+}
+
 void sampler_quiesce(void) {
   pthread_mutex_lock(&g_api_mu);
   if (g_started)
