@@ -95,16 +95,25 @@ jobs200) # 200 short jobs (5 ms of CPU: about half take a sample) in a row:
 empty) # processes that never take a sample: one empty push each, nothing stored
   start_sidecar
   for i in $(seq 20); do run_pre /bin/true || fail "/bin/true failed under the SDK"; done
-  [ "$(empty_pids | wc -l)" -eq 20 ] || fail "$(empty_pids | wc -l) of 20 empty pushes"
-  [ "$(accepted_pids | wc -l)" -eq 0 ] || fail "a /bin/true pushed a profile"
-  [ "$(metric pushprof_pushes_empty_total)" = 20 ] || fail "pushprof_pushes_empty_total is $(metric pushprof_pushes_empty_total)"
-  [ "$(metric pushprof_pushes_accepted_total)" = 0 ] || fail "pushes accepted: $(metric pushprof_pushes_accepted_total)"
+  e=$(empty_pids | wc -l) n=$(accepted_pids | wc -l)
+  # Each run shows up exactly once. /bin/true takes ~1 ms of CPU, so almost
+  # every run is empty; an instrumented SDK (sanitizer build) spends
+  # milliseconds starting and a loaded machine stretches CPU time: some
+  # runs then take a sample and push a real profile.
+  min_empty=15
+  [ -n "${SAN_RUNTIME:-}" ] && min_empty=1
+  [ $((e + n)) -eq 20 ] && [ "$e" -ge $min_empty ] ||
+    fail "$e empty pushes + $n profiles of 20 runs (want all 20, >= $min_empty empty)"
+  [ "$(metric pushprof_pushes_empty_total)" = "$e" ] || fail "pushprof_pushes_empty_total is $(metric pushprof_pushes_empty_total), the log says $e"
+  [ "$(metric pushprof_pushes_accepted_total)" = "$n" ] || fail "pushes accepted: $(metric pushprof_pushes_accepted_total), the log says $n"
   # Exit status and output are the host's own, with or without a sidecar.
   out=$(run_pre sh -c 'echo hi; exit 7') && fail "exit status lost"
   [ "$out" = hi ] || fail "output changed: $out"
   stop_sidecar
-  [ -z "$(find "$w/out" -name '*.pb.gz' 2>/dev/null)" ] || fail "an empty push was exported"
-  [ -z "$(find "$w/spool" -name '*.push' 2>/dev/null)" ] || fail "an empty push was spooled"
+  if [ "$n" -eq 0 ]; then
+    [ -z "$(find "$w/out" -name '*.pb.gz' 2>/dev/null)" ] || fail "an empty push was exported"
+  fi
+  [ -z "$(find "$w/spool" -name '*.push' 2>/dev/null)" ] || fail "a push was left in the spool"
   st=0
   run_pre /bin/true 2>"$w/err" || st=$?
   [ "$st" -eq 0 ] && [ ! -s "$w/err" ] || fail "no sidecar: status $st, stderr $(cat "$w/err")"
@@ -116,10 +125,14 @@ execfail) # an exec that fails before any sample: the flush before it finds
   run_pre bash -O execfail -c 'exec /nonexistent/prog 2>/dev/null; for ((i = 0; i < 200000; i++)); do :; done' ||
     fail "bash failed"
   stop_sidecar
-  [ "$(empty_pids)" = "$(accepted_pids)" ] && [ "$(accepted_pids | wc -l)" -eq 1 ] ||
-    fail "want one empty push and one profile from the same pid: empty $(empty_pids | tr '\n' ' ') accepted $(accepted_pids | tr '\n' ' ')"
+  # Two pushes of one pid: the flush before the exec (usually empty: bash
+  # has rarely been sampled yet), then the restarted profile's.
+  e=$(grep -c 'msg="empty push"' "$w/side.log" || true)
+  n=$(grep -c 'msg="push accepted"' "$w/side.log" || true)
+  [ $((e + n)) -eq 2 ] && [ "$n" -ge 1 ] || fail "want 2 pushes (the exec's flush, then the rest), got $e empty + $n profiles"
+  [ "$(sort -u <(empty_pids) <(accepted_pids) | wc -l)" -eq 1 ] || fail "the pushes are not of one pid"
   out=$($CHECK "$(merged)" --value samples/count --min-samples 10) || fail "the restarted profile: $out"
-  echo "pass [execfail]: empty push, then the profile, pid $(accepted_pids)" ;;
+  echo "pass [execfail]: $e empty + $n profiles, pid $(accepted_pids)" ;;
 sigterm) # killed by SIGTERM after ~1 s of CPU: status 143 and the profile arrives
   start_sidecar
   set +e
