@@ -40,4 +40,7 @@ int exporter_parse_bucket_url(const char *url, const char *scheme, char **bucket
 /* pyroscope+http(s)://HOST:PORT[/PREFIX] (exporter_pyroscope.c). */
 exporter *exporter_pyroscope_create(const char *url, const exporter_options *opts, char *err,
                                     size_t errlen);
+/* otlp+http(s)://HOST:PORT[/PATH] or "otlp" (exporter_otlp.c). */
+exporter *exporter_otlp_create(const char *url, const exporter_options *opts, char *err,
+                               size_t errlen);
 #endif
