@@ -339,28 +339,23 @@ static int64_t conv_location(conv *c, uint64_t id) {
   int64_t mi = conv_mapping(c, l->mapping_id);
   if (mi < 0)
     return -1;
-  /* Functions first: they may grow kbuf's users' tables, not kbuf. */
+  /* Its own key buffer: sample_key holds the stack being built in kbuf. */
   size_t len = 2 + 2 * l->n_line;
-  int64_t *fk = malloc((l->n_line ? l->n_line : 1) * sizeof *fk);
-  if (!fk)
+  int64_t *k = malloc(len * sizeof *k);
+  if (!k)
     return -1;
-  for (size_t j = 0; j < l->n_line; j++)
-    if ((fk[j] = conv_function(c, l->line[j]->function_id)) < 0) {
-      free(fk);
+  k[0] = mi;
+  k[1] = (int64_t)l->address;
+  for (size_t j = 0; j < l->n_line; j++) {
+    if ((k[2 + 2 * j] = conv_function(c, l->line[j]->function_id)) < 0) {
+      free(k);
       return -1;
     }
-  if (kbuf_need(c, len) != 0) {
-    free(fk);
-    return -1;
+    k[3 + 2 * j] = l->line[j]->line;
   }
-  c->kbuf[0] = mi;
-  c->kbuf[1] = (int64_t)l->address;
-  for (size_t j = 0; j < l->n_line; j++) {
-    c->kbuf[2 + 2 * j] = fk[j];
-    c->kbuf[3 + 2 * j] = l->line[j]->line;
-  }
-  free(fk);
-  return c->loc_ix[pos] = ktab_intern(&c->o->t[T_LOC], c->kbuf, len);
+  c->loc_ix[pos] = ktab_intern(&c->o->t[T_LOC], k, len);
+  free(k);
+  return c->loc_ix[pos];
 }
 
 static int cmp_i64(const void *a, const void *b) {

@@ -44,12 +44,16 @@ fail() {
 }
 
 # start_sidecar LOGNAME [extra flags...]: starts it on $SOCK with the spool in
-# $W/spool and file:// export to $OUT, waits until it accepts pushes.
+# $W/spool and file:// export to $OUT (unless the flags name their own
+# --export targets), waits until it accepts pushes.
 start_sidecar() {
-  local name=$1
+  local name=$1 a export=(--export "file://$OUT")
   shift
+  for a in "$@"; do
+    case $a in --export | --export=*) export=() ;; esac
+  done
   SC_LOG=$W/sidecar-$name.log
-  "$SIDECAR" --socket "$SOCK" --spool "$W/spool" --export "file://$OUT" --node-name testnode \
+  "$SIDECAR" --socket "$SOCK" --spool "$W/spool" "${export[@]}" --node-name testnode \
     --metrics-addr 127.0.0.1:0 "$@" 2>"$SC_LOG" &
   SC_PID=$!
   for _ in $(seq 200); do
