@@ -813,18 +813,30 @@ static size_t base_headers(pyro_exporter *pe, const creds *c, const char **hdr, 
   return n;
 }
 
+/* Pyroscope's answer to a profile older than its ingestion window
+ * (validation.reject-older-than, 1 h by default; pkg/validation's
+ * NotInIngestionWindow): retrying can only make it older. */
+#define TOO_OLD_MARK "outside of ingestion window"
+
 static int do_request(pyro_exporter *pe, http_request *rq, const char *what, char *err,
                       size_t errlen) {
   http_response rs;
   memset(&rs, 0, sizeof rs);
   int prc = http_perform(pe->http, rq, &rs);
   int rc = prc == 0 ? http_classify(&rs) : EXPORT_RETRY;
+  bool too_old = prc == 0 && rc != EXPORT_OK && rs.body && strstr(rs.body, TOO_OLD_MARK);
+  if (too_old) {
+    rc = EXPORT_PERMANENT; /* whatever the status: it will never be accepted */
+    pe->base.drop_reason = "too_old";
+  }
   if (rc == EXPORT_RETRY && rs.retry_after_s > 0)
     pe->base.retry_after_s = rs.retry_after_s;
   if (rc != EXPORT_OK) {
     char d[768];
     http_describe("POST", rq->url, &rs, d, sizeof d);
-    snprintf(err, errlen, "%s: %s", what, d);
+    snprintf(err, errlen, "%s%s: %s",
+             too_old ? "refused for age (older than the server's ingestion window): " : "", what,
+             d);
   }
   http_response_free(&rs);
   return rc;

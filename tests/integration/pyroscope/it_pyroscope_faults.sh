@@ -2,7 +2,9 @@
 # Delivery rules with the Pyroscope stand-in (a test double): 503 and 500
 # are retried, 429 waits out its Retry-After, and the batch then arrives
 # once; a 403 is permanent: no retry, the push moves to the spool's failed/
-# with the reason beside it; a refused connection is retried, never failed.
+# with the reason beside it; a refused connection is retried, never failed;
+# a profile older than the server's ingestion window is refused for age:
+# counted as too_old and moved to failed/, never retried.
 source "$(dirname "$0")/lib_pyroscope.sh"
 export PUSHPROF_TEST_BACKOFF_MS=100
 
@@ -55,3 +57,22 @@ wait_metric pushprof_export_retries_total 2 20
 [ "$(find "$W/spool" -maxdepth 1 -name "*.push" | wc -l)" -eq 1 ] || fail "the push left the spool: $(ls -R "$W/spool")"
 stop_sidecar
 echo "ok: 503/500/429 retried (Retry-After ${gap} ms), 403 to failed/, refused connection retried"
+
+# 4. A backlog older than Pyroscope's ingestion window: refused for age,
+#    counted as too_old, moved to failed/ with that reason, never retried;
+#    a fresh profile still goes in.
+rm -rf "$W/spool/failed"
+start_standin old --reject-older-than 3600
+start_sidecar old --export "pyroscope+$PY_URL" --batch-window 1
+"$B/tests/gen_otlp_pprof" "$W/old.pb" --samples 20 || fail "gen_otlp_pprof" # time: 2023
+"$CLI" push "$W/old.pb" --socket "$SOCK" --service stale >/dev/null || fail "push old"
+"$CLI" push "$W/in.pb" --socket "$SOCK" --service fresh >/dev/null || fail "push fresh"
+wait_accepted "$PY_OUT" 1 30
+wait_metric 'pushprof_drops_total{reason="too_old"}' 1 20
+reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a refusal for age"
+echo "$reason" | grep -q 'refused for age.*outside of ingestion window' || fail "failed/ reason: $reason"
+sleep 1
+[ "$(grep -c '"too_old"' "$PY_OUT/requests.jsonl")" -eq 1 ] || fail "a refusal for age was retried"
+no_violations "$PY_OUT"
+stop_sidecar
+echo "ok: a profile older than the ingestion window went to failed/ as too_old"
