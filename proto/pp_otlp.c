@@ -15,6 +15,20 @@
 
 #define IX_MAX INT32_MAX /* OTLP indices are int32 */
 
+/* Makes room for need elements of size elem in *v (capacity *cap, grown
+ * to at least twice over). 0 or -1 (ENOMEM; *v unchanged). */
+static int grow(void *v, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  size_t ncap = *cap * 2 > need ? *cap * 2 : need + 16;
+  void *nv = realloc(*(void **)v, ncap * elem);
+  if (!nv)
+    return -1;
+  *(void **)v = nv;
+  *cap = ncap;
+  return 0;
+}
+
 /* ---- interners ---- */
 
 /* Variable-length int64 keys in one pool; entry i is pool[off[i]..off[i+1]). */
@@ -43,7 +57,7 @@ static int ktab_init(ktab *t) {
   t->off = malloc(16 * sizeof *t->off);
   if (!t->off || pp_htab_init(&t->h, 16) != 0)
     return -1;
-  t->cap = 15;
+  t->cap = 16;
   t->off[0] = 0;
   return 0;
 }
@@ -64,22 +78,10 @@ static int64_t ktab_intern(ktab *t, const int64_t *k, size_t len) {
     return found;
   if (t->n >= IX_MAX)
     return -1;
-  if (t->plen + len > t->pcap) {
-    size_t ncap = (t->plen + len) * 2 + 64;
-    int64_t *np = realloc(t->pool, ncap * sizeof *np);
-    if (!np)
-      return -1;
-    t->pool = np;
-    t->pcap = ncap;
-  }
-  if (t->n + 1 > t->cap) {
-    size_t ncap = t->cap * 2 + 1;
-    size_t *no = realloc(t->off, (ncap + 1) * sizeof *no);
-    if (!no)
-      return -1;
-    t->off = no;
-    t->cap = ncap;
-  }
+  /* off has one entry more than the entries: its capacity counts that. */
+  if (grow(&t->pool, &t->pcap, t->plen + len, sizeof *t->pool) != 0 ||
+      grow(&t->off, &t->cap, t->n + 2, sizeof *t->off) != 0)
+    return -1;
   if (pp_htab_insert(&t->h, h, (uint32_t)t->n) != 0)
     return -1;
   if (len)
@@ -120,14 +122,8 @@ static int64_t stab_intern(stab *t, const char *s) {
     return found;
   if (t->n >= IX_MAX)
     return -1;
-  if (t->n == t->cap) {
-    size_t ncap = t->cap ? t->cap * 2 : 64;
-    char **ns = realloc(t->s, ncap * sizeof *ns);
-    if (!ns)
-      return -1;
-    t->s = ns;
-    t->cap = ncap;
-  }
+  if (grow(&t->s, &t->cap, t->n + 1, sizeof *t->s) != 0)
+    return -1;
   char *dup = strdup(s);
   if (!dup || pp_htab_insert(&t->h, h, (uint32_t)t->n) != 0) {
     free(dup);
@@ -267,15 +263,7 @@ typedef struct conv {
 } conv;
 
 static int kbuf_need(conv *c, size_t n) {
-  if (n <= c->kcap)
-    return 0;
-  size_t ncap = n * 2 + 16;
-  int64_t *nb = realloc(c->kbuf, ncap * sizeof *nb);
-  if (!nb)
-    return -1;
-  c->kbuf = nb;
-  c->kcap = ncap;
-  return 0;
+  return grow(&c->kbuf, &c->kcap, n, sizeof *c->kbuf);
 }
 
 static int64_t pstr_ix(conv *c, int64_t i) {
@@ -426,14 +414,8 @@ static int sample_key(conv *c, const Perftools__Profiles__Sample *s, size_t *kle
 
 static int add_resource(pp_otlp *o, const pp_otlp_attr *res, size_t nres, const char *scope_name,
                         const char *scope_version) {
-  if (o->nres == o->capres) {
-    size_t ncap = o->capres ? o->capres * 2 : 4;
-    resource *nr = realloc(o->res, ncap * sizeof *nr);
-    if (!nr)
-      return -1;
-    o->res = nr;
-    o->capres = ncap;
-  }
+  if (grow(&o->res, &o->capres, o->nres + 1, sizeof *o->res) != 0)
+    return -1;
   resource *r = &o->res[o->nres];
   memset(r, 0, sizeof *r);
   o->nres++; /* freed by pp_otlp_free whatever follows */
@@ -465,17 +447,11 @@ static int conv_samples(conv *c, ktab *samples, int64_t **values, size_t stride)
     int64_t ix = ktab_intern(samples, c->kbuf, klen);
     if (ix < 0)
       return -1;
-    if ((size_t)ix >= cap) {
-      size_t ncap = cap ? cap * 2 : 64;
-      while (ncap <= (size_t)ix)
-        ncap *= 2;
-      int64_t *nv = realloc(*values, ncap * stride * sizeof *nv);
-      if (!nv)
-        return -1;
-      memset(nv + cap * stride, 0, (ncap - cap) * stride * sizeof *nv);
-      *values = nv;
-      cap = ncap;
-    }
+    size_t old = cap;
+    if (grow(values, &cap, (size_t)ix + 1, stride * sizeof **values) != 0)
+      return -1;
+    if (cap > old)
+      memset(*values + old * stride, 0, (cap - old) * stride * sizeof **values);
     for (size_t t = 0; t < stride && t < s->n_value; t++)
       (*values)[(size_t)ix * stride + t] += s->value[t];
     if (c->kbuf[1] != 0)
@@ -533,14 +509,8 @@ int pp_otlp_add(pp_otlp *o, const Perftools__Profiles__Profile *p, const pp_otlp
     if (ix[2] < 0 || ix[3] < 0)
       goto oom;
   }
-  if (o->nprof + stride > o->capprof) {
-    size_t ncap = (o->nprof + stride) * 2;
-    profile *np = realloc(o->prof, ncap * sizeof *np);
-    if (!np)
-      goto oom;
-    o->prof = np;
-    o->capprof = ncap;
-  }
+  if (grow(&o->prof, &o->capprof, o->nprof + stride, sizeof *o->prof) != 0)
+    goto oom;
   size_t dropped = o->st.dropped_labels - dropped0;
   for (size_t t = 0; t < stride; t++) {
     ix[0] = pstr_ix(&c, p->sample_type[t]->type);
@@ -611,15 +581,9 @@ typedef struct arena {
 static void *arena_alloc(arena *a, size_t n, size_t size) {
   if (a->oom)
     return NULL;
-  if (a->n == a->cap) {
-    size_t ncap = a->cap ? a->cap * 2 : 64;
-    void **nv = realloc(a->v, ncap * sizeof *nv);
-    if (!nv) {
-      a->oom = true;
-      return NULL;
-    }
-    a->v = nv;
-    a->cap = ncap;
+  if (grow(&a->v, &a->cap, a->n + 1, sizeof *a->v) != 0) {
+    a->oom = true;
+    return NULL;
   }
   void *p = calloc(n ? n : 1, size);
   if (!p) {

@@ -90,26 +90,6 @@ class TooOld(Exception):
     pass
 
 
-def top_varint(buf, field):
-    """The last value of top-level varint field `field` (0 if absent)."""
-    i = val = 0
-    while i < len(buf):
-        key, i = varint(buf, i)
-        wt = key & 7
-        if wt == 0:
-            v, i = varint(buf, i)
-            if key >> 3 == field:
-                val = v
-        elif wt == 2:
-            ln, i = varint(buf, i)
-            i += ln
-        elif wt in (1, 5):
-            i += 8 if wt == 1 else 4
-        else:
-            raise Bad(f"wire type {wt} in the pprof")
-    return val
-
-
 def varint(buf, i):
     shift = value = 0
     while True:
@@ -144,14 +124,15 @@ def decode(buf, msg):
     return out
 
 
-def count_field(buf, field):
-    """How often top-level field `field` occurs in a protobuf message."""
-    i = n = 0
+def top_fields(buf):
+    """Yields (field number, varint value or None) for each top-level field
+    of a protobuf message."""
+    i = 0
     while i < len(buf):
         key, i = varint(buf, i)
-        wt = key & 7
+        wt, val = key & 7, None
         if wt == 0:
-            _, i = varint(buf, i)
+            val, i = varint(buf, i)
         elif wt == 2:
             ln, i = varint(buf, i)
             i += ln
@@ -161,8 +142,21 @@ def count_field(buf, field):
             raise Bad(f"wire type {wt} in the pprof")
         if i > len(buf):
             raise Bad("truncated pprof")
-        n += (key >> 3) == field
-    return n
+        yield key >> 3, val
+
+
+def count_field(buf, field):
+    """How often top-level field `field` occurs in a protobuf message."""
+    return sum(1 for num, _ in top_fields(buf) if num == field)
+
+
+def top_varint(buf, field):
+    """The last value of top-level varint field `field` (0 if absent)."""
+    val = 0
+    for num, v in top_fields(buf):
+        if num == field and v is not None:
+            val = v
+    return val
 
 
 def text(b, what):
