@@ -118,6 +118,7 @@ static void pprof_seeds(void) {
     size_t n;
     pack_profile(shapes[i].shape, &p, &n);
     put("pprof", shapes[i].name, p, n);
+    put("otlp", shapes[i].name, p, n); /* fuzz_otlp converts what a pprof parser accepts */
     if (shapes[i].shape == SHAPE_FULL) {
       uint8_t *gz;
       size_t gzlen;
