@@ -49,7 +49,9 @@ typedef struct keq_ctx {
 static bool ktab_eq(const void *ctx, uint32_t idx) {
   const keq_ctx *c = ctx;
   size_t len = c->t->off[idx + 1] - c->t->off[idx];
-  return len == c->len && memcmp(c->t->pool + c->t->off[idx], c->k, len * sizeof *c->k) == 0;
+  /* (no pointer arithmetic on an empty pool: it may still be NULL) */
+  return len == c->len &&
+         (len == 0 || memcmp(c->t->pool + c->t->off[idx], c->k, len * sizeof *c->k) == 0);
 }
 
 static int ktab_init(ktab *t) {
@@ -93,7 +95,7 @@ static int64_t ktab_intern(ktab *t, const int64_t *k, size_t len) {
 
 static const int64_t *ktab_get(const ktab *t, size_t i, size_t *len) {
   *len = t->off[i + 1] - t->off[i];
-  return t->pool + t->off[i];
+  return *len ? t->pool + t->off[i] : NULL;
 }
 
 typedef struct stab {
