@@ -104,6 +104,7 @@ endif()
 
 if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c)
   pushprof_fuzz_target(NAME pyroscope SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c
+    ${CMAKE_SOURCE_DIR}/proto/pp_split.c
     INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
     LIBS pushprof_sidecar_lib DEPENDS pushprof_proto)
 endif()
