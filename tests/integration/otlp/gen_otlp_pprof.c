@@ -3,11 +3,14 @@
  * labels them: valid W3C trace_id + span_id pairs (which must become
  * Links), a short trace_id, an all-zero one, a span_id alone (which must
  * not), a route label, and a numeric label with a unit.
- *   gen_otlp_pprof OUT [--samples N] [--seed N] */
+ *   gen_otlp_pprof OUT [--samples N] [--seed N] [--now]
+ * The profile's time is 2023-11-14 (older than any ingestion window)
+ * unless --now. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pp_pprof.h"
 
@@ -21,22 +24,29 @@ static uint64_t next(void) {
 
 int main(int argc, char **argv) {
   int nsamples = 200;
+  int64_t when = 1700000000000000000LL;
   if (argc < 2) {
     fprintf(stderr, "usage: gen_otlp_pprof OUT [--samples N] [--seed N]\n");
     return 2;
   }
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--samples"))
-      nsamples = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--seed"))
-      rng = strtoull(argv[i + 1], NULL, 10) | 1;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--now")) {
+      when = (int64_t)time(NULL) * 1000000000LL;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--samples")) {
+      nsamples = atoi(argv[++i]);
+    } else if (i + 1 < argc && !strcmp(argv[i], "--seed")) {
+      rng = strtoull(argv[++i], NULL, 10) | 1;
+    } else {
+      fprintf(stderr, "gen_otlp_pprof: unknown argument %s\n", argv[i]);
+      return 2;
+    }
   }
   pp_builder *b = pp_builder_new();
   if (!b || pp_builder_add_sample_type(b, "samples", "count") ||
       pp_builder_add_sample_type(b, "cpu", "nanoseconds") ||
       pp_builder_set_period(b, "cpu", "nanoseconds", 10000000))
     return 1;
-  pp_builder_set_time(b, 1700000000000000000LL, 10000000000LL);
+  pp_builder_set_time(b, when, 10000000000LL);
   uint64_t maps[3] = {
       pp_builder_mapping(b, 0x400000, 0x500000, 0, "/usr/bin/otlpdemo",
                          "4f1c2a9be0d7c3a1b2c3d4e5f60718293a4b5c6d", true),

@@ -66,7 +66,8 @@ start_standin old --reject-older-than 3600
 start_sidecar old --export "pyroscope+$PY_URL" --batch-window 1
 "$B/tests/gen_otlp_pprof" "$W/old.pb" --samples 20 || fail "gen_otlp_pprof" # time: 2023
 "$CLI" push "$W/old.pb" --socket "$SOCK" --service stale >/dev/null || fail "push old"
-"$CLI" push "$W/in.pb" --socket "$SOCK" --service fresh >/dev/null || fail "push fresh"
+"$B/tests/gen_otlp_pprof" "$W/fresh.pb" --samples 60 --now || fail "gen_otlp_pprof --now"
+"$CLI" push "$W/fresh.pb" --socket "$SOCK" --service fresh >/dev/null || fail "push fresh"
 wait_accepted "$PY_OUT" 1 30
 wait_metric 'pushprof_drops_total{reason="too_old"}' 1 20
 reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a refusal for age"
@@ -74,5 +75,12 @@ echo "$reason" | grep -q 'refused for age.*outside of ingestion window' || fail 
 sleep 1
 [ "$(grep -c '"too_old"' "$PY_OUT/requests.jsonl")" -eq 1 ] || fail "a refusal for age was retried"
 no_violations "$PY_OUT"
+# Span profiles: the span_id labels (16 hex) reach Pyroscope inside the pprof.
+wait_accepted "$PY_OUT" 2 30 # fresh, and the push step 3 left in the spool
+found=
+for f in "$PY_OUT"/prof-*.pprof; do
+  go tool pprof -raw "$f" 2>/dev/null | grep -q 'span_id:\[00f067aa0ba902b7\]' && found=$f
+done
+[ -n "$found" ] || fail "span_id labels did not reach the stand-in"
 stop_sidecar
-echo "ok: a profile older than the ingestion window went to failed/ as too_old"
+echo "ok: a profile older than the ingestion window went to failed/ as too_old; span_id labels reach Pyroscope"
