@@ -893,9 +893,9 @@ static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *d
     metrics_add(M_EXPORT_RETRIES, 1);
     metrics_target_add(tm, MT_EXPORT_RETRIES, 1);
     log_event(LOG_WARN, "export failed; will retry",
-              "service=%s target=%s attempt=%d retry_in_ms=%" PRId64 " reason=%s",
-              log_quote(g->service, q, 300), b->ex[t]->scheme, ts->attempts, delay,
-              log_quote(err, q + 300, 300));
+              "service=%s attempt=%d retry_in_ms=%" PRId64 " reason=%s target=%s",
+              log_quote(g->service, q, 300), ts->attempts, delay, log_quote(err, q + 300, 300),
+              b->ex[t]->scheme);
     return;
   }
   bool failed = false;
