@@ -86,7 +86,7 @@ pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${
   LIBS PkgConfig::PP_FUZZ_INIH)
 
 pushprof_fuzz_target(NAME env_config SOURCES ${PP_FUZZ_SDK}/env_config.c
-  INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include)
+  INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include ${CMAKE_SOURCE_DIR}/proto)
 
 pushprof_fuzz_target(NAME manifest SOURCES ${PP_FUZZ_MANIFEST_SRCS}
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}

@@ -11,6 +11,8 @@ anything was lost, doubled or unaccounted on any target.
 Rules:
   - every job exits 0 and its push was seen by the tap;
   - a push the SDK counts as acknowledged got an OK reply from the sidecar;
+  - a job that took no sample sends a no_samples push (answered, not waited
+    for: it carries nothing to lose) and no profile;
   - every acknowledged or spooled push is exported with exactly its samples;
   - a push the SDK dropped is exported with all its samples or none;
   - no job's samples are exported more than once; every object's name
@@ -123,9 +125,16 @@ def main():
 
     # What was pushed: each job's frame (the same bytes on every attempt).
     frames = {}  # pid -> (job label totals)
+    empty = collections.defaultdict(int)  # pid -> no_samples pushes
     for f in glob.glob(os.path.join(a.frames, "*.frame")):
         data = open(f, "rb").read()
         req = conserve_pb.push_request(data[12:])
+        if req["no_samples"]:
+            if req["pprof"]:
+                errors.append("pid %d: a no_samples push carried a pprof" % req["pid"])
+            empty[req["pid"]] += 1
+            frames.setdefault(req["pid"], collections.Counter())
+            continue
         frames.setdefault(req["pid"], collections.Counter()).update(
             conserve_pb.label_totals(req["pprof"], "job"))
     tap = collections.defaultdict(list)
@@ -158,6 +167,9 @@ def main():
         others = [k for k in c if k not in (str(n), None)]
         if others:
             errors.append("job %d pushed samples labelled job=%s" % (n, others))
+        if fate[n] == "acked" and empty[pid] and not c:
+            fate[n] = "empty"  # no sample taken: nothing to acknowledge
+            continue
         if fate[n] == "acked" and not any(r.get("code") == 0 and r.get("delivered")
                                           for r in tap[pid]):
             errors.append("job %d: the SDK reported no failure, but no OK reply reached it" % n)
@@ -195,9 +207,10 @@ def main():
             faults[r["fault"]] += 1
     dropped = {k.split(":", 1)[1]: v for k, v in tally.items() if k.startswith("dropped")}
     no_reply = sum(1 for rs in tap.values() for r in rs if r.get("code") is None)
-    print("conservation tally: pushed=%d acked=%d spooled=%d dropped=%s exported=%d "
+    print("conservation tally: pushed=%d acked=%d spooled=%d empty=%d dropped=%s exported=%d "
           "(jobs whose samples arrived exactly once; samples pushed=%d exported=%d)" % (
-              a.jobs, tally["acked"], tally["spooled"], json.dumps(dropped, sort_keys=True), exact,
+              a.jobs, tally["acked"], tally["spooled"], tally["empty"],
+              json.dumps(dropped, sort_keys=True), exact,
               sum(expect.values()), sum(v for k, v in exported.items() if k is not None)))
     print("  faults: sidecar incarnations=%d (SIGKILLed %d), pushes cut off without a reply=%d, "
           "duplicate pushes deleted=%d, batches recovered from manifests=%d, objects=%d, "
