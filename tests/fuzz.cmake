@@ -102,6 +102,12 @@ if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds
     INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
 endif()
 
+if(TARGET pushprof_sidecar_lib)
+  pushprof_fuzz_target(NAME otlp_settings SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_otlp.c
+    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
+    LIBS pushprof_sidecar_lib DEPENDS pushprof_proto pushprof_proto_convert)
+endif()
+
 if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c)
   pushprof_fuzz_target(NAME pyroscope SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c
     ${CMAKE_SOURCE_DIR}/proto/pp_split.c
