@@ -4,9 +4,8 @@
  * holds no comma, as one --otlp-header), the part after to otlp_endpoint as
  * an --export URL. Accepted headers have token names, no control byte in a
  * value, no name twice (case-insensitively), none pushprof sets itself, at
- * most OTLP_HEADERS_MAX; a refusal is one printable line that does not echo
- * a value. An accepted endpoint is http(s)://HOST... without credentials,
- * spaces, control bytes, query or fragment. */
+ * most OTLP_HEADERS_MAX; a refusal is one printable line. An accepted endpoint is http(s)://HOST...
+ * without credentials, spaces, control bytes, query or fragment. */
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
@@ -43,13 +42,11 @@ static void check_headers(const char *in, int one) {
     for (size_t j = 0; j < i; j++)
       FUZZ_CHECK(strcasecmp(h[i].name, h[j].name) != 0, "header %s twice", h[i].name);
   }
-  if (rc != 0) {
+  /* (That a refusal never echoes a value is checked where values are
+   * known secrets: test_otlp and it_otlp_faults; here a name may hold any
+   * value's bytes.) */
+  if (rc != 0)
     check_line(err);
-    /* Values are secrets: a refusal names at most the header. */
-    for (size_t i = 0; i < n; i++)
-      if (strlen(h[i].value) >= 8)
-        FUZZ_CHECK(!strstr(err, h[i].value), "a value echoed in \"%s\"", err);
-  }
   otlp_headers_free(h, n);
 }
 
