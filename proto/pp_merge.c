@@ -122,16 +122,151 @@ static int index_ids(pp_idmap *m, const Perftools__Profiles__Profile *p, size_t 
   return pp_idmap_index(m, &bad) == 0 ? 0 : -1;
 }
 
-int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why, size_t whylen) {
+/* One merge: src's string, mapping, function and location of each position
+ * interned in b at most once (the memos), each on first use. The whole
+ * profile (pp_merge_add) interns every one in order first, so unused
+ * mappings and strings stay; a range of samples (pp_merge_add_samples)
+ * takes only what its samples use. */
+typedef struct merge_ctx {
+  pp_builder *b;
+  const Perftools__Profiles__Profile *src;
+  int64_t *sx;  /* src string index -> builder string index, -1 = not yet */
+  uint64_t *mx; /* src mapping position -> builder id, 0 = not yet */
+  uint64_t *fx; /* src function position -> builder id */
+  uint64_t *lx; /* src location position -> builder id */
+  uint64_t *ftmp;
+  int64_t *lines;
+  pp_idmap maps, funcs, locs;
+  char *why;
+  size_t whylen;
+} merge_ctx;
+
+static int oom(merge_ctx *c) {
+  pp_say(c->why, c->whylen, "out of memory merging a profile");
+  return -1;
+}
+
+/* The builder index of src string ix; -1 with why set. */
+static int64_t m_str(merge_ctx *c, int64_t ix, const char *what) {
+  if (!in_range(c->src, ix)) {
+    pp_say(c->why, c->whylen, "cannot merge: %s string index %" PRId64 " out of range", what, ix);
+    return -1;
+  }
+  if (c->sx[ix] < 0 && (c->sx[ix] = pp_builder_string(c->b, c->src->string_table[ix])) < 0)
+    return oom(c);
+  return c->sx[ix];
+}
+
+/* Builder ids of src's entries at pos; 0 with why set. */
+static uint64_t m_mapping(merge_ctx *c, size_t pos) {
+  if (c->mx[pos])
+    return c->mx[pos];
+  const Perftools__Profiles__Mapping *m = c->src->mapping[pos];
+  int64_t file = m_str(c, m->filename, "mapping filename");
+  int64_t bid = file < 0 ? -1 : m_str(c, m->build_id, "mapping build_id");
+  if (bid < 0)
+    return 0;
+  unsigned flags = (m->has_functions ? PP_MAPPING_HAS_FUNCTIONS : 0) |
+                   (m->has_filenames ? PP_MAPPING_HAS_FILENAMES : 0) |
+                   (m->has_line_numbers ? PP_MAPPING_HAS_LINE_NUMBERS : 0) |
+                   (m->has_inline_frames ? PP_MAPPING_HAS_INLINE_FRAMES : 0);
+  c->mx[pos] = pp_builder_mapping_ix(c->b, m->memory_start, m->memory_limit, m->file_offset, file,
+                                     bid, flags);
+  if (!c->mx[pos])
+    oom(c);
+  return c->mx[pos];
+}
+
+static uint64_t m_function(merge_ctx *c, size_t pos) {
+  if (c->fx[pos])
+    return c->fx[pos];
+  const Perftools__Profiles__Function *f = c->src->function[pos];
+  int64_t name = m_str(c, f->name, "function name");
+  int64_t sys = name < 0 ? -1 : m_str(c, f->system_name, "function system_name");
+  int64_t file = sys < 0 ? -1 : m_str(c, f->filename, "function filename");
+  if (file < 0)
+    return 0;
+  if (!(c->fx[pos] = pp_builder_function_ix(c->b, name, sys, file, f->start_line)))
+    oom(c);
+  return c->fx[pos];
+}
+
+static uint64_t m_location(merge_ctx *c, size_t pos) {
+  if (c->lx[pos])
+    return c->lx[pos];
+  const Perftools__Profiles__Location *l = c->src->location[pos];
+  uint64_t mid = 0;
+  if (l->mapping_id) {
+    int64_t mpos = pp_idmap_find(&c->maps, l->mapping_id);
+    if (mpos < 0) {
+      pp_say(c->why, c->whylen,
+             "cannot merge: location %" PRIu64 " refers to missing mapping %" PRIu64, l->id,
+             l->mapping_id);
+      return 0;
+    }
+    if (!(mid = m_mapping(c, (size_t)mpos)))
+      return 0;
+  }
+  for (size_t j = 0; j < l->n_line; j++) {
+    uint64_t fid = l->line[j]->function_id;
+    int64_t fpos = fid ? pp_idmap_find(&c->funcs, fid) : -1;
+    if (fpos < 0) {
+      pp_say(c->why, c->whylen,
+             "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64, l->id, fid);
+      return 0;
+    }
+    if (!(c->ftmp[j] = m_function(c, (size_t)fpos)))
+      return 0;
+    c->lines[j] = l->line[j]->line;
+  }
+  if (!(c->lx[pos] = pp_builder_location(c->b, mid, l->address, c->ftmp, c->lines, l->n_line)))
+    oom(c);
+  return c->lx[pos];
+}
+
+/* Profile-level fields: sample types and period (first add), extras,
+ * comments. 0 or -1. */
+static int merge_header(merge_ctx *c, bool adopt) {
+  const Perftools__Profiles__Profile *src = c->src;
+  pp_builder *b = c->b;
+  if (adopt) {
+    for (size_t i = 0; i < src->n_sample_type; i++)
+      if (m_str(c, src->sample_type[i]->type, "sample_type") < 0 ||
+          m_str(c, src->sample_type[i]->unit, "sample_type") < 0)
+        return -1;
+    if (src->period_type && (m_str(c, src->period_type->type, "period_type") < 0 ||
+                             m_str(c, src->period_type->unit, "period_type") < 0))
+      return -1;
+    if (adopt_types(b, src, c->sx) != 0)
+      return oom(c);
+  }
+  /* From here on b holds src's types, even if a later step fails. */
+  pp_builder_set_merge_started(b);
+  int64_t extra[4] = {src->drop_frames, src->keep_frames, src->default_sample_type, src->doc_url};
+  static const char *const names[4] = {"drop_frames", "keep_frames", "default_sample_type",
+                                       "doc_url"};
+  for (int i = 0; i < 4; i++)
+    if (extra[i] && (extra[i] = m_str(c, extra[i], names[i])) < 0)
+      return -1;
+  pp_builder_set_extras_ix(b, extra[0], extra[1], extra[2], extra[3]);
+  for (size_t i = 0; i < src->n_comment; i++) {
+    int64_t ix = m_str(c, src->comment[i], "comment");
+    if (ix < 0)
+      return -1;
+    if (pp_builder_add_comment_ix(b, ix) != 0)
+      return oom(c);
+  }
+  return 0;
+}
+
+/* Merges samples [lo, hi) of src into b; with all, every string, mapping,
+ * function and location of src first. */
+static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t lo, size_t hi,
+                 bool all, char *why, size_t whylen) {
   int rc = -1;
-  int64_t *sx = NULL;   /* src string index -> builder string index */
-  uint64_t *mx = NULL;  /* src mapping position -> builder id */
-  uint64_t *fx = NULL;  /* src function position -> builder id */
-  uint64_t *lx = NULL;  /* src location position -> builder id */
-  uint64_t *tmp = NULL; /* scratch: function ids, then sample location ids */
-  int64_t *lines = NULL;
+  merge_ctx c = {.b = b, .src = src, .why = why, .whylen = whylen};
+  uint64_t *stmp = NULL; /* a sample's location ids */
   pp_ilabel *labels = NULL;
-  pp_idmap maps = {0}, funcs = {0}, locs = {0};
   size_t maxtmp = 1, maxlab = 1;
 
   if (src->n_string_table == 0) {
@@ -143,179 +278,109 @@ int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *w
   bool adopt = !pp_builder_merge_started(b) && meta.nsample_types == 0 && !meta.has_period_type;
   if (!adopt && check_compatible(b, src, why, whylen) != 0)
     return -1;
-  if (index_ids(&maps, src, src->n_mapping, mapping_id) != 0 ||
-      index_ids(&funcs, src, src->n_function, function_id) != 0 ||
-      index_ids(&locs, src, src->n_location, location_id) != 0) {
+  if (index_ids(&c.maps, src, src->n_mapping, mapping_id) != 0 ||
+      index_ids(&c.funcs, src, src->n_function, function_id) != 0 ||
+      index_ids(&c.locs, src, src->n_location, location_id) != 0) {
     pp_say(why, whylen, "cannot merge: zero or repeated ids (validate the profile first)");
     goto fail;
   }
   for (size_t i = 0; i < src->n_location; i++)
     if (src->location[i]->n_line > maxtmp)
       maxtmp = src->location[i]->n_line;
-  for (size_t i = 0; i < src->n_sample; i++) {
+  for (size_t i = lo; i < hi; i++) {
     if (src->sample[i]->n_location_id > maxtmp)
       maxtmp = src->sample[i]->n_location_id;
     if (src->sample[i]->n_label > maxlab)
       maxlab = src->sample[i]->n_label;
   }
-  sx = malloc(src->n_string_table * sizeof *sx);
-  mx = malloc((src->n_mapping + 1) * sizeof *mx);
-  fx = malloc((src->n_function + 1) * sizeof *fx);
-  lx = malloc((src->n_location + 1) * sizeof *lx);
-  tmp = malloc(maxtmp * sizeof *tmp);
-  lines = malloc(maxtmp * sizeof *lines);
+  c.sx = malloc(src->n_string_table * sizeof *c.sx);
+  c.mx = calloc(src->n_mapping + 1, sizeof *c.mx);
+  c.fx = calloc(src->n_function + 1, sizeof *c.fx);
+  c.lx = calloc(src->n_location + 1, sizeof *c.lx);
+  c.ftmp = malloc(maxtmp * sizeof *c.ftmp);
+  c.lines = malloc(maxtmp * sizeof *c.lines);
+  stmp = malloc(maxtmp * sizeof *stmp);
   labels = malloc(maxlab * sizeof *labels);
-  if (!sx || !mx || !fx || !lx || !tmp || !lines || !labels) {
-    pp_say(why, whylen, "out of memory merging a profile");
+  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.ftmp || !c.lines || !stmp || !labels) {
+    oom(&c);
     goto fail;
   }
-  for (size_t i = 0; i < src->n_string_table; i++) {
-    sx[i] = pp_builder_string(b, src->string_table[i]);
-    if (sx[i] < 0) {
-      pp_say(why, whylen, "out of memory merging a profile");
-      goto fail;
-    }
-  }
-#define SX(ix, what)                                                                               \
-  do {                                                                                             \
-    if (!in_range(src, (ix))) {                                                                    \
-      pp_say(why, whylen, "cannot merge: %s string index %" PRId64 " out of range", what,          \
-             (int64_t)(ix));                                                                       \
-      goto fail;                                                                                   \
-    }                                                                                              \
-  } while (0)
-
-  if (adopt) {
-    for (size_t i = 0; i < src->n_sample_type; i++) {
-      SX(src->sample_type[i]->type, "sample_type");
-      SX(src->sample_type[i]->unit, "sample_type");
-    }
-    if (src->period_type) {
-      SX(src->period_type->type, "period_type");
-      SX(src->period_type->unit, "period_type");
-    }
-    if (adopt_types(b, src, sx) != 0) {
-      pp_say(why, whylen, "out of memory merging a profile");
-      goto fail;
-    }
-  }
-  /* From here on b holds src's types, even if a later step fails. */
-  pp_builder_set_merge_started(b);
-  SX(src->drop_frames, "drop_frames");
-  SX(src->keep_frames, "keep_frames");
-  SX(src->default_sample_type, "default_sample_type");
-  SX(src->doc_url, "doc_url");
-  pp_builder_set_extras_ix(b, src->drop_frames ? sx[src->drop_frames] : 0,
-                           src->keep_frames ? sx[src->keep_frames] : 0,
-                           src->default_sample_type ? sx[src->default_sample_type] : 0,
-                           src->doc_url ? sx[src->doc_url] : 0);
-  for (size_t i = 0; i < src->n_comment; i++) {
-    SX(src->comment[i], "comment");
-    if (pp_builder_add_comment_ix(b, sx[src->comment[i]]) != 0) {
-      pp_say(why, whylen, "out of memory merging a profile");
-      goto fail;
-    }
-  }
-
-  for (size_t i = 0; i < src->n_mapping; i++) {
-    const Perftools__Profiles__Mapping *m = src->mapping[i];
-    SX(m->filename, "mapping filename");
-    SX(m->build_id, "mapping build_id");
-    unsigned flags = (m->has_functions ? PP_MAPPING_HAS_FUNCTIONS : 0) |
-                     (m->has_filenames ? PP_MAPPING_HAS_FILENAMES : 0) |
-                     (m->has_line_numbers ? PP_MAPPING_HAS_LINE_NUMBERS : 0) |
-                     (m->has_inline_frames ? PP_MAPPING_HAS_INLINE_FRAMES : 0);
-    mx[i] = pp_builder_mapping_ix(b, m->memory_start, m->memory_limit, m->file_offset,
-                                  sx[m->filename], sx[m->build_id], flags);
-    if (!mx[i]) {
-      pp_say(why, whylen, "out of memory merging a profile");
-      goto fail;
-    }
-  }
-  for (size_t i = 0; i < src->n_function; i++) {
-    const Perftools__Profiles__Function *f = src->function[i];
-    SX(f->name, "function name");
-    SX(f->system_name, "function system_name");
-    SX(f->filename, "function filename");
-    fx[i] =
-        pp_builder_function_ix(b, sx[f->name], sx[f->system_name], sx[f->filename], f->start_line);
-    if (!fx[i]) {
-      pp_say(why, whylen, "out of memory merging a profile");
-      goto fail;
-    }
-  }
-  for (size_t i = 0; i < src->n_location; i++) {
-    const Perftools__Profiles__Location *l = src->location[i];
-    uint64_t mid = 0;
-    if (l->mapping_id) {
-      int64_t pos = pp_idmap_find(&maps, l->mapping_id);
-      if (pos < 0) {
-        pp_say(why, whylen, "cannot merge: location %" PRIu64 " refers to missing mapping %" PRIu64,
-               l->id, l->mapping_id);
+  memset(c.sx, 0xff, src->n_string_table * sizeof *c.sx);
+  if (all) /* in order, so a whole merge lays out the builder as before */
+    for (size_t i = 0; i < src->n_string_table; i++)
+      if (m_str(&c, (int64_t)i, "string") < 0)
         goto fail;
-      }
-      mid = mx[pos];
-    }
-    for (size_t j = 0; j < l->n_line; j++) {
-      uint64_t fid = l->line[j]->function_id;
-      int64_t pos = fid ? pp_idmap_find(&funcs, fid) : -1;
-      if (pos < 0) {
-        pp_say(why, whylen,
-               "cannot merge: location %" PRIu64 " refers to missing function %" PRIu64, l->id,
-               fid);
+  if (merge_header(&c, adopt) != 0)
+    goto fail;
+  if (all) {
+    for (size_t i = 0; i < src->n_mapping; i++)
+      if (!m_mapping(&c, i))
         goto fail;
-      }
-      tmp[j] = fx[pos];
-      lines[j] = l->line[j]->line;
-    }
-    lx[i] = pp_builder_location(b, mid, l->address, tmp, lines, l->n_line);
-    if (!lx[i]) {
-      pp_say(why, whylen, "out of memory merging a profile");
-      goto fail;
-    }
+    for (size_t i = 0; i < src->n_function; i++)
+      if (!m_function(&c, i))
+        goto fail;
+    for (size_t i = 0; i < src->n_location; i++)
+      if (!m_location(&c, i))
+        goto fail;
   }
-  for (size_t i = 0; i < src->n_sample; i++) {
+  for (size_t i = lo; i < hi; i++) {
     const Perftools__Profiles__Sample *s = src->sample[i];
     for (size_t j = 0; j < s->n_location_id; j++) {
-      int64_t pos = pp_idmap_find(&locs, s->location_id[j]);
+      int64_t pos = pp_idmap_find(&c.locs, s->location_id[j]);
       if (pos < 0) {
         pp_say(why, whylen, "cannot merge: sample %zu refers to missing location %" PRIu64, i,
                s->location_id[j]);
         goto fail;
       }
-      tmp[j] = lx[pos];
+      if (!(stmp[j] = m_location(&c, (size_t)pos)))
+        goto fail;
     }
     for (size_t j = 0; j < s->n_label; j++) {
       const Perftools__Profiles__Label *l = s->label[j];
-      SX(l->key, "label key");
-      SX(l->str, "label str");
-      SX(l->num_unit, "label num_unit");
-      labels[j] = (pp_ilabel){sx[l->key], sx[l->str], l->num, sx[l->num_unit]};
+      int64_t key = m_str(&c, l->key, "label key");
+      int64_t str = key < 0 ? -1 : m_str(&c, l->str, "label str");
+      int64_t unit = str < 0 ? -1 : m_str(&c, l->num_unit, "label num_unit");
+      if (unit < 0)
+        goto fail;
+      labels[j] = (pp_ilabel){key, str, l->num, unit};
     }
     if (s->n_value != src->n_sample_type) {
       pp_say(why, whylen, "cannot merge: sample %zu has %zu values, want %zu", i, s->n_value,
              src->n_sample_type);
       goto fail;
     }
-    if (pp_builder_sample_ix(b, tmp, s->n_location_id, s->value, s->n_value, labels, s->n_label) !=
+    if (pp_builder_sample_ix(b, stmp, s->n_location_id, s->value, s->n_value, labels, s->n_label) !=
         0) {
-      pp_say(why, whylen, "out of memory merging a profile");
+      oom(&c);
       goto fail;
     }
   }
-#undef SX
   merge_time(b, src);
   rc = 0;
 fail:
-  free(sx);
-  free(mx);
-  free(fx);
-  free(lx);
-  free(tmp);
-  free(lines);
+  free(c.sx);
+  free(c.mx);
+  free(c.fx);
+  free(c.lx);
+  free(c.ftmp);
+  free(c.lines);
+  free(stmp);
   free(labels);
-  pp_idmap_free(&maps);
-  pp_idmap_free(&funcs);
-  pp_idmap_free(&locs);
+  pp_idmap_free(&c.maps);
+  pp_idmap_free(&c.funcs);
+  pp_idmap_free(&c.locs);
   return rc;
+}
+
+int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why, size_t whylen) {
+  return merge(b, src, 0, src->n_sample, true, why, whylen);
+}
+
+int pp_merge_add_samples(pp_builder *b, const Perftools__Profiles__Profile *src, size_t lo,
+                         size_t hi, char *why, size_t whylen) {
+  if (lo > hi || hi > src->n_sample) {
+    pp_say(why, whylen, "cannot merge samples [%zu, %zu) of %zu", lo, hi, src->n_sample);
+    return -1;
+  }
+  return merge(b, src, lo, hi, false, why, whylen);
 }

@@ -75,6 +75,13 @@ void pp_pprof_cache_trim(void);
  * src's sample types and period; later adds must match them (else -1 with
  * why). time = earliest start, duration covers every input. */
 int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why, size_t whylen);
+/* The same for samples [lo, hi) of src only, taking only the strings,
+ * mappings, functions and locations they use (pp_merge_add keeps every one
+ * of src's): a piece of a profile that is split (Pyroscope's size limits),
+ * with src's sample types, period, time, comments, drop/keep_frames,
+ * default_sample_type, doc_url and mapping flags. */
+int pp_merge_add_samples(pp_builder *b, const Perftools__Profiles__Profile *src, size_t lo,
+                         size_t hi, char *why, size_t whylen);
 
 /* gzip (RFC 1952) via zlib. *out malloc'ed. 0 or -1. */
 int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen);

@@ -7,3 +7,7 @@ set(PUSHPROF_PROTO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pp_merge.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_gzip.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_client.c)
+# Reader-side conversions (pushprof_proto_convert; not in the SDK).
+set(PUSHPROF_PROTO_CONVERT_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/pp_otlp.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_split.c)

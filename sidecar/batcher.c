@@ -73,9 +73,16 @@ typedef struct group {
   uint8_t *gz;
   size_t gzlen;
   char hash[65];
-  int attempts;
-  int retry_after_s; /* the exporter's last Retry-After, -1 if none */
-  int64_t next_attempt_mono;
+  uint32_t pid;   /* the pushing process, while every member is one's */
+  bool pid_mixed; /* members from several processes */
+  /* Each target's delivery of this batch, by exporter index. */
+  struct target_state {
+    bool done;    /* accepted, or refused for good (failed set) */
+    char *failed; /* the refusal's reason, malloc'ed */
+    int attempts;
+    int retry_after_s; /* the exporter's last Retry-After, -1 if none */
+    int64_t next_attempt_mono;
+  } ts[BATCHER_MAX_TARGETS];
 } group;
 
 struct batcher {
@@ -83,7 +90,9 @@ struct batcher {
   pthread_cond_t cv;
   int window_s, max_age_s;
   char *node, *subdir;
-  exporter *ex;
+  exporter *ex[BATCHER_MAX_TARGETS];
+  size_t nex;
+  int target_metric[BATCHER_MAX_TARGETS]; /* metrics_target_register ids */
   spool *sp;
   manifest_dir *md; /* NULL: no manifests (no spool, or it failed to open) */
   dedup_index *dx;
@@ -227,7 +236,33 @@ static void group_free(group *g) {
   free(g->gz);
   free(g->service);
   free(g->key);
+  for (size_t t = 0; t < BATCHER_MAX_TARGETS; t++)
+    free(g->ts[t].failed);
   free(g);
+}
+
+/* Every target that still owes g an attempt may try now. */
+static void group_due_now(group *g) {
+  for (size_t t = 0; t < BATCHER_MAX_TARGETS; t++)
+    g->ts[t].next_attempt_mono = 0;
+}
+
+/* The first target of g due at now (-1: none); *next gets the earliest
+ * attempt time of the targets not due yet (INT64_MAX: none). */
+static int group_due_target(const batcher *b, const group *g, int64_t now, int64_t *next) {
+  int due = -1;
+  *next = INT64_MAX;
+  for (size_t t = 0; t < b->nex; t++) {
+    if (g->ts[t].done)
+      continue;
+    if (g->ts[t].next_attempt_mono <= now) {
+      if (due < 0)
+        due = (int)t;
+    } else if (g->ts[t].next_attempt_mono < *next) {
+      *next = g->ts[t].next_attempt_mono;
+    }
+  }
+  return due;
 }
 
 static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req) {
@@ -320,6 +355,12 @@ static void publish_gauges(batcher *b, int64_t now_wall) {
   }
   metrics_set(G_PENDING_BATCHES, n);
   metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
+  for (size_t t = 0; t < b->nex; t++) {
+    int64_t owed = 0;
+    for (group *g = b->groups; g; g = g->next)
+      owed += !g->ts[t].done;
+    metrics_target_set_pending(b->target_metric[t], owed);
+  }
 }
 
 /* ---- recovery ---- */
@@ -367,7 +408,8 @@ static void recover_cb(void *arg, manifest *m) {
   g->oldest_wall = m->born_ns > 0 ? m->born_ns : INT64_MAX;
   snprintf(g->mf_name, sizeof g->mf_name, "%s", m->name);
   g->recovered = g->sealed = true;
-  g->next_attempt_mono = 0;
+  g->pid_mixed = true; /* not recorded in manifests */
+  group_due_now(g);
   for (size_t i = 0; i < m->nmembers; i++) {
     dedup_id pid = m->members[i].pushid;
     if (dedup_id_is_zero(&pid))
@@ -398,8 +440,15 @@ oom:
 /* ---- public: new / add ---- */
 
 batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
-  if (!cfg || !ex)
+  return batcher_new_multi(cfg, &ex, 1, sp);
+}
+
+batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_t nex, spool *sp) {
+  if (!cfg || !ex || nex == 0 || nex > BATCHER_MAX_TARGETS)
     return NULL;
+  for (size_t t = 0; t < nex; t++)
+    if (!ex[t])
+      return NULL;
   batcher *b = calloc(1, sizeof *b);
   if (!b)
     return NULL;
@@ -429,7 +478,11 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp) {
     batcher_free(b);
     return NULL;
   }
-  b->ex = ex;
+  for (size_t t = 0; t < nex; t++) {
+    b->ex[t] = ex[t];
+    b->target_metric[t] = metrics_target_register(cfg->target_names ? cfg->target_names[t] : NULL);
+  }
+  b->nex = nex;
   b->sp = sp;
   b->backoff_base_ms = BACKOFF_BASE_MS;
   b->backoff_cap_ms = BACKOFF_CAP_MS;
@@ -493,9 +546,11 @@ static void wait_for_room_locked(batcher *b) {
   for (;;) {
     int64_t now = mono_ns();
     int ready = 0;
-    for (group *g = b->groups; g; g = g->next)
-      if (g->sealed && (g->busy || g->next_attempt_mono <= now))
+    for (group *g = b->groups; g; g = g->next) {
+      int64_t next;
+      if (g->sealed && (g->busy || group_due_target(b, g, now, &next) >= 0))
         ready++;
+    }
     if (ready < ROOM_READY_MAX || b->stopping || b->closed || !b->started || now >= give_up)
       return;
     int64_t until = now + 100 * NS_PER_MS < give_up ? now + 100 * NS_PER_MS : give_up;
@@ -587,7 +642,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
               "id=%s service=%s reason=%s", id, log_quote(g->service, qs, sizeof qs),
               log_quote(why, q, sizeof q));
     g->sealed = true;
-    g->next_attempt_mono = 0;
+    group_due_now(g);
     g = NULL;
   }
   if (!g) {
@@ -605,6 +660,10 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
               "id=%s", id);
   }
   g->bytes += bytes;
+  if (g->nids == 1)
+    g->pid = req->pid;
+  else if (g->pid != req->pid)
+    g->pid_mixed = true;
   int64_t birth = push_birth(id, req, now_wall);
   if (birth < g->oldest_wall)
     g->oldest_wall = birth;
@@ -614,7 +673,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     g->end_ns = req->end_time_nanos;
   if (g->bytes >= GROUP_MAX_BYTES) {
     g->sealed = true;
-    g->next_attempt_mono = 0;
+    group_due_now(g);
   }
   publish_gauges(b, now_wall);
   pthread_cond_broadcast(&b->cv); /* the batcher thread, and adds waiting for room */
@@ -697,8 +756,9 @@ static void write_manifest(batcher *b, group *g) {
   free(m.members);
 }
 
-/* Offers g to the exporter (batcher thread, b->mu NOT held, g busy). */
-static int export_group(batcher *b, group *g, char *err, size_t errlen) {
+/* Offers g to target t (batcher thread, b->mu NOT held, g busy). */
+static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen) {
+  exporter *ex = b->ex[t];
   uint8_t *raw = NULL;
   size_t rawlen = 0;
   if (group_prepare(g, &raw, &rawlen) != 0) {
@@ -720,18 +780,20 @@ static int export_group(batcher *b, group *g, char *err, size_t errlen) {
       .pprof = raw,
       .pprof_len = rawlen,
       .content_hash = g->hash,
+      .pid = g->pid_mixed ? 0 : g->pid,
   };
   err[0] = '\0';
-  b->ex->retry_after_s = -1;
-  int rc = b->ex->put(b->ex, &obj, err, errlen);
-  g->retry_after_s = rc == EXPORT_RETRY ? b->ex->retry_after_s : -1;
+  ex->retry_after_s = -1;
+  ex->drop_reason = NULL;
+  int rc = ex->put(ex, &obj, err, errlen);
+  g->ts[t].retry_after_s = rc == EXPORT_RETRY ? ex->retry_after_s : -1;
   free(raw);
   if (rc != EXPORT_OK && rc != EXPORT_RETRY && rc != EXPORT_PERMANENT) {
-    snprintf(err, errlen, "exporter %s returned unknown code %d", b->ex->scheme, rc);
+    snprintf(err, errlen, "exporter %s returned unknown code %d", ex->scheme, rc);
     rc = EXPORT_RETRY;
   }
   if (rc != EXPORT_OK && !err[0])
-    snprintf(err, errlen, "exporter %s gave no reason", b->ex->scheme);
+    snprintf(err, errlen, "exporter %s gave no reason", ex->scheme);
   return rc;
 }
 
@@ -778,43 +840,83 @@ static void settle_ids(batcher *b, group *g, bool done) {
   }
 }
 
-/* Handles the outcome of one attempt. b->mu held (dropped meanwhile when the
- * group is done), g busy. */
-static void finish_attempt(batcher *b, group *g, int rc, const char *err, int64_t now) {
+/* The reasons the targets that refused g for good gave, one line. */
+static void failed_reasons(const batcher *b, const group *g, char *out, size_t outlen) {
+  size_t o = 0;
+  out[0] = '\0';
+  for (size_t t = 0; t < b->nex && o < outlen; t++)
+    if (g->ts[t].failed)
+      o += (size_t)snprintf(out + o, outlen - o, "%s%s%s%s", o ? "; " : "",
+                            b->nex > 1 ? b->ex[t]->scheme : "", b->nex > 1 ? ": " : "",
+                            g->ts[t].failed);
+}
+
+/* Handles the outcome of one attempt on target t. b->mu held (dropped
+ * meanwhile when the group is done), g busy. The group leaves (and its
+ * pushes the spool) once every target is done with it: exported when all
+ * accepted it, else moved to failed/ with the refusals' reasons. */
+static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *drop_reason,
+                           const char *err, int64_t now) {
   char q[600];
+  struct target_state *ts = &g->ts[t];
+  int tm = b->target_metric[t];
   g->busy = false;
   if (rc == EXPORT_OK) {
     metrics_add(M_BATCHES_EXPORTED, 1);
     metrics_add(M_EXPORT_BYTES, g->gzlen);
+    metrics_target_add(tm, MT_BATCHES_EXPORTED, 1);
     log_event(LOG_INFO, "batch exported", "service=%s pushes=%zu bytes=%zu attempts=%d dest=%s",
-              log_quote(g->service, q, 300), g->nids, g->gzlen, g->attempts + 1,
+              log_quote(g->service, q, 300), g->nids, g->gzlen, ts->attempts + 1,
               log_quote(err, q + 300, 300));
+    ts->done = true;
+  } else if (rc == EXPORT_PERMANENT) {
+    const char *why = drop_reason ? drop_reason : "export_permanent";
+    metrics_add(M_EXPORT_FAILURES, 1);
+    metrics_target_add(tm, MT_EXPORT_FAILURES, 1);
+    metrics_target_add(tm, MT_BATCHES_REFUSED, 1);
+    log_event(LOG_ERROR, "batch refused for good by a target; its pushes go to failed/",
+              "service=%s pushes=%zu target=%s drop=%s reason=%s", log_quote(g->service, q, 200),
+              g->nids, b->ex[t]->scheme, why, log_quote(err, q + 200, 400));
+    metrics_drop(why, g->nids);
+    ts->done = true;
+    free(ts->failed);
+    ts->failed = strdup(err && *err ? err : why);
+  } else {
+    metrics_add(M_EXPORT_FAILURES, 1);
+    metrics_target_add(tm, MT_EXPORT_FAILURES, 1);
+    int64_t delay = backoff_ms(b, ts->attempts);
+    /* The server's Retry-After is a floor under the jittered backoff. */
+    if (ts->retry_after_s > 0 && (int64_t)ts->retry_after_s * 1000 > delay)
+      delay = (int64_t)ts->retry_after_s * 1000;
+    ts->attempts++;
+    ts->next_attempt_mono = now + delay * NS_PER_MS;
+    metrics_add(M_EXPORT_RETRIES, 1);
+    metrics_target_add(tm, MT_EXPORT_RETRIES, 1);
+    log_event(LOG_WARN, "export failed; will retry",
+              "service=%s attempt=%d retry_in_ms=%" PRId64 " reason=%s target=%s",
+              log_quote(g->service, q, 300), ts->attempts, delay, log_quote(err, q + 300, 300),
+              b->ex[t]->scheme);
+    return;
+  }
+  bool failed = false;
+  for (size_t i = 0; i < b->nex; i++) {
+    if (!g->ts[i].done)
+      return; /* another target still owes it */
+    failed |= g->ts[i].failed != NULL;
+  }
+  unlink_group(b, g);
+  if (!failed) {
     settle_ids(b, g, true);
-    unlink_group(b, g);
     retire_group(b, g, NULL);
     return;
   }
-  metrics_add(M_EXPORT_FAILURES, 1);
-  if (rc == EXPORT_PERMANENT) {
-    log_event(LOG_ERROR, "batch refused for good; pushes moved to failed/",
-              "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), g->nids,
-              log_quote(err, q + 300, 300));
-    metrics_drop("export_permanent", g->nids);
-    settle_ids(b, g, false);
-    unlink_group(b, g);
-    retire_group(b, g, err);
-    return;
-  }
-  int64_t delay = backoff_ms(b, g->attempts);
-  /* The server's Retry-After is a floor under the jittered backoff. */
-  if (g->retry_after_s > 0 && (int64_t)g->retry_after_s * 1000 > delay)
-    delay = (int64_t)g->retry_after_s * 1000;
-  g->attempts++;
-  g->next_attempt_mono = now + delay * NS_PER_MS;
-  metrics_add(M_EXPORT_RETRIES, 1);
-  log_event(LOG_WARN, "export failed; will retry",
-            "service=%s attempt=%d retry_in_ms=%" PRId64 " reason=%s",
-            log_quote(g->service, q, 300), g->attempts, delay, log_quote(err, q + 300, 300));
+  char reasons[1024];
+  failed_reasons(b, g, reasons, sizeof reasons);
+  log_event(LOG_ERROR, "batch refused for good; pushes moved to failed/",
+            "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), g->nids,
+            log_quote(reasons, q + 300, 300));
+  settle_ids(b, g, false);
+  retire_group(b, g, reasons);
 }
 
 /* Drops groups older than max_age_s (lock held). */
@@ -829,7 +931,7 @@ static void drop_expired(batcher *b, int64_t now_wall) {
       log_event(LOG_ERROR, "batch dropped: older than max age",
                 "service=%s pushes=%zu "
                 "max_age_s=%d attempts=%d",
-                log_quote(g->service, q, sizeof q), g->nids, b->max_age_s, g->attempts);
+                log_quote(g->service, q, sizeof q), g->nids, b->max_age_s, g->ts[0].attempts);
       metrics_drop("max_age", g->nids);
       settle_ids(b, g, false);
       if (g->mf_name[0] && b->md)
@@ -863,6 +965,7 @@ static void run_locked(batcher *b) {
     if (b->stopping && (!b->groups || now >= b->stop_deadline_mono))
       break;
     group *due = NULL;
+    int due_t = -1;
     int64_t wake = now + IDLE_WAKE_NS;
     if (b->stopping && b->stop_deadline_mono < wake)
       wake = b->stop_deadline_mono;
@@ -871,27 +974,30 @@ static void run_locked(batcher *b) {
         int64_t end = g->opened_mono + (int64_t)b->window_s * NS_PER_S;
         if (b->stopping || now >= end) {
           g->sealed = true;
-          g->next_attempt_mono = now;
+          group_due_now(g);
         } else if (end < wake) {
           wake = end;
         }
       }
       if (g->sealed && !g->busy) {
-        if (g->next_attempt_mono <= now) {
-          if (!due)
-            due = g;
-        } else if (g->next_attempt_mono < wake) {
-          wake = g->next_attempt_mono;
+        int64_t next;
+        int t = group_due_target(b, g, now, &next);
+        if (t >= 0 && !due) {
+          due = g;
+          due_t = t;
         }
+        if (next < wake)
+          wake = next;
       }
     }
     publish_gauges(b, now_wall);
     if (due) {
       due->busy = true;
       pthread_mutex_unlock(&b->mu);
-      int rc = export_group(b, due, err, sizeof err);
+      int rc = export_group(b, due, (size_t)due_t, err, sizeof err);
+      const char *drop_reason = rc == EXPORT_PERMANENT ? b->ex[due_t]->drop_reason : NULL;
       pthread_mutex_lock(&b->mu);
-      finish_attempt(b, due, rc, err, mono_ns());
+      finish_attempt(b, due, (size_t)due_t, rc, drop_reason, err, mono_ns());
       continue;
     }
     struct timespec ts = {.tv_sec = wake / NS_PER_S, .tv_nsec = wake % NS_PER_S};
@@ -947,7 +1053,7 @@ void batcher_shutdown(batcher *b, int grace_s) {
   /* Whatever was waiting out a backoff gets one more try now. */
   for (group *g = b->groups; g; g = g->next)
     if (g->sealed && !g->busy)
-      g->next_attempt_mono = 0;
+      group_due_now(g);
   bool started = b->started;
   pthread_cond_broadcast(&b->cv);
   if (!started)

@@ -1,8 +1,11 @@
 /* Groups acknowledged pushes by (service, process labels, sample types,
  * period) within a window, merges each group into one pprof (pp_merge_add),
- * gzips it and hands it to the exporter; deletes the spooled pushes only
- * after the exporter accepted the batch. Retries transient failures with
- * exponential backoff and full jitter. Runs on its own thread. */
+ * gzips it and hands it to every exporter (target); deletes the spooled
+ * pushes only after every target accepted the batch (or moves them to
+ * failed/ once each target has either accepted or refused it for good).
+ * Each target retries transient failures on its own, with exponential
+ * backoff and full jitter, so a target that is down never holds back the
+ * others' deliveries. Runs on its own thread. */
 #ifndef SIDECAR_BATCHER_H
 #define SIDECAR_BATCHER_H
 #include <stddef.h>
@@ -12,14 +15,20 @@
 
 typedef struct batcher batcher;
 
+#define BATCHER_MAX_TARGETS 8
+
 typedef struct batcher_config {
-  int window_s;       /* --batch-window / dump_duration_seconds (default 60) */
-  const char *node;   /* --node-name */
-  const char *subdir; /* bucket_subdirectory ("" for none) */
-  int max_age_s;      /* drop (counted) batches older than this (default 86400) */
+  int window_s;                    /* --batch-window / dump_duration_seconds (default 60) */
+  const char *node;                /* --node-name */
+  const char *subdir;              /* bucket_subdirectory ("" for none) */
+  int max_age_s;                   /* drop (counted) batches older than this (default 86400) */
+  const char *const *target_names; /* per exporter, for /metrics labels; may be NULL */
 } batcher_config;
 
+/* One target. */
 batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp);
+/* nex (1..BATCHER_MAX_TARGETS) targets; the batcher does not own them. */
+batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_t nex, spool *sp);
 int batcher_start(batcher *b);
 /* Thread-safe. Takes ownership of req (already durable under id). */
 void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, size_t bytes);

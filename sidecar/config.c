@@ -14,7 +14,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-enum opt_type { T_STR, T_SECONDS, T_SIZE, T_BOOL, T_UIDS, T_COUNT, T_TIMEOUT };
+enum opt_type { T_STR, T_SECONDS, T_SIZE, T_BOOL, T_UIDS, T_COUNT, T_TIMEOUT, T_LIST };
 
 typedef struct opt_def {
   const char *flag;  /* long option, without "--" */
@@ -32,8 +32,10 @@ static const opt_def opts[] = {
      "Unix socket to listen on (default $PUSHPROF_SOCKET, else " CONFIG_DEFAULT_SOCKET ")"},
     {"spool", "spool", "spool_dir", T_STR, OFF(spool_dir), 0, 0,
      "spool directory (default " CONFIG_DEFAULT_SPOOL ")"},
-    {"export", "export_to", "export", T_STR, OFF(export_url), 0, 0,
-     "where batches go, e.g. file:///DIR (default " CONFIG_DEFAULT_EXPORT ")"},
+    {"export", "export_to", "export", T_LIST, OFF(exports), 1, CONFIG_MAX_EXPORTS,
+     "where batches go: file:///DIR, s3://B/P, gs://B/P, pyroscope+http(s)://H:P, "
+     "otlp+http(s)://H:P[/PATH] or otlp (default " CONFIG_DEFAULT_EXPORT "); repeat it (or list "
+     "several in the file, space-separated) to send every batch to each target"},
     {"batch-window", "dump_duration_seconds", "batch_window", T_SECONDS, OFF(batch_window_s), 1,
      86400, "seconds of pushes merged into one profile (default 60)"},
     {"max-spool-bytes", "max_spool_bytes", NULL, T_SIZE, OFF(max_spool_bytes), 4096, INT64_MAX,
@@ -90,6 +92,10 @@ static const opt_def opts[] = {
      "split profiles above this uncompressed size (the server's limit; default 4MiB)"},
     {"pyroscope-max-samples", "pyroscope_max_samples", NULL, T_COUNT, OFF(pyroscope_max_samples), 1,
      1000000000, "split profiles with more samples (the server's limit; default 16000)"},
+    /* OpenTelemetry (otlp+http(s)://, otlp). */
+    {"otlp-header", "otlp_header", NULL, T_LIST, OFF(otlp_headers), 1, CONFIG_MAX_OTLP_HEADERS,
+     "KEY=VALUE header sent with every OTLP request, repeatable (after "
+     "$OTEL_EXPORTER_OTLP_HEADERS; values are never logged)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 #define OPT_CONFIG 1000
@@ -231,8 +237,71 @@ static const char *accepted(const opt_def *o, char *buf, size_t len) {
   case T_COUNT:
     snprintf(buf, len, "an integer from %lld to %lld", (long long)o->min, (long long)o->max);
     return buf;
+  case T_LIST:
+    snprintf(buf, len, "a non-empty value, given at most %lld times", (long long)o->max);
+    return buf;
   }
   return "?";
+}
+
+static int list_add(config_list *l, const char *v, size_t len) {
+  char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+  if (!nv)
+    return -1;
+  l->v = nv;
+  if (!(nv[l->n] = strndup(v, len)))
+    return -1;
+  l->n++;
+  return 0;
+}
+
+static void list_free(config_list *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    explicit_bzero(l->v[i], strlen(l->v[i])); /* header values are credentials */
+    free(l->v[i]);
+  }
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+/* A list value: the first flag replaces what the file gave; export targets
+ * may be several per value (whitespace-separated), headers are one each. */
+static int apply_list(sidecar_config *c, const opt_def *o, const char *value, const char *where,
+                      char *err, size_t errlen) {
+  config_list *l = (config_list *)(void *)((char *)c + o->offset);
+  bool flag = where[0] == '-';
+  bool split = o->offset == OFF(exports);
+  if (flag && !l->from_flags) {
+    list_free(l);
+    l->from_flags = true;
+  }
+  if (strlen(value) > 4096)
+    return fail(err, errlen, "%s: value longer than 4096 bytes", where);
+  const char *p = value;
+  size_t added = 0;
+  while (*p) {
+    size_t len = split ? strcspn(p, " \t") : strlen(p);
+    if (len) {
+      if (l->n >= (size_t)o->max)
+        return fail(err, errlen, "%s: given more than %lld times", where, (long long)o->max);
+      if (split)
+        for (size_t i = 0; i < l->n; i++)
+          if (strlen(l->v[i]) == len && strncmp(l->v[i], p, len) == 0)
+            return fail(err, errlen, "%s: \"%.*s\" is given twice; give each target once", where,
+                        (int)(len > 200 ? 200 : len), p);
+      if (list_add(l, p, len) != 0)
+        return fail(err, errlen, "%s: out of memory", where);
+      added++;
+    }
+    p += len;
+    while (split && (*p == ' ' || *p == '\t'))
+      p++;
+  }
+  if (!added)
+    return fail(err, errlen, "%s: empty value; expected %s", where,
+                split ? "an export URL such as file:///var/lib/pushprof/profiles"
+                      : "KEY=VALUE, e.g. Authorization=Bearer TOKEN");
+  return CONFIG_OK;
 }
 
 /* Applies one value; where names the source ("--batch-window" or "key
@@ -313,6 +382,8 @@ static int apply(sidecar_config *c, const opt_def *o, const char *value, const c
     *(int *)(void *)field = (int)v;
     return CONFIG_OK;
   }
+  case T_LIST:
+    return apply_list(c, o, value, where, err, errlen);
   }
   return fail(err, errlen, "%s: unhandled setting type", where);
 }
@@ -375,7 +446,6 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
   }
   c->socket_path = strdup(env_sock && *env_sock ? env_sock : CONFIG_DEFAULT_SOCKET);
   c->spool_dir = strdup(CONFIG_DEFAULT_SPOOL);
-  c->export_url = strdup(CONFIG_DEFAULT_EXPORT);
   c->metrics_addr = strdup("");
   c->node_name = strdup(env_node);
   c->bucket_subdir = strdup("");
@@ -388,8 +458,7 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
   c->read_timeout_ms = 10 * 1000;
   c->rescan_interval_s = 5;
   c->max_batch_age_s = 86400;
-  if (!c->socket_path || !c->spool_dir || !c->export_url || !c->metrics_addr || !c->node_name ||
-      !c->bucket_subdir)
+  if (!c->socket_path || !c->spool_dir || !c->metrics_addr || !c->node_name || !c->bucket_subdir)
     return fail(err, errlen, "out of memory");
   return CONFIG_OK;
 }
@@ -482,10 +551,21 @@ int config_load(sidecar_config *c, int argc, char **argv, char *err, size_t errl
     if (status != CONFIG_OK)
       goto done;
   }
-  if (strncmp(c->export_url, "file://", 7) != 0 && strstr(c->export_url, "://") == NULL) {
-    status = fail(err, errlen, "--export \"%s\": not a URL; expected e.g. file:///var/lib/pushprof",
-                  c->export_url);
+  if (c->exports.n == 0 &&
+      list_add(&c->exports, CONFIG_DEFAULT_EXPORT, strlen(CONFIG_DEFAULT_EXPORT)) != 0) {
+    status = fail(err, errlen, "out of memory");
     goto done;
+  }
+  c->export_url = c->exports.v[0];
+  for (size_t i = 0; i < c->exports.n; i++) {
+    const char *u = c->exports.v[i];
+    if (strstr(u, "://") == NULL && strcasecmp(u, "otlp") != 0) {
+      status = fail(err, errlen,
+                    "--export \"%.200s\": not a URL; expected e.g. file:///var/lib/pushprof, "
+                    "otlp+http://HOST:4318 or otlp",
+                    u);
+      goto done;
+    }
   }
   if (c->metrics_addr[0] && !strrchr(c->metrics_addr, ':')) {
     status = fail(err, errlen, "--metrics-addr \"%s\": expected HOST:PORT, e.g. 127.0.0.1:9464",
@@ -501,7 +581,8 @@ done:
 void config_free(sidecar_config *c) {
   free(c->socket_path);
   free(c->spool_dir);
-  free(c->export_url);
+  list_free(&c->exports);
+  list_free(&c->otlp_headers);
   free(c->metrics_addr);
   free(c->node_name);
   free(c->bucket_subdir);

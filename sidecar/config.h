@@ -13,11 +13,22 @@
 #define CONFIG_DEFAULT_SPOOL "/var/lib/pushprof/spool"
 #define CONFIG_DEFAULT_EXPORT "file:///var/lib/pushprof/profiles"
 #define CONFIG_MAX_UIDS 64
+#define CONFIG_MAX_EXPORTS 8 /* --export targets at once */
+#define CONFIG_MAX_OTLP_HEADERS 64
+
+/* A setting that may be given several times. Flags replace what the file
+ * listed (the first flag clears it), like every other setting. */
+typedef struct config_list {
+  char **v;
+  size_t n;
+  bool from_flags;
+} config_list;
 
 typedef struct sidecar_config {
   char *socket_path;                 /* --socket / socket ($PUSHPROF_SOCKET, else the default) */
   char *spool_dir;                   /* --spool / spool */
-  char *export_url;                  /* --export / export_to */
+  char *export_url;                  /* the first of exports (not a separate copy) */
+  config_list exports;               /* --export (repeatable) / export_to (whitespace-separated) */
   int batch_window_s;                /* --batch-window / dump_duration_seconds (60) */
   uint64_t max_spool_bytes;          /* --max-spool-bytes / max_spool_bytes (512 MiB) */
   bool spool_drop_oldest;            /* --spool-drop-oldest / spool_drop_oldest */
@@ -47,6 +58,7 @@ typedef struct sidecar_config {
   char *pyroscope_tenant;               /* --pyroscope-tenant / pyroscope_tenant */
   uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (4 MiB) */
   int pyroscope_max_samples;            /* --pyroscope-max-samples (16000) */
+  config_list otlp_headers;             /* --otlp-header KEY=VALUE (repeatable) / otlp_header */
 } sidecar_config;
 
 enum config_status {

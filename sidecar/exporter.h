@@ -1,4 +1,4 @@
-/* One small interface for every exporter (file, s3, gs, pyroscope); each
+/* One small interface for every exporter (file, s3, gs, pyroscope, otlp); each
  * lives in sidecar/exporters/exporter_<scheme>.c and is picked by the
  * --export URL's scheme. put() is called from the batcher thread; an
  * exporter may assume one call at a time. */
@@ -27,6 +27,7 @@ typedef struct export_object {
   const uint8_t *pprof; /* the same, uncompressed (Pyroscope splitting) */
   size_t pprof_len;
   const char *content_hash; /* hex SHA-256 of data: idempotent object names */
+  uint32_t pid;             /* the pushing process when every push was one's, else 0 */
 } export_object;
 
 typedef struct exporter exporter;
@@ -39,6 +40,10 @@ struct exporter {
    * (Retry-After, in seconds); the batcher resets it to -1 before each
    * put() and waits at least this long before the next attempt. */
   int retry_after_s;
+  /* Set by put() on EXPORT_PERMANENT to a static snake_case drop reason
+   * (e.g. "too_old"); the batcher resets it to NULL before each put() and
+   * counts the drop as "export_permanent" when it stays NULL. */
+  const char *drop_reason;
 };
 
 typedef struct exporter_options {
@@ -55,6 +60,8 @@ typedef struct exporter_options {
   const char *pyroscope_tenant; /* --pyroscope-tenant (else PYROSCOPE_TENANT_ID) */
   uint64_t pyroscope_max_profile_bytes; /* --pyroscope-max-profile-bytes (0 = 4 MiB) */
   int pyroscope_max_samples;            /* --pyroscope-max-samples (0 = 16000) */
+  const char *const *otlp_headers;      /* --otlp-header KEY=VALUE, each; may be NULL */
+  size_t n_otlp_headers;
 } exporter_options;
 
 /* Creates the exporter for url; NULL with a message naming the URL and the fix. */

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "exporter.h"
 #include "fsutil.h"
+#include "http_common.h"
 #include "http_metrics.h"
 #include "listener.h"
 #include "lockfile.h"
@@ -86,11 +87,13 @@ int main(int argc, char **argv) {
   int exit_code = 1;
   spool *sp = NULL;
   listener *ls = NULL;
-  exporter *ex = NULL;
+  exporter *ex[CONFIG_MAX_EXPORTS] = {0};
+  char *target_names[CONFIG_MAX_EXPORTS] = {0};
+  size_t nex = 0;
   batcher *b = NULL;
   http_metrics *hm = NULL;
   int spool_lock = -1;
-  char q1[512], q2[512], q3[512];
+  char q1[512], q2[2200], q3[512];
 
   tune_malloc();
   int st = config_load(&cfg, argc, argv, err, sizeof err);
@@ -143,13 +146,30 @@ int main(int argc, char **argv) {
                          .pyroscope_api = cfg.pyroscope_api,
                          .pyroscope_tenant = cfg.pyroscope_tenant,
                          .pyroscope_max_profile_bytes = cfg.pyroscope_max_profile_bytes,
-                         .pyroscope_max_samples = cfg.pyroscope_max_samples};
-  ex = exporter_create(cfg.export_url, &eo, err, sizeof err);
-  if (!ex) {
-    fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", cfg.export_url, err);
-    exit_code = 2;
-    goto out;
+                         .pyroscope_max_samples = cfg.pyroscope_max_samples,
+                         .otlp_headers = (const char *const *)cfg.otlp_headers.v,
+                         .n_otlp_headers = cfg.otlp_headers.n};
+  bool any_otlp = false;
+  for (size_t i = 0; i < cfg.exports.n && i < CONFIG_MAX_EXPORTS; i++) {
+    const char *url = cfg.exports.v[i];
+    size_t ul = strlen(url) + 1;
+    ex[i] = exporter_create(url, &eo, err, sizeof err);
+    if (!ex[i]) {
+      char shown[4200];
+      http_redact_url(url, shown, sizeof shown); /* no credentials on stderr either */
+      fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", shown, err);
+      exit_code = 2;
+      goto out;
+    }
+    nex = i + 1;
+    any_otlp |= strncmp(ex[i]->scheme, "otlp", 4) == 0;
+    if (!(target_names[i] = malloc(ul)))
+      goto out;
+    http_redact_url(url, target_names[i], ul);
   }
+  if (cfg.otlp_headers.n && !any_otlp)
+    log_event(LOG_WARN, "--otlp-header is set but no --export target is OTLP; ignored",
+              "headers=%zu", cfg.otlp_headers.n);
   spool_config sc = {.dir = cfg.spool_dir,
                      .max_bytes = cfg.max_spool_bytes,
                      .drop_oldest = cfg.spool_drop_oldest,
@@ -171,8 +191,9 @@ int main(int argc, char **argv) {
   batcher_config bc = {.window_s = cfg.batch_window_s,
                        .node = cfg.node_name,
                        .subdir = cfg.bucket_subdir,
-                       .max_age_s = cfg.max_batch_age_s};
-  b = batcher_new(&bc, ex, sp);
+                       .max_age_s = cfg.max_batch_age_s,
+                       .target_names = (const char *const *)target_names};
+  b = batcher_new_multi(&bc, ex, nex, sp);
   if (!b || batcher_start(b) != 0) {
     fprintf(stderr, "pushprof-sidecar: cannot start the batcher\n");
     goto out;
@@ -183,8 +204,11 @@ int main(int argc, char **argv) {
             (unsigned long long)spool_bytes(sp));
   if (listener_start(ls, sp, b) != 0)
     goto out;
-  log_event(LOG_INFO, "sidecar started", "socket=%s export=%s node=%s window_s=%d",
-            log_quote(cfg.socket_path, q1, sizeof q1), log_quote(cfg.export_url, q2, sizeof q2),
+  char targets[2048] = "";
+  for (size_t i = 0, o = 0; i < nex && o < sizeof targets; i++)
+    o += (size_t)snprintf(targets + o, sizeof targets - o, "%s%s", i ? " " : "", target_names[i]);
+  log_event(LOG_INFO, "sidecar started", "socket=%s export=%s targets=%zu node=%s window_s=%d",
+            log_quote(cfg.socket_path, q1, sizeof q1), log_quote(targets, q2, sizeof q2), nex,
             log_quote(cfg.node_name, q3, sizeof q3), cfg.batch_window_s);
 
   for (;;) {
@@ -221,8 +245,10 @@ out:
   listener_free(ls);
   if (hm)
     http_metrics_stop(hm);
-  if (ex)
-    exporter_destroy(ex);
+  for (size_t i = 0; i < nex; i++)
+    exporter_destroy(ex[i]);
+  for (size_t i = 0; i < CONFIG_MAX_EXPORTS; i++)
+    free(target_names[i]);
   if (sp) {
     log_event(LOG_INFO, "sidecar stopped", "spool_files_left=%zu", spool_files(sp));
     spool_close(sp);

@@ -73,6 +73,61 @@ static pthread_mutex_t reasons_mu = PTHREAD_MUTEX_INITIALIZER;
 static reason_entry reasons[REASONS_MAX];
 static size_t nreasons;
 
+static const metric_desc target_desc[MT_COUNTER_MAX] = {
+    [MT_BATCHES_EXPORTED] = {"pushprof_target_batches_exported_total",
+                             "Batches this export target accepted."},
+    [MT_EXPORT_FAILURES] = {"pushprof_target_export_failures_total",
+                            "Export attempts to this target that failed (transient or permanent)."},
+    [MT_EXPORT_RETRIES] = {"pushprof_target_export_retries_total",
+                           "Export attempts to this target scheduled again after a failure."},
+    [MT_BATCHES_REFUSED] = {"pushprof_target_batches_refused_total",
+                            "Batches this target refused for good (their pushes go to failed/)."},
+};
+
+typedef struct target_entry {
+  char *name;
+  _Atomic uint64_t c[MT_COUNTER_MAX];
+  _Atomic int64_t pending;
+} target_entry;
+
+static pthread_mutex_t targets_mu = PTHREAD_MUTEX_INITIALIZER;
+static target_entry targets[METRICS_MAX_TARGETS];
+static _Atomic int ntargets;
+
+int metrics_target_register(const char *name) {
+  pthread_mutex_lock(&targets_mu);
+  int n = atomic_load(&ntargets), id = -1;
+  for (int i = 0; i < n; i++)
+    if (strcmp(targets[i].name, name ? name : "") == 0)
+      id = i; /* the same target again (a restarted batcher in tests) */
+  if (id < 0 && n < METRICS_MAX_TARGETS && (targets[n].name = strdup(name ? name : ""))) {
+    id = n;
+    atomic_store(&ntargets, n + 1);
+  }
+  pthread_mutex_unlock(&targets_mu);
+  return id;
+}
+
+void metrics_target_add(int target, metric_target_counter c, uint64_t n) {
+  if (target < 0 || target >= atomic_load(&ntargets) || (unsigned)c >= MT_COUNTER_MAX)
+    return;
+  atomic_fetch_add_explicit(&targets[target].c[c], n, memory_order_relaxed);
+}
+
+void metrics_target_set_pending(int target, int64_t batches) {
+  if (target < 0 || target >= atomic_load(&ntargets))
+    return;
+  atomic_store_explicit(&targets[target].pending, batches, memory_order_relaxed);
+}
+
+uint64_t metrics_target_value(const char *name, metric_target_counter c) {
+  int n = atomic_load(&ntargets);
+  for (int i = 0; name && i < n && (unsigned)c < MT_COUNTER_MAX; i++)
+    if (strcmp(targets[i].name, name) == 0)
+      return atomic_load(&targets[i].c[c]);
+  return 0;
+}
+
 void metrics_add(metric_counter c, uint64_t n) {
   if ((unsigned)c >= M_COUNTER_MAX)
     return;
@@ -228,6 +283,25 @@ char *metrics_render(void) {
     }
   }
   pthread_mutex_unlock(&reasons_mu);
+  int nt = atomic_load(&ntargets);
+  for (int c = 0; c < MT_COUNTER_MAX; c++) {
+    sb_printf(&sb, "# HELP %s %s\n# TYPE %s counter\n", target_desc[c].name, target_desc[c].help,
+              target_desc[c].name);
+    for (int i = 0; i < nt; i++) {
+      sb_printf(&sb, "%s{target=\"", target_desc[c].name);
+      sb_label_value(&sb, targets[i].name);
+      sb_printf(&sb, "\"} %" PRIu64 "\n",
+                atomic_load_explicit(&targets[i].c[c], memory_order_relaxed));
+    }
+  }
+  sb_printf(&sb, "# HELP pushprof_target_pending_batches Batches this target has not taken yet.\n"
+                 "# TYPE pushprof_target_pending_batches gauge\n");
+  for (int i = 0; i < nt; i++) {
+    sb_printf(&sb, "pushprof_target_pending_batches{target=\"");
+    sb_label_value(&sb, targets[i].name);
+    sb_printf(&sb, "\"} %" PRId64 "\n",
+              atomic_load_explicit(&targets[i].pending, memory_order_relaxed));
+  }
   if (sb.oom) {
     free(sb.p);
     return NULL;

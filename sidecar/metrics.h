@@ -43,6 +43,26 @@ void metrics_export_failure(const char *cls);
  * closed to make room for a new one while at --max-connections (idle: no
  * byte of a frame yet; slow_frame: a frame started but not finished). */
 void metrics_evict(const char *reason);
+/* Per export target (one per --export): labelled {target="..."} families
+ * pushprof_target_batches_exported_total, _export_failures_total,
+ * _export_retries_total, _batches_refused_total and the gauge
+ * pushprof_target_pending_batches. */
+typedef enum metric_target_counter {
+  MT_BATCHES_EXPORTED,
+  MT_EXPORT_FAILURES,
+  MT_EXPORT_RETRIES,
+  MT_BATCHES_REFUSED, /* refused for good */
+  MT_COUNTER_MAX
+} metric_target_counter;
+#define METRICS_MAX_TARGETS 16
+/* Registers a target named name (a URL without credentials; copied); its id,
+ * or -1 when the table is full (its counts then go nowhere). */
+int metrics_target_register(const char *name);
+void metrics_target_add(int target, metric_target_counter c, uint64_t n);
+void metrics_target_set_pending(int target, int64_t batches);
+/* Test helper: a target counter's value by target name (0 if unknown). */
+uint64_t metrics_target_value(const char *name, metric_target_counter c);
+
 /* Renders everything; malloc'ed, caller frees. NULL on ENOMEM. */
 char *metrics_render(void);
 /* Test helper: the current value of a rejected/drop/evicted reason (0 if never seen). */

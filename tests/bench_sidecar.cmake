@@ -2,3 +2,6 @@
 # everything so it keeps compiling; run it through tests/bench/sidecar_bench.sh.
 add_executable(bench_sidecar ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_sidecar.c)
 target_link_libraries(bench_sidecar PRIVATE pushprof_proto Threads::Threads m)
+# pprof -> OTLP conversion cost and wire size (README Performance / OTLP).
+add_executable(bench_otlp ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_otlp.c)
+target_link_libraries(bench_otlp PRIVATE pushprof_proto_convert pushprof_proto)

@@ -60,6 +60,12 @@ pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
   INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads
   DEPENDS pushprof_proto)
 
+# pprof -> OTLP: the converter and its generated code (pushprof_proto_convert).
+get_target_property(PP_FUZZ_CONVERT_SRCS pushprof_proto_convert SOURCES)
+pushprof_fuzz_target(NAME otlp SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_CONVERT_SRCS}
+  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads
+  DEPENDS pushprof_proto pushprof_proto_convert)
+
 pushprof_fuzz_target(NAME frame
   SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_SIDECAR}/spool.c ${PP_FUZZ_SIDECAR}/journal.c ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c
     ${PP_FUZZ_SIDECAR}/metrics.c
@@ -96,8 +102,15 @@ if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds
     INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
 endif()
 
+if(TARGET pushprof_sidecar_lib)
+  pushprof_fuzz_target(NAME otlp_settings SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_otlp.c
+    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
+    LIBS pushprof_sidecar_lib DEPENDS pushprof_proto pushprof_proto_convert)
+endif()
+
 if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c)
   pushprof_fuzz_target(NAME pyroscope SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c
+    ${CMAKE_SOURCE_DIR}/proto/pp_split.c
     INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
     LIBS pushprof_sidecar_lib DEPENDS pushprof_proto)
 endif()

@@ -19,10 +19,13 @@ static const backend backends[] = {
     {"gs", exporter_gcs_create},
     {"pyroscope+http", exporter_pyroscope_create},
     {"pyroscope+https", exporter_pyroscope_create},
+    {"otlp+http", exporter_otlp_create},
+    {"otlp+https", exporter_otlp_create},
 };
 
 #define SUPPORTED                                                                                  \
-  "file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, pyroscope+http(s)://HOST:PORT"
+  "file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, pyroscope+http(s)://HOST:PORT, "           \
+  "otlp+http(s)://HOST:PORT[/PATH], otlp (endpoint from $OTEL_EXPORTER_OTLP_ENDPOINT)"
 
 exporter *exporter_create(const char *url, const exporter_options *opts, char *err, size_t errlen) {
   static const exporter_options defaults = {0};
@@ -35,6 +38,8 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
              SUPPORTED);
     return NULL;
   }
+  if (strcasecmp(url, "otlp") == 0)
+    return exporter_otlp_create(url, opts, err, errlen);
   const char *sep = strstr(url, "://");
   if (!sep) {
     snprintf(err, errlen,

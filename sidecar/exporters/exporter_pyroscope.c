@@ -49,363 +49,6 @@
 #define INGEST_PATH "/ingest"
 
 /* ------------------------------------------------------------------ */
-/* Splitting                                                          */
-/* ------------------------------------------------------------------ */
-
-typedef struct id_pos {
-  uint64_t id;
-  size_t pos;
-} id_pos;
-
-static int cmp_id_pos(const void *a, const void *b) {
-  uint64_t x = ((const id_pos *)a)->id, y = ((const id_pos *)b)->id;
-  return x < y ? -1 : x > y;
-}
-
-/* Sorted id -> position index, for one of mapping/function/location. */
-typedef struct id_index {
-  id_pos *v;
-  size_t n;
-} id_index;
-
-static int index_build(id_index *ix, size_t n, uint64_t (*get)(const void *, size_t),
-                       const void *arr) {
-  ix->n = n;
-  ix->v = malloc((n ? n : 1) * sizeof *ix->v);
-  if (!ix->v)
-    return -1;
-  for (size_t i = 0; i < n; i++)
-    ix->v[i] = (id_pos){get(arr, i), i};
-  qsort(ix->v, n, sizeof *ix->v, cmp_id_pos);
-  return 0;
-}
-
-static int64_t index_find(const id_index *ix, uint64_t id) {
-  size_t lo = 0, hi = ix->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ix->v[mid].id == id)
-      return (int64_t)ix->v[mid].pos;
-    if (ix->v[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return -1;
-}
-
-static uint64_t get_mapping_id(const void *a, size_t i) {
-  return ((Perftools__Profiles__Mapping *const *)a)[i]->id;
-}
-static uint64_t get_function_id(const void *a, size_t i) {
-  return ((Perftools__Profiles__Function *const *)a)[i]->id;
-}
-static uint64_t get_location_id(const void *a, size_t i) {
-  return ((Perftools__Profiles__Location *const *)a)[i]->id;
-}
-
-typedef struct split_ctx {
-  const Perftools__Profiles__Profile *p;
-  id_index maps, funcs, locs;
-  uint64_t *tmp; /* scratch ids */
-  int64_t *lines;
-  pp_label *labels;
-  /* Builder ids of the source's mappings/functions/locations in the piece
-   * being built (0 = not copied yet), by source position. */
-  uint64_t *map_memo, *func_memo, *loc_memo;
-  size_t maxtmp, maxlab;
-  size_t max_bytes, max_samples;
-  pyroscope_piece *out;
-  size_t nout, capout;
-  char *why;
-  size_t whylen;
-} split_ctx;
-
-static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i) {
-  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
-}
-
-/* Copies one source location into b by content; its builder id or 0. */
-static uint64_t copy_location(split_ctx *c, pp_builder *b, const Perftools__Profiles__Location *l) {
-  const Perftools__Profiles__Profile *p = c->p;
-  uint64_t mid = 0;
-  if (l->mapping_id) {
-    int64_t pos = index_find(&c->maps, l->mapping_id);
-    if (pos < 0)
-      return 0;
-    if (!c->map_memo[pos]) {
-      const Perftools__Profiles__Mapping *m = p->mapping[pos];
-      c->map_memo[pos] =
-          pp_builder_mapping(b, m->memory_start, m->memory_limit, m->file_offset,
-                             pstr(p, m->filename), pstr(p, m->build_id), m->has_functions);
-    }
-    if (!(mid = c->map_memo[pos]))
-      return 0;
-  }
-  for (size_t j = 0; j < l->n_line; j++) {
-    int64_t pos = index_find(&c->funcs, l->line[j]->function_id);
-    if (pos < 0)
-      return 0;
-    if (!c->func_memo[pos]) {
-      const Perftools__Profiles__Function *f = p->function[pos];
-      c->func_memo[pos] = pp_builder_function(b, pstr(p, f->name), pstr(p, f->system_name),
-                                              pstr(p, f->filename), f->start_line);
-    }
-    if (!(c->tmp[j] = c->func_memo[pos]))
-      return 0;
-    c->lines[j] = l->line[j]->line;
-  }
-  return pp_builder_location(b, mid, l->address, c->tmp, c->lines, l->n_line);
-}
-
-/* Builds the profile of samples [lo, hi) into *out. 0 or -1 (ENOMEM or a
- * dangling reference, which validation rules out). */
-static int build_piece(split_ctx *c, size_t lo, size_t hi, uint8_t **out, size_t *outlen) {
-  const Perftools__Profiles__Profile *p = c->p;
-  int rc = -1;
-  uint64_t *locids = NULL;
-  pp_builder *b = pp_builder_new();
-  if (!b)
-    return -1;
-  for (size_t i = 0; i < p->n_sample_type; i++)
-    if (pp_builder_add_sample_type(b, pstr(p, p->sample_type[i]->type),
-                                   pstr(p, p->sample_type[i]->unit)) != 0)
-      goto out;
-  if (p->period_type || p->period) {
-    const char *t = p->period_type ? pstr(p, p->period_type->type) : "";
-    const char *u = p->period_type ? pstr(p, p->period_type->unit) : "";
-    if (pp_builder_set_period(b, t, u, p->period) != 0)
-      goto out;
-  }
-  pp_builder_set_time(b, p->time_nanos, p->duration_nanos);
-  for (size_t i = 0; i < p->n_comment; i++)
-    if (pp_builder_add_comment(b, pstr(p, p->comment[i])) != 0)
-      goto out;
-  locids = malloc(c->maxtmp * sizeof *locids);
-  if (!locids)
-    goto out;
-  memset(c->map_memo, 0, (p->n_mapping + 1) * sizeof *c->map_memo);
-  memset(c->func_memo, 0, (p->n_function + 1) * sizeof *c->func_memo);
-  memset(c->loc_memo, 0, (p->n_location + 1) * sizeof *c->loc_memo);
-  for (size_t i = lo; i < hi; i++) {
-    const Perftools__Profiles__Sample *s = p->sample[i];
-    for (size_t j = 0; j < s->n_location_id; j++) {
-      int64_t pos = index_find(&c->locs, s->location_id[j]);
-      if (pos < 0)
-        goto out;
-      if (!c->loc_memo[pos])
-        c->loc_memo[pos] = copy_location(c, b, p->location[pos]);
-      if (!(locids[j] = c->loc_memo[pos]))
-        goto out;
-    }
-    for (size_t j = 0; j < s->n_label; j++) {
-      const Perftools__Profiles__Label *l = s->label[j];
-      c->labels[j] = (pp_label){pstr(p, l->key), l->str ? pstr(p, l->str) : NULL, l->num,
-                                l->str ? NULL : pstr(p, l->num_unit)};
-    }
-    if (pp_builder_sample(b, locids, s->n_location_id, s->value, s->n_value, c->labels,
-                          s->n_label) != 0)
-      goto out;
-  }
-  rc = pp_builder_pack(b, out, outlen);
-out:
-  free(locids);
-  pp_builder_free(b);
-  return rc;
-}
-
-static int emit(split_ctx *c, uint8_t *data, size_t len) {
-  if (c->nout == c->capout) {
-    size_t ncap = c->capout ? c->capout * 2 : 4;
-    pyroscope_piece *nv = realloc(c->out, ncap * sizeof *nv);
-    if (!nv)
-      return -1;
-    c->out = nv;
-    c->capout = ncap;
-  }
-  c->out[c->nout++] = (pyroscope_piece){data, len};
-  return 0;
-}
-
-/* Emits samples [lo, hi) as one piece if it fits, else as halves. The
- * depth is log2 of the sample count, so the recursion stays shallow. */
-static int split_range(split_ctx *c, size_t lo, size_t hi) {
-  uint8_t *data = NULL;
-  size_t len = 0;
-  if (c->max_samples && hi - lo > c->max_samples) {
-    size_t half = lo + (hi - lo) / 2;
-    return split_range(c, lo, half) != 0 ? -1 : split_range(c, half, hi);
-  }
-  if (build_piece(c, lo, hi, &data, &len) != 0) {
-    snprintf(c->why, c->whylen, "out of memory splitting a profile of %zu samples", c->p->n_sample);
-    return -1;
-  }
-  if (len <= c->max_bytes) {
-    if (emit(c, data, len) != 0) {
-      free(data);
-      snprintf(c->why, c->whylen, "out of memory splitting a profile");
-      return -1;
-    }
-    return 0;
-  }
-  free(data);
-  if (hi - lo <= 1) {
-    snprintf(c->why, c->whylen,
-             "sample %zu alone encodes to %zu bytes, over the %zu byte per-profile limit "
-             "(raise the server's validation.max-profile-size-bytes and "
-             "--pyroscope-max-profile-bytes)",
-             lo, len, c->max_bytes);
-    return -1;
-  }
-  size_t mid = lo + (hi - lo) / 2;
-  if (split_range(c, lo, mid) != 0)
-    return -1;
-  return split_range(c, mid, hi);
-}
-
-void pyroscope_pieces_free(pyroscope_piece *pieces, size_t n) {
-  for (size_t i = 0; pieces && i < n; i++)
-    free(pieces[i].data);
-  free(pieces);
-}
-
-long pyroscope_count_samples(const uint8_t *pprof, size_t len) {
-  size_t i = 0;
-  long n = 0;
-  while (i < len) {
-    uint64_t key = 0, v = 0;
-    for (int shift = 0;; shift += 7) {
-      if (i >= len || shift > 63)
-        return -1;
-      key |= (uint64_t)(pprof[i] & 0x7f) << shift;
-      if (!(pprof[i++] & 0x80))
-        break;
-    }
-    unsigned wt = (unsigned)(key & 7);
-    if (wt == 0 || wt == 2) {
-      for (int shift = 0;; shift += 7) {
-        if (i >= len || shift > 63)
-          return -1;
-        v |= (uint64_t)(pprof[i] & 0x7f) << shift;
-        if (!(pprof[i++] & 0x80))
-          break;
-      }
-      if (wt == 2) {
-        if (v > len - i)
-          return -1;
-        i += (size_t)v;
-      }
-    } else if (wt == 1 || wt == 5) {
-      size_t w = wt == 1 ? 8 : 4;
-      if (w > len - i)
-        return -1;
-      i += w;
-    } else {
-      return -1;
-    }
-    if ((key >> 3) == 2)
-      n++;
-  }
-  return n;
-}
-
-int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
-                    size_t *npieces, char *why, size_t whylen) {
-  return pyroscope_split_limits(pprof, len, max_bytes, 0, pieces, npieces, why, whylen);
-}
-
-int pyroscope_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
-                           pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen) {
-  *pieces = NULL;
-  *npieces = 0;
-  long nsamples = max_samples ? pyroscope_count_samples(pprof, len) : 0;
-  if (len <= max_bytes && nsamples >= 0 && (size_t)nsamples <= max_samples) {
-    uint8_t *copy = malloc(len ? len : 1);
-    pyroscope_piece *one = malloc(sizeof *one);
-    if (!copy || !one) {
-      free(copy);
-      free(one);
-      snprintf(why, whylen, "out of memory");
-      return -1;
-    }
-    if (len)
-      memcpy(copy, pprof, len);
-    one[0] = (pyroscope_piece){copy, len};
-    *pieces = one;
-    *npieces = 1;
-    return 0;
-  }
-  char pwhy[256] = "";
-  Perftools__Profiles__Profile *p = pp_pprof_parse(pprof, len, PPROF_PARSE_MAX, pwhy, sizeof pwhy);
-  if (!p) {
-    snprintf(why, whylen, "cannot split an invalid profile: %s", pwhy);
-    return -1;
-  }
-  split_ctx c = {
-      .p = p, .max_bytes = max_bytes, .max_samples = max_samples, .why = why, .whylen = whylen};
-  int rc = -1;
-  c.maxtmp = 1;
-  c.maxlab = 1;
-  for (size_t i = 0; i < p->n_location; i++)
-    if (p->location[i]->n_line > c.maxtmp)
-      c.maxtmp = p->location[i]->n_line;
-  for (size_t i = 0; i < p->n_sample; i++) {
-    if (p->sample[i]->n_location_id > c.maxtmp)
-      c.maxtmp = p->sample[i]->n_location_id;
-    if (p->sample[i]->n_label > c.maxlab)
-      c.maxlab = p->sample[i]->n_label;
-  }
-  c.tmp = malloc(c.maxtmp * sizeof *c.tmp);
-  c.lines = malloc(c.maxtmp * sizeof *c.lines);
-  c.labels = malloc(c.maxlab * sizeof *c.labels);
-  c.map_memo = malloc((p->n_mapping + 1) * sizeof *c.map_memo);
-  c.func_memo = malloc((p->n_function + 1) * sizeof *c.func_memo);
-  c.loc_memo = malloc((p->n_location + 1) * sizeof *c.loc_memo);
-  if (!c.tmp || !c.lines || !c.labels || !c.map_memo || !c.func_memo || !c.loc_memo ||
-      index_build(&c.maps, p->n_mapping, get_mapping_id, p->mapping) != 0 ||
-      index_build(&c.funcs, p->n_function, get_function_id, p->function) != 0 ||
-      index_build(&c.locs, p->n_location, get_location_id, p->location) != 0) {
-    snprintf(why, whylen, "out of memory splitting a profile");
-    goto out;
-  }
-  if (p->n_sample == 0) {
-    snprintf(why, whylen,
-             "profile of %zu bytes has no samples to split by (its tables alone exceed the "
-             "%zu byte limit)",
-             len, max_bytes);
-    goto out;
-  }
-  /* Start from about the right number of pieces; halving fixes the rest. */
-  size_t k = len / max_bytes + 1;
-  if (max_samples && (p->n_sample + max_samples - 1) / max_samples > k)
-    k = (p->n_sample + max_samples - 1) / max_samples;
-  if (k > p->n_sample)
-    k = p->n_sample;
-  for (size_t i = 0; i < k; i++) {
-    size_t lo = p->n_sample * i / k, hi = p->n_sample * (i + 1) / k;
-    if (lo < hi && split_range(&c, lo, hi) != 0)
-      goto out;
-  }
-  *pieces = c.out;
-  *npieces = c.nout;
-  c.out = NULL;
-  rc = 0;
-out:
-  pyroscope_pieces_free(c.out, c.nout);
-  free(c.tmp);
-  free(c.lines);
-  free(c.labels);
-  free(c.map_memo);
-  free(c.func_memo);
-  free(c.loc_memo);
-  free(c.maps.v);
-  free(c.funcs.v);
-  free(c.locs.v);
-  perftools__profiles__profile__free_unpacked(p, NULL);
-  return rc;
-}
-
-/* ------------------------------------------------------------------ */
 /* Series labels                                                      */
 /* ------------------------------------------------------------------ */
 
@@ -754,7 +397,7 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
                        char *err, size_t errlen) {
   *out = NULL;
   *nout = 0;
-  long nsamples = obj->pprof ? pyroscope_count_samples(obj->pprof, obj->pprof_len) : 0;
+  long nsamples = obj->pprof ? pp_count_samples(obj->pprof, obj->pprof_len) : 0;
   if (!obj->pprof || (obj->pprof_len <= pe->max_profile_bytes && nsamples >= 0 &&
                       (size_t)nsamples <= pe->max_samples)) {
     gz_piece *g = calloc(1, sizeof *g);
@@ -767,11 +410,11 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
     *nout = 1;
     return EXPORT_OK;
   }
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
   char why[512];
-  if (pyroscope_split_limits(obj->pprof, obj->pprof_len, pe->max_profile_bytes, pe->max_samples,
-                             &pieces, &n, why, sizeof why) != 0) {
+  if (pp_split_limits(obj->pprof, obj->pprof_len, pe->max_profile_bytes, pe->max_samples, &pieces,
+                      &n, why, sizeof why) != 0) {
     snprintf(err, errlen, "cannot split the %zu byte profile for Pyroscope: %s", obj->pprof_len,
              why);
     return strstr(why, "out of memory") ? EXPORT_RETRY : EXPORT_PERMANENT;
@@ -787,7 +430,7 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
     }
     g[i].owned = true;
   }
-  pyroscope_pieces_free(pieces, n);
+  pp_pieces_free(pieces, n);
   log_event(LOG_INFO, "profile split for Pyroscope's per-profile limits",
             "bytes=%zu samples=%ld pieces=%zu max_profile_bytes=%zu max_samples=%zu",
             obj->pprof_len, nsamples, n, pe->max_profile_bytes, pe->max_samples);
@@ -795,7 +438,7 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
   *nout = n;
   return EXPORT_OK;
 oom:
-  pyroscope_pieces_free(pieces, n);
+  pp_pieces_free(pieces, n);
   snprintf(err, errlen, "out of memory compressing profile pieces");
   return EXPORT_RETRY;
 }
@@ -813,18 +456,30 @@ static size_t base_headers(pyro_exporter *pe, const creds *c, const char **hdr, 
   return n;
 }
 
+/* Pyroscope's answer to a profile older than its ingestion window
+ * (validation.reject-older-than, 1 h by default; pkg/validation's
+ * NotInIngestionWindow): retrying can only make it older. */
+#define TOO_OLD_MARK "outside of ingestion window"
+
 static int do_request(pyro_exporter *pe, http_request *rq, const char *what, char *err,
                       size_t errlen) {
   http_response rs;
   memset(&rs, 0, sizeof rs);
   int prc = http_perform(pe->http, rq, &rs);
   int rc = prc == 0 ? http_classify(&rs) : EXPORT_RETRY;
+  bool too_old = prc == 0 && rc != EXPORT_OK && rs.body && strstr(rs.body, TOO_OLD_MARK);
+  if (too_old) {
+    rc = EXPORT_PERMANENT; /* whatever the status: it will never be accepted */
+    pe->base.drop_reason = "too_old";
+  }
   if (rc == EXPORT_RETRY && rs.retry_after_s > 0)
     pe->base.retry_after_s = rs.retry_after_s;
   if (rc != EXPORT_OK) {
     char d[768];
     http_describe("POST", rq->url, &rs, d, sizeof d);
-    snprintf(err, errlen, "%s: %s", what, d);
+    snprintf(err, errlen, "%s%s: %s",
+             too_old ? "refused for age (older than the server's ingestion window): " : "", what,
+             d);
   }
   http_response_free(&rs);
   return rc;
@@ -959,6 +614,10 @@ static void ingest_clean(const char *in, char *out, size_t outlen) {
         (ch == '{' || ch == '}' || ch == ',' || ch == '=' || (unsigned char)ch < 0x20) ? '_' : ch;
   }
   out[o] = '\0';
+}
+
+static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i) {
+  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
 }
 
 /* sampleRate for the ingest API: samples per second from a CPU period. */

@@ -1,13 +1,15 @@
 /* The Grafana Pyroscope exporter's pure parts, exposed for the unit tests:
- * splitting a profile that exceeds Pyroscope's per-profile size limit, and
- * turning the service and process labels into a valid Pyroscope series
- * label set. Internal to sidecar/exporters/; not thread-safe per call
+ * its per-profile limits (the splitting itself is a pprof operation,
+ * proto/pp_split.h) and turning the service and process labels into a
+ * valid Pyroscope series label set. Internal to sidecar/exporters/; not
+ * thread-safe per call
  * (each call owns its outputs). */
 #ifndef SIDECAR_EXPORTER_PYROSCOPE_H
 #define SIDECAR_EXPORTER_PYROSCOPE_H
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pp_split.h"
 #include "pushprof.pb-c.h"
 
 /* Pyroscope's default validation.max-profile-size-bytes: the uncompressed
@@ -16,31 +18,6 @@
 /* Pyroscope's default validation.max-profile-stacktrace-samples: a profile
  * with more samples is rejected (400), not truncated. */
 #define PYROSCOPE_MAX_SAMPLES 16000
-
-typedef struct pyroscope_piece {
-  uint8_t *data; /* uncompressed pprof, malloc'ed */
-  size_t len;
-} pyroscope_piece;
-
-/* Splits the uncompressed pprof (pprof, len) by sample into profiles of at
- * most max_bytes and at most max_samples samples (0: no count limit) each:
- * every sample lands in exactly one piece with its
- * values, stack and labels unchanged (so totals are preserved), and each
- * piece carries the original sample types, period, time and comments and
- * only the mappings, functions, locations and strings its samples use.
- * A profile already within both limits comes back as one piece (a copy).
- * Returns 0 with *pieces (malloc'ed array of *npieces) or -1 with why set,
- * e.g. when one sample alone exceeds max_bytes. Free with
- * pyroscope_pieces_free. */
-int pyroscope_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t max_samples,
-                           pyroscope_piece **pieces, size_t *npieces, char *why, size_t whylen);
-/* The same with the size limit only (max_samples 0). */
-int pyroscope_split(const uint8_t *pprof, size_t len, size_t max_bytes, pyroscope_piece **pieces,
-                    size_t *npieces, char *why, size_t whylen);
-/* The number of samples (top-level field 2) of an uncompressed pprof, by a
- * scan of the wire format; -1 if it is not well-formed protobuf. */
-long pyroscope_count_samples(const uint8_t *pprof, size_t len);
-void pyroscope_pieces_free(pyroscope_piece *pieces, size_t n);
 
 typedef struct pyroscope_label {
   char *name;

@@ -4,6 +4,7 @@
  * setting inside the bounds the --help text states. */
 #include <limits.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -18,7 +19,13 @@ static void check_loaded(const sidecar_config *c) {
                  c->bucket_subdir,
              "a string setting is NULL");
   FUZZ_CHECK(c->socket_path[0] && c->spool_dir[0] && c->node_name[0], "empty path setting");
-  FUZZ_CHECK(strstr(c->export_url, "://") != NULL, "export \"%s\" is not a URL", c->export_url);
+  FUZZ_CHECK(c->exports.n >= 1 && c->exports.n <= CONFIG_MAX_EXPORTS &&
+                 c->export_url == c->exports.v[0],
+             "%zu export targets", c->exports.n);
+  for (size_t i = 0; i < c->exports.n; i++)
+    FUZZ_CHECK(strstr(c->exports.v[i], "://") != NULL || strcasecmp(c->exports.v[i], "otlp") == 0,
+               "export \"%s\" is not a URL", c->exports.v[i]);
+  FUZZ_CHECK(c->otlp_headers.n <= CONFIG_MAX_OTLP_HEADERS, "%zu otlp headers", c->otlp_headers.n);
   FUZZ_CHECK(!c->metrics_addr[0] || strchr(c->metrics_addr, ':'), "metrics_addr \"%s\"",
              c->metrics_addr);
   FUZZ_CHECK(c->batch_window_s >= 1 && c->batch_window_s <= 86400, "batch window %d",

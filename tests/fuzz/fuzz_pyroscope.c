@@ -1,6 +1,6 @@
 /* The Pyroscope exporter's pure parts. First input byte even: the rest is a
  * pprof; what pp_pprof_parse accepts is merged and packed (as the batcher
- * does) and split by pyroscope_split under a small size limit (second byte):
+ * does) and split by pp_split under a small size limit (second byte):
  * every piece must fit, validate, and together the pieces must hold exactly
  * the samples and value sums of the whole. Odd: the rest is a service line
  * and KEY=VALUE lines within the sidecar's push limits, given to
@@ -44,10 +44,10 @@ static void check_split(const uint8_t *data, size_t size) {
     return;
   }
 
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
   why[0] = '\0';
-  if (pyroscope_split(whole, wlen, max_bytes, &pieces, &n, why, sizeof why) != 0) {
+  if (pp_split(whole, wlen, max_bytes, &pieces, &n, why, sizeof why) != 0) {
     FUZZ_CHECK(why[0] != '\0', "a refused split must say why");
     FUZZ_CHECK(pieces == NULL && n == 0, "a refused split returned pieces");
   } else {
@@ -75,7 +75,7 @@ static void check_split(const uint8_t *data, size_t size) {
                  (unsigned long long)want[j], (unsigned long long)got[j]);
     free(want);
     free(got);
-    pyroscope_pieces_free(pieces, n);
+    pp_pieces_free(pieces, n);
   }
   perftools__profiles__profile__free_unpacked(w, NULL);
   free(whole);

@@ -136,6 +136,35 @@ static void test_config_bad_file_key_names_the_key(void) {
   expect_error(argv, 3, "line 1");
 }
 
+/* --export and --otlp-header repeat; the file may list several targets;
+ * the first flag replaces the file's list, duplicates are refused. */
+static void test_config_export_list_file_then_flags(void) {
+  write_ini("export_to = file:///tmp/a  otlp+http://h:4318\n"
+            "otlp_header = A=1\n"
+            "otlp_header = Authorization=Bearer x y\n");
+  sidecar_config c;
+  char err[512] = "";
+  const char *argv[] = {"x", "--config", ini_path, NULL};
+  PP_CHECK_INT(load(&c, err, sizeof err, 3, argv), ==, CONFIG_OK);
+  PP_CHECK_INT(c.exports.n, ==, 2);
+  PP_CHECK_STR(c.export_url, "file:///tmp/a");
+  PP_CHECK_STR(c.exports.v[1], "otlp+http://h:4318");
+  PP_CHECK_INT(c.otlp_headers.n, ==, 2);
+  PP_CHECK_STR(c.otlp_headers.v[1], "Authorization=Bearer x y");
+  config_free(&c);
+  const char *argv2[] = {"x", "--config", ini_path, "--export", "otlp", "--export=s3://b/p", NULL};
+  PP_CHECK_INT(load(&c, err, sizeof err, 6, argv2), ==, CONFIG_OK);
+  PP_CHECK_INT(c.exports.n, ==, 2);
+  PP_CHECK_STR(c.exports.v[0], "otlp");
+  PP_CHECK_STR(c.exports.v[1], "s3://b/p");
+  PP_CHECK_INT(c.otlp_headers.n, ==, 2); /* no flag: the file's stay */
+  config_free(&c);
+  const char *argv3[] = {"x", "--export", "otlp", "--export", "otlp", NULL};
+  expect_error(argv3, 5, "--export: \"otlp\" is given twice");
+  const char *argv4[] = {"x", "--export", "localhost:4318", NULL};
+  expect_error(argv4, 3, "not a URL");
+}
+
 static void test_config_parse_size_suffixes(void) {
   uint64_t v = 0;
   PP_CHECK_INT(config_parse_size("64MiB", &v), ==, 0);
@@ -174,6 +203,7 @@ int main(void) {
   PP_RUN(test_config_bad_values_name_the_flag);
   PP_RUN(test_config_bad_file_key_names_the_key);
   PP_RUN(test_config_parse_size_suffixes);
+  PP_RUN(test_config_export_list_file_then_flags);
   unlink(ini_path);
   PP_DONE();
 }

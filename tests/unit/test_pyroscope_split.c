@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exporter_pyroscope.h"
+#include "pp_builder_int.h"
 #include "pp_pprof.h"
 #include "pp_test.h"
 
@@ -75,11 +76,11 @@ static void test_pyroscope_split_small_profile_is_one_copy(void) {
   uint8_t *p = NULL;
   size_t len = 0;
   PP_CHECK_INT(make_profile(50, 20, &p, &len), ==, 0);
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES,
-                                      &pieces, &n, why, sizeof why),
+  PP_CHECK_INT(pp_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES, &pieces,
+                               &n, why, sizeof why),
                ==, 0);
   PP_CHECK_INT(n, ==, 1);
   if (n == 1) {
@@ -87,7 +88,7 @@ static void test_pyroscope_split_small_profile_is_one_copy(void) {
     PP_CHECK(memcmp(pieces[0].data, p, len) == 0);
     PP_CHECK(pieces[0].data != p);
   }
-  pyroscope_pieces_free(pieces, n);
+  pp_pieces_free(pieces, n);
   free(p);
 }
 
@@ -106,10 +107,10 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
   }
   totals want = {0}, got = {0};
   add_totals(orig, &want);
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
-  PP_CHECK_INT(pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES,
-                                      &pieces, &n, why, sizeof why),
+  PP_CHECK_INT(pp_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, PYROSCOPE_MAX_SAMPLES, &pieces,
+                               &n, why, sizeof why),
                ==, 0);
   fprintf(stderr, "  %zu bytes -> %zu pieces\n", len, n);
   PP_CHECK_INT(n, >=, 3);
@@ -143,7 +144,7 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
   PP_CHECK_INT(want.labelled, >, 0);
   /* Splitting does not multiply the bytes (only the small tables repeat). */
   PP_CHECK_INT(sum_len, <, len + len / 4);
-  pyroscope_pieces_free(pieces, n);
+  pp_pieces_free(pieces, n);
   perftools__profiles__profile__free_unpacked(orig, NULL);
   free(p);
 }
@@ -152,21 +153,21 @@ static void test_pyroscope_split_by_sample_count(void) {
   uint8_t *p = NULL;
   size_t len = 0;
   PP_CHECK_INT(make_profile(50, 20, &p, &len), ==, 0);
-  PP_CHECK_INT(pyroscope_count_samples(p, len), ==, 50);
+  PP_CHECK_INT(pp_count_samples(p, len), ==, 50);
   char why[256] = "";
   Perftools__Profiles__Profile *orig = pp_pprof_parse(p, len, (size_t)1 << 30, why, sizeof why);
   PP_CHECK(orig != NULL);
   totals want = {0}, got = {0};
   if (orig)
     add_totals(orig, &want);
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
   PP_CHECK_INT(
-      pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 16, &pieces, &n, why, sizeof why),
-      ==, 0);
+      pp_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 16, &pieces, &n, why, sizeof why), ==,
+      0);
   PP_CHECK_INT(n, ==, 4);
   for (size_t i = 0; i < n; i++) {
-    PP_CHECK_INT(pyroscope_count_samples(pieces[i].data, pieces[i].len), <=, 16);
+    PP_CHECK_INT(pp_count_samples(pieces[i].data, pieces[i].len), <=, 16);
     Perftools__Profiles__Profile *q =
         pp_pprof_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
     PP_CHECK(q != NULL);
@@ -179,15 +180,15 @@ static void test_pyroscope_split_by_sample_count(void) {
   PP_CHECK_INT(got.v[0], ==, want.v[0]);
   PP_CHECK_INT(got.v[1], ==, want.v[1]);
   PP_CHECK_INT(got.labelled, ==, want.labelled);
-  pyroscope_pieces_free(pieces, n);
+  pp_pieces_free(pieces, n);
   /* Within both limits: one piece, the same bytes. */
   PP_CHECK_INT(
-      pyroscope_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 50, &pieces, &n, why, sizeof why),
-      ==, 0);
+      pp_split_limits(p, len, PYROSCOPE_MAX_PROFILE_BYTES, 50, &pieces, &n, why, sizeof why), ==,
+      0);
   PP_CHECK_INT(n, ==, 1);
-  pyroscope_pieces_free(pieces, n);
+  pp_pieces_free(pieces, n);
   uint8_t trunc[3] = {0x12, 0x05, 0x00}; /* field 2, length 5, 1 byte left */
-  PP_CHECK_INT(pyroscope_count_samples(trunc, sizeof trunc), ==, -1);
+  PP_CHECK_INT(pp_count_samples(trunc, sizeof trunc), ==, -1);
   if (orig)
     perftools__profiles__profile__free_unpacked(orig, NULL);
   free(p);
@@ -198,10 +199,10 @@ static void test_pyroscope_split_refuses_a_sample_over_the_limit(void) {
   size_t len = 0;
   /* Each sample has ~3 x 40 KiB of names: one sample cannot fit 64 KiB. */
   PP_CHECK_INT(make_profile(4, 40000, &p, &len), ==, 0);
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split(p, len, 65536, &pieces, &n, why, sizeof why), ==, -1);
+  PP_CHECK_INT(pp_split(p, len, 65536, &pieces, &n, why, sizeof why), ==, -1);
   PP_CHECK(strstr(why, "alone") != NULL);
   PP_CHECK(pieces == NULL);
   PP_CHECK_INT(n, ==, 0);
@@ -211,10 +212,10 @@ static void test_pyroscope_split_refuses_a_sample_over_the_limit(void) {
 static void test_pyroscope_split_refuses_garbage(void) {
   uint8_t junk[100000];
   memset(junk, 0xff, sizeof junk);
-  pyroscope_piece *pieces = NULL;
+  pp_piece *pieces = NULL;
   size_t n = 0;
   char why[256] = "";
-  PP_CHECK_INT(pyroscope_split(junk, sizeof junk, 65536, &pieces, &n, why, sizeof why), ==, -1);
+  PP_CHECK_INT(pp_split(junk, sizeof junk, 65536, &pieces, &n, why, sizeof why), ==, -1);
   PP_CHECK(strstr(why, "invalid") != NULL);
 }
 
@@ -294,12 +295,65 @@ static void test_pyroscope_label_name_rule(void) {
   PP_CHECK(!pyroscope_label_name_valid("a-b"));
 }
 
+/* Pieces are built by the merge's own remapping (pp_merge_add_samples), so
+ * they keep what a merge keeps: drop/keep_frames, default_sample_type,
+ * doc_url and every mapping flag (the splitter's former copy lost them). */
+static void test_pyroscope_split_pieces_keep_profile_fields(void) {
+  pp_builder *b = pp_builder_new();
+  pp_builder_add_sample_type(b, "samples", "count");
+  pp_builder_add_sample_type(b, "cpu", "nanoseconds");
+  pp_builder_set_period(b, "cpu", "nanoseconds", 1000);
+  pp_builder_set_extras_ix(b, pp_builder_string(b, "^drop"), pp_builder_string(b, "^keep"),
+                           pp_builder_string(b, "cpu"), pp_builder_string(b, "https://doc"));
+  uint64_t m = pp_builder_mapping_ix(
+      b, 0x1000, 0x9000, 0, pp_builder_string(b, "/bin/app"), pp_builder_string(b, "b1d"),
+      PP_MAPPING_HAS_FUNCTIONS | PP_MAPPING_HAS_FILENAMES | PP_MAPPING_HAS_LINE_NUMBERS |
+          PP_MAPPING_HAS_INLINE_FRAMES);
+  for (int i = 0; i < 40; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "fn%d", i);
+    uint64_t f = pp_builder_function(b, name, name, "a.c", 1);
+    int64_t line = i;
+    uint64_t l = pp_builder_location(b, m, 0x1000 + 16 * (uint64_t)i, &f, &line, 1);
+    int64_t v[2] = {1, 1000};
+    PP_CHECK(pp_builder_sample(b, &l, 1, v, 2, NULL, 0) == 0);
+  }
+  uint8_t *raw;
+  size_t len;
+  PP_CHECK(pp_builder_pack(b, &raw, &len) == 0);
+  pp_builder_free(b);
+  pp_piece *pieces = NULL;
+  size_t n = 0;
+  char why[256];
+  PP_CHECK_INT(pp_split_limits(raw, len, 1 << 20, 10, &pieces, &n, why, sizeof why), ==, 0);
+  PP_CHECK_INT(n, ==, 4);
+  for (size_t i = 0; i < n; i++) {
+    Perftools__Profiles__Profile *p =
+        pp_pprof_parse(pieces[i].data, pieces[i].len, 1 << 20, why, sizeof why);
+    PP_CHECK(p != NULL);
+    if (!p)
+      continue;
+    PP_CHECK_STR(pstr(p, p->drop_frames), "^drop");
+    PP_CHECK_STR(pstr(p, p->keep_frames), "^keep");
+    PP_CHECK_STR(pstr(p, p->default_sample_type), "cpu");
+    PP_CHECK_STR(pstr(p, p->doc_url), "https://doc");
+    PP_CHECK_INT(p->n_mapping, ==, 1);
+    PP_CHECK(p->n_mapping && p->mapping[0]->has_functions && p->mapping[0]->has_filenames &&
+             p->mapping[0]->has_line_numbers && p->mapping[0]->has_inline_frames);
+    PP_CHECK_INT(p->n_function, ==, 10); /* only what its samples use */
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  pp_pieces_free(pieces, n);
+  free(raw);
+}
+
 int main(void) {
   PP_RUN(test_pyroscope_split_small_profile_is_one_copy);
   PP_RUN(test_pyroscope_split_big_profile_keeps_totals_and_limit);
   PP_RUN(test_pyroscope_split_by_sample_count);
   PP_RUN(test_pyroscope_split_refuses_a_sample_over_the_limit);
   PP_RUN(test_pyroscope_split_refuses_garbage);
+  PP_RUN(test_pyroscope_split_pieces_keep_profile_fields);
   PP_RUN(test_pyroscope_labels_follow_pyroscope_rules);
   PP_RUN(test_pyroscope_label_name_rule);
   PP_DONE();

@@ -2,7 +2,9 @@
 # Delivery rules with the Pyroscope stand-in (a test double): 503 and 500
 # are retried, 429 waits out its Retry-After, and the batch then arrives
 # once; a 403 is permanent: no retry, the push moves to the spool's failed/
-# with the reason beside it; a refused connection is retried, never failed.
+# with the reason beside it; a refused connection is retried, never failed;
+# a profile older than the server's ingestion window is refused for age:
+# counted as too_old and moved to failed/, never retried.
 source "$(dirname "$0")/lib_pyroscope.sh"
 export PUSHPROF_TEST_BACKOFF_MS=100
 
@@ -13,14 +15,9 @@ read -r n c < <("$GEN" profile "$W/in.pb" --seed 11 --samples 100)
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service flaky >/dev/null || fail "push"
 wait_accepted "$PY_OUT" 1 30
 no_violations "$PY_OUT"
-statuses=$(python3 -c '
-import json, sys
-print(" ".join(str(json.loads(l)["status"]) for l in open(sys.argv[1])))' "$PY_OUT/requests.jsonl")
+statuses=$(req_statuses "$PY_OUT/requests.jsonl")
 [ "$statuses" = "503 500 429 200" ] || fail "request statuses $statuses, want 503 500 429 200"
-gap=$(python3 -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-print(int((r[3]["t"] - r[2]["t"]) * 1000))' "$PY_OUT/requests.jsonl")
+gap=$(req_gap_ms "$PY_OUT/requests.jsonl" 2 3)
 [ "$gap" -ge 1900 ] || fail "retried ${gap} ms after a 429 with Retry-After: 2"
 got=$(totals "$PY_OUT" flaky)
 [ "$got" = "$n $c" ] || fail "totals $got, pushed $n $c"
@@ -34,11 +31,7 @@ stop_sidecar
 start_standin forbidden --always 403
 start_sidecar forbidden --export "pyroscope+$PY_URL" --batch-window 1
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service denied >/dev/null || fail "push"
-for _ in $(seq 100); do
-  ls "$W/spool/failed/"*.reason >/dev/null 2>&1 && break
-  sleep 0.1
-done
-reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a 403"
+reason=$(wait_failed_reason 10)
 echo "$reason" | grep -q 'HTTP 403' || fail "failed/ reason does not name the 403: $reason"
 [ "$(metric 'pushprof_drops_total{reason="export_permanent"}')" -eq 1 ] || fail "export_permanent drop not counted"
 sleep 1
@@ -55,3 +48,30 @@ wait_metric pushprof_export_retries_total 2 20
 [ "$(find "$W/spool" -maxdepth 1 -name "*.push" | wc -l)" -eq 1 ] || fail "the push left the spool: $(ls -R "$W/spool")"
 stop_sidecar
 echo "ok: 503/500/429 retried (Retry-After ${gap} ms), 403 to failed/, refused connection retried"
+
+# 4. A backlog older than Pyroscope's ingestion window: refused for age,
+#    counted as too_old, moved to failed/ with that reason, never retried;
+#    a fresh profile still goes in.
+rm -rf "$W/spool/failed"
+start_standin old --reject-older-than 3600
+start_sidecar old --export "pyroscope+$PY_URL" --batch-window 1
+"$B/tests/gen_otlp_pprof" "$W/old.pb" --samples 20 || fail "gen_otlp_pprof" # time: 2023
+"$CLI" push "$W/old.pb" --socket "$SOCK" --service stale >/dev/null || fail "push old"
+"$B/tests/gen_otlp_pprof" "$W/fresh.pb" --samples 60 --now || fail "gen_otlp_pprof --now"
+"$CLI" push "$W/fresh.pb" --socket "$SOCK" --service fresh >/dev/null || fail "push fresh"
+wait_accepted "$PY_OUT" 1 30
+wait_metric 'pushprof_drops_total{reason="too_old"}' 1 20
+reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a refusal for age"
+echo "$reason" | grep -q 'refused for age.*outside of ingestion window' || fail "failed/ reason: $reason"
+sleep 1
+[ "$(grep -c '"too_old"' "$PY_OUT/requests.jsonl")" -eq 1 ] || fail "a refusal for age was retried"
+no_violations "$PY_OUT"
+# Span profiles: the span_id labels (16 hex) reach Pyroscope inside the pprof.
+wait_accepted "$PY_OUT" 2 30 # fresh, and the push step 3 left in the spool
+found=
+for f in "$PY_OUT"/prof-*.pprof; do
+  go tool pprof -raw "$f" 2>/dev/null | grep -q 'span_id:\[00f067aa0ba902b7\]' && found=$f
+done
+[ -n "$found" ] || fail "span_id labels did not reach the stand-in"
+stop_sidecar
+echo "ok: a profile older than the ingestion window went to failed/ as too_old; span_id labels reach Pyroscope"

@@ -40,6 +40,10 @@ OUT/requests.jsonl and each accepted profile saved as OUT/prof-N.pprof.
 
 --fail CODES makes the first requests answer the given statuses in order
 (e.g. 503,503 or 429); --always CODE answers every request with CODE.
+--reject-older-than S refuses a push holding a profile whose time_nanos is
+more than S seconds old the way Pyroscope's validation does (400
+invalid_argument, "... is outside of ingestion window ..."; its
+reject-older-than limit, 1h by default); that is not a violation.
 
 Protobuf decoding: python3-protobuf is not on this image's Python, so the
 double decodes the wire format itself (varint and length-delimited fields,
@@ -82,6 +86,10 @@ class Bad(Exception):
     pass
 
 
+class TooOld(Exception):
+    pass
+
+
 def varint(buf, i):
     shift = value = 0
     while True:
@@ -116,14 +124,15 @@ def decode(buf, msg):
     return out
 
 
-def count_field(buf, field):
-    """How often top-level field `field` occurs in a protobuf message."""
-    i = n = 0
+def top_fields(buf):
+    """Yields (field number, varint value or None) for each top-level field
+    of a protobuf message."""
+    i = 0
     while i < len(buf):
         key, i = varint(buf, i)
-        wt = key & 7
+        wt, val = key & 7, None
         if wt == 0:
-            _, i = varint(buf, i)
+            val, i = varint(buf, i)
         elif wt == 2:
             ln, i = varint(buf, i)
             i += ln
@@ -133,8 +142,21 @@ def count_field(buf, field):
             raise Bad(f"wire type {wt} in the pprof")
         if i > len(buf):
             raise Bad("truncated pprof")
-        n += (key >> 3) == field
-    return n
+        yield key >> 3, val
+
+
+def count_field(buf, field):
+    """How often top-level field `field` occurs in a protobuf message."""
+    return sum(1 for num, _ in top_fields(buf) if num == field)
+
+
+def top_varint(buf, field):
+    """The last value of top-level varint field `field` (0 if absent)."""
+    val = 0
+    for num, v in top_fields(buf):
+        if num == field and v is not None:
+            val = v
+    return val
 
 
 def text(b, what):
@@ -272,6 +294,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 rec.update(self.ingest(url, body))
             else:
                 raise Bad(f"unknown path {url.path}")
+        except TooOld as e:
+            rec["status"] = 400
+            rec["too_old"] = str(e)
+            self.record(rec)
+            self.reply(400, json.dumps({"code": "invalid_argument", "message": str(e)}).encode(),
+                       "application/json")
+            return
         except Bad as e:
             rec["status"] = 400
             rec["violation"] = str(e)
@@ -314,6 +343,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 except ValueError:
                     raise Bad(f"RawSample.ID {sid!r} is not a UUID")
                 raw = smp.get("raw_profile", [b""])[-1]
+                if self.server.st.args.reject_older_than:
+                    data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+                    t = top_varint(data, 9) / 1e9
+                    if t < time.time() - self.server.st.args.reject_older_than:
+                        raise TooOld("profile with labels '{service_name=\"%s\"}' is outside of "
+                                     "ingestion window (profile timestamp: %s, the ingestion window "
+                                     "starts at %s)" % (
+                                         dict(pairs).get("service_name"),
+                                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)),
+                                         time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(
+                                             time.time() - self.server.st.args.reject_older_than))))
                 path, size, ns, tot = check_profile(self.server.st, raw, f"sample {sid}")
                 samples.append({"id": sid, "file": path, "size": size, "samples": ns,
                                 "totals": tot})
@@ -366,6 +406,8 @@ def main():
     ap.add_argument("--bearer", help="token expected")
     ap.add_argument("--fail", default="", help="statuses for the first requests, e.g. 503,503")
     ap.add_argument("--always", type=int, default=0, help="answer every request with this")
+    ap.add_argument("--reject-older-than", type=int, default=0,
+                    help="refuse profiles older than this many seconds, as Pyroscope does")
     ap.add_argument("--retry-after", type=int, default=2)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

@@ -25,7 +25,8 @@ import sys
 
 # The sidecar's start line for an exporter that holds credentials.
 CRED_RE = re.compile(rb'msg="object store exporter ready".* credentials=|'
-                     rb'msg="pyroscope exporter ready".* auth=(?!none\b)')
+                     rb'msg="pyroscope exporter ready".* auth=(?!none\b)|'
+                     rb'msg="otlp exporter ready".* headers="[^"]')
 
 
 def base64_cores(word):
