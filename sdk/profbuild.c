@@ -29,6 +29,11 @@ typedef struct pmap {
   const char *path;  /* points into pb->maps */
   elfsym_image *img; /* NULL: no symbols (unreadable, not ELF, anonymous) */
   bool is_main;
+  /* A file not opened yet: the first build with a pc in it opens it
+   * (pmap_image), so a profile reads only the objects its samples touch. */
+  bool img_pending, deleted;
+  uint64_t inode;
+  uint32_t dev_major, dev_minor;
 } pmap;
 
 /* A library dlclose'd since some build: its executable mappings, with
@@ -300,9 +305,11 @@ int profbuild_refresh_maps(profbuild *pb) {
     if (vdso) {
       p->img = vdso_image(pb, e);
     } else {
-      elfsym_fileid id = {e->path,    e->inode, e->dev_major, e->dev_minor,
-                          e->deleted, e->start, e->end};
-      p->img = elfsym_cache_get(pb->cache, &id);
+      p->img_pending = true;
+      p->inode = e->inode;
+      p->dev_major = e->dev_major;
+      p->dev_minor = e->dev_minor;
+      p->deleted = e->deleted;
       p->is_main = (pb->exe_path && strcmp(pb->exe_path, e->path) == 0) ||
                    (pb->exe_ino != 0 && pb->exe_ino == e->inode);
     }
@@ -320,6 +327,17 @@ int profbuild_refresh_maps(profbuild *pb) {
     retained_free(expired);
   }
   return 0;
+}
+
+/* The mapping's image, opened on first use (see pmap.img_pending). */
+static elfsym_image *pmap_image(profbuild *pb, pmap *p) {
+  if (p->img_pending) {
+    elfsym_fileid id = {p->path,    p->inode, p->dev_major, p->dev_minor,
+                        p->deleted, p->start, p->end};
+    p->img = elfsym_cache_get(pb->cache, &id);
+    p->img_pending = false;
+  }
+  return p->img;
 }
 
 static int frame_key_cmp(const void *a, const void *b) {
@@ -444,10 +462,11 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     fi->pm = find_pmap(pb->pm, pb->npm, q);
     if (fi->pm < 0)
       continue;
-    const pmap *p = &pb->pm[fi->pm];
+    pmap *p = &pb->pm[fi->pm];
+    elfsym_image *img = pmap_image(pb, p);
     uint64_t vaddr;
-    if (p->img && elfsym_pc_to_vaddr(p->img, p->start, p->offset, q, &vaddr) &&
-        elfsym_lookup(p->img, vaddr, demangle, &fi->sym)) {
+    if (img && elfsym_pc_to_vaddr(img, p->start, p->offset, q, &vaddr) &&
+        elfsym_lookup(img, vaddr, demangle, &fi->sym)) {
       fi->found = true;
       map_funcs[fi->pm] |= 1;
     } else {
@@ -461,11 +480,14 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     goto done;
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < pb->npm; i++) {
-      const pmap *p = &pb->pm[i];
+      pmap *p = &pb->pm[i];
       if (p->is_main != (pass == 0))
         continue;
+      /* Build ids of the objects samples touched (and of the program):
+       * the others are listed by path only, never opened. */
+      elfsym_image *img = map_funcs[i] || p->is_main ? pmap_image(pb, p) : p->img;
       map_ids[i] = pp_builder_mapping(b, p->start, p->end, p->offset, p->path,
-                                      p->img ? elfsym_build_id(p->img) : "", map_funcs[i] == 1);
+                                      img ? elfsym_build_id(img) : "", map_funcs[i] == 1);
       if (map_ids[i] == 0)
         goto done;
     }

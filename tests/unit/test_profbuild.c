@@ -219,6 +219,45 @@ done:
 
 /* A return address just past a function's last byte (a call to a noreturn
  * function) belongs to that function: frames above the leaf use pc-1. */
+/* Only the objects samples touch are opened: with every pc in the program,
+ * libc is listed as a mapping without a build id (never read), the program
+ * with one; a later profile with a pc in libc opens it then. */
+static void test_profbuild_opens_only_the_objects_samples_touch(void) {
+  profbuild *pb = profbuild_new();
+  PP_CHECK(pb != NULL);
+  if (!pb)
+    return;
+  PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
+  uintptr_t s1[] = {PC(profbuild_probe_leaf, 4), PC(profbuild_probe_root, 9)};
+  profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL}};
+  profbuild_meta meta = {10000000, 1700000000123456789, 1000000000, NULL, 0};
+  for (int round = 0; round < 2; round++) {
+    uintptr_t s2[] = {(uintptr_t)(void *)&write + 2, PC(profbuild_probe_root, 9)};
+    profbuild_stack st2[] = {{s1, 2, NULL, 0, 1, NULL}, {s2, 2, NULL, 0, 1, NULL}};
+    Profile *p = build_and_parse(pb, round ? st2 : st, round ? 2 : 1, &meta, NULL);
+    PP_CHECK(p != NULL);
+    if (!p)
+      break;
+    int libc_seen = 0;
+    for (size_t i = 0; i < p->n_mapping; i++) {
+      const Perftools__Profiles__Mapping *m = p->mapping[i];
+      const char *file = str(p, m->filename), *bid = str(p, m->build_id);
+      if (m->id == 1)
+        PP_CHECK(strlen(bid) >= 16); /* the program: touched */
+      if (strstr(file, "/libc.so")) {
+        libc_seen = 1;
+        if (round == 0)
+          PP_CHECK_STR(bid, ""); /* not opened */
+        else
+          PP_CHECK(strlen(bid) >= 16); /* a pc in it now */
+      }
+    }
+    PP_CHECK(libc_seen);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  profbuild_free(pb);
+}
+
 static void test_profbuild_symbolizes_return_addresses_as_pc_minus_one(void) {
   profbuild *pb = profbuild_new();
   elfsym_image *img = NULL;
@@ -539,6 +578,7 @@ int main(int argc, char **argv) {
   g_out_path = argc > 1 ? argv[1] : NULL;
   PP_CHECK(profbuild_probe_leaf(2) + profbuild_probe_mid(2) + profbuild_probe_root(2) >= 0);
   PP_RUN(test_profbuild_names_values_labels_and_ids);
+  PP_RUN(test_profbuild_opens_only_the_objects_samples_touch);
   PP_RUN(test_profbuild_symbolizes_return_addresses_as_pc_minus_one);
   PP_RUN(test_profbuild_demangles_cxx_and_resolves_libc);
   PP_RUN(test_profbuild_unknown_pcs_and_special_stacks);
