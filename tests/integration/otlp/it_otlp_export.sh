@@ -60,7 +60,7 @@ done
   "['Authorization', 'X-Scope-OrgID']" ] || fail "headers not seen on every request"
 
 # Counters, per target and overall; secrets nowhere in the log.
-wait_metric pushprof_batches_exported_total 5 10
+wait_metric pushprof_batches_exported_total 5 30
 [ "$(metric "pushprof_target_batches_exported_total{target=\"otlp+$RX_URL\"}")" -eq 5 ] ||
   fail "per-target counter: $(metrics | grep target_batches_exported)"
 ! grep -q 'SENTINEL' "$SC_LOG" || fail "a header value reached the sidecar log"
