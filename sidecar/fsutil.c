@@ -59,3 +59,21 @@ int fsutil_write_all(int fd, const void *data, size_t len) {
   }
   return 0;
 }
+
+int fsutil_pread_all(int fd, void *buf, size_t len, uint64_t off) {
+  uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t r = pread(fd, p, len, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r == 0)
+        errno = EIO;
+      return -1;
+    }
+    p += r;
+    len -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return 0;
+}

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fsutil.h"
 #include "log.h"
 
 #define HDR_BLOCK 4096u
@@ -123,24 +124,6 @@ static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off) {
   return 0;
 }
 
-static int pread_all(int fd, void *buf, size_t len, uint64_t off) {
-  uint8_t *p = buf;
-  while (len > 0) {
-    ssize_t r = pread(fd, p, len, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      if (r == 0)
-        errno = EIO;
-      return -1;
-    }
-    p += r;
-    len -= (size_t)r;
-    off += (uint64_t)r;
-  }
-  return 0;
-}
-
 /* Logs once and refuses every later append: after a failed write or sync the
  * page cache no longer tells what is on disk. Lock held. */
 static void set_broken_locked(journal *j, const char *what, int e) {
@@ -178,7 +161,7 @@ static int write_header(journal *j, uint32_t gen, uint64_t off) {
 static int read_header(int fd, hdr_slot *out) {
   uint8_t block[2 * SLOT_BYTES];
   int best = -1;
-  if (pread_all(fd, block, sizeof block, 0) != 0)
+  if (fsutil_pread_all(fd, block, sizeof block, 0) != 0)
     return -1;
   for (int i = 0; i < 2; i++) {
     hdr_slot s;
@@ -209,7 +192,7 @@ static int64_t replay(int fd, uint64_t size, const char *path, const hdr_slot *h
     off = size; /* nonsense: treat this lap as empty */
   for (;;) {
     rec_hdr r;
-    if (off + sizeof r <= size && pread_all(fd, &r, sizeof r, off) == 0 &&
+    if (off + sizeof r <= size && fsutil_pread_all(fd, &r, sizeof r, off) == 0 &&
         (r.magic == REC_LIVE || r.magic == REC_DEAD) && r.gen == gen &&
         r.len <= size - off - sizeof r && memchr(r.id, 0, sizeof r.id)) {
       uint64_t next = off + align_up(sizeof r + r.len);
@@ -227,7 +210,8 @@ static int64_t replay(int fd, uint64_t size, const char *path, const hdr_slot *h
         buf = nb;
         bufcap = r.len;
       }
-      if (pread_all(fd, buf, r.len, off + sizeof r) != 0 || rec_crc(&r, buf, r.len) != r.crc) {
+      if (fsutil_pread_all(fd, buf, r.len, off + sizeof r) != 0 ||
+          rec_crc(&r, buf, r.len) != r.crc) {
         /* Torn: never acknowledged, nor was anything reserved after it. */
         log_event(LOG_INFO, "spool journal: replay stops at a torn record",
                   "file=%s offset=%" PRIu64 " id=%s", path, off, r.id);
