@@ -10,10 +10,13 @@
  * Memory is bounded by --max-memory, not by the backlog: a pending batch
  * costs memory only for its index entry (struct group, its member ids);
  * the builders of open groups are accounted (pp_builder_mem) and kept under
- * an eighth of the budget by sealing the largest open group early; past a
- * quarter (builders not yet packed plus payloads that could not go to a
- * manifest) adds wait and batcher_has_room says no, so the listener tells
- * new pushes to retry. The listener's frames have their own quarter.
+ * a twelfth of the budget by sealing the largest open group early, and the
+ * adding threads pack sealed groups themselves (help_pack_locked) so packing
+ * keeps up with ingest; past a sixth (builders not yet packed plus payloads
+ * that could not go to a manifest) adds wait and batcher_has_room says no,
+ * so the listener tells new pushes to retry. The listener's frames have
+ * their own quarter; the rest is the process itself (threads, libraries,
+ * the index of pending batches).
  *
  * Exactly-once in effect (see manifest.h, dedup.h): before a group is first
  * offered to the exporter its manifest (members + payload) is made durable;
@@ -530,8 +533,8 @@ batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_
   b->nex = nex;
   b->sp = sp;
   uint64_t budget = cfg->max_memory ? cfg->max_memory : DEFAULT_MAX_MEMORY;
-  b->merge_soft = budget / 8;
-  b->merge_hard = budget / 4;
+  b->merge_soft = budget / 12;
+  b->merge_hard = budget / 6;
   b->backoff_base_ms = BACKOFF_BASE_MS;
   b->backoff_cap_ms = BACKOFF_CAP_MS;
   /* Test hook, not a user setting: shortens the retry backoff so unit and
@@ -613,6 +616,28 @@ static void seal_for_memory(batcher *b) {
   }
 }
 
+static void prepare_group(batcher *b, group *g);
+
+/* Packs sealed groups on the adding thread while the builders are over the
+ * soft limit: packing is what frees memory, and the listener's frame slots
+ * add in parallel, so ingest is not held to the batcher thread's pace.
+ * Lock held (dropped meanwhile). */
+static void help_pack_locked(batcher *b) {
+  while (b->mem_merge > b->merge_soft && !b->closed) {
+    int64_t now = mono_ns(), next;
+    group *g = b->groups;
+    while (g && !(g->sealed && !g->busy && !g->prepared && g->pb &&
+                  group_due_target(b, g, now, &next) >= 0)) /* not after a failed pack */
+      g = g->next;
+    if (!g)
+      return;
+    g->busy = true;
+    prepare_group(b, g);
+    g->busy = false;
+    pthread_cond_broadcast(&b->cv); /* adds waiting for room */
+  }
+}
+
 /* Back-pressure on adds: while profiles not yet packed (and payloads that
  * could not go to a manifest) are over the batcher's share of the budget,
  * an add waits here (on a connection thread, after the ack: the listener's
@@ -624,6 +649,7 @@ static void seal_for_memory(batcher *b) {
 static void wait_for_room_locked(batcher *b) {
   int64_t give_up = mono_ns() + ROOM_WAIT_MAX_NS;
   for (;;) {
+    help_pack_locked(b);
     int64_t now = mono_ns();
     if (!over_budget_locked(b) || b->stopping || b->closed || !b->started || now >= give_up)
       return;
@@ -752,6 +778,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     group_due_now(g);
   }
   seal_for_memory(b);
+  help_pack_locked(b);
   publish_gauges(b, now_wall);
   pthread_cond_broadcast(&b->cv); /* the batcher thread, and adds waiting for room */
   pthread_mutex_unlock(&b->mu);

@@ -26,8 +26,8 @@ typedef struct batcher_config {
   int max_age_s;                   /* drop (counted) batches older than this (default 86400) */
   const char *const *target_names; /* per exporter, for /metrics labels; may be NULL */
   /* --max-memory (0: 48 MiB). The batcher keeps profiles being merged under
-   * a quarter of it (sealing the largest open batch early beyond an eighth)
-   * and says it has no room (batcher_has_room) past that quarter. */
+   * a sixth of it (sealing the largest open batch early beyond a twelfth)
+   * and says it has no room (batcher_has_room) past that sixth. */
   uint64_t max_memory;
 } batcher_config;
 
