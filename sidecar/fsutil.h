@@ -26,4 +26,7 @@ int fsutil_write_all(int fd, const void *data, size_t len);
 /* Reads exactly len bytes at off (retrying short reads and EINTR; EOF is
  * EIO). 0, or -1 with errno. */
 int fsutil_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* Writes exactly len bytes at off (retrying short writes and EINTR). 0, or
+ * -1 with errno. */
+int fsutil_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 #endif
