@@ -273,3 +273,19 @@ out:
   close(fd);
   return status;
 }
+
+int pp_client_send_frame_noreply(const char *socket_path, const uint8_t *frame, size_t len,
+                                 int timeout_ms) {
+  pp_client_reply r;
+  int status = PP_CLIENT_IO_ERROR;
+  memset(&r, 0, sizeof r);
+  int fd = connect_to(socket_path, now_ms() + (timeout_ms > 0 ? timeout_ms : 0), &status, &r);
+  if (fd < 0)
+    return status;
+  ssize_t n;
+  do
+    n = send(fd, frame, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  close(fd); /* what was sent stays readable by the sidecar */
+  return n == (ssize_t)len ? 0 : PP_CLIENT_IO_ERROR;
+}

@@ -31,4 +31,10 @@ int pp_client_encode_push(const Pushprof__V1__PushRequest *req, uint8_t **out, s
  * reply->reason says what happened on failures too. */
 int pp_client_push_frame(const char *socket_path, const uint8_t *frame, size_t len, int timeout_ms,
                          pp_client_reply *reply);
+
+/* Sends a small frame that needs no answer (a no_samples push) and closes:
+ * connecting takes at most timeout_ms, the send never waits. 0 when the
+ * whole frame went into the socket, else a pp_client_status. */
+int pp_client_send_frame_noreply(const char *socket_path, const uint8_t *frame, size_t len,
+                                 int timeout_ms);
 #endif

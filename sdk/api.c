@@ -16,8 +16,11 @@
 
 #include "api_internal.h"
 #include "env_config.h"
+#include "options.h"
 #include "pp_pprof.h"
 #include "push.h"
+#include "sdk_log.h"
+#include "threads_linux.h"
 #include "pushprof.h"
 #include "sampler.h"
 
@@ -26,22 +29,6 @@ static env_config api_cfg;       /* guarded by api_lock */
 static atomic_int api_started;   /* written under api_lock */
 static atomic_int api_pid;       /* the process that started profiling */
 static int api_atexit_installed; /* guarded by api_lock */
-
-void api_log(const char *fmt, ...) {
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return;
-  if ((size_t)n > sizeof line - 2)
-    n = (int)(sizeof line - 2);
-  line[n++] = '\n';
-  /* One write(2), so the line is not interleaved with the host's output. */
-  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-  (void)w;
-}
 
 /* In a setuid/setgid program (AT_SECURE) the environment belongs to the
  * caller, not the program: secure_getenv ignores it there, so only the
@@ -71,13 +58,13 @@ static int write_profile(const char *tmpl, const uint8_t *data, size_t len) {
   pid_t pid = getpid();
   int fd = -1;
   if (env_config_expand_output(tmpl, pid, path, sizeof path) != 0) {
-    api_log("pushprof: PUSHPROF_OUTPUT=\"%s\" expands to an invalid path; profile not written",
+    sdk_log("pushprof: PUSHPROF_OUTPUT=\"%s\" expands to an invalid path; profile not written",
             tmpl);
     return PUSHPROF_EINVAL;
   }
   int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
   if (n < 0 || (size_t)n >= sizeof tmp) {
-    api_log("pushprof: cannot write the profile to %s: path too long (set PUSHPROF_OUTPUT to a "
+    sdk_log("pushprof: cannot write the profile to %s: path too long (set PUSHPROF_OUTPUT to a "
             "shorter path)",
             path);
     return PUSHPROF_EINVAL;
@@ -100,7 +87,7 @@ fail:;
   if (fd >= 0)
     close(fd);
   unlink(tmp);
-  api_log("pushprof: cannot write the profile to %s: %s (set PUSHPROF_OUTPUT to a writable path)",
+  sdk_log("pushprof: cannot write the profile to %s: %s (set PUSHPROF_OUTPUT to a writable path)",
           path, strerror(e));
   return PUSHPROF_ESYS;
 }
@@ -118,13 +105,13 @@ static int stop_locked(void) {
                                                   : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS);
   rc = sampler_cut(&raw, &rawlen, &start_ns, &end_ns);
   if (rc != 0) {
-    api_log("pushprof: cannot build the final profile: %s", pushprof_strerror(rc));
+    sdk_log("pushprof: cannot build the final profile: %s", pushprof_strerror(rc));
     goto done;
   }
   if (!api_cfg.output_path[0])
     goto done; /* nothing to write to (rejected at start; kept for safety) */
   if (pp_gzip(raw, rawlen, &gz, &gzlen) != 0) {
-    api_log("pushprof: cannot compress the final profile: out of memory");
+    sdk_log("pushprof: cannot compress the final profile: out of memory");
     rc = PUSHPROF_ENOMEM;
     goto done;
   }
@@ -143,8 +130,7 @@ static struct {
   int done;
 } exit_wait = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
 
-static void *exit_flush(void *arg) {
-  (void)arg;
+static void exit_flush(void) {
   if (pthread_mutex_lock(&api_lock) == 0) {
     if (atomic_load(&api_started))
       stop_locked();
@@ -154,6 +140,13 @@ static void *exit_flush(void *arg) {
   exit_wait.done = 1;
   pthread_cond_signal(&exit_wait.c);
   pthread_mutex_unlock(&exit_wait.m);
+}
+
+static void *exit_flush_main(void *arg) {
+  (void)arg;
+  threads_exclude_self();
+  exit_flush();
+  threads_exclude_end();
   return NULL;
 }
 
@@ -166,6 +159,24 @@ int api_final_flush(void) {
    * (which shares our memory): its profile is not ours to write. */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
     return 0;
+  /* Nothing sampled and nothing waiting (most short commands): no profile,
+   * no helper thread, and the SDK's threads are left to the exit rather
+   * than woken and joined (each join waits for the scheduler). */
+  if (push_active()) {
+    sampler_quiesce(); /* no sample after the check below */
+    if (push_nothing_to_send() && pthread_mutex_lock(&api_lock) == 0) {
+      int left = 0;
+      if (atomic_load(&api_started) && push_nothing_to_send()) {
+        sampler_leave();
+        (void)push_leave_empty();
+        atomic_store(&api_started, 0);
+        left = 1;
+      }
+      pthread_mutex_unlock(&api_lock);
+      if (left)
+        return 1;
+    }
+  }
   int timeout_ms =
       api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS;
   pthread_t t;
@@ -178,7 +189,7 @@ int api_final_flush(void) {
   if (pthread_attr_init(&ta) != 0)
     goto inline_flush;
   pthread_attr_setdetachstate(&ta, PTHREAD_CREATE_DETACHED);
-  int rc = pthread_create(&t, &ta, exit_flush, NULL);
+  int rc = threads_spawn_internal(&t, &ta, exit_flush_main, NULL);
   pthread_attr_destroy(&ta);
   if (rc != 0)
     goto inline_flush;
@@ -199,13 +210,19 @@ int api_final_flush(void) {
   }
   pthread_mutex_unlock(&exit_wait.m);
   if (waited_out)
-    api_log("pushprof: the final profile was not written within %d ms; giving up (raise "
+    sdk_log("pushprof: the final profile was not written within %d ms; giving up (raise "
             "PUSHPROF_EXIT_TIMEOUT_MS)",
             timeout_ms);
   return 1;
 inline_flush:
-  exit_flush(NULL);
+  exit_flush();
   return 1;
+}
+
+/* A SIGTERM/SIGINT/SIGHUP caught by the push path: stop and push the last
+ * window (the pusher then re-raises the signal). */
+static void api_on_term(void) {
+  (void)pushprof_stop();
 }
 
 /* With a socket, starts the pusher (sampling already runs); undoes the
@@ -214,12 +231,12 @@ static int start_push_locked(const env_config *cfg, char *err, size_t errlen) {
   if (!cfg->socket_path[0])
     return 0;
   if (cfg->output_path[0])
-    api_log("pushprof: PUSHPROF_OUTPUT is ignored: profiles go to the sidecar at %s",
+    sdk_log("pushprof: PUSHPROF_OUTPUT is ignored: profiles go to the sidecar at %s",
             cfg->socket_path);
-  int rc = push_start(cfg, err, errlen);
+  int rc = push_start(cfg, api_on_term, err, errlen);
   if (rc != 0) {
     sampler_stop();
-    api_log("pushprof: %s; profiling is off", err);
+    sdk_log("pushprof: %s; profiling is off", err);
     return rc;
   }
   if (cfg->handle_term_signals)
@@ -264,26 +281,29 @@ int pushprof_flush(int timeout_ms) {
   if (!atomic_load(&api_started))
     return PUSHPROF_ENOTSTARTED;
   if (!push_active())
-    return PUSHPROF_EINVAL; /* standalone mode: nothing to push to */
+    return PUSHPROF_ESTANDALONE;
   return push_flush(timeout_ms);
 }
 
 int pushprof_start(const pushprof_options *opts) {
   char err[512];
   env_config cfg;
-  int rc = env_config_resolve(opts, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
-                              sizeof err);
+  pushprof_options o;
+  int rc = options_import(opts, &o, err, sizeof err);
+  if (rc == 0)
+    rc = env_config_resolve(&o, getenv_cb, NULL, program_invocation_short_name, &cfg, err,
+                            sizeof err);
   if (rc != 0) {
-    api_log("pushprof: %s; profiling is off", err);
+    sdk_log("pushprof: %s; profiling is off", err);
     return rc;
   }
   if (!cfg.output_path[0] && !cfg.socket_path[0] && getauxval(AT_SECURE)) {
-    api_log("pushprof: setuid/setgid program: the PUSHPROF_* environment is ignored and no "
+    sdk_log("pushprof: setuid/setgid program: the PUSHPROF_* environment is ignored and no "
             "output or socket was passed to pushprof_start; profiling is off");
     return PUSHPROF_ESETUID;
   }
   if (!cfg.output_path[0] && !cfg.socket_path[0]) {
-    api_log(
+    sdk_log(
         "pushprof: neither PUSHPROF_OUTPUT nor PUSHPROF_SOCKET is set; profiling is off "
         "(set PUSHPROF_SOCKET to the sidecar's socket, or PUSHPROF_OUTPUT=/path/prof-%%p.pb.gz)");
     return PUSHPROF_EINVAL;
@@ -297,7 +317,7 @@ int pushprof_start(const pushprof_options *opts) {
   sampler_config sc = {.hz = cfg.hz, .signo = cfg.signo};
   rc = sampler_start(&sc, err, sizeof err);
   if (rc != 0) {
-    api_log("pushprof: cannot start sampling: %s; profiling is off",
+    sdk_log("pushprof: cannot start sampling: %s; profiling is off",
             err[0] ? err : pushprof_strerror(rc));
     goto out;
   }
@@ -309,9 +329,9 @@ int pushprof_start(const pushprof_options *opts) {
   atomic_store(&api_started, 1);
   if (!api_atexit_installed) {
     if (pthread_atfork(api_atfork_prepare, api_atfork_parent, api_atfork_child) != 0)
-      api_log("pushprof: cannot register fork handlers; forked children are not profiled");
+      sdk_log("pushprof: cannot register fork handlers; forked children are not profiled");
     if (atexit(api_at_exit) != 0)
-      api_log("pushprof: cannot register the exit handler; call pushprof_stop() to write %s",
+      sdk_log("pushprof: cannot register the exit handler; call pushprof_stop() to write %s",
               cfg.output_path);
     else
       api_atexit_installed = 1;
@@ -363,6 +383,8 @@ const char *pushprof_strerror(int code) {
     return "the sidecar could not be reached";
   case PUSHPROF_ESETUID:
     return "refused to run in a setuid/setgid program";
+  case PUSHPROF_ESTANDALONE:
+    return "profiling runs without a sidecar (standalone): nothing to push to";
   default:
     return "unknown pushprof error code";
   }

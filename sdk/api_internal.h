@@ -1,10 +1,6 @@
-/* Shared by the public API's own files (api.c, preload.c). */
+/* Shared by the public API's own files (api.c, preload.c, preload_exec.c). */
 #ifndef PUSHPROF_API_INTERNAL_H
 #define PUSHPROF_API_INTERNAL_H
-
-/* Writes one line (newline added) to stderr with a single write(2).
- * Thread-safe; not async-signal-safe (vsnprintf). */
-void api_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The bounded final flush of exit(), also used before exec and _exit by the
  * preload library: stops sampling and pushes/writes the last window within

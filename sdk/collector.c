@@ -306,6 +306,21 @@ void collector_drain(void) {
   resolve_bounds(pend, npend);
 }
 
+int collector_window_empty(void) {
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  int empty = 1;
+  pthread_mutex_lock(&g_mu);
+  if (g_inited) {
+    drain_locked(pend, &npend);
+    empty = g_agg.signals == 0 && g_agg.n == 0 && ring_drops(&collector_ring) == g_drops_seen &&
+            labels_skipped() == g_labels_skipped_seen && !ring_busy(&collector_ring);
+  }
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+  return empty;
+}
+
 /* The thread sleeps on this futex word between drains; wake_thread bumps
  * it, so a wake that races the sleep is never lost (FUTEX_WAIT returns
  * at once when the word has changed). */
@@ -323,6 +338,12 @@ void collector_after_dlclose(void) {
 
 void collector_wake_from_signal(void) {
   wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
+}
+
+static void (*_Atomic g_tick)(void); /* collector_set_tick */
+
+void collector_set_tick(void (*fn)(void)) {
+  atomic_store(&g_tick, fn);
 }
 
 static int stop_requested(void) {
@@ -350,6 +371,9 @@ static void *collector_main(void *arg) {
      * their stacks need, which frees their slots soon), then the refresh
      * builds the rest, then a drain takes what arrived meanwhile. */
     collector_drain();
+    void (*tick)(void) = atomic_load(&g_tick);
+    if (tick)
+      tick();
     if (utab_wanted() && utab_refresh(&g_utab_cancel) > 0)
       collector_drain();
     int64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -358,6 +382,7 @@ static void *collector_main(void *arg) {
       last_scan = now;
     }
   }
+  threads_exclude_end();
   return NULL;
 }
 
@@ -383,16 +408,21 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
 
   int rc = 0;
   pthread_mutex_lock(&g_ctl);
+  if (g_thread_running && g_stop) {
+    /* Left by collector_leave (an exec that failed restarts us): that
+     * thread is on its way out; wait for it, then start afresh. */
+    pthread_mutex_unlock(&g_ctl);
+    wake_thread();
+    pthread_join(g_thread, NULL);
+    pthread_mutex_lock(&g_ctl);
+    g_thread_running = 0;
+  }
   if (!g_thread_running) {
     g_stop = 0;
     atomic_store(&g_utab_cancel, 0);
     /* The host's process-directed signals are for its own threads (one may
      * wait for them with sigwait or a signalfd): the collector takes none. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int e = pthread_create(&g_thread, NULL, collector_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int e = threads_spawn_internal(&g_thread, NULL, collector_main, NULL);
     if (e != 0) {
       snprintf(err, errlen, "cannot start the collector thread: %s", strerror(e));
       rc = PUSHPROF_ESYS;
@@ -402,6 +432,14 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   }
   pthread_mutex_unlock(&g_ctl);
   return rc;
+}
+
+void collector_leave(void) {
+  atomic_store(&g_sampling, 0);
+  pthread_mutex_lock(&g_ctl);
+  g_stop = 1; /* seen at its next wake-up; not woken, not waited for */
+  atomic_store(&g_utab_cancel, 1);
+  pthread_mutex_unlock(&g_ctl);
 }
 
 void collector_stop(void) {
@@ -637,7 +675,8 @@ void collector_atfork_child(void) {
   atomic_store(&g_sampling, 0);
   agg_free(&g_agg);
   g_pb = NULL; /* may have been mid-build in another thread: abandoned */
-  ring_init(&collector_ring, g_cells, COLLECTOR_RING_CELLS);
+  if (collector_ring.cells)
+    ring_reset(&collector_ring);
   g_drops_seen = 0;
   g_inited = 0;
 }

@@ -27,11 +27,24 @@ void collector_init(void);
 int collector_start(int hz, int signo, int mode, char *err, size_t errlen);
 /* Stops and joins the thread after a last drain. Idempotent. */
 void collector_stop(void);
+/* At exit with nothing left to cut: tells the thread to stop at its next
+ * wake-up without waking or joining it (a join waits for the scheduler:
+ * milliseconds on a loaded machine). collector_stop or collector_start
+ * later join it. */
+void collector_leave(void);
 /* See sampler_cut(). PUSHPROF_ENOTSTARTED before the first start. */
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* 1 if the current window holds nothing (no signal handled, none dropped,
+ * no record still being written):
+ * its cut would be an empty profile. Drains the ring first. */
+int collector_window_empty(void);
 /* Wakes the collector thread now (the first sample of a process, which
  * needs unwind tables). Async-signal-safe. */
 void collector_wake_from_signal(void);
+/* fn runs on the collector thread after each drain (every
+ * COLLECTOR_DRAIN_MS, and at once after collector_wake_from_signal): the
+ * push path starts its thread from there when first needed. NULL: none. */
+void collector_set_tick(void (*fn)(void));
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
 /* Called by the dlclose interposer before the real dlclose, on the caller's

@@ -1,5 +1,6 @@
 /* PUSHPROF_* configuration: options over environment over defaults. */
 #include "env_config.h"
+#include "pp_hex.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -188,6 +189,133 @@ static int resolve_path(const char *optval, const char *env, const source *src_i
   return 0;
 }
 
+/* Copies [s, s+n) trimmed of blanks into out (cap bytes with the NUL),
+ * %-decoding when asked. -1 if it does not fit or a %-escape is bad. */
+static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap) {
+  while (n && (*s == ' ' || *s == '\t'))
+    s++, n--;
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+    n--;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (decode && c == '%') {
+      if (i + 2 >= n)
+        return -1;
+      int a = pp_hexval(s[i + 1]), b = pp_hexval(s[i + 2]);
+      if (a < 0 || b < 0)
+        return -1;
+      c = (char)(a * 16 + b);
+      i += 2;
+    }
+    if ((unsigned char)c < 0x20 || c == 0x7f)
+      return -1;
+    if (o + 1 >= cap)
+      return -1;
+    out[o++] = c;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+int env_config_parse_labels(const char *s, int otel, env_config_label *labels, size_t *n, char *err,
+                            size_t errlen) {
+  const char *p = s;
+  while (p && *p) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *eq = memchr(p, '=', len);
+    env_config_label l;
+    if (len == 0 || (!eq && strspn(p, " \t") == len)) {
+      p = end ? end + 1 : NULL; /* tolerate empty items ("a=b,,c=d") */
+      continue;
+    }
+    if (!eq) {
+      snprintf(err, errlen, "item \"%.*s\" has no '=' (expected key=value,key=value)",
+               (int)(len > 64 ? 64 : len), p);
+      return -1;
+    }
+    if (copy_part(p, (size_t)(eq - p), otel, l.key, sizeof l.key) != 0 || !l.key[0]) {
+      snprintf(err, errlen, "key \"%.*s\" is empty, longer than 128 bytes or has control bytes",
+               (int)(eq - p > 64 ? 64 : eq - p), p);
+      return -1;
+    }
+    if (copy_part(eq + 1, len - (size_t)(eq - p) - 1, otel, l.value, sizeof l.value) != 0) {
+      snprintf(err, errlen, "the value of \"%s\" is longer than 1024 bytes, has control bytes%s",
+               l.key, otel ? " or a bad %-escape" : "");
+      return -1;
+    }
+    size_t i;
+    for (i = 0; i < *n; i++)
+      if (strcmp(labels[i].key, l.key) == 0)
+        break;
+    if (i == *n) {
+      if (*n >= ENV_CONFIG_LABELS_MAX) {
+        snprintf(err, errlen, "more than %d labels", ENV_CONFIG_LABELS_MAX);
+        return -1;
+      }
+      (*n)++;
+    }
+    labels[i] = l;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+/* Process labels: OTEL_RESOURCE_ATTRIBUTES (%-decoded, the OpenTelemetry
+ * way), then PUSHPROF_LABELS, whose keys replace the same keys; packed into
+ * cfg->labels as "key\0value\0" pairs. */
+static int resolve_labels(env_config_getenv_fn get, void *ctx, env_config *cfg, char *err,
+                          size_t errlen) {
+  char why[256];
+  size_t n = 0;
+  int rc = 0;
+  const char *otel = env_value(get, ctx, "OTEL_RESOURCE_ATTRIBUTES");
+  const char *pl = env_value(get, ctx, "PUSHPROF_LABELS");
+  if (!otel && !pl)
+    return 0;                                                     /* the common case pays nothing */
+  env_config_label *l = calloc(ENV_CONFIG_LABELS_MAX, sizeof *l); /* 72 KiB */
+  if (!l) {
+    snprintf(err, errlen, "out of memory reading the process labels");
+    return PUSHPROF_ENOMEM;
+  }
+  if (otel && env_config_parse_labels(otel, 1, l, &n, why, sizeof why) != 0) {
+    snprintf(err, errlen,
+             "OTEL_RESOURCE_ATTRIBUTES=\"%.64s\": %s (accepted: key=value,key=value with "
+             "%%-escapes; at most 64 labels, keys 1..128 bytes, values up to 1024 bytes)",
+             otel, why);
+    rc = PUSHPROF_ECONFIG;
+    goto out;
+  }
+  if (pl && env_config_parse_labels(pl, 0, l, &n, why, sizeof why) != 0) {
+    snprintf(err, errlen,
+             "PUSHPROF_LABELS=\"%.64s\": %s (accepted: key=value,key=value; at most "
+             "64 labels, keys 1..128 bytes, values up to 1024 bytes)",
+             pl, why);
+    rc = PUSHPROF_ECONFIG;
+    goto out;
+  }
+  size_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t kl = strlen(l[i].key) + 1, vl = strlen(l[i].value) + 1;
+    if (off + kl + vl > sizeof cfg->labels) {
+      snprintf(err, errlen,
+               "%s: the process labels take more than %zu bytes in all (shorten the values)",
+               pl ? "PUSHPROF_LABELS" : "OTEL_RESOURCE_ATTRIBUTES", sizeof cfg->labels);
+      rc = PUSHPROF_ECONFIG;
+      goto out;
+    }
+    memcpy(cfg->labels + off, l[i].key, kl);
+    memcpy(cfg->labels + off + kl, l[i].value, vl);
+    off += kl + vl;
+  }
+  cfg->nlabels = n;
+  cfg->labels_len = off;
+out:
+  free(l);
+  return rc;
+}
+
 int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, void *ctx,
                        const char *prog_name, env_config *cfg, char *err, size_t errlen) {
   static const pushprof_options none;
@@ -289,6 +417,10 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
   rc = resolve_int(o->backlog, env_value(get, ctx, "PUSHPROF_BACKLOG"), &s, 1,
                    ENV_CONFIG_BACKLOG_MAX, ENV_CONFIG_BACKLOG_DEFAULT,
                    "an integer 1..1000 profiles; default 6", &cfg->backlog, err, errlen);
+  if (rc)
+    return rc;
+
+  rc = resolve_labels(get, ctx, cfg, err, errlen);
   if (rc)
     return rc;
 

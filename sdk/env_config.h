@@ -20,6 +20,8 @@
 #define ENV_CONFIG_EXIT_TIMEOUT_MAX_MS 60000
 #define ENV_CONFIG_BACKLOG_DEFAULT 6
 #define ENV_CONFIG_BACKLOG_MAX 1000
+#define ENV_CONFIG_LABELS_MAX 64     /* process labels, as the sidecar accepts (PP_LABELS_MAX) */
+#define ENV_CONFIG_LABELS_BYTES 8192 /* all of them packed */
 
 /* Returns the value of an environment variable or NULL (like getenv). */
 typedef const char *(*env_config_getenv_fn)(void *ctx, const char *name);
@@ -35,12 +37,29 @@ typedef struct env_config {
   int handle_term_signals;
   char spool_dir[PATH_MAX]; /* "" = none */
   int backlog;
+  /* Process labels: OTEL_RESOURCE_ATTRIBUTES, then PUSHPROF_LABELS (whose
+   * keys replace the same keys): nlabels "key\0value\0" pairs. */
+  size_t nlabels, labels_len;
+  char labels[ENV_CONFIG_LABELS_BYTES];
 } env_config;
+
+typedef struct env_config_label {
+  char key[129];    /* PP_LABEL_KEY_MAX + 1 */
+  char value[1025]; /* PP_LABEL_VALUE_MAX + 1 */
+} env_config_label;
+
+/* Parses "k=v,k=v" (PUSHPROF_LABELS; OTEL_RESOURCE_ATTRIBUTES with
+ * %-decoding when otel is 1) into labels[*n..], replacing entries with the
+ * same key; blanks around keys and values are trimmed, empty items skipped.
+ * Returns 0, or -1 with a one-line reason in err. Pure function. */
+int env_config_parse_labels(const char *s, int otel, env_config_label *labels, size_t *n, char *err,
+                            size_t errlen);
 
 /* Fills cfg from opts (may be NULL), then the environment read through get,
  * then defaults. prog_name is the default service (e.g. the program's short
  * name; NULL or "" gives "unknown"). Returns 0; PUSHPROF_EINVAL if an opts
- * field is invalid; PUSHPROF_ECONFIG if an environment variable is. On error
+ * field is invalid; PUSHPROF_ECONFIG if an environment variable is;
+ * PUSHPROF_ENOMEM if the labels' scratch space cannot be had. On error
  * err holds one line naming the field or variable, the value and the
  * accepted values (no "pushprof:" prefix, no newline). */
 int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, void *ctx,

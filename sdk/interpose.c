@@ -85,6 +85,15 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
   return rc;
 }
 
+/* The SDK's own threads start here (threads_spawn_internal). */
+int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                                  void *(*fn)(void *), void *arg);
+int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                                  void *(*fn)(void *), void *arg) {
+  pthread_create_fn real = (pthread_create_fn)real_fn(&g_real_pthread_create, "pthread_create");
+  return real ? real(thread, attr, fn, arg) : EAGAIN;
+}
+
 __attribute__((visibility("default"))) int dlclose(void *handle) {
   dlclose_fn real = (dlclose_fn)real_fn(&g_real_dlclose, "dlclose");
   if (!real)

@@ -19,6 +19,7 @@ __attribute__((constructor)) static void preload_init(void) {
     return;
   /* An unmodified job killed by SIGTERM/SIGINT/SIGHUP still ships: the
    * handlers are installed only where the program left the default. */
-  pushprof_options o = {.handle_term_signals = 1};
+  pushprof_options o = PUSHPROF_OPTIONS_INIT;
+  o.handle_term_signals = 1;
   (void)pushprof_start(&o); /* logs its own line on failure */
 }

@@ -22,7 +22,8 @@ static void restart_after_failed_exec(int stopped) {
   if (!stopped)
     return;
   int e = errno;
-  pushprof_options o = {.handle_term_signals = 1};
+  pushprof_options o = PUSHPROF_OPTIONS_INIT;
+  o.handle_term_signals = 1;
   (void)pushprof_start(&o);
   errno = e;
 }

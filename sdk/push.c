@@ -15,15 +15,18 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "sdk_log.h"
 #include "pp_client.h"
 #include "pp_frame.h"
 #include "push.h"
 #include "pushprof.h"
 #include "sampler.h"
+#include "threads_linux.h"
 #include "pp_hex.h"
 
 #define PUSH_SEND_TIMEOUT_MS 5000 /* one periodic push, connect to ack */
 #define PUSH_REASONS_SEEN 16      /* distinct refusal reasons logged once each */
+#define PUSH_NOTICE_CONNECT_MS 20 /* the no-samples notice: connect, never wait */
 
 typedef struct push_entry {
   uint8_t *pprof;
@@ -40,12 +43,12 @@ static struct {
   char spool_dir[PATH_MAX];
   char service[ENV_CONFIG_SERVICE_MAX + 1];
   char hostname[PP_HOSTNAME_MAX + 1];
-  push_label labels[PUSH_LABELS_MAX];
+  char labels[ENV_CONFIG_LABELS_BYTES]; /* env_config's packed pairs */
   size_t nlabels;
   int period_ms, exit_timeout_ms;
-  int64_t process_start_ns;
   int wake_r, wake_w;
   pthread_t thread;
+  void (*on_term)(void); /* the owner's stop, run by the pusher on a term signal */
   /* Guarded by push_lock. */
   push_entry *q; /* ring of capacity qcap */
   size_t qcap, qhead, qlen;
@@ -60,86 +63,15 @@ static struct {
 static atomic_int push_on;      /* pusher running (start .. final) */
 static atomic_int push_term_ok; /* term handlers may wake the pusher */
 static atomic_int push_thread_on;
+/* Guards starting the pusher against push_final/push_leave_empty. The
+ * pusher starts lazily (ensure_pusher): most short processes never need it. */
+static pthread_mutex_t spawn_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t g_first_due_ns; /* CLOCK_MONOTONIC: the first periodic push */
 
 static int64_t now_ns(clockid_t c) {
   struct timespec ts;
   clock_gettime(c, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* ---- process labels ---- */
-
-/* Copies [s, s+n) trimmed of blanks into out (cap bytes with the NUL),
- * %-decoding when asked. -1 if it does not fit or a %-escape is bad. */
-static int copy_part(const char *s, size_t n, int decode, char *out, size_t cap) {
-  while (n && (*s == ' ' || *s == '\t'))
-    s++, n--;
-  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-    n--;
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (decode && c == '%') {
-      if (i + 2 >= n)
-        return -1;
-      int a = pp_hexval(s[i + 1]), b = pp_hexval(s[i + 2]);
-      if (a < 0 || b < 0)
-        return -1;
-      c = (char)(a * 16 + b);
-      i += 2;
-    }
-    if ((unsigned char)c < 0x20 || c == 0x7f)
-      return -1;
-    if (o + 1 >= cap)
-      return -1;
-    out[o++] = c;
-  }
-  out[o] = '\0';
-  return 0;
-}
-
-int push_parse_labels(const char *s, int otel, push_label *labels, size_t *n, char *err,
-                      size_t errlen) {
-  const char *p = s;
-  while (p && *p) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    const char *eq = memchr(p, '=', len);
-    push_label l;
-    if (len == 0 || (!eq && strspn(p, " \t") == len)) {
-      p = end ? end + 1 : NULL; /* tolerate empty items ("a=b,,c=d") */
-      continue;
-    }
-    if (!eq) {
-      snprintf(err, errlen, "item \"%.*s\" has no '=' (expected key=value,key=value)",
-               (int)(len > 64 ? 64 : len), p);
-      return -1;
-    }
-    if (copy_part(p, (size_t)(eq - p), otel, l.key, sizeof l.key) != 0 || !l.key[0]) {
-      snprintf(err, errlen, "key \"%.*s\" is empty, longer than 128 bytes or has control bytes",
-               (int)(eq - p > 64 ? 64 : eq - p), p);
-      return -1;
-    }
-    if (copy_part(eq + 1, len - (size_t)(eq - p) - 1, otel, l.value, sizeof l.value) != 0) {
-      snprintf(err, errlen, "the value of \"%s\" is longer than 1024 bytes, has control bytes%s",
-               l.key, otel ? " or a bad %-escape" : "");
-      return -1;
-    }
-    size_t i;
-    for (i = 0; i < *n; i++)
-      if (strcmp(labels[i].key, l.key) == 0)
-        break;
-    if (i == *n) {
-      if (*n >= PUSH_LABELS_MAX) {
-        snprintf(err, errlen, "more than %d labels", PUSH_LABELS_MAX);
-        return -1;
-      }
-      (*n)++;
-    }
-    labels[i] = l;
-    p = end ? end + 1 : NULL;
-  }
-  return 0;
 }
 
 /* ---- backlog (push_lock held) ---- */
@@ -156,7 +88,7 @@ static void drop_oldest_locked(const char *why) {
   P.qlen--;
   P.dropped_unreported++;
   P.dropped_total++;
-  api_log("pushprof: dropped the profile of %.3f s (%s); %llu dropped so far",
+  sdk_log("pushprof: dropped the profile of %.3f s (%s); %llu dropped so far",
           (double)(e->end_ns - e->start_ns) / 1e9, why, (unsigned long long)P.dropped_total);
 }
 
@@ -172,7 +104,7 @@ static void q_push_front_locked(push_entry e) {
     /* e is older than everything queued: it is the one to give up. */
     P.dropped_unreported++;
     P.dropped_total++;
-    api_log("pushprof: dropped the profile of %.3f s (backlog full: raise PUSHPROF_BACKLOG or "
+    sdk_log("pushprof: dropped the profile of %.3f s (backlog full: raise PUSHPROF_BACKLOG or "
             "check the sidecar); %llu dropped so far",
             (double)(e.end_ns - e.start_ns) / 1e9, (unsigned long long)P.dropped_total);
     entry_free(&e);
@@ -202,19 +134,36 @@ static void log_once_locked(const char *what, const char *reason) {
       return;
   if (P.nreasons < PUSH_REASONS_SEEN)
     memcpy(P.reasons[P.nreasons++], key, sizeof key);
-  api_log("pushprof: %s: %s (logged once; retrying with the backlog, at most %zu profiles)", what,
+  sdk_log("pushprof: %s: %s (logged once; retrying with the backlog, at most %zu profiles)", what,
           reason, P.qcap);
 }
 
 /* ---- one push ---- */
 
+static int64_t process_start_ns(void);
+static _Atomic int64_t g_process_start_ns; /* 0: not read yet (reset by push_start) */
+
+/* When the process started: read from /proc at the first push (a process
+ * that never pushes a profile never reads it). */
+static int64_t process_start_once(void) {
+  int64_t v = atomic_load(&g_process_start_ns);
+  if (v == 0) {
+    v = process_start_ns();
+    atomic_store(&g_process_start_ns, v);
+  }
+  return v;
+}
+
 static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t *len) {
-  Pushprof__V1__Label lab[PUSH_LABELS_MAX];
-  Pushprof__V1__Label *labp[PUSH_LABELS_MAX];
+  Pushprof__V1__Label lab[ENV_CONFIG_LABELS_MAX];
+  Pushprof__V1__Label *labp[ENV_CONFIG_LABELS_MAX];
+  const char *kv = P.labels;
   for (size_t i = 0; i < P.nlabels; i++) {
     pushprof__v1__label__init(&lab[i]);
-    lab[i].key = (char *)P.labels[i].key;
-    lab[i].value = (char *)P.labels[i].value;
+    lab[i].key = (char *)kv;
+    kv += strlen(kv) + 1;
+    lab[i].value = (char *)kv;
+    kv += strlen(kv) + 1;
     labp[i] = &lab[i];
   }
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
@@ -228,8 +177,9 @@ static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t
   req.sequence = e->seq;
   req.pprof.data = e->pprof;
   req.pprof.len = e->len;
-  req.process_start_time_nanos = P.process_start_ns;
+  req.process_start_time_nanos = e->pprof ? process_start_once() : 0;
   req.dropped_profiles = dropped;
+  req.no_samples = e->pprof == NULL; /* notify_empty */
   return pp_client_encode_push(&req, frame, len);
 }
 
@@ -267,7 +217,7 @@ static int send_entry(const push_entry *e, int timeout_ms, int *rc) {
       /* Retrying the same bytes cannot succeed: give this one up, counted. */
       P.dropped_unreported++;
       P.dropped_total++;
-      api_log("pushprof: the sidecar refused a profile for good: %s; %llu dropped so far",
+      sdk_log("pushprof: the sidecar refused a profile for good: %s; %llu dropped so far",
               reply.reason, (unsigned long long)P.dropped_total);
       out = SENT_DROPPED;
     }
@@ -370,14 +320,50 @@ out:;
   return rc;
 }
 
+/* ---- the empty exit ---- */
+
+/* Tells the sidecar, without waiting, that this process took no sample since
+ * its last push: it counts it (pushprof_pushes_empty_total) and the drops it
+ * carries. Costs a connect and one small send; failure changes nothing. */
+static void notify_empty(void) {
+  push_entry e = {0};
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&push_lock);
+  uint64_t dropped = P.dropped_unreported;
+  e.seq = ++P.seq;
+  pthread_mutex_unlock(&push_lock);
+  e.start_ns = e.end_ns = now_ns(CLOCK_REALTIME);
+  if (encode(&e, dropped, &frame, &len) != 0)
+    return;
+  (void)pp_client_send_frame_noreply(P.socket_path, frame, len, PUSH_NOTICE_CONNECT_MS);
+  free(frame);
+}
+
 /* ---- the pusher thread ---- */
 
-static void wake(char what) {
+/* What the pusher is woken for: one byte each on its pipe. A term signal's
+ * number travels beside it (g_term_signo): the pipe carries commands only. */
+enum push_cmd { PUSH_CMD_FLUSH = 'F', PUSH_CMD_STOP = 'S', PUSH_CMD_TERM = 'T' };
+static atomic_int g_term_signo; /* the first term signal caught; 0: none */
+
+static void wake(enum push_cmd cmd) {
+  char what = (char)cmd;
   if (P.wake_w >= 0) {
     ssize_t w = write(P.wake_w, &what, 1);
     (void)w; /* a full pipe already holds a wake-up */
   }
 }
+
+static void log_spawn_failure(int rc) {
+  pthread_mutex_lock(&push_lock);
+  log_once_locked("cannot start the pusher thread (periodic pushes wait; the exit push does not)",
+                  strerror(rc));
+  pthread_mutex_unlock(&push_lock);
+}
+
+static void push_tick(void);
+static void ensure_pusher(void);
 
 static void run_flush_cycle(int64_t deadline) {
   pthread_mutex_lock(&push_lock);
@@ -393,22 +379,21 @@ static void run_flush_cycle(int64_t deadline) {
 
 static void *pusher_main(void *arg) {
   (void)arg;
-  int64_t next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+  threads_exclude_self();
+  int64_t next = g_first_due_ns; /* started late: the period runs from push_start */
   for (;;) {
     int64_t left = (next - now_ns(CLOCK_MONOTONIC)) / 1000000;
     struct pollfd pfd = {.fd = P.wake_r, .events = POLLIN};
     int n = poll(&pfd, 1, left > 0 ? (int)(left > 60000 ? 60000 : left) : 0);
     int flush = 0, term = 0;
     if (n > 0) {
-      unsigned char buf[64];
+      char buf[64];
       ssize_t r = read(P.wake_r, buf, sizeof buf);
       for (ssize_t i = 0; i < r; i++) {
-        if (buf[i] == 'F')
+        if (buf[i] == PUSH_CMD_FLUSH)
           flush = 1;
-        else if (buf[i] >= 'a' || buf[i] == 0)
-          continue;
-        else if (buf[i] < 64)
-          term = term ? term : buf[i]; /* a signal number */
+        else if (buf[i] == PUSH_CMD_TERM)
+          term = atomic_load(&g_term_signo);
       }
     }
     pthread_mutex_lock(&push_lock);
@@ -417,9 +402,11 @@ static void *pusher_main(void *arg) {
     if (stop)
       break;
     if (term) {
-      /* Flush through the API (stops sampling, pushes the last window within
-       * the exit timeout), then die of the signal as if we were not here. */
-      pushprof_stop();
+      /* The owner's stop (sampling off, the last window pushed within the
+       * exit timeout, through push_final), then die of the signal as if we
+       * were not here. */
+      if (P.on_term)
+        P.on_term();
       struct sigaction dfl;
       memset(&dfl, 0, sizeof dfl);
       dfl.sa_handler = SIG_DFL;
@@ -439,6 +426,7 @@ static void *pusher_main(void *arg) {
         next = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
     }
   }
+  threads_exclude_end();
   return NULL;
 }
 
@@ -476,23 +464,20 @@ static int64_t process_start_ns(void) {
 
 /* ---- public to the SDK ---- */
 
-int push_start(const env_config *cfg, char *err, size_t errlen) {
-  char why[256];
-  size_t n = 0;
-  static push_label labels[PUSH_LABELS_MAX];                    /* too big for the stack */
-  const char *otel = secure_getenv("OTEL_RESOURCE_ATTRIBUTES"); /* see api.c */
-  if (otel && push_parse_labels(otel, 1, labels, &n, why, sizeof why) != 0) {
-    snprintf(err, errlen, "OTEL_RESOURCE_ATTRIBUTES: %s", why);
-    return PUSHPROF_ECONFIG;
+int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t errlen) {
+  if (atomic_load(&push_thread_on)) {
+    /* Left by push_leave_empty (an exec that failed restarts us). */
+    wake(PUSH_CMD_STOP);
+    pthread_join(P.thread, NULL);
+    atomic_store(&push_thread_on, 0);
   }
-  const char *pl = secure_getenv("PUSHPROF_LABELS");
-  if (pl && push_parse_labels(pl, 0, labels, &n, why, sizeof why) != 0) {
-    snprintf(err, errlen,
-             "PUSHPROF_LABELS=\"%.64s\": %s (accepted: key=value,key=value; at most "
-             "64 labels, keys 1..128 bytes, values up to 1024 bytes)",
-             pl, why);
-    return PUSHPROF_ECONFIG;
+  if (P.wake_r >= 0) {
+    close(P.wake_r);
+    close(P.wake_w);
+    P.wake_r = P.wake_w = -1;
   }
+  free(P.q);
+  P.q = NULL;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
     snprintf(err, errlen, "cannot create the pusher's pipe: %s", strerror(errno));
@@ -509,8 +494,8 @@ int push_start(const env_config *cfg, char *err, size_t errlen) {
   }
   P.qcap = (size_t)cfg->backlog;
   P.qhead = P.qlen = 0;
-  memcpy(P.labels, labels, n * sizeof labels[0]);
-  P.nlabels = n;
+  memcpy(P.labels, cfg->labels, cfg->labels_len);
+  P.nlabels = cfg->nlabels;
   snprintf(P.socket_path, sizeof P.socket_path, "%s", cfg->socket_path);
   snprintf(P.spool_dir, sizeof P.spool_dir, "%s", cfg->spool_dir);
   snprintf(P.service, sizeof P.service, "%s", cfg->service);
@@ -518,28 +503,48 @@ int push_start(const env_config *cfg, char *err, size_t errlen) {
     snprintf(P.hostname, sizeof P.hostname, "unknown");
   P.hostname[sizeof P.hostname - 1] = '\0';
   P.period_ms = cfg->upload_period_s * 1000;
+  P.on_term = on_term;
+  atomic_store(&g_term_signo, 0);
+  atomic_store(&g_process_start_ns, 0); /* a forked child has its own */
   P.exit_timeout_ms = cfg->exit_timeout_ms;
-  P.process_start_ns = process_start_ns();
   P.wake_r = fds[0];
   P.wake_w = fds[1];
   P.stop = 0;
   P.flush_req = P.flush_done = 0;
   P.nreasons = 0;
   pthread_mutex_unlock(&push_lock);
-  /* The pusher must not take the host's signals meant for other threads. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&P.thread, NULL, pusher_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    snprintf(err, errlen, "cannot start the pusher thread: %s", strerror(rc));
-    return PUSHPROF_ESYS;
-  }
-  atomic_store(&push_thread_on, 1);
+  g_first_due_ns = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
+  /* The pusher starts when first needed (ensure_pusher): at the first
+   * period, a flush or a term signal. A short process never starts it. */
   atomic_store(&push_on, 1);
   atomic_store(&push_term_ok, 1);
+  sampler_set_tick(push_tick);
   return 0;
+}
+
+/* Starts the pusher thread unless it runs or the push path is over. Not
+ * sampled: its CPU (cutting, symbolizing, encoding) is the SDK's own, not
+ * the host's, and it takes none of the host's signals. */
+static void ensure_pusher(void) {
+  pthread_mutex_lock(&spawn_lock);
+  if (atomic_load(&push_on) && !atomic_load(&push_thread_on)) {
+    int rc = threads_spawn_internal(&P.thread, NULL, pusher_main, NULL);
+    if (rc == 0)
+      atomic_store(&push_thread_on, 1);
+    else
+      log_spawn_failure(rc);
+  }
+  pthread_mutex_unlock(&spawn_lock);
+}
+
+/* On the collector thread, every drain (and at once when a term signal
+ * wakes it): starts the pusher when its first period is due or a term
+ * signal waits for it. */
+static void push_tick(void) {
+  if (atomic_load(&push_thread_on) || !atomic_load(&push_on))
+    return;
+  if (now_ns(CLOCK_MONOTONIC) >= g_first_due_ns || atomic_load(&g_term_signo) != 0)
+    ensure_pusher();
 }
 
 int push_active(void) {
@@ -559,10 +564,11 @@ int push_flush(int timeout_ms) {
     dl.tv_sec++;
     dl.tv_nsec -= 1000000000L;
   }
+  ensure_pusher();
   pthread_mutex_lock(&push_lock);
   uint64_t my = ++P.flush_req;
   pthread_mutex_unlock(&push_lock);
-  wake('F');
+  wake(PUSH_CMD_FLUSH);
   int rc = 0;
   pthread_mutex_lock(&push_lock);
   while (P.flush_done < my && rc == 0)
@@ -572,9 +578,34 @@ int push_flush(int timeout_ms) {
   return out;
 }
 
-int push_final(int timeout_ms) {
-  if (!atomic_exchange(&push_on, 0))
+int push_nothing_to_send(void) {
+  pthread_mutex_lock(&push_lock);
+  int backlog = P.qlen > 0;
+  pthread_mutex_unlock(&push_lock);
+  return !backlog && sampler_window_empty();
+}
+
+int push_leave_empty(void) {
+  pthread_mutex_lock(&spawn_lock);
+  int was_on = atomic_exchange(&push_on, 0);
+  pthread_mutex_unlock(&spawn_lock);
+  if (!was_on)
     return PUSHPROF_ENOTSTARTED;
+  atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
+  pthread_mutex_lock(&push_lock);
+  P.stop = 1; /* seen at its next wake-up; not woken, not waited for */
+  pthread_mutex_unlock(&push_lock);
+  notify_empty();
+  return 0;
+}
+
+int push_final(int timeout_ms) {
+  pthread_mutex_lock(&spawn_lock); /* no pusher starts after this */
+  int was_on = atomic_exchange(&push_on, 0);
+  pthread_mutex_unlock(&spawn_lock);
+  if (!was_on)
+    return PUSHPROF_ENOTSTARTED;
+  atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
   int64_t start = now_ns(CLOCK_MONOTONIC);
   /* Leave a tenth of the budget to write drop-ins for what is left. */
   int64_t deadline = start + (int64_t)timeout_ms * 900000;
@@ -583,7 +614,7 @@ int push_final(int timeout_ms) {
     pthread_mutex_lock(&push_lock);
     P.stop = 1;
     pthread_mutex_unlock(&push_lock);
-    wake('S');
+    wake(PUSH_CMD_STOP);
     struct timespec dl = {.tv_sec = (time_t)(deadline / 1000000000),
                           .tv_nsec = (long)(deadline % 1000000000)};
     /* pthread_timedjoin_np waits against CLOCK_REALTIME: convert. */
@@ -593,7 +624,15 @@ int push_final(int timeout_ms) {
     if (pthread_timedjoin_np(P.thread, NULL, &dl) == 0)
       atomic_store(&push_thread_on, 0);
   }
-  int rc = cut_and_send(deadline, PUSH_SEND_TIMEOUT_MS);
+  /* A process that took no sample since its last push (most short commands:
+   * /bin/true, ls) has nothing to say: no symbolization, no push, no wait for
+   * an ack. The sidecar counts it from a one-way notice (see notify_empty). */
+  int rc;
+  if (push_nothing_to_send()) {
+    notify_empty();
+    return 0;
+  }
+  rc = cut_and_send(deadline, PUSH_SEND_TIMEOUT_MS);
   /* Whatever is left: the sidecar's spool, or one line saying what is lost. */
   size_t spooled = 0, lost = 0;
   push_entry e;
@@ -611,11 +650,11 @@ int push_final(int timeout_ms) {
     entry_free(&e);
   }
   if (spooled)
-    api_log("pushprof: the sidecar at %s did not take %zu profile(s) in time; written to its spool "
+    sdk_log("pushprof: the sidecar at %s did not take %zu profile(s) in time; written to its spool "
             "%s",
             P.socket_path, spooled, P.spool_dir);
   if (lost)
-    api_log("pushprof: %zu profile(s) lost at exit: the sidecar at %s did not take them within "
+    sdk_log("pushprof: %zu profile(s) lost at exit: the sidecar at %s did not take them within "
             "%d ms%s",
             lost, P.socket_path, timeout_ms,
             P.spool_dir[0] ? " and the spool was not writable"
@@ -625,8 +664,12 @@ int push_final(int timeout_ms) {
 
 static void term_handler(int signo) {
   int saved = errno;
-  unsigned char b = (unsigned char)signo;
-  if (!atomic_load(&push_term_ok) || P.wake_w < 0 || write(P.wake_w, &b, 1) != 1) {
+  char b = PUSH_CMD_TERM;
+  int none = 0;
+  (void)atomic_compare_exchange_strong(&g_term_signo, &none, signo); /* the first one wins */
+  if (atomic_load(&push_term_ok) && P.wake_w >= 0 && write(P.wake_w, &b, 1) == 1) {
+    sampler_wake_from_signal(); /* its tick starts the pusher if it is not running */
+  } else {
     /* Nobody to flush: behave exactly as the default action would. */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -660,6 +703,7 @@ void push_atfork_child(void) {
   atomic_store(&push_thread_on, 0);
   atomic_store(&push_term_ok, 0);
   pthread_mutex_init(&push_lock, NULL);
+  pthread_mutex_init(&spawn_lock, NULL);
   pthread_cond_init(&push_cond, NULL);
   for (size_t i = 0; i < P.qlen; i++)
     entry_free(&P.q[(P.qhead + i) % P.qcap]);

@@ -11,26 +11,27 @@
 
 #include "env_config.h"
 
-#define PUSH_LABELS_MAX 64 /* process labels (PP_LABELS_MAX) */
-
-typedef struct push_label {
-  char key[129];    /* PP_LABEL_KEY_MAX + 1 */
-  char value[1025]; /* PP_LABEL_VALUE_MAX + 1 */
-} push_label;
-
-/* Parses "k=v,k=v" (PUSHPROF_LABELS; OTEL_RESOURCE_ATTRIBUTES with
- * %-decoding when otel is 1) into labels, replacing entries with the same
- * key. Returns 0, or -1 with a one-line reason in err. Pure function. */
-int push_parse_labels(const char *s, int otel, push_label *labels, size_t *n, char *err,
-                      size_t errlen);
-
-/* Starts the pusher thread for cfg->socket_path. Process labels come from
- * OTEL_RESOURCE_ATTRIBUTES then PUSHPROF_LABELS. 0 or a negative PUSHPROF_E*
- * code with a one-line reason in err (profiling then stays off). */
-int push_start(const env_config *cfg, char *err, size_t errlen);
+/* Starts the pusher thread for cfg->socket_path, pushing cfg's process
+ * labels with every profile. on_term is the owner's stop: on a term signal
+ * (push_install_term_handlers) the pusher runs it (it must stop sampling and
+ * end in push_final), then re-raises the signal. The pusher thread is not
+ * sampled: its CPU (cutting, symbolizing, encoding) is the SDK's, not the
+ * host's. 0 or a negative PUSHPROF_E* code with a one-line reason in err
+ * (profiling then stays off). */
+int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t errlen);
 
 /* 1 if push_start succeeded and push_final has not run. */
 int push_active(void);
+
+/* At exit once push_nothing_to_send() held (sampling quiesced): sends the
+ * no_samples notice and tells the pusher thread to stop without waking or
+ * joining it (the process is ending; push_start joins it if it restarts). */
+int push_leave_empty(void);
+
+/* 1 if nothing waits to be pushed: the backlog is empty and nothing was
+ * sampled since the last cut. push_final then pushes nothing (the empty
+ * exit, see README "Short processes"). */
+int push_nothing_to_send(void);
 
 /* Cuts what was sampled so far and pushes it (and the backlog), waiting for
  * the acks at most timeout_ms. Called from application threads. */
@@ -44,7 +45,7 @@ int push_final(int timeout_ms);
 
 /* Installs the SIGTERM/SIGINT/SIGHUP handler for each of them whose
  * disposition is SIG_DFL now: the handler only wakes the pusher, which
- * flushes (through pushprof_stop) and then re-raises the signal with its
+ * runs push_start's on_term and then re-raises the signal with its
  * default action, so the exit status is unchanged. */
 void push_install_term_handlers(void);
 

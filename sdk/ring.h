@@ -36,7 +36,7 @@ typedef struct ring_record {
 } ring_record;
 
 typedef struct ring_cell {
-  _Atomic uint64_t seq;
+  _Atomic uint64_t seq; /* stored as seq - cell index: zero is fresh */
   ring_record rec;
 } ring_cell;
 
@@ -48,9 +48,15 @@ typedef struct ring {
   ring_cell *cells;
 } ring;
 
-/* ncells must be a power of two >= 2; cells is owned by the caller and must
- * outlive every producer. Not thread-safe (no producer may run). */
+/* ncells must be a power of two >= 2; cells is owned by the caller, must be
+ * zeroed (static storage, calloc) and must outlive every producer. The cells
+ * are not touched: their pages stay untouched until samples use them. Not
+ * thread-safe (no producer may run). */
 int ring_init(ring *r, ring_cell *cells, size_t ncells);
+
+/* Empties an initialised ring, as fresh as ring_init left it, writing only
+ * the cells used since. Not thread-safe (no producer may run). */
+void ring_reset(ring *r);
 
 /* Claims the next cell; NULL (drop counted) if full or contended. On success
  * the caller fills the record and calls ring_commit(r, *pos). */
@@ -61,6 +67,10 @@ void ring_commit(ring *r, uint64_t pos);
  * (a producer may still be filling it). ring_release frees it. */
 const ring_record *ring_peek(ring *r);
 void ring_release(ring *r);
+
+/* Consumer only: 1 if a position was claimed that ring_release has not
+ * freed yet (a record committed, or still being written). */
+int ring_busy(const ring *r);
 
 /* Drops since ring_init. Async-signal-safe. */
 uint64_t ring_drops(const ring *r);

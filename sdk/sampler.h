@@ -26,6 +26,24 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen);
  * sampler_stop() too (returns what was left). 0 or a negative code. */
 int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
 
+/* 1 if a cut now would hold no sample (nothing handled or dropped since the
+ * last cut): the exit path skips building and pushing such a profile. */
+int sampler_window_empty(void);
+
+/* fn runs on the collector thread after each drain: every 50 ms, and at
+ * once after sampler_wake_from_signal (see collector_set_tick). */
+void sampler_set_tick(void (*fn)(void));
+/* Wakes the collector thread now. Async-signal-safe. */
+void sampler_wake_from_signal(void);
+
+/* At exit: no sample is taken after it (timers disarmed); the collector
+ * thread still runs. sampler_stop or sampler_leave follows. */
+void sampler_quiesce(void);
+
+/* At exit once sampler_window_empty() held after sampler_quiesce(): stops
+ * without waiting for the collector thread (see collector_leave). */
+void sampler_leave(void);
+
 /* Stops all timers and the collector thread. The handler stays installed
  * (forwarding to the previous one) so a late signal never hits SIG_DFL.
  * Idempotent. */

@@ -13,6 +13,7 @@
 #include "pushprof.h"
 #include "ring.h"
 #include "sampler_internal.h"
+#include "sdk_log.h"
 #include "threads_linux.h"
 #include "deferred.h"
 #include "dlphdr.h"
@@ -259,7 +260,7 @@ static void atfork_child(void) {
 
 static void register_atfork(void) {
   if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) != 0)
-    fprintf(stderr, "pushprof: cannot register fork handlers; a forked child may be unprofiled\n");
+    sdk_log("pushprof: cannot register fork handlers; a forked child may be unprofiled");
 }
 
 int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
@@ -300,9 +301,8 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
       goto fail;
     }
     g_mode = COLLECTOR_MODE_ITIMER;
-    fprintf(stderr,
-            "pushprof: per-thread CPU timers unavailable (%s); sampling with "
-            "setitimer(ITIMER_PROF) on SIGPROF instead (per-thread fairness is lost)\n",
+    sdk_log("pushprof: per-thread CPU timers unavailable (%s); sampling with "
+            "setitimer(ITIMER_PROF) on SIGPROF instead (per-thread fairness is lost)",
             why);
   }
   rc = collector_start(cfg->hz, cfg->signo, g_mode, err, errlen);
@@ -323,19 +323,53 @@ fail:
   return rc;
 }
 
-void sampler_stop(void) {
+/* No sample after this: timers off (g_api_mu held, started). */
+static void quiesce_locked(void) {
+  atomic_store(&g_running, 0);
+  threads_disarm_all();
+  if (g_mode == COLLECTOR_MODE_ITIMER) {
+    struct itimerval off = {0};
+    setitimer(ITIMER_PROF, &off, NULL); /* g_itimer stays: late SIGPROFs are swallowed */
+  }
+}
+
+void sampler_set_tick(void (*fn)(void)) {
+  collector_set_tick(fn);
+}
+
+void sampler_wake_from_signal(void) {
+  collector_wake_from_signal();
+}
+
+void sampler_quiesce(void) {
+  pthread_mutex_lock(&g_api_mu);
+  if (g_started)
+    quiesce_locked();
+  pthread_mutex_unlock(&g_api_mu);
+}
+
+void sampler_leave(void) {
   pthread_mutex_lock(&g_api_mu);
   if (g_started) {
     atomic_store(&g_running, 0);
-    threads_disarm_all();
-    if (g_mode == COLLECTOR_MODE_ITIMER) {
-      struct itimerval off = {0};
-      setitimer(ITIMER_PROF, &off, NULL); /* g_itimer stays: late SIGPROFs are swallowed */
-    }
+    collector_leave();
+    g_started = 0;
+  }
+  pthread_mutex_unlock(&g_api_mu);
+}
+
+void sampler_stop(void) {
+  pthread_mutex_lock(&g_api_mu);
+  if (g_started) {
+    quiesce_locked();
     collector_stop();
     g_started = 0;
   }
   pthread_mutex_unlock(&g_api_mu);
+}
+
+int sampler_window_empty(void) {
+  return collector_window_empty();
 }
 
 int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {

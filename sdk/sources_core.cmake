@@ -9,7 +9,8 @@ list(APPEND PUSHPROF_SDK_CORE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/threads_linux.c
   ${CMAKE_CURRENT_LIST_DIR}/collector.c
   ${CMAKE_CURRENT_LIST_DIR}/labels.c
-  ${CMAKE_CURRENT_LIST_DIR}/sampler_linux.c)
+  ${CMAKE_CURRENT_LIST_DIR}/sampler_linux.c
+  ${CMAKE_CURRENT_LIST_DIR}/sdk_log.c)
 # Compiled only into the .so files (interposition of pthread_create etc.).
 set(PUSHPROF_SDK_SO_SOURCES ${CMAKE_CURRENT_LIST_DIR}/interpose.c)
 # Compiled only into libpushprof_preload.so (constructor).

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "pushprof.h"
@@ -25,6 +27,10 @@ _Static_assert(THREADS_MAX < (1 << 24), "slot index must fit the cookie");
 #define GEN_MASK 0xffffffu
 
 threads_slot threads_table[THREADS_MAX];
+/* Slots at or past this index were never allocated (so are free): scans stop
+ * here and never fault in the table's untouched pages (4096 slots, 256 KiB).
+ * Under g_lock. */
+static uint32_t g_used;
 __thread threads_slot *threads_self __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,7 +41,16 @@ static int g_key_ok;
 static int g_armed;
 static int g_signo;
 static int64_t g_period_ns;
-static pid_t g_excluded_tid;
+/* The SDK's own threads (collector, pusher, exit flush): never sampled. */
+#define EXCLUDED_MAX 4
+static pid_t g_excluded[EXCLUDED_MAX];
+
+static int excluded_locked(pid_t tid) {
+  for (int i = 0; i < EXCLUDED_MAX; i++)
+    if (g_excluded[i] == tid)
+      return 1;
+  return 0;
+}
 static uint32_t g_hint;
 static uint64_t g_arm_failed, g_table_full, g_rng;
 
@@ -123,6 +138,8 @@ static threads_slot *alloc_locked(pid_t tid, uintptr_t lo, uintptr_t hi) {
     if (s->state != THREADS_FREE)
       continue;
     g_hint = i + 1;
+    if (i >= g_used)
+      g_used = i + 1;
     s->state = THREADS_LIVE;
     s->tid = tid;
     s->armed = 0;
@@ -146,7 +163,7 @@ static void free_locked(threads_slot *s) {
 }
 
 static threads_slot *find_locked(pid_t tid) {
-  for (uint32_t i = 0; i < THREADS_MAX; i++)
+  for (uint32_t i = 0; i < g_used; i++)
     if (threads_table[i].state == THREADS_LIVE && threads_table[i].tid == tid)
       return &threads_table[i];
   return NULL;
@@ -167,7 +184,7 @@ static void init_once(void) {
 
 static int register_self_locked(uintptr_t lo, uintptr_t hi) {
   pid_t tid = gettid();
-  if (tid == g_excluded_tid)
+  if (excluded_locked(tid))
     return 0;
   threads_slot *s = threads_self;
   if (!s || s->state != THREADS_LIVE || s->tid != tid)
@@ -193,11 +210,39 @@ static int register_self_locked(uintptr_t lo, uintptr_t hi) {
   return 0;
 }
 
+/* The main thread's stack without reading /proc/self/maps (which is what
+ * pthread_getattr_np does for it: ~0.2 ms of a short process's start). The
+ * kernel puts the executable's name (AT_EXECFN) at the very top of the
+ * initial stack, a pointer's width below the end of its mapping, so the
+ * next page boundary above the name is at or below that end and above
+ * every frame, argv and environ. The bottom only has to be below any sp of
+ * this stack: the stack rlimit below the top (1 GiB when unlimited). The
+ * unwinder reads only between an interrupted sp and the top. */
+int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
+  const char *fn = (const char *)getauxval(AT_EXECFN);
+  long page = sysconf(_SC_PAGESIZE);
+  volatile char here = 0;
+  if (!fn || page <= 0)
+    return -1;
+  uintptr_t top = ((uintptr_t)fn + strlen(fn) + 1 + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+  struct rlimit rl;
+  uintptr_t size = (uintptr_t)1 << 30;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size)
+    size = (uintptr_t)rl.rlim_cur;
+  if ((uintptr_t)&here >= top || top - (uintptr_t)&here >= size || top < size)
+    return -1; /* not on the initial stack (a coroutine, a custom stack) */
+  *lo = top - size;
+  *hi = top;
+  return 0;
+}
+
 static void self_bounds(uintptr_t *lo, uintptr_t *hi) {
   pthread_attr_t attr;
   void *addr;
   size_t size;
   *lo = *hi = 0;
+  if (gettid() == getpid() && threads_main_stack_bounds(lo, hi) == 0)
+    return;
   if (pthread_getattr_np(pthread_self(), &attr) != 0)
     return; /* the collector finds them in /proc/self/maps instead */
   if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr && size) {
@@ -218,11 +263,41 @@ int threads_register_self(void) {
 }
 
 void threads_exclude_self(void) {
+  pid_t tid = gettid();
   pthread_mutex_lock(&g_lock);
-  g_excluded_tid = gettid();
-  threads_slot *s = find_locked(g_excluded_tid);
+  if (!excluded_locked(tid)) {
+    int i = 0;
+    while (i < EXCLUDED_MAX - 1 && g_excluded[i] != 0)
+      i++; /* threads_exclude_end frees slots; the last one is always taken */
+    g_excluded[i] = tid;
+  }
+  threads_slot *s = find_locked(tid);
   if (s)
     free_locked(s);
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* Defined by interpose.c in the .so files: libc's pthread_create. */
+extern int interpose_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+                                         void *(*fn)(void *), void *arg) __attribute__((weak));
+
+int threads_spawn_internal(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                           void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = interpose_real_pthread_create ? interpose_real_pthread_create(t, attr, fn, arg)
+                                         : pthread_create(t, attr, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+void threads_exclude_end(void) {
+  pid_t tid = gettid();
+  pthread_mutex_lock(&g_lock);
+  for (int i = 0; i < EXCLUDED_MAX; i++)
+    if (g_excluded[i] == tid)
+      g_excluded[i] = 0;
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -262,7 +337,7 @@ static int scan_locked(void) {
     rc = PUSHPROF_ENOMEM;
     goto fail;
   }
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     threads_slot *s = &threads_table[i];
     if (s->state != THREADS_LIVE)
       continue;
@@ -273,7 +348,7 @@ static int scan_locked(void) {
   }
   qsort(known, nknown, sizeof *known, cmp_tid);
   for (size_t i = 0; i < n; i++) {
-    if (tids[i] == g_excluded_tid || bsearch(&tids[i], known, nknown, sizeof *known, cmp_tid))
+    if (excluded_locked(tids[i]) || bsearch(&tids[i], known, nknown, sizeof *known, cmp_tid))
       continue;
     if (!alloc_locked(tids[i], 0, 0))
       break;
@@ -291,7 +366,7 @@ fail:
 static void arm_pending_locked(void) {
   if (!g_armed)
     return;
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     threads_slot *s = &threads_table[i];
     if (s->state == THREADS_LIVE && !s->armed && arm_locked(s) < 0)
       free_locked(s);
@@ -340,7 +415,7 @@ fail:
 void threads_disarm_all(void) {
   pthread_mutex_lock(&g_lock);
   g_armed = 0;
-  for (uint32_t i = 0; i < THREADS_MAX; i++)
+  for (uint32_t i = 0; i < g_used; i++)
     if (threads_table[i].state == THREADS_LIVE)
       disarm_locked(&threads_table[i]);
   pthread_mutex_unlock(&g_lock);
@@ -362,7 +437,7 @@ void threads_publish_bounds(uint32_t idx, uint32_t gen, uintptr_t lo, uintptr_t 
 void threads_get_stats(threads_stats *st) {
   memset(st, 0, sizeof *st);
   pthread_mutex_lock(&g_lock);
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     if (threads_table[i].state == THREADS_LIVE) {
       st->live++;
       st->armed += threads_table[i].armed;
@@ -383,7 +458,7 @@ void threads_atfork_parent(void) {
 
 void threads_atfork_child(void) {
   pthread_mutex_init(&g_lock, NULL);
-  for (uint32_t i = 0; i < THREADS_MAX; i++) {
+  for (uint32_t i = 0; i < g_used; i++) {
     threads_slot *s = &threads_table[i];
     if (s->state == THREADS_FREE)
       continue;
@@ -391,7 +466,7 @@ void threads_atfork_child(void) {
     free_locked(s);
   }
   g_armed = 0;
-  g_excluded_tid = 0;
+  memset(g_excluded, 0, sizeof g_excluded);
   g_rng = 0;
   threads_self = NULL;
 }

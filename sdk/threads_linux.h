@@ -11,7 +11,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define THREADS_MAX 4096
+#define THREADS_MAX 4096 /* pushprof.h documents it (pushprof_thread_register) */
 
 typedef struct threads_slot {
   _Atomic uint32_t gen;                 /* bumped at each allocation and free */
@@ -50,8 +50,24 @@ void threads_disarm_all(void);
 /* Registers the calling thread (idempotent), arming it if sampling is on.
  * Deregisters itself at thread exit. 0 or a negative PUSHPROF_E* code. */
 int threads_register_self(void);
-/* The collector thread: never sampled. */
+/* The main thread's stack bounds from AT_EXECFN and the stack rlimit, with
+ * no file read (see threads_linux.c); -1 if the caller is not on it. */
+int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
+/* The SDK's own threads (collector, pusher, exit flush) call this first:
+ * never sampled, not even when a rescan finds them; and
+ * threads_exclude_end() last, so a host thread that later gets the same tid
+ * is sampled. At most 4 at once (the oldest is forgotten beyond that). */
 void threads_exclude_self(void);
+void threads_exclude_end(void);
+
+/* Starts one of the SDK's own threads with every signal blocked (the host's
+ * process-directed signals are for its threads), past our pthread_create
+ * interposer: no trampoline, so nothing is malloc'ed in the new thread (a
+ * first malloc there costs a whole malloc arena) and it is not registered.
+ * 0 or an errno value, as pthread_create. */
+int threads_spawn_internal(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                           void *arg);
 
 /* Collector: adds threads not yet known, drops slots of threads gone. */
 int threads_rescan(void);

@@ -33,7 +33,8 @@ static const opt_def opts[] = {
     {"spool", "spool", "spool_dir", T_STR, OFF(spool_dir), 0, 0,
      "spool directory (default " CONFIG_DEFAULT_SPOOL ")"},
     {"export", "export_to", "export", T_LIST, OFF(exports), 1, CONFIG_MAX_EXPORTS,
-     "where batches go, e.g. file:///DIR (default " CONFIG_DEFAULT_EXPORT "); repeat it (or list "
+     "where batches go: file:///DIR, s3://B/P, gs://B/P, pyroscope+http(s)://H:P, "
+     "otlp+http(s)://H:P[/PATH] or otlp (default " CONFIG_DEFAULT_EXPORT "); repeat it (or list "
      "several in the file, space-separated) to send every batch to each target"},
     {"batch-window", "dump_duration_seconds", "batch_window", T_SECONDS, OFF(batch_window_s), 1,
      86400, "seconds of pushes merged into one profile (default 60)"},

@@ -318,6 +318,10 @@ static bool wire_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v) {
 
 int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq) {
   enum { SEQUENCE_FIELD = 7 }; /* PushRequest.sequence, pushprof.proto */
+  return listener_peek_varint(payload, len, SEQUENCE_FIELD, seq);
+}
+
+int listener_peek_varint(const uint8_t *payload, size_t len, unsigned field, uint64_t *out) {
   int found = -1;
   size_t i = 0;
   while (i < len) {
@@ -328,8 +332,8 @@ int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq) {
     case 0:
       if (!wire_varint(payload, len, &i, &v))
         return found;
-      if (key >> 3 == SEQUENCE_FIELD) {
-        *seq = v; /* the last one wins, as in protobuf */
+      if (key >> 3 == field) {
+        *out = v; /* the last one wins, as in protobuf */
         found = 0;
       }
       continue;
@@ -551,9 +555,50 @@ static void handle_slot_put(listener *l) {
 
 /* Handles one complete frame and frees it (*framep = NULL) as soon as it is
  * durable. Returns false if the connection must close. */
+/* A no_samples push: validated like any other, counted, never stored. The
+ * client need not read the answer (it may be gone already). */
+static bool handle_empty(conn *c, const uint8_t *frame, size_t len, int64_t deadline) {
+  uint64_t seq = 0;
+  listener_peek_sequence(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE, &seq);
+  Pushprof__V1__PushRequest *req = pushprof__v1__push_request__unpack(
+      NULL, len - PP_FRAME_HEADER_SIZE, frame + PP_FRAME_HEADER_SIZE);
+  char why[REASON_MAX];
+  size_t slen = req && req->service ? strlen(req->service) : 0;
+  if (!req)
+    snprintf(why, sizeof why, "payload is not a valid PushRequest protobuf");
+  else if (slen == 0 || slen > PP_SERVICE_MAX)
+    snprintf(why, sizeof why, "service is %zu bytes: 1..%d expected", slen, PP_SERVICE_MAX);
+  else if (req->pprof.len != 0)
+    snprintf(why, sizeof why, "no_samples is set but pprof holds %zu bytes: send one or the other",
+             req->pprof.len);
+  else
+    why[0] = 0;
+  if (why[0]) {
+    pushprof__v1__push_request__free_unpacked(req, NULL);
+    reject(c, code_reason(RC_INVALID_PUSH), RC_INVALID_PUSH, why, seq, deadline);
+    return false;
+  }
+  metrics_add(M_PUSHES_EMPTY, 1);
+  if (req->dropped_profiles)
+    metrics_drop("sdk_backlog_full", req->dropped_profiles);
+  char svc[PP_SERVICE_MAX * 2 + 8];
+  log_event(LOG_DEBUG, "empty push", "service=%s pid=%u seq=%llu sdk_dropped=%llu",
+            log_quote(req->service, svc, sizeof svc), req->pid, (unsigned long long)seq,
+            (unsigned long long)req->dropped_profiles);
+  pushprof__v1__push_request__free_unpacked(req, NULL);
+  (void)send_reply(c->fd, RC_OK, "", seq, "", deadline);
+  return false; /* one notice per connection: the client has closed */
+}
+
 static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline) {
   listener *l = c->l;
   uint8_t *frame = *framep;
+  enum { NO_SAMPLES_FIELD = 11 }; /* PushRequest.no_samples, pushprof.proto */
+  uint64_t no_samples = 0;
+  if (listener_peek_varint(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE,
+                           NO_SAMPLES_FIELD, &no_samples) == 0 &&
+      no_samples)
+    return handle_empty(c, frame, len, deadline);
   int code = RC_INTERNAL;
   char why[REASON_MAX];
   why[0] = 0;

@@ -44,4 +44,6 @@ void listener_free(listener *l);
  * the fields before the first malformed one count. 0 and *seq set, or -1 if
  * none was found. Thread-safe, no allocation. */
 int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq);
+/* The same for any varint field of a PushRequest payload (the last one wins). */
+int listener_peek_varint(const uint8_t *payload, size_t len, unsigned field, uint64_t *out);
 #endif

@@ -34,6 +34,8 @@ static const metric_desc counter_desc[M_COUNTER_MAX] = {
     [M_CONNECTIONS] = {"pushprof_connections_total", "Client connections accepted."},
     [M_PUSHES_DEDUPLICATED] = {"pushprof_pushes_deduplicated_total",
                                "Second copies of a push already held or exported, deleted."},
+    [M_PUSHES_EMPTY] = {"pushprof_pushes_empty_total",
+                        "Processes that exited without a sample: counted, nothing stored."},
 };
 
 static const metric_desc gauge_desc[G_GAUGE_MAX] = {

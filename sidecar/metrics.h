@@ -16,6 +16,7 @@ typedef enum metric_counter {
   M_SPOOL_QUARANTINED,   /* pushprof_spool_quarantined_total */
   M_CONNECTIONS,         /* pushprof_connections_total */
   M_PUSHES_DEDUPLICATED, /* pushprof_pushes_deduplicated_total: a second copy of a push */
+  M_PUSHES_EMPTY,        /* pushprof_pushes_empty_total: no_samples pushes (counted only) */
   M_COUNTER_MAX
 } metric_counter;
 

@@ -86,7 +86,7 @@ pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${
   LIBS PkgConfig::PP_FUZZ_INIH)
 
 pushprof_fuzz_target(NAME env_config SOURCES ${PP_FUZZ_SDK}/env_config.c
-  INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include)
+  INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include ${CMAKE_SOURCE_DIR}/proto)
 
 pushprof_fuzz_target(NAME manifest SOURCES ${PP_FUZZ_MANIFEST_SRCS}
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}
@@ -100,6 +100,12 @@ if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds
   pushprof_fuzz_target(NAME aws_creds SOURCES ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c
     ${PP_FUZZ_SIDECAR}/exporters/http_common.c
     INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
+endif()
+
+if(TARGET pushprof_sidecar_lib)
+  pushprof_fuzz_target(NAME otlp_settings SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_otlp.c
+    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
+    LIBS pushprof_sidecar_lib DEPENDS pushprof_proto pushprof_proto_convert)
 endif()
 
 if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c)

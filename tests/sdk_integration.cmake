@@ -3,6 +3,10 @@
 pushprof_unit_test(NAME test_env_config
   SOURCES unit/test_env_config.c ${PROJECT_SOURCE_DIR}/sdk/env_config.c)
 target_include_directories(test_env_config PRIVATE ${PROJECT_SOURCE_DIR}/sdk
+  ${PROJECT_SOURCE_DIR}/sdk/include ${PROJECT_SOURCE_DIR}/proto)
+pushprof_unit_test(NAME test_options
+  SOURCES unit/test_options.c ${PROJECT_SOURCE_DIR}/sdk/options.c)
+target_include_directories(test_options PRIVATE ${PROJECT_SOURCE_DIR}/sdk
   ${PROJECT_SOURCE_DIR}/sdk/include)
 
 # pprof_check.py, which every integration test relies on, checked on a
@@ -16,6 +20,8 @@ if(NOT TARGET pushprof)
 endif()
 
 pushprof_unit_test(NAME test_api SOURCES unit/test_api.c LIBS pushprof_static LABELS "unit;tsan")
+# Allocation failures on demand (see test_api.c).
+target_link_options(test_api PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc)
 
 # Workloads: NAME (plain, for LD_PRELOAD) and NAME_linked (libpushprof.so,
 # calls pushprof_start). Built into tests/sdk_workloads/.
@@ -65,6 +71,26 @@ pushprof_script_test(NAME it_sdk_ownsig_rtsignal
   COMMAND bash ${IT}/it_sdk_ownsig.sh preload SIGRTMIN+3)
 pushprof_script_test(NAME it_sdk_config COMMAND bash ${IT}/it_sdk_config.sh)
 pushprof_script_test(NAME it_sdk_install COMMAND bash ${IT}/it_sdk_install.sh)
+# What the libraries make visible: only pushprof_* (and the interpositions),
+# and a program defining the SDK's internal names links with libpushprof.a.
+pushprof_script_test(NAME it_sdk_exports COMMAND bash ${IT}/it_sdk_exports.sh)
+pushprof_script_test(NAME it_sdk_static_names COMMAND bash ${IT}/it_sdk_static_names.sh)
 if(TARGET demo_work)
   pushprof_script_test(NAME it_sdk_demo_preload COMMAND bash ${IT}/it_sdk_demo.sh)
 endif()
+
+# A program built against pushprof.h 0.1 (no struct_size) with the current
+# libraries, shared and static.
+add_executable(wl_abi_v0_linked ${WL_DIR}/wl_abi_v0.c)
+target_link_libraries(wl_abi_v0_linked PRIVATE pushprof)
+add_executable(wl_abi_v0_static ${WL_DIR}/wl_abi_v0.c)
+target_link_libraries(wl_abi_v0_static PRIVATE pushprof_static)
+set_target_properties(wl_abi_v0_linked wl_abi_v0_static PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${WL_OUT})
+foreach(mode linked static)
+  pushprof_script_test(NAME it_sdk_abi_v0_${mode} COMMAND bash ${IT}/it_sdk_abi_v0.sh ${mode})
+  if(TARGET pushprof-sidecar)
+    pushprof_script_test(NAME it_sdk_abi_v0_push_${mode}
+      COMMAND bash ${IT}/it_sdk_abi_v0_push.sh ${mode})
+  endif()
+endforeach()
+pushprof_script_test(NAME it_sdk_python_options COMMAND bash ${IT}/it_sdk_python_options.sh)

@@ -4,7 +4,7 @@ if(NOT TARGET pushprof_preload OR NOT TARGET pushprof-sidecar)
 endif()
 add_executable(wl_fork ${CMAKE_CURRENT_SOURCE_DIR}/integration/push/wl_fork.c)
 set_target_properties(wl_fork PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/push_workloads)
-foreach(c short jobs200 sigterm fork forkexec spool slow backlog)
+foreach(c short jobs200 empty execfail sigterm fork forkexec spool slow backlog)
   pushprof_script_test(NAME it_push_${c}
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/push/it_push.sh ${c})
 endforeach()

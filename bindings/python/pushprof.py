@@ -6,12 +6,14 @@ ldconfig paths).
 
     import pushprof
     pushprof.start()                    # settings from PUSHPROF_* variables
+    pushprof.start(socket_path="/run/pushprof/pushprof.sock", service="billing")
     with pushprof.labels(trace_id="abc123", route="/checkout"):
         handle_request()
     pushprof.stop()                     # final push (also done at exit)
 
 Every failure raises pushprof.Error whose message is the SDK's own
-(pushprof_strerror) and whose .code is the PUSHPROF_E* number.
+(pushprof_strerror) and whose .code is the PUSHPROF_E* number, also
+available here by name (pushprof.EINVAL, pushprof.ESTANDALONE, ...).
 
 Labels are per OS thread, like the SDK's: a label set in one thread is not
 seen by samples of another thread. The SDK has no way to read labels back,
@@ -24,7 +26,24 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["Error", "start", "stop", "flush", "set_label", "clear_labels", "labels", "version"]
+__all__ = ["Error", "start", "stop", "flush", "set_label", "clear_labels", "labels", "version",
+           "OK", "EINVAL", "ENOMEM", "EALREADY", "ENOTSTARTED", "ESYS", "ECONFIG", "ELIMIT",
+           "ETIMEDOUT", "EREFUSED", "EUNAVAILABLE", "ESETUID", "ESTANDALONE"]
+
+# The PUSHPROF_E* codes of pushprof.h (never renumbered).
+OK = 0
+EINVAL = -1
+ENOMEM = -2
+EALREADY = -3
+ENOTSTARTED = -4
+ESYS = -5
+ECONFIG = -6
+ELIMIT = -7
+ETIMEDOUT = -8
+EREFUSED = -9
+EUNAVAILABLE = -10
+ESETUID = -11
+ESTANDALONE = -12
 
 
 class Error(Exception):
@@ -36,6 +55,30 @@ class Error(Exception):
         self.code = code
 
 
+class _Options(ctypes.Structure):
+    """pushprof_options as pushprof.h lays it out (struct_size tagged with
+    this layout's size, so any newer library reads it correctly)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint),
+        ("hz", ctypes.c_int),
+        ("service", ctypes.c_char_p),
+        ("output_path", ctypes.c_char_p),
+        ("signal_number", ctypes.c_int),
+        ("socket_path", ctypes.c_char_p),
+        ("upload_period_s", ctypes.c_int),
+        ("exit_timeout_ms", ctypes.c_int),
+        ("handle_term_signals", ctypes.c_int),
+        ("spool_dir", ctypes.c_char_p),
+        ("backlog", ctypes.c_int),
+        ("reserved0", ctypes.c_int),
+    ]
+
+
+_OPTIONS_TAG = 0x70700000  # PUSHPROF_OPTIONS_TAG
+_INT_OPTIONS = ("hz", "signal_number", "upload_period_s", "exit_timeout_ms", "backlog")
+_STR_OPTIONS = ("service", "output_path", "socket_path", "spool_dir")
+
+
 def _load():
     path = os.environ.get("PUSHPROF_LIBRARY") or "libpushprof.so"
     try:
@@ -45,7 +88,7 @@ def _load():
             "pushprof: cannot load %s (%s): set PUSHPROF_LIBRARY to the path of "
             "libpushprof.so, or install it where the loader finds it" % (path, e)) from None
     sigs = {
-        "pushprof_start": ([ctypes.c_void_p], ctypes.c_int),
+        "pushprof_start": ([ctypes.POINTER(_Options)], ctypes.c_int),
         "pushprof_stop": ([], ctypes.c_int),
         "pushprof_flush": ([ctypes.c_int], ctypes.c_int),
         "pushprof_label_set": ([ctypes.c_char_p, ctypes.c_char_p], ctypes.c_int),
@@ -93,11 +136,59 @@ def version():
     return _lib.pushprof_version().decode()
 
 
-def start():
-    """Starts profiling every thread, configured by the PUSHPROF_* variables
-    (PUSHPROF_SOCKET, PUSHPROF_SERVICE, PUSHPROF_HZ, ...). The final profile
-    is pushed at normal exit, or by stop()."""
-    _check("pushprof_start", _lib.pushprof_start(None))
+def _options(kw):
+    """A _Options from start()'s keyword arguments, checked for type; the
+    SDK checks the values (ranges, paths) and says why on stderr."""
+    o = _Options()
+    o.struct_size = _OPTIONS_TAG | ctypes.sizeof(_Options)
+    for name, v in kw.items():
+        if v is None:
+            continue
+        if name in _INT_OPTIONS:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError("pushprof: %s must be an int, got %s" % (name, type(v).__name__))
+            if not 1 <= v <= 2**31 - 1:
+                raise ValueError("pushprof: %s must be a positive int (None: from the "
+                                 "environment, else the default), got %r" % (name, v))
+            setattr(o, name, int(v))
+        elif name in _STR_OPTIONS:
+            if isinstance(v, os.PathLike):
+                v = os.fspath(v)
+            if isinstance(v, str):
+                b = v.encode("utf-8")
+            elif isinstance(v, bytes):
+                b = v
+            else:
+                raise TypeError("pushprof: %s must be a str, bytes or path, got %s"
+                                % (name, type(v).__name__))
+            if not b or b"\0" in b:
+                raise ValueError("pushprof: %s must be non-empty without NUL characters, got %r"
+                                 % (name, v))
+            setattr(o, name, b)
+        elif name == "handle_term_signals":
+            if not isinstance(v, bool):
+                raise TypeError("pushprof: handle_term_signals must be a bool, got %s"
+                                % type(v).__name__)
+            o.handle_term_signals = int(v)
+    return o
+
+
+def start(*, hz=None, service=None, output_path=None, signal_number=None, socket_path=None,
+          upload_period_s=None, exit_timeout_ms=None, handle_term_signals=None, spool_dir=None,
+          backlog=None):
+    """Starts profiling every thread. Each option left None comes from its
+    PUSHPROF_* variable, else the default (the names and ranges are those of
+    pushprof_options and the variables: hz PUSHPROF_HZ, socket_path
+    PUSHPROF_SOCKET, output_path PUSHPROF_OUTPUT, ...). A wrong type raises
+    TypeError, a value that cannot mean anything (0, negative, empty, NUL)
+    ValueError, a value the SDK refuses Error (code EINVAL; its reason is on
+    stderr). The final profile is pushed at normal exit, or by stop()."""
+    kw = dict(hz=hz, service=service, output_path=output_path, signal_number=signal_number,
+              socket_path=socket_path, upload_period_s=upload_period_s,
+              exit_timeout_ms=exit_timeout_ms, handle_term_signals=handle_term_signals,
+              spool_dir=spool_dir, backlog=backlog)
+    opts = _options(kw)
+    _check("pushprof_start", _lib.pushprof_start(ctypes.byref(opts)))
 
 
 def stop():
@@ -107,7 +198,8 @@ def stop():
 
 def flush(timeout=2.0):
     """Pushes what has been sampled so far and waits for the sidecar's ack,
-    at most timeout seconds."""
+    at most timeout seconds. Without a sidecar (output_path only) it raises
+    Error with code ESTANDALONE."""
     ms = int(round(float(timeout) * 1000))
     if ms < 0:
         raise ValueError("pushprof: flush timeout must be >= 0 seconds, got %r" % timeout)

@@ -44,50 +44,132 @@ extern "C" {
 #define PUSHPROF_EREFUSED (-9)      /* the sidecar refused the push */
 #define PUSHPROF_EUNAVAILABLE (-10) /* the sidecar could not be reached */
 #define PUSHPROF_ESETUID (-11)      /* refused to run in a setuid/setgid program */
+#define PUSHPROF_ESTANDALONE (-12)  /* profiling runs without a sidecar: nothing to push to */
 
-/* Options for pushprof_start(). Zero-initialise; every unset field (0 or
- * NULL) means "from the environment (PUSHPROF_*), else the default". */
+/* Options for pushprof_start(). Start from PUSHPROF_OPTIONS_INIT (or
+ * pushprof_options_init()), then set what you need; every unset field (0 or
+ * NULL) means "from the environment (PUSHPROF_*), else the default":
+ *   pushprof_options o = PUSHPROF_OPTIONS_INIT;
+ *   o.socket_path = "/run/pushprof/pushprof.sock";
+ *   pushprof_start(&o);
+ *
+ * The struct can grow without breaking binaries built against an older or a
+ * newer pushprof.h. struct_size says which layout the caller was compiled
+ * with: PUSHPROF_OPTIONS_TAG in the high 16 bits, sizeof(pushprof_options)
+ * of the caller's header in the low 16. Fields are only ever appended (each
+ * version's size is larger than the last; reserved0 fills what would be tail
+ * padding), and the library reads them thus:
+ * - struct_size smaller than its own sizeof (an older header): the fields
+ *   that end within struct_size are read, later ones count as unset (below
+ *   72, the first tagged layout's size, it is PUSHPROF_EINVAL).
+ * - struct_size larger (a newer header than the library): the bytes beyond
+ *   the fields the library knows must all be 0 (those options left unset);
+ *   otherwise pushprof_start fails with PUSHPROF_EINVAL and a line naming
+ *   struct_size, rather than ignore a setting. The same for reserved0 != 0.
+ * - no tag: the layout of pushprof.h 0.1, which had no struct_size and
+ *   began with `int hz` (that word is then the hz; no valid hz carries the
+ *   tag). If that word is 0, hz is read from where this header puts it, so a
+ *   struct zeroed without PUSHPROF_OPTIONS_INIT still has its hz honoured
+ *   (the 0.1 layout had zero padding there); it is read as the 0.1 layout,
+ *   so fields added after 0.1 are ignored in it: use PUSHPROF_OPTIONS_INIT.
+ * Do not set struct_size by hand. */
+#define PUSHPROF_OPTIONS_TAG 0x70700000u /* "pp" */
+#define PUSHPROF_OPTIONS_TAG_MASK 0xffff0000u
+#define PUSHPROF_OPTIONS_STRUCT_SIZE (PUSHPROF_OPTIONS_TAG | (unsigned)sizeof(pushprof_options))
 typedef struct pushprof_options {
-  int hz;                  /* samples per second per thread, 1..1000 (default 100) */
-  const char *service;     /* service name (default: program name) */
-  const char *output_path; /* standalone: write a gzip pprof at exit; %p = pid */
-  int signal_number;       /* sampling signal (default SIGPROF) */
-  const char *socket_path; /* push to the sidecar at this Unix socket */
-  int upload_period_s;     /* seconds between pushes (default 10) */
-  int exit_timeout_ms;     /* bound on the flush at exit (default 2000) */
-  int handle_term_signals; /* 1: flush on SIGTERM/SIGINT/SIGHUP left at default */
-  const char *spool_dir;   /* sidecar spool to write into if it is down at exit */
-  int backlog;             /* unsent profiles kept in memory (default 6) */
+  unsigned int struct_size; /* PUSHPROF_OPTIONS_STRUCT_SIZE (see above) */
+  int hz;                   /* samples per second per thread, 1..1000 (default 100) */
+  const char *service;      /* service name (default: program name) */
+  const char *output_path;  /* standalone: write a gzip pprof at exit; %p = pid */
+  int signal_number;        /* sampling signal (default SIGPROF) */
+  const char *socket_path;  /* push to the sidecar at this Unix socket */
+  int upload_period_s;      /* seconds between pushes (default 10) */
+  int exit_timeout_ms;      /* bound on the flush at exit (default 2000) */
+  int handle_term_signals;  /* 1: flush on SIGTERM/SIGINT/SIGHUP left at default */
+  const char *spool_dir;    /* sidecar spool to write into if it is down at exit */
+  int backlog;              /* unsent profiles kept in memory (default 6) */
+  int reserved0;            /* must be 0 (a later version's field) */
+  /* Later versions append their fields here. */
 } pushprof_options;
 
-/* Starts profiling every thread. opts NULL: everything from the environment.
- * opts is read during the call only (the caller keeps ownership).
- * Returns 0; PUSHPROF_EALREADY if running; PUSHPROF_EINVAL for an invalid
- * option or nowhere to write to; PUSHPROF_ECONFIG for an invalid PUSHPROF_*
- * variable; each failure prints one line on stderr and leaves profiling off.
- * With an output path the profile is written at normal exit (atexit, bounded
- * by the exit timeout). Thread-safe. */
+#ifdef __cplusplus /* every member: g++ warns on the ones a list leaves out */
+#define PUSHPROF_OPTIONS_INIT                                                                      \
+  { PUSHPROF_OPTIONS_STRUCT_SIZE, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, 0 }
+#else
+#define PUSHPROF_OPTIONS_INIT                                                                      \
+  { .struct_size = PUSHPROF_OPTIONS_STRUCT_SIZE }
+#endif
+
+/* Resets *o to PUSHPROF_OPTIONS_INIT. Inline on purpose: it records the
+ * caller's sizeof, not the library's. Async-signal-safe. */
+static inline void pushprof_options_init(pushprof_options *o) {
+  const pushprof_options init = PUSHPROF_OPTIONS_INIT;
+  *o = init;
+}
+
+/* Starts profiling every thread. opts NULL: every setting from the
+ * environment. opts is read during the call only (the caller keeps
+ * ownership). With an output path the profile is written at normal exit
+ * (atexit, bounded by the exit timeout). Returns
+ *   PUSHPROF_OK
+ *   PUSHPROF_EALREADY      profiling is running
+ *   PUSHPROF_EINVAL        an option is invalid (struct_size included), or
+ *                          neither an output path nor a socket is set
+ *   PUSHPROF_ECONFIG       a PUSHPROF_* variable, OTEL_SERVICE_NAME or
+ *                          OTEL_RESOURCE_ATTRIBUTES is invalid
+ *   PUSHPROF_ESETUID       a setuid/setgid program (whose environment is
+ *                          ignored) passed neither output path nor socket
+ *   PUSHPROF_ESYS          a system resource failed: the signal handler,
+ *                          setitimer, a thread, a pipe (file descriptors)
+ *   PUSHPROF_ENOMEM        out of memory
+ * Each failure prints one line on stderr and leaves profiling off.
+ * Thread-safe. */
 PUSHPROF_API int pushprof_start(const pushprof_options *opts);
 
-/* Stops sampling and writes/pushes the final profile now. Returns 0,
- * PUSHPROF_ENOTSTARTED when not started, PUSHPROF_ESYS if the output could
- * not be written (one line on stderr). pushprof_start may be called again
- * afterwards. Thread-safe. */
+/* Stops sampling and writes/pushes the final profile now; pushprof_start may
+ * be called again afterwards. Profiling is off whatever it returns:
+ *   PUSHPROF_OK
+ *   PUSHPROF_ENOTSTARTED   profiling is not running
+ * standalone (output path):
+ *   PUSHPROF_ESYS          the file could not be written
+ *   PUSHPROF_EINVAL        the output path plus its temporary suffix
+ *                          (".tmp.<pid>") is longer than PATH_MAX
+ *   PUSHPROF_ENOMEM        the profile could not be built or compressed
+ * with a sidecar, when a profile was not acknowledged within the exit
+ * timeout (it went to the spool directory if one is set, else is lost):
+ *   PUSHPROF_EUNAVAILABLE  the sidecar could not be reached
+ *   PUSHPROF_ETIMEDOUT     it did not answer in time
+ *   PUSHPROF_EREFUSED      it asked to retry later (a profile it refuses
+ *                          for good is dropped and counted, not an error)
+ *   PUSHPROF_ENOMEM        a profile could not be built
+ * Every failure prints one line on stderr. Thread-safe. */
 PUSHPROF_API int pushprof_stop(void);
 
-/* Pushes what has been sampled so far to the sidecar (PUSHPROF_SOCKET) and
- * waits for its acknowledgement, at most timeout_ms. Returns PUSHPROF_OK,
- * PUSHPROF_ETIMEDOUT, PUSHPROF_EREFUSED, PUSHPROF_EUNAVAILABLE (unsent
- * profiles stay in the backlog and are retried), PUSHPROF_ENOTSTARTED, or
- * PUSHPROF_EINVAL in standalone mode. Never blocks longer than timeout_ms;
- * the push itself runs on the SDK's thread. Thread-safe; not
- * async-signal-safe. */
+/* Pushes what has been sampled so far to the sidecar and waits for its
+ * acknowledgement, at most timeout_ms; the push itself runs on the SDK's
+ * thread, and unsent profiles stay in the backlog to be retried. Returns
+ *   PUSHPROF_OK            the sidecar acknowledged every unsent profile
+ *   PUSHPROF_ENOTSTARTED   profiling is not running
+ *   PUSHPROF_ESTANDALONE   profiling runs without a sidecar (an output path
+ *                          only): nothing to push to
+ *   PUSHPROF_EINVAL        timeout_ms < 0
+ *   PUSHPROF_ETIMEDOUT     no acknowledgement within timeout_ms
+ *   PUSHPROF_EUNAVAILABLE  the sidecar could not be reached
+ *   PUSHPROF_EREFUSED      the sidecar refused a profile (asked to retry:
+ *                          kept; refused for good: dropped and counted)
+ *   PUSHPROF_ENOMEM        the profile could not be built
+ * Never blocks longer than timeout_ms. Thread-safe; not async-signal-safe. */
 PUSHPROF_API int pushprof_flush(int timeout_ms);
 
 /* Registers the calling thread for sampling. Needed only with the static
  * library, for threads created after pushprof_start; the .so files register
- * new threads themselves. Idempotent. PUSHPROF_ENOTSTARTED when profiling is
- * not running. Thread-safe. */
+ * new threads themselves. Idempotent. Returns
+ *   PUSHPROF_OK
+ *   PUSHPROF_ENOTSTARTED   profiling is not running
+ *   PUSHPROF_ELIMIT        4096 threads are sampled already
+ *   PUSHPROF_ESYS          its CPU timer could not be created (for example
+ *                          RLIMIT_SIGPENDING is reached)
+ * Thread-safe. */
 PUSHPROF_API int pushprof_thread_register(void);
 
 /* Labels of the calling thread (e.g. trace_id per request). Every sample

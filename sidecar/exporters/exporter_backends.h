@@ -19,13 +19,13 @@ exporter *exporter_s3_create(const char *url, const exporter_options *opts, char
 exporter *exporter_gcs_create(const char *url, const exporter_options *opts, char *err,
                               size_t errlen);
 
-/* Shared by s3 and gs (exporter_s3.c). */
+/* The S3-compatible core shared by s3 and gs (s3compat.c). */
 /* An S3-API exporter on endpoint; takes ownership of creds on success. gcs:
  * send x-goog-if-generation-match: 0 and take 412 as "already stored". */
-exporter *exporter_s3_new_compat(const char *scheme, const char *bucket, const char *prefix,
-                                 const char *endpoint, const char *region, bool path_style,
-                                 aws_creds *creds, bool gcs, const exporter_options *opts,
-                                 char *err, size_t errlen);
+exporter *s3compat_exporter_new(const char *scheme, const char *bucket, const char *prefix,
+                                const char *endpoint, const char *region, bool path_style,
+                                aws_creds *creds, bool gcs, const exporter_options *opts, char *err,
+                                size_t errlen);
 /* The URL objects go under: ENDPOINT/BUCKET (path style: forced, or for
  * IP/localhost endpoints and dotted bucket names) or SCHEME://BUCKET.HOST.
  * 0, or -1 if endpoint is not http(s)://HOST[:PORT][/]. */

@@ -1,7 +1,8 @@
 /* gs://BUCKET/PREFIX, object names as for S3 (exporter_object_key).
  * Two ways in:
  *  - HMAC keys (PUSHPROF_GCS_HMAC_ACCESS_ID + PUSHPROF_GCS_HMAC_SECRET):
- *    the XML API's S3-compatible SigV4 signing, shared with exporter_s3.c
+ *    the XML API's S3-compatible SigV4 signing, the core s3:// uses too
+ *    (s3compat.c)
  *    (region "auto"), with x-goog-if-generation-match: 0.
  *  - A bearer token: GOOGLE_OAUTH_ACCESS_TOKEN, else the metadata server's
  *    token endpoint (GKE Workload Identity, GCE; host from GCE_METADATA_HOST,
@@ -227,8 +228,8 @@ exporter *exporter_gcs_create(const char *url, const exporter_options *opts, cha
       snprintf(err, errlen, "GCS HMAC key: %s", why);
       goto out;
     }
-    ex = exporter_s3_new_compat("gs", bucket, prefix, endpoint, "auto", true, cr, true, opts, why,
-                                sizeof why);
+    ex = s3compat_exporter_new("gs", bucket, prefix, endpoint, "auto", true, cr, true, opts, why,
+                               sizeof why);
     if (!ex) {
       aws_creds_free(cr);
       snprintf(err, errlen, "%s (fix --gcs-endpoint)", why);

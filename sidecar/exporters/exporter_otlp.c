@@ -41,25 +41,37 @@
 #define SCOPE_NAME "pushprof"
 #define SCOPE_VERSION "0.1.0"
 
+/* in (at most max bytes) with control bytes shown as '?': settings are
+ * echoed in error lines, which must stay one printable line. */
+static const char *printable(const char *in, size_t max, char *out, size_t outlen) {
+  size_t o = 0;
+  for (size_t i = 0; in && in[i] && i < max && o + 1 < outlen; i++)
+    out[o++] = (unsigned char)in[i] < 0x20 || in[i] == 0x7f ? '?' : in[i];
+  out[o] = '\0';
+  return out;
+}
+
 /* ---- endpoint ---- */
 
 static char *endpoint_from(const char *base, bool add_path, const char *what, char *err,
                            size_t errlen) {
+  char sb[208];
+  const char *shown = printable(base, 200, sb, sizeof sb);
   bool https = strncasecmp(base, "https://", 8) == 0;
   if (!https && strncasecmp(base, "http://", 7) != 0) {
-    snprintf(err, errlen, "%s \"%.200s\": expected http://HOST:PORT[/PATH] or https://...", what,
-             base);
+    snprintf(err, errlen, "%s \"%s\": expected http://HOST:PORT[/PATH] or https://...", what,
+             shown);
     return NULL;
   }
   const char *host = base + (https ? 8 : 7);
   size_t hostlen = strcspn(host, "/?#");
   for (const char *s = base; *s; s++)
     if ((unsigned char)*s <= 0x20 || *s == 0x7f) {
-      snprintf(err, errlen, "%s \"%.200s\" holds spaces or control characters", what, base);
+      snprintf(err, errlen, "%s \"%s\" holds spaces or control characters", what, shown);
       return NULL;
     }
   if (hostlen == 0) {
-    snprintf(err, errlen, "%s \"%.200s\" names no host (write http://HOST:PORT)", what, base);
+    snprintf(err, errlen, "%s \"%s\" names no host (write http://HOST:PORT)", what, shown);
     return NULL;
   }
   if (memchr(host, '@', hostlen)) {
@@ -70,7 +82,7 @@ static char *endpoint_from(const char *base, bool add_path, const char *what, ch
     return NULL;
   }
   if (strpbrk(host, "?#")) {
-    snprintf(err, errlen, "%s \"%.200s\": OTLP endpoints take no query or fragment", what, base);
+    snprintf(err, errlen, "%s \"%s\": OTLP endpoints take no query or fragment", what, shown);
     return NULL;
   }
   const char *path = host + hostlen;
@@ -108,10 +120,11 @@ char *otlp_endpoint(const char *url, char *err, size_t errlen) {
     return endpoint_from(OTLP_DEFAULT_ENDPOINT, true, "the default OTLP endpoint", err, errlen);
   }
   if (strncasecmp(url, "otlp+", 5) != 0) {
+    char sb[208];
     snprintf(err, errlen,
-             "export URL \"%.200s\": write otlp+http://HOST:PORT[/PATH], otlp+https://... or "
+             "export URL \"%s\": write otlp+http://HOST:PORT[/PATH], otlp+https://... or "
              "otlp (endpoint from $OTEL_EXPORTER_OTLP_ENDPOINT)",
-             url);
+             printable(url, 200, sb, sizeof sb));
     return NULL;
   }
   return endpoint_from(url + 5, false, "--export", err, errlen);
@@ -169,10 +182,11 @@ static int add_header(const char *entry, size_t len, const char *source, otlp_he
   }
   for (size_t i = 0; i < nl; i++)
     if (!tchar((unsigned char)entry[i])) {
+      char sb[72];
       snprintf(err, errlen,
-               "%s: header name \"%.*s\" holds a character HTTP does not allow in names "
+               "%s: header name \"%s\" holds a character HTTP does not allow in names "
                "(letters, digits and !#$%%&'*+-.^_`|~ only)",
-               source, (int)(nl > 64 ? 64 : nl), entry);
+               source, printable(entry, nl > 64 ? 64 : nl, sb, sizeof sb));
       return -1;
     }
   char name[HEADER_NAME_MAX + 1];

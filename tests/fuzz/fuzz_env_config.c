@@ -71,6 +71,30 @@ static void check_resolved(const env_config *c) {
              "exit timeout %d", c->exit_timeout_ms);
   FUZZ_CHECK(c->backlog >= 1 && c->backlog <= ENV_CONFIG_BACKLOG_MAX, "backlog %d", c->backlog);
   FUZZ_CHECK(c->handle_term_signals == 0 || c->handle_term_signals == 1, "handle_term_signals");
+  /* Process labels: nlabels "key\0value\0" pairs inside labels_len, keys
+   * 1..128 bytes and values up to 1024 without control bytes, keys unique. */
+  FUZZ_CHECK(c->nlabels <= ENV_CONFIG_LABELS_MAX, "%zu labels", c->nlabels);
+  FUZZ_CHECK(c->labels_len <= sizeof c->labels, "labels_len %zu", c->labels_len);
+  size_t off = 0;
+  const char *keys[ENV_CONFIG_LABELS_MAX];
+  for (size_t i = 0; i < c->nlabels && i < ENV_CONFIG_LABELS_MAX; i++) {
+    for (int part = 0; part < 2; part++) {
+      size_t n = off < c->labels_len ? strnlen(c->labels + off, c->labels_len - off) : 0;
+      FUZZ_CHECK(off + n < c->labels_len, "label %zu runs past labels_len", i);
+      FUZZ_CHECK(part ? n <= 1024 : (n >= 1 && n <= 128), "label %zu part %d: %zu bytes", i, part,
+                 n);
+      for (size_t k = 0; k < n; k++)
+        FUZZ_CHECK((unsigned char)c->labels[off + k] >= 0x20 && c->labels[off + k] != 0x7f,
+                   "control byte in label %zu", i);
+      if (!part) {
+        keys[i] = c->labels + off;
+        for (size_t j = 0; j < i; j++)
+          FUZZ_CHECK(strcmp(keys[j], keys[i]) != 0, "key %s twice", keys[i]);
+      }
+      off += n + 1;
+    }
+  }
+  FUZZ_CHECK(off == c->labels_len, "labels_len %zu, pairs end at %zu", c->labels_len, off);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -527,6 +527,18 @@ static void aws_creds_seeds(void) {
 
 /* ---- Pyroscope: split (first byte even) and series labels (odd) ---- */
 
+/* ---- OTLP settings: HEADERS \0 URL ---- */
+static void otlp_settings_seeds(void) {
+  static const char ok[] = "Authorization=Bearer%20tok,X-Scope-OrgID=team-a\0otlp+http://c:4318";
+  static const char path[] = "a=b\0otlp+https://c:4318/custom/v1development/profiles";
+  static const char bad[] = "bad name=v,x\0otlp+http://u:p@c:1/?q#f";
+  static const char env[] = "k=%0A\0otlp";
+  put("otlp_settings", "ok", ok, sizeof ok - 1);
+  put("otlp_settings", "path", path, sizeof path - 1);
+  put("otlp_settings", "bad", bad, sizeof bad - 1);
+  put("otlp_settings", "env", env, sizeof env - 1);
+}
+
 static void pyroscope_seeds(void) {
   static const struct {
     enum shape shape;
@@ -690,6 +702,7 @@ int main(int argc, char **argv) {
   env_seeds();
   aws_creds_seeds();
   pyroscope_seeds();
+  otlp_settings_seeds();
   manifest_seeds();
   journal_seeds();
   return 0;

@@ -292,6 +292,89 @@ static void test_retries_transient_failures_and_deletes_only_after_success(void)
   teardown(s);
 }
 
+/* Two targets, the second failing a while: the first takes the batch at
+ * once, the push stays in the spool until the second has it too, then
+ * leaves; each target is counted on its own. */
+static void test_two_targets_push_leaves_only_when_both_have_it(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake up, flaky;
+  fake_init(&up, s);
+  fake_init(&flaky, s);
+  for (int i = 0; i < 4; i++)
+    flaky.script[i] = EXPORT_RETRY;
+  flaky.nscript = 4;
+  up.base.scheme = "fake-up";
+  flaky.base.scheme = "fake-flaky";
+  setenv("PUSHPROF_TEST_BACKOFF_MS", "20", 1);
+  batcher_config c = cfg60;
+  c.window_s = 0;
+  const char *names[2] = {"test://up", "test://flaky"};
+  c.target_names = names;
+  exporter *ex[2] = {&up.base, &flaky.base};
+  batcher *b = batcher_new_multi(&c, ex, 2, s);
+  unsetenv("PUSHPROF_TEST_BACKOFF_MS");
+  PP_CHECK(b != NULL);
+  if (!b)
+    return;
+  uint64_t up0 = metrics_target_value("test://up", MT_BATCHES_EXPORTED);
+  uint64_t fl0 = metrics_target_value("test://flaky", MT_EXPORT_RETRIES);
+  PP_CHECK_INT(batcher_start(b), ==, 0);
+  push(b, s, "api", 5);
+  for (int i = 0; i < 500 && fake_calls(&flaky) < 5; i++)
+    sleep_ms(10);
+  for (int i = 0; i < 200 && spool_files(s) > 0; i++)
+    sleep_ms(10);
+  PP_CHECK_INT(fake_calls(&up), ==, 1);
+  PP_CHECK_INT(fake_calls(&flaky), ==, 5);
+  for (int i = 0; i < 5; i++)
+    PP_CHECK_INT(flaky.spool_files_at_call[i], ==, 1); /* still held for the flaky target */
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(up.nobj, ==, 1);
+  PP_CHECK_INT(flaky.nobj, ==, 1);
+  PP_CHECK(up.nobj == 1 && flaky.nobj == 1 && strcmp(up.hash[0], flaky.hash[0]) == 0);
+  PP_CHECK_INT(metrics_target_value("test://up", MT_BATCHES_EXPORTED), ==, up0 + 1);
+  PP_CHECK_INT(metrics_target_value("test://flaky", MT_EXPORT_RETRIES), ==, fl0 + 4);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  fake_free(&up);
+  fake_free(&flaky);
+  teardown(s);
+}
+
+/* Two targets, the second refusing for good: the first still gets the
+ * batch; then the pushes go to failed/ with the refusal's reason, counted
+ * with the exporter's own drop reason. */
+static void test_two_targets_one_refusal_moves_pushes_to_failed(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake up, no;
+  fake_init(&up, s);
+  fake_init(&no, s);
+  no.script[0] = EXPORT_PERMANENT;
+  no.nscript = 1;
+  no.base.drop_reason = NULL;
+  exporter *ex[2] = {&no.base, &up.base};
+  uint64_t d0 = metrics_reason_value("drops", "export_permanent");
+  batcher *b = batcher_new_multi(&cfg60, ex, 2, s);
+  push(b, s, "api", 5);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(fake_calls(&no), ==, 1);
+  PP_CHECK_INT(fake_calls(&up), ==, 1);
+  PP_CHECK_INT(up.nobj, ==, 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  char failed[128];
+  snprintf(failed, sizeof failed, "%s/failed", dir);
+  PP_CHECK_INT(btu_count(failed, ".push"), ==, 1);
+  PP_CHECK_INT(metrics_reason_value("drops", "export_permanent"), ==, d0 + 1);
+  fake_free(&up);
+  fake_free(&no);
+  teardown(s);
+}
+
 static void test_permanent_refusal_moves_pushes_to_failed(void) {
   spool *s = setup();
   if (!s)
@@ -849,6 +932,8 @@ int main(void) {
   PP_RUN(test_keeps_services_apart);
   PP_RUN(test_retries_transient_failures_and_deletes_only_after_success);
   PP_RUN(test_permanent_refusal_moves_pushes_to_failed);
+  PP_RUN(test_two_targets_push_leaves_only_when_both_have_it);
+  PP_RUN(test_two_targets_one_refusal_moves_pushes_to_failed);
   PP_RUN(test_shutdown_leaves_unexported_pushes_in_spool);
   PP_RUN(test_batches_older_than_max_age_are_dropped);
   PP_RUN(test_different_sample_types_are_not_merged);

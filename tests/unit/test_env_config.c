@@ -1,5 +1,6 @@
 /* env_config: options over environment over defaults, and every rejection. */
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "env_config.h"
@@ -230,6 +231,67 @@ static void test_env_config_default_service_is_sanitised(void) {
   PP_CHECK_STR(c.service, "unknown");
 }
 
+/* The process labels: OTEL_RESOURCE_ATTRIBUTES (%-decoded) then
+ * PUSHPROF_LABELS, whose keys replace the same keys; packed "k\0v\0". */
+static void test_env_config_reads_process_labels(void) {
+  const char *env[] = {"OTEL_RESOURCE_ATTRIBUTES",
+                       "service.namespace=shop, deployment.environment=prod%2Ceu ,k8s.pod.name=p-1",
+                       "PUSHPROF_LABELS", "deployment.environment=staging,,team = core", NULL};
+  env_config c;
+  char err[512];
+  PP_CHECK_INT(resolve(NULL, env, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.nlabels, ==, 4);
+  static const char want[] = "service.namespace\0shop\0deployment.environment\0staging\0"
+                             "k8s.pod.name\0p-1\0team\0core\0";
+  PP_CHECK_INT(c.labels_len, ==, sizeof want - 1);
+  PP_CHECK(memcmp(c.labels, want, sizeof want - 1) == 0);
+  /* Without PUSHPROF_LABELS the OTel value keeps its decoded comma. */
+  const char *otel_only[] = {"OTEL_RESOURCE_ATTRIBUTES", "env=prod%2Ceu", NULL};
+  PP_CHECK_INT(resolve(NULL, otel_only, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.nlabels, ==, 1);
+  PP_CHECK(memcmp(c.labels, "env\0prod,eu\0", 12) == 0);
+  PP_CHECK_INT(resolve(NULL, NULL, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.nlabels, ==, 0);
+  PP_CHECK_INT(c.labels_len, ==, 0);
+}
+
+/* Long values are quoted only in part: the line names the variable. */
+static void expect_long_rejected(const char *name, const char *value, const char *part) {
+  const char *env[] = {name, value, NULL};
+  env_config c;
+  char err[512];
+  PP_CHECK_INT(resolve(NULL, env, &c, err, sizeof err), ==, PUSHPROF_ECONFIG);
+  PP_CHECK(strstr(err, name) && strstr(err, part) && !strchr(err, '\n'));
+}
+
+static void test_env_config_rejects_bad_labels(void) {
+  expect_env_rejected("PUSHPROF_LABELS", "novalue", "key=value");
+  expect_env_rejected("PUSHPROF_LABELS", "=v", "key=value");
+  expect_env_rejected("PUSHPROF_LABELS", "k=a\tb", "key=value");
+  expect_env_rejected("OTEL_RESOURCE_ATTRIBUTES", "k=%zz", "%-escapes");
+  expect_env_rejected("OTEL_RESOURCE_ATTRIBUTES", "k=%4", "%-escapes");
+  expect_env_rejected("OTEL_RESOURCE_ATTRIBUTES", "k=%0a", "%-escapes"); /* a decoded newline */
+  static char many[65 * 8];
+  size_t o = 0;
+  for (int i = 0; i < 65; i++)
+    o += (size_t)snprintf(many + o, sizeof many - o, "%sk%d=v", i ? "," : "", i);
+  expect_long_rejected("PUSHPROF_LABELS", many, "more than 64 labels");
+  static char longval[1100];
+  memcpy(longval, "k=", 2);
+  memset(longval + 2, 'v', sizeof longval - 3);
+  expect_long_rejected("PUSHPROF_LABELS", longval, "longer than 1024 bytes");
+  /* 8 labels of 1000-byte values: each is fine, together past 8 KiB. */
+  static char big[9 * 1010];
+  o = 0;
+  for (int i = 0; i < 9; i++) {
+    o += (size_t)snprintf(big + o, sizeof big - o, "%sk%d=", i ? "," : "", i);
+    memset(big + o, 'x', 1000);
+    o += 1000;
+    big[o] = 0;
+  }
+  expect_long_rejected("PUSHPROF_LABELS", big, "more than 8192 bytes");
+}
+
 int main(void) {
   PP_RUN(test_env_config_defaults_without_environment);
   PP_RUN(test_env_config_reads_every_variable);
@@ -241,5 +303,7 @@ int main(void) {
   PP_RUN(test_env_config_parses_signal_names_and_numbers);
   PP_RUN(test_env_config_expands_pid_and_percent);
   PP_RUN(test_env_config_default_service_is_sanitised);
+  PP_RUN(test_env_config_reads_process_labels);
+  PP_RUN(test_env_config_rejects_bad_labels);
   PP_DONE();
 }

@@ -322,6 +322,59 @@ static void test_listener_error_replies_echo_the_sequence(void) {
   free(bad);
 }
 
+/* A no_samples push (a process that took no sample): answered OK with no
+ * push id, counted, never stored; with a pprof or without a service it is
+ * refused like any bad push. Also sent with the SDK's fire-and-forget call. */
+static int make_empty_frame(uint8_t **frame, size_t *len, const char *service, int with_pprof) {
+  static uint8_t junk[] = {1, 2, 3};
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = (char *)service;
+  req.pid = 7;
+  req.sequence = 9;
+  req.no_samples = 1;
+  if (with_pprof) {
+    req.pprof.data = junk;
+    req.pprof.len = sizeof junk;
+  }
+  return pp_client_encode_push(&req, frame, len);
+}
+
+static void test_listener_counts_no_samples_pushes_and_stores_nothing(void) {
+  rig r;
+  uint8_t *ok = NULL, *with = NULL, *nosvc = NULL;
+  size_t okl = 0, withl = 0, nosvcl = 0;
+  PP_CHECK_INT(make_empty_frame(&ok, &okl, "svc", 0), ==, 0);
+  PP_CHECK_INT(make_empty_frame(&with, &withl, "svc", 1), ==, 0);
+  PP_CHECK_INT(make_empty_frame(&nosvc, &nosvcl, "", 0), ==, 0);
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 4, 2000), ==, 0);
+  Pushprof__V1__PushReply *rep = raw_push(ok, okl);
+  PP_CHECK(rep != NULL);
+  if (rep) {
+    PP_CHECK_INT(rep->code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
+    PP_CHECK_INT(rep->sequence, ==, 9);
+    PP_CHECK(rep->push_id == NULL || rep->push_id[0] == 0);
+    pushprof__v1__push_reply__free_unpacked(rep, NULL);
+  }
+  PP_CHECK_INT(pp_client_send_frame_noreply(sock_path, ok, okl, 1000), ==, 0);
+  expect_reply(raw_push(with, withl), PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, 9);
+  expect_reply(raw_push(nosvc, nosvcl), PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, 9);
+  char *m = NULL;
+  for (int i = 0; i < 200; i++) { /* the fire-and-forget one lands on its own time */
+    free(m);
+    m = metrics_render();
+    if (m && strstr(m, "\npushprof_pushes_empty_total 2\n"))
+      break;
+    usleep(10000);
+  }
+  PP_CHECK(m && strstr(m, "\npushprof_pushes_empty_total 2\n"));
+  free(m);
+  PP_CHECK_INT(spool_bytes(r.sp), ==, 0);
+  rig_down(&r);
+  free(ok);
+  free(with);
+  free(nosvc);
+}
+
 /* At the limit, the connection idle longest makes room; one busy with a
  * frame is never cut; the evicted one is told why and counted. */
 static void test_listener_evicts_the_longest_idle_at_the_limit(void) {
@@ -481,6 +534,7 @@ int main(void) {
   PP_RUN(test_listener_peek_sequence_reads_the_wire);
   PP_RUN(test_listener_peek_sequence_survives_prefixes_and_noise);
   PP_RUN(test_listener_error_replies_echo_the_sequence);
+  PP_RUN(test_listener_counts_no_samples_pushes_and_stores_nothing);
   PP_RUN(test_listener_evicts_the_longest_idle_at_the_limit);
   PP_RUN(test_listener_refuses_live_socket_and_regular_file);
   PP_RUN(test_http_metrics_serves_metrics_and_healthz);

@@ -2,11 +2,20 @@
  * producers against one consumer (run under TSan too). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "pp_test.h"
 #include "ring.h"
 
 static ring_cell small_cells[8];
+
+/* ring_init wants zeroed cells: each test starts from fresh ones. */
+static ring_cell *fresh_cells(void) {
+  memset(small_cells, 0, sizeof small_cells);
+  return small_cells;
+}
 
 static void test_ring_rejects_bad_sizes(void) {
   ring r;
@@ -18,7 +27,7 @@ static void test_ring_rejects_bad_sizes(void) {
 
 static void test_ring_fill_drain_in_order(void) {
   ring r;
-  PP_CHECK_INT(ring_init(&r, small_cells, 8), ==, 0);
+  PP_CHECK_INT(ring_init(&r, fresh_cells(), 8), ==, 0);
   for (int lap = 0; lap < 3; lap++) {
     for (uint32_t i = 0; i < 8; i++) {
       uint64_t pos;
@@ -48,7 +57,7 @@ static void test_ring_fill_drain_in_order(void) {
 static void test_ring_counts_drops_when_full(void) {
   ring r;
   uint64_t pos;
-  ring_init(&r, small_cells, 8);
+  ring_init(&r, fresh_cells(), 8);
   for (int i = 0; i < 8; i++) {
     ring_record *rec = ring_reserve(&r, &pos);
     PP_CHECK(rec != NULL);
@@ -70,7 +79,7 @@ static void test_ring_counts_drops_when_full(void) {
 static void test_ring_consumer_waits_for_uncommitted_cell(void) {
   ring r;
   uint64_t pa, pb;
-  ring_init(&r, small_cells, 8);
+  ring_init(&r, fresh_cells(), 8);
   ring_record *a = ring_reserve(&r, &pa);
   ring_record *b = ring_reserve(&r, &pb);
   PP_CHECK(a && b);
@@ -87,6 +96,63 @@ static void test_ring_consumer_waits_for_uncommitted_cell(void) {
   x = ring_peek(&r);
   PP_CHECK(x && x->slot == 2);
   ring_release(&r);
+}
+
+/* A process that never samples must not pay for the ring's pages: ring_init
+ * leaves them untouched (not resident), and a reset writes only the cells
+ * used since, after which the ring behaves as new. */
+static void test_ring_init_touches_no_cell(void) {
+  enum { N = 512 };
+  long page = sysconf(_SC_PAGESIZE);
+  size_t bytes = N * sizeof(ring_cell);
+  size_t npages = (bytes + (size_t)page - 1) / (size_t)page;
+  ring_cell *cells = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  PP_CHECK(cells != MAP_FAILED);
+  if (cells == MAP_FAILED)
+    return;
+  unsigned char vec[1024];
+  PP_CHECK(npages <= sizeof vec);
+  ring r;
+  PP_CHECK_INT(ring_init(&r, cells, N), ==, 0);
+  PP_CHECK_INT(mincore(cells, bytes, vec), ==, 0);
+  size_t resident = 0;
+  for (size_t i = 0; i < npages; i++)
+    resident += vec[i] & 1;
+  PP_CHECK_INT(resident, ==, 0);
+  /* Three records, then a reset: the untouched tail stays untouched. */
+  for (int i = 0; i < 3; i++) {
+    uint64_t pos;
+    ring_record *rec = ring_reserve(&r, &pos);
+    PP_CHECK(rec != NULL);
+    if (rec)
+      ring_commit(&r, pos);
+  }
+  ring_reset(&r);
+  PP_CHECK_INT(mincore(cells, bytes, vec), ==, 0);
+  resident = 0;
+  for (size_t i = 0; i < npages; i++)
+    resident += vec[i] & 1;
+  PP_CHECK_INT(resident, <=, (3 * sizeof(ring_cell) + (size_t)page - 1) / (size_t)page + 1);
+  PP_CHECK(ring_peek(&r) == NULL); /* the three are gone */
+  PP_CHECK_INT(ring_drops(&r), ==, 0);
+  for (uint32_t i = 0; i < N; i++) { /* a whole lap, in order */
+    uint64_t pos;
+    ring_record *rec = ring_reserve(&r, &pos);
+    PP_CHECK(rec != NULL);
+    if (!rec)
+      break;
+    PP_CHECK_INT(pos, ==, i);
+    rec->slot = i;
+    ring_commit(&r, pos);
+  }
+  for (uint32_t i = 0; i < N; i++) {
+    const ring_record *rec = ring_peek(&r);
+    PP_CHECK(rec != NULL && rec->slot == i);
+    if (!rec)
+      break;
+    ring_release(&r);
+  }
+  munmap(cells, bytes);
 }
 
 #define NPROD 4
@@ -168,6 +234,7 @@ int main(void) {
   PP_RUN(test_ring_fill_drain_in_order);
   PP_RUN(test_ring_counts_drops_when_full);
   PP_RUN(test_ring_consumer_waits_for_uncommitted_cell);
+  PP_RUN(test_ring_init_touches_no_cell);
   PP_RUN(test_ring_many_producers_one_consumer);
   PP_DONE();
 }

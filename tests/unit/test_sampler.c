@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -338,6 +340,40 @@ static void test_sampler_frees_slots_of_exited_threads(void) {
 }
 
 /* Last: the fallback leaves SIGPROF in setitimer mode for the process. */
+/* The main thread's bounds come from AT_EXECFN, not /proc/self/maps: the top
+ * is the end of the [stack] mapping (never past it: the unwinder would read
+ * unmapped memory), the caller's frame lies inside, and another thread's
+ * stack is refused. */
+static void *main_bounds_off_main(void *arg) {
+  uintptr_t lo, hi;
+  *(int *)arg = threads_main_stack_bounds(&lo, &hi);
+  return NULL;
+}
+
+static void test_sampler_main_stack_bounds_match_the_stack_mapping(void) {
+  uintptr_t lo = 0, hi = 0;
+  volatile char here = 0;
+  PP_CHECK_INT(threads_main_stack_bounds(&lo, &hi), ==, 0);
+  PP_CHECK(lo < (uintptr_t)&here && (uintptr_t)&here < hi);
+  FILE *f = fopen("/proc/self/maps", "r");
+  PP_CHECK(f != NULL);
+  char line[512];
+  unsigned long a = 0, b = 0, found = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, "[stack]") && sscanf(line, "%lx-%lx", &a, &b) == 2)
+      found = 1;
+  if (f)
+    fclose(f);
+  PP_CHECK(found);
+  PP_CHECK_INT(hi, ==, b);
+  PP_CHECK(lo <= a);
+  pthread_t t;
+  int rc = 0;
+  PP_CHECK_INT(pthread_create(&t, NULL, main_bounds_off_main, &rc), ==, 0);
+  pthread_join(t, NULL);
+  PP_CHECK_INT(rc, ==, -1);
+}
+
 static void test_sampler_falls_back_to_setitimer(void) {
   char err[200] = "";
   sampler_force_itimer_for_tests(1);
@@ -368,5 +404,6 @@ int main(void) {
   PP_RUN(test_sampler_forked_child_survives);
   PP_RUN(test_sampler_frees_slots_of_exited_threads);
   PP_RUN(test_sampler_falls_back_to_setitimer);
+  PP_RUN(test_sampler_main_stack_bounds_match_the_stack_mapping);
   PP_DONE();
 }

@@ -37,7 +37,8 @@ def fields(b):
 
 
 def push_request(payload):
-    r = {"pid": 0, "sequence": 0, "process_start": 0, "pprof": b"", "labels": {}}
+    r = {"pid": 0, "sequence": 0, "process_start": 0, "pprof": b"", "labels": {},
+         "no_samples": False}
     for num, _, v in fields(payload):
         if num == 3:
             r["pid"] = v
@@ -45,6 +46,8 @@ def push_request(payload):
             r["sequence"] = v
         elif num == 9:
             r["process_start"] = v
+        elif num == 11:
+            r["no_samples"] = bool(v)
         elif num == 8:
             r["pprof"] = v
         elif num == 2:

@@ -8,7 +8,10 @@
 #  - the S3 backend (s3rver behind the SigV4-verifying testbed proxy) fails half
 #    of the uploads at random: 500, 503, a hang past the sidecar's 2 s
 #    --http-timeout, a connection closed or reset mid-upload, and an upload
-#    stored whose answer is lost (500, hang, close, reset).
+#    stored whose answer is lost (500, hang, close, reset);
+#  - every batch also goes to a second target, a file:// directory, which
+#    never fails: it keeps receiving while S3 retries, and must end up with
+#    the same samples, each exactly once (two targets, one failing).
 # Jobs reach the sidecar through conserve_tap.py, which records each push's
 # bytes and the reply the sidecar gave. Then the faults stop; when the spool has drained, conserve_check.py checks that every push
 # the SDK counts as acknowledged or spooled is exported with exactly its
@@ -63,7 +66,8 @@ export PUSHPROF_TEST_BACKOFF_MS=100
 incarnation=0
 sidecar_up() {
   incarnation=$((incarnation + 1))
-  start_sidecar "$(printf '%03d' $incarnation)" --export s3://profiles/c --batch-window 1 \
+  start_sidecar "$(printf '%03d' $incarnation)" --export s3://profiles/c \
+    --export "file://$W/files" --batch-window 1 \
     --rescan-interval 1 --http-timeout 2 --shutdown-grace 5
 }
 sidecar_up
@@ -131,6 +135,6 @@ grep -h SENTINEL "$W"/sidecar-*.log && fail "a secret reached the sidecar's log"
 python3 "$TF/conserve_check.py" --jobs "$JOBS" --jobs-dir "$W/jobs" --frames "$W/frames" \
   --tap-log "$W/tap.jsonl" --sidecar-logs "$W/sidecar-*.log" --tb-log "$W/tb.jsonl" \
   --s3 "127.0.0.1:$S3RVER_PORT" --bucket profiles --prefix c/ --download "$W/dl" \
-  --pprof-check "$S/tests/integration/pprof_check.py" ||
+  --pprof-check "$S/tests/integration/pprof_check.py" --files "$W/files" ||
   fail "conservation violated (seed $SEED; rerun with CONSERVE_SEED=$SEED)"
 echo "ok: conservation held (seed $SEED, jobs ran ${t_jobs} s, $incarnation sidecar incarnations)"

@@ -9,7 +9,9 @@
 # and per sample type the per-stack totals equal go tool pprof -raw's on
 # what was pushed (a pprof with N sample types arrives as N Profiles).
 # Headers come from $OTEL_EXPORTER_OTLP_HEADERS and --otlp-header (which
-# wins); their values (SENTINEL secrets) never reach a log.
+# wins); their values (SENTINEL secrets) never reach a log. Last, the SDK
+# under LD_PRELOAD pushes to a sidecar with a file:// and an OTLP target:
+# the OTLP Profiles hold the file target's pprof, stack for stack.
 source "$(dirname "$0")/lib_otlp.sh"
 T=$W/in
 mkdir -p "$T"
@@ -65,4 +67,17 @@ wait_metric pushprof_batches_exported_total 5 10
 [ "$(spool_pushes)" -eq 0 ] || fail "pushes left in the spool after export"
 wire=$(rx_q "$RX_OUT" 'sum(r["wire_bytes"] for r in reqs)')
 stop_sidecar
-echo "ok: 5 profiles (10 sample types) through OTLP, per-stack totals equal, links and resource right; $wire bytes on the wire"
+
+# The SDK itself: demo_work under the preload library pushes to a sidecar
+# exporting to file:// and OTLP at once; the OTLP Profiles must hold what
+# the file target's pprof holds, stack for stack.
+start_receiver sdk
+start_sidecar sdklive --export "file://$OUT" --export "otlp+$RX_URL" --batch-window 1
+env LD_PRELOAD="$PUSHPROF_TEST_PRELOAD" PUSHPROF_SOCKET="$SOCK" PUSHPROF_SERVICE=demo \
+  PUSHPROF_HZ=250 "$B/examples/demo_work" 0.3 >/dev/null || fail "demo_work under the preload library"
+rx_wait "$RX_OUT" 1 30
+rx_clean "$RX_OUT"
+wait_files "$OUT/testnode/demo" 1 10 || fail "no file export of demo_work"
+python3 "$COMPARE" "$RX_OUT/requests.jsonl" demo "$OUT"/testnode/demo/*.pb.gz || fail "SDK profile"
+stop_sidecar
+echo "ok: 6 profiles (12 sample types) through OTLP, per-stack totals equal, links and resource right; $wire bytes on the wire for the first 5"

@@ -20,14 +20,9 @@ start_sidecar retry --export "otlp+$RX_URL" --batch-window 1
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service flaky >/dev/null || fail "push"
 rx_wait "$RX_OUT" 1 30
 rx_clean "$RX_OUT"
-statuses=$(python3 -c '
-import json, sys
-print(" ".join(str(json.loads(l)["status"]) for l in open(sys.argv[1])))' "$RX_OUT/requests.jsonl")
+statuses=$(req_statuses "$RX_OUT/requests.jsonl")
 [ "$statuses" = "503 429 200" ] || fail "request statuses $statuses, want 503 429 200"
-gap=$(python3 -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-print(int((r[2]["t"] - r[1]["t"]) * 1000))' "$RX_OUT/requests.jsonl")
+gap=$(req_gap_ms "$RX_OUT/requests.jsonl" 1 2)
 [ "$gap" -ge 1900 ] || fail "retried ${gap} ms after a 429 with Retry-After: 2"
 got=$(rx_q "$RX_OUT" '" ".join(str(sum(p["total"] for p in profs if p["type"] == t)) for t in ("samples/count", "cpu/nanoseconds"))')
 [ "$got" = "$n $c" ] || fail "totals $got, pushed $n $c"
@@ -41,11 +36,7 @@ stop_sidecar
 start_receiver bad --always 400
 start_sidecar bad --export "otlp+$RX_URL" --batch-window 1
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service refused >/dev/null || fail "push"
-for _ in $(seq 100); do
-  ls "$W/spool/failed/"*.reason >/dev/null 2>&1 && break
-  sleep 0.1
-done
-reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a 400"
+reason=$(wait_failed_reason 10)
 echo "$reason" | grep -q 'HTTP 400: stand-in says 400' || fail "failed/ reason lacks the Status message: $reason"
 [ "$(metric 'pushprof_drops_total{reason="export_permanent"}')" -eq 1 ] || fail "export_permanent drop not counted"
 [ "$(metric "pushprof_target_batches_refused_total{target=\"otlp+$RX_URL\"}")" -eq 1 ] || fail "refusal not counted per target"

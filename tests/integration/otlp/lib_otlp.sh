@@ -54,14 +54,7 @@ rx_accepted() {
 rx_requests() { wc -l <"$1/requests.jsonl" 2>/dev/null || echo 0; }
 
 # rx_wait DIR N SECONDS: until the receiver accepted N requests.
-rx_wait() {
-  local i
-  for ((i = 0; i < $3 * 10; i++)); do
-    [ "$(rx_accepted "$1")" -ge "$2" ] && return 0
-    sleep 0.1
-  done
-  fail "receiver $1 accepted $(rx_accepted "$1") requests within $3 s, want $2"
-}
+rx_wait() { wait_count "requests receiver $1 accepted" "$2" "$3" rx_accepted "$1"; }
 
 rx_clean() {
   [ ! -s "$1/violations.txt" ] || fail "the receiver found violations: $(cat "$1/violations.txt")"

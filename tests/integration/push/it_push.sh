@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The SDK's push path against the real sidecar, with real processes under
-# LD_PRELOAD:  it_push.sh CASE   (short | jobs200 | sigterm | fork | forkexec |
-#                                 spool | slow | backlog)
+# LD_PRELOAD:  it_push.sh CASE   (short | jobs200 | empty | execfail | sigterm |
+#                                 fork | forkexec | spool | slow | backlog)
 set -euo pipefail
 case_=$1
 B=${PUSHPROF_BUILD_DIR:?}
@@ -27,7 +27,7 @@ fail() { echo "FAIL [$case_]: $*" >&2; [ -f "$w/side.log" ] && tail -20 "$w/side
 
 start_sidecar() {
   "$B/sidecar/pushprof-sidecar" --socket "$sock" --spool "$w/spool" --export "file://$w/out" \
-    --batch-window 1 --shutdown-grace 5 2>>"$w/side.log" &
+    --batch-window 1 --shutdown-grace 5 --metrics-addr 127.0.0.1:0 2>>"$w/side.log" &
   sidecar_pid=$!
   for _ in $(seq 200); do [ -S "$sock" ] && return 0; sleep 0.05; done
   fail "sidecar did not start"
@@ -35,7 +35,14 @@ start_sidecar() {
 stop_sidecar() { # SIGTERM: exports open batches, then exits
   kill -TERM "$sidecar_pid"; wait "$sidecar_pid" || true; sidecar_pid=
 }
-accepted_pids() { grep 'msg="push accepted"' "$w/side.log" | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u; }
+# A process that took no sample sends a no_samples push: counted, not stored.
+empty_pids() { { grep 'msg="empty push"' "$w/side.log" || true; } | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u; }
+metric() { # NAME: its value on the sidecar's /metrics
+  local port
+  port=$(sed -n 's/.*msg="metrics listening".* port=\([0-9]*\).*/\1/p' "$w/side.log" | tail -1)
+  curl -sf "http://127.0.0.1:$port/metrics" | awk -v n="$1" '$1 == n {print $2}'
+}
+accepted_pids() { { grep 'msg="push accepted"' "$w/side.log" || true; } | sed -n 's/.* pid=\([0-9]*\) .*/\1/p' | sort -u; }
 merged() { # merges every exported object into one file for pprof_check
   local files; files=$(find "$w/out" -name '*.pb.gz' | sort)
   [ -n "$files" ] || fail "nothing exported"
@@ -50,6 +57,10 @@ short) # a 30 ms job's profile arrives with its samples
   start_sidecar
   run_pre PUSHPROF_HZ=250 "$DEMO" 0.03 >/dev/null
   stop_sidecar
+  if [ "$(empty_pids | wc -l)" -eq 1 ] && [ "$(accepted_pids | wc -l)" -eq 0 ]; then
+    echo "pass [short]: no tick landed in 30 ms of CPU (a loaded machine): one empty push"
+    exit 0
+  fi
   [ "$(accepted_pids | wc -l)" -eq 1 ] || fail "want 1 push"
   # Every signal the SDK took must arrive as a sample. A 30 ms job gets only
   # a handful of kernel ticks (sometimes none), so the count comes from the
@@ -67,15 +78,73 @@ if total:
     assert any(re.search(sys.argv[2], f) for f in p["self"]), p["self"]
 PY
   ;;
-jobs200) # 200 short jobs in a row: 200 pushes acked, all exported
+jobs200) # 200 short jobs (5 ms of CPU: about half take a sample) in a row:
+  # every job is accounted for, as an acked push or an empty one, and every
+  # acked push is exported
   start_sidecar
   for i in $(seq 200); do run_pre "$DEMO" 0.005 >/dev/null || fail "job $i failed"; done
+  for _ in $(seq 100); do # an empty push is not waited for: the last may still be in flight
+    n=$(accepted_pids | wc -l) e=$(empty_pids | wc -l)
+    [ $((e + n)) -ge 200 ] && break
+    sleep 0.1
+  done
+  [ "$(metric pushprof_pushes_empty_total)" = "$e" ] || fail "metric says $(metric pushprof_pushes_empty_total) empty pushes, the log $e"
   stop_sidecar
-  n=$(accepted_pids | wc -l)
-  [ "$n" -eq 200 ] || fail "$n of 200 jobs' pushes accepted"
+  [ $((n + e)) -eq 200 ] || fail "$n pushes accepted + $e empty: want 200"
+  [ "$(sort <(accepted_pids) <(empty_pids) | uniq -d | wc -l)" -eq 0 ] || fail "a job pushed twice"
   exported=$(grep 'msg="batch exported"' "$w/side.log" | sed -n 's/.* pushes=\([0-9]*\) .*/\1/p' |
     awk '{s+=$1} END {print s+0}')
-  [ "$exported" -eq 200 ] || fail "$exported of 200 pushes exported" ;;
+  [ "$exported" -eq "$n" ] || fail "$exported of $n pushes exported"
+  echo "pass [jobs200]: $n acked and exported, $e empty" ;;
+empty) # processes that never take a sample: one empty push each, nothing stored
+  start_sidecar
+  for i in $(seq 20); do run_pre ASAN_OPTIONS="$HOST_ASAN" /bin/true || fail "/bin/true failed under the SDK"; done
+  for _ in $(seq 100); do # an empty push is not waited for: the last may still be in flight
+    e=$(empty_pids | wc -l) n=$(accepted_pids | wc -l)
+    [ $((e + n)) -ge 20 ] && break
+    sleep 0.1
+  done
+  # Each run shows up exactly once. /bin/true takes ~1 ms of CPU, so almost
+  # every run is empty; an instrumented SDK (sanitizer build) spends
+  # milliseconds starting and a loaded machine stretches CPU time: some
+  # runs then take a sample and push a real profile.
+  min_empty=15
+  [ -n "${SAN_RUNTIME:-}" ] && min_empty=1
+  [ $((e + n)) -eq 20 ] && [ "$e" -ge $min_empty ] ||
+    fail "$e empty pushes + $n profiles of 20 runs (want all 20, >= $min_empty empty)"
+  [ "$(metric pushprof_pushes_empty_total)" = "$e" ] || fail "pushprof_pushes_empty_total is $(metric pushprof_pushes_empty_total), the log says $e"
+  [ "$(metric pushprof_pushes_accepted_total)" = "$n" ] || fail "pushes accepted: $(metric pushprof_pushes_accepted_total), the log says $n"
+  # Exit status and output are the host's own, with or without a sidecar.
+  out=$(run_pre ASAN_OPTIONS="$HOST_ASAN" sh -c 'echo hi; exit 7') && fail "exit status lost"
+  [ "$out" = hi ] || fail "output changed: $out"
+  stop_sidecar
+  if [ "$n" -eq 0 ]; then
+    [ -z "$(find "$w/out" -name '*.pb.gz' 2>/dev/null)" ] || fail "an empty push was exported"
+  fi
+  [ -z "$(find "$w/spool" -name '*.push' 2>/dev/null)" ] || fail "a push was left in the spool"
+  st=0
+  run_pre ASAN_OPTIONS="$HOST_ASAN" /bin/true 2>"$w/err" || st=$?
+  # Silent when nothing was sampled; a sampled run (sanitizer build) rightly
+  # says its profile could not be pushed.
+  [ "$st" -eq 0 ] && { [ ! -s "$w/err" ] || { [ -n "${SAN_RUNTIME:-}" ] && grep -q 'cannot push' "$w/err"; }; } ||
+    fail "no sidecar: status $st, stderr $(cat "$w/err")"
+  echo "pass [empty]: 20 empty pushes counted, nothing stored" ;;
+execfail) # an exec that fails before any sample: the flush before it finds
+  # nothing (an empty push), profiling restarts and the rest of the run
+  # arrives as one profile of the same process
+  start_sidecar
+  run_pre ASAN_OPTIONS="$HOST_ASAN" bash -O execfail -c \
+    'exec /nonexistent/prog 2>/dev/null; for ((i = 0; i < 200000; i++)); do :; done' ||
+    fail "bash failed"
+  stop_sidecar
+  # Two pushes of one pid: the flush before the exec (usually empty: bash
+  # has rarely been sampled yet), then the restarted profile's.
+  e=$(grep -c 'msg="empty push"' "$w/side.log" || true)
+  n=$(grep -c 'msg="push accepted"' "$w/side.log" || true)
+  [ $((e + n)) -eq 2 ] && [ "$n" -ge 1 ] || fail "want 2 pushes (the exec's flush, then the rest), got $e empty + $n profiles"
+  [ "$(sort -u <(empty_pids) <(accepted_pids) | wc -l)" -eq 1 ] || fail "the pushes are not of one pid"
+  out=$($CHECK "$(merged)" --value samples/count --min-samples 10) || fail "the restarted profile: $out"
+  echo "pass [execfail]: $e empty + $n profiles, pid $(accepted_pids)" ;;
 sigterm) # killed by SIGTERM after ~1 s of CPU: status 143 and the profile arrives
   start_sidecar
   set +e

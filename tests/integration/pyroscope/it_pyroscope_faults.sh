@@ -15,14 +15,9 @@ read -r n c < <("$GEN" profile "$W/in.pb" --seed 11 --samples 100)
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service flaky >/dev/null || fail "push"
 wait_accepted "$PY_OUT" 1 30
 no_violations "$PY_OUT"
-statuses=$(python3 -c '
-import json, sys
-print(" ".join(str(json.loads(l)["status"]) for l in open(sys.argv[1])))' "$PY_OUT/requests.jsonl")
+statuses=$(req_statuses "$PY_OUT/requests.jsonl")
 [ "$statuses" = "503 500 429 200" ] || fail "request statuses $statuses, want 503 500 429 200"
-gap=$(python3 -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1])]
-print(int((r[3]["t"] - r[2]["t"]) * 1000))' "$PY_OUT/requests.jsonl")
+gap=$(req_gap_ms "$PY_OUT/requests.jsonl" 2 3)
 [ "$gap" -ge 1900 ] || fail "retried ${gap} ms after a 429 with Retry-After: 2"
 got=$(totals "$PY_OUT" flaky)
 [ "$got" = "$n $c" ] || fail "totals $got, pushed $n $c"
@@ -36,11 +31,7 @@ stop_sidecar
 start_standin forbidden --always 403
 start_sidecar forbidden --export "pyroscope+$PY_URL" --batch-window 1
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service denied >/dev/null || fail "push"
-for _ in $(seq 100); do
-  ls "$W/spool/failed/"*.reason >/dev/null 2>&1 && break
-  sleep 0.1
-done
-reason=$(cat "$W/spool/failed/"*.reason 2>/dev/null) || fail "nothing in failed/ after a 403"
+reason=$(wait_failed_reason 10)
 echo "$reason" | grep -q 'HTTP 403' || fail "failed/ reason does not name the 403: $reason"
 [ "$(metric 'pushprof_drops_total{reason="export_permanent"}')" -eq 1 ] || fail "export_permanent drop not counted"
 sleep 1

@@ -39,14 +39,8 @@ start_standin() {
 accepted() { grep -h '"status": 200' "$1/requests.jsonl" 2>/dev/null || true; }
 
 # wait_accepted DIR N SECONDS: until the stand-in accepted N requests.
-wait_accepted() {
-  local i
-  for ((i = 0; i < $3 * 10; i++)); do
-    [ "$(accepted "$1" | wc -l)" -ge "$2" ] && return 0
-    sleep 0.1
-  done
-  fail "stand-in $1 accepted $(accepted "$1" | wc -l) requests within $3 s, want $2"
-}
+accepted_n() { accepted "$1" | wc -l; }
+wait_accepted() { wait_count "requests stand-in $1 accepted" "$2" "$3" accepted_n "$1"; }
 
 no_violations() {
   [ ! -s "$1/violations.txt" ] || fail "the stand-in found violations: $(cat "$1/violations.txt")"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` into a temporary prefix gives the documented files; a
 # consumer builds against them with find_package (shared and static) and
-# with pkg-config, runs and writes a profile; the .so files export only
-# pushprof_* plus the symbols listed below.
+# with pkg-config, runs and writes a profile; the libraries export only
+# pushprof_* plus the interpositions it_sdk_exports.sh lists.
 . "$(dirname "$0")/sdk_lib.sh"
 P=$T/prefix
 cmake --install "$B" --prefix "$P" >"$T/install.log" || { cat "$T/install.log"; fail "cmake --install"; }
@@ -13,27 +13,8 @@ for f in lib/libpushprof.so lib/libpushprof.a lib/libpushprof_preload.so include
 done
 echo "ok installed files"
 
-# Exports. Each allowed extra is deliberate:
-#   pthread_create  interposed so threads created later are sampled
-#   dlclose         interposed so a library's symbols outlive its unloading
-#   exec*, _exit, _Exit (preload only): flush the last window before the
-#                   process replaces itself or skips atexit
-allowed='^(pushprof_[A-Za-z0-9_]+|pthread_create|dlclose)$'
-allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
-for so in libpushprof.so libpushprof_preload.so; do
-  syms=$(nm -D --defined-only "$P/lib/$so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
-  [ -n "$syms" ] || fail "$so exports nothing"
-  bad=$(grep -Ev "$allowed" <<<"$syms" || true)
-  [ "$so" = libpushprof_preload.so ] && bad=$(grep -Ev "$allowed_preload" <<<"$bad" || true)
-  [ -z "$bad" ] || fail "$so exports symbols outside the API: $(echo $bad)"
-  for api in pushprof_start pushprof_stop pushprof_thread_register pushprof_strerror pushprof_version; do
-    grep -qx "$api" <<<"$syms" || fail "$so does not export $api"
-  done
-  echo "ok $so exports: $(echo $syms)"
-done
-# The preload library starts itself; the linked one must not.
-nm -D --defined-only "$P/lib/libpushprof.so" | grep -q ' pthread_create' ||
-  fail "libpushprof.so does not interpose pthread_create"
+# Exports of the installed libraries: the same check as the build tree's.
+bash "$(dirname "$0")/it_sdk_exports.sh" "$P/lib" || fail "installed libraries' exports"
 
 src=$PUSHPROF_SOURCE_DIR/tests/integration/sdk/consumer
 run_consumer() { # NAME BINARY

@@ -128,6 +128,36 @@ wait_files() { # wait_files DIR N SECONDS
   return 1
 }
 
+# The request logs of the HTTP stand-ins (Pyroscope, OTLP): one JSON object
+# per line with at least "status" and "t" (arrival, seconds).
+# req_statuses FILE: the statuses in order, space-separated.
+req_statuses() {
+  python3 -c 'import json, sys; print(" ".join(str(json.loads(l)["status"]) for l in open(sys.argv[1])))' "$1"
+}
+# req_gap_ms FILE I J: milliseconds between requests I and J (0-based).
+req_gap_ms() {
+  python3 -c 'import json, sys; r = [json.loads(l) for l in open(sys.argv[1])]; print(int((r[int(sys.argv[3])]["t"] - r[int(sys.argv[2])]["t"]) * 1000))' "$1" "$2" "$3"
+}
+# wait_count WHAT N SECONDS CMD...: until CMD prints a number >= N.
+wait_count() {
+  local what=$1 n=$2 secs=$3 i
+  shift 3
+  for ((i = 0; i < secs * 10; i++)); do
+    [ "$("$@")" -ge "$n" ] && return 0
+    sleep 0.1
+  done
+  fail "$what: $("$@") within $secs s, want $n"
+}
+# wait_failed_reason SECONDS: until a .reason file is in the spool's failed/; prints them.
+wait_failed_reason() {
+  local i
+  for ((i = 0; i < $1 * 10; i++)); do
+    ls "$W/spool/failed/"*.reason >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  cat "$W/spool/failed/"*.reason 2>/dev/null || fail "nothing in failed/ within $1 s"
+}
+
 # wait_metric NAME VALUE SECONDS: until the metric reaches at least VALUE.
 wait_metric() {
   local i

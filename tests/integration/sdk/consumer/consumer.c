@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
             pushprof_version());
     return 3;
   }
-  pushprof_options o = {0};
+  pushprof_options o = PUSHPROF_OPTIONS_INIT;
   o.output_path = argv[1];
   o.hz = 100;
   int rc = pushprof_start(&o);

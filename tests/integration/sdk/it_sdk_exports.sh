@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# What the SDK's libraries make visible to the programs that use them:
+# libpushprof.a defines only pushprof_* globally (it_sdk_static_names.sh
+# links a program against it that defines the other names); the .so files
+# export only pushprof_* plus the deliberate interpositions listed here:
+#   pthread_create  interposed so threads created later are sampled
+#   dlclose         interposed so a library's symbols outlive its unloading
+#   exec*, _exit, _Exit (preload only): flush the last window before the
+#                   process replaces itself or skips atexit
+. "$(dirname "$0")/sdk_lib.sh"
+L=${1:-$B/sdk}
+api='^pushprof_[A-Za-z0-9_]+$'
+allowed_so='^(pthread_create|dlclose)$'
+allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
+
+# must_export SYMS WHAT: the documented API is all there.
+must_export() {
+  for fn in pushprof_start pushprof_stop pushprof_flush pushprof_thread_register \
+    pushprof_label_set pushprof_labels_clear pushprof_labels_save pushprof_labels_restore \
+    pushprof_strerror pushprof_version; do
+    grep -qx "$fn" <<<"$1" || fail "$2 does not export $fn"
+  done
+}
+
+syms=$(nm -g --defined-only "$L/libpushprof.a" | awk 'NF == 3 {print $3}' | sort -u)
+bad=$(grep -Ev "$api" <<<"$syms" || true)
+[ -z "$bad" ] || fail "libpushprof.a defines global symbols outside the API: $(echo $bad)"
+must_export "$syms" libpushprof.a
+echo "ok libpushprof.a defines globally: $(echo $syms)"
+
+for so in libpushprof.so libpushprof_preload.so; do
+  syms=$(nm -D --defined-only "$L/$so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+  bad=$(grep -Ev "$api" <<<"$syms" | grep -Ev "$allowed_so" || true)
+  [ "$so" = libpushprof_preload.so ] && bad=$(grep -Ev "$allowed_preload" <<<"$bad" || true)
+  [ -z "$bad" ] || fail "$so exports symbols outside the API: $(echo $bad)"
+  must_export "$syms" "$so"
+  grep -qx pthread_create <<<"$syms" || fail "$so does not interpose pthread_create"
+  echo "ok $so exports: $(echo $syms)"
+done
+echo pass
