@@ -292,6 +292,8 @@ static void *client_main(void *arg) {
     nanosleep(&ts, NULL);
   }
   int64_t next = g_start_ns + (interval ? interval * c->id / o->clients : 0);
+  uint8_t *frame = NULL; /* kept while a push is retried */
+  size_t flen = 0;
   uint64_t seq = 0, jitter = 0x2545F4914F6CDD1DULL ^ (uint64_t)(c->id + 1);
   for (;;) {
     if (c->quota >= 0 && (long)seq >= c->quota)
@@ -319,9 +321,9 @@ static void *client_main(void *arg) {
     req.pprof.data = c->payloads[v];
     req.pprof.len = c->payload_lens[v];
     req.process_start_time_nanos = end - 3600 * NSEC_PER_SEC;
-    uint8_t *frame = NULL;
-    size_t flen = 0;
-    if (pp_client_encode_push(&req, &frame, &flen) != 0) {
+    /* A retry sends the very same bytes (times included), as the SDK does:
+     * the sidecar recognises a second copy only when it is one. */
+    if (!frame && pp_client_encode_push(&req, &frame, &flen) != 0) {
       fprintf(stderr, "bench_sidecar: client %s: cannot encode a push (out of memory?)\n", cid);
       c->failed = 1;
       break;
@@ -332,7 +334,7 @@ static void *client_main(void *arg) {
     int64_t t0 = now_ns();
     int st = pp_client_push_frame(o->socket_path, frame, flen, o->timeout_ms, &reply);
     int64_t t1 = now_ns();
-    free(frame);
+    bool again = false;
     if (st >= 0 && st < 5)
       c->status[st]++;
     if (st == PP_CLIENT_ACKED) {
@@ -356,10 +358,16 @@ static void *client_main(void *arg) {
       if (o->retry && (busy || st == PP_CLIENT_UNAVAILABLE || st == PP_CLIENT_TIMEOUT ||
                        st == PP_CLIENT_IO_ERROR)) {
         seq--; /* the same push again */
+        again = true;
         c->retries++;
       }
     }
+    if (!again) {
+      free(frame);
+      frame = NULL;
+    }
   }
+  free(frame);
   return NULL;
 }
 

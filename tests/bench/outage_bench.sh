@@ -8,7 +8,7 @@
 # For each N (default 0,1000,3000,10000): a fresh sidecar exports to S3 at a
 # closed port; bench_sidecar pushes N pushes of --size bytes (default 133120,
 # ~130 KiB, bench_sidecar's realistic profiles), each with its own service
-# (so its own batch), from 8 clients that retry what the sidecar asks them to;
+# (so its own batch; --max-spool-bytes 4GiB so 10,000 fit), from 8 clients that retry what the sidecar asks them to;
 # RSS is sampled every 100 ms while pushing and until every batch is sealed
 # and pending. Then the sidecar is SIGKILLed and started again on the same
 # spool: the restart time is until /metrics shows the N batches pending, and
@@ -56,7 +56,7 @@ start_sidecar() {
   mport=$(free_port)
   "$B/sidecar/pushprof-sidecar" --socket "$W/s.sock" --spool "$W/spool" --export s3://bench/p \
     --s3-endpoint "http://127.0.0.1:$dead" --batch-window "$window" --node-name bench \
-    --metrics-addr "127.0.0.1:$mport" "${mem_args[@]}" 2>>"$W/$1.log" &
+    --metrics-addr "127.0.0.1:$mport" --max-spool-bytes 4GiB "${mem_args[@]}" 2>>"$W/$1.log" &
   sc=$!
   pids+=("$sc")
   for _ in $(seq 200); do [ -S "$W/s.sock" ] && curl -sf -o /dev/null "http://127.0.0.1:$mport/healthz" && return; sleep 0.05; done

@@ -19,7 +19,7 @@ BENCH=$B/tests/bench_sidecar
 rss_limit=$((48 * 1024)) restart_limit=5
 if grep -q '^PUSHPROF_SANITIZE:[A-Z]*=[a-z]' "$B/CMakeCache.txt" 2>/dev/null; then
   # ASan's shadow memory and quarantine alone exceed the bound; figures are printed.
-  rss_limit=$((1 << 30)) restart_limit=30
+  rss_limit=$((1 << 20)) restart_limit=30
 fi
 
 ensure_s3rver

@@ -12,7 +12,7 @@ BENCH=$B/tests/bench_sidecar
 [ -x "$BENCH" ] || fail "bench_sidecar not built"
 rss_limit=$((48 * 1024))
 if grep -q '^PUSHPROF_SANITIZE:[A-Z]*=[a-z]' "$B/CMakeCache.txt" 2>/dev/null; then
-  rss_limit=$((1 << 30)) # ASan's shadow memory alone exceeds the bound; figures are printed
+  rss_limit=$((1 << 20)) # ASan's shadow memory alone exceeds the bound; figures are printed
 fi
 
 start_sidecar burst --batch-window 1 --max-memory 48MiB
