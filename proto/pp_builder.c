@@ -68,6 +68,7 @@ struct pp_builder {
   int64_t time_nanos, duration_nanos;
   int64_t drop_frames, keep_frames, default_sample_type, doc_url;
   bool merge_started;
+  size_t str_bytes; /* interned strings' bytes, with malloc's overhead */
 };
 
 /* Makes room for `more` elements in the vector at (*v, n, *cap). */
@@ -166,7 +167,22 @@ int64_t pp_builder_string(pp_builder *b, const char *s) {
     return -1;
   }
   b->strs.v[b->strs.n] = copy;
+  b->str_bytes += k.len + 1 + 2 * sizeof(size_t);
   return (int64_t)b->strs.n++;
+}
+
+#define VEC_MEM(vec) ((vec).cap * sizeof *(vec).v)
+#define HTAB_MEM(t) (((t).mask + 1) * sizeof *(t).slots)
+
+size_t pp_builder_mem(const pp_builder *b) {
+  if (!b)
+    return 0;
+  return sizeof *b + b->str_bytes + VEC_MEM(b->strs) + HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) +
+         HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) + HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) +
+         VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_locs) +
+         VEC_MEM(b->sample_labels) + VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) +
+         VEC_MEM(b->sample_types) + VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) +
+         VEC_MEM(b->scratch_lines);
 }
 
 size_t pp_builder_string_count(const pp_builder *b) {

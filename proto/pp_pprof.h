@@ -43,6 +43,9 @@ int pp_builder_sample(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                       const int64_t *values, size_t nvalues, const pp_label *labels,
                       size_t nlabels);
 size_t pp_builder_sample_count(const pp_builder *b);
+/* Bytes the builder holds on the heap (tables, indexes, strings; an
+ * estimate within malloc's per-block overhead). O(1). */
+size_t pp_builder_mem(const pp_builder *b);
 /* Serializes (uncompressed). *out is malloc'ed, caller frees. 0 or -1. */
 int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len);
 

@@ -2,8 +2,21 @@
  * arrive (batcher_add, on the caller's thread), so memory holds one merged
  * profile per group rather than every push; the group remembers only the
  * spool ids it owes. The batcher thread seals a group when its window ends
- * (or it grows too big), packs + gzips + hashes it once, and offers it to the
- * exporter until it is accepted, refused for good, or too old.
+ * (or it grows too big), packs + gzips + hashes it once, writes it into its
+ * manifest and drops it from memory, and offers it to the exporter (reading
+ * the bytes back from the manifest for each attempt) until it is accepted,
+ * refused for good, or too old.
+ *
+ * Memory is bounded by --max-memory, not by the backlog: a pending batch
+ * costs memory only for its index entry (struct group, its member ids);
+ * the builders of open groups are accounted (pp_builder_mem) and kept under
+ * a twelfth of the budget by sealing the largest open group early, and the
+ * adding threads pack sealed groups themselves (help_pack_locked) so packing
+ * keeps up with ingest; past a sixth (builders not yet packed plus payloads
+ * that could not go to a manifest) adds wait and batcher_has_room says no,
+ * so the listener tells new pushes to retry. The listener's frames have
+ * their own quarter; the rest is the process itself (threads, libraries,
+ * the index of pending batches).
  *
  * Exactly-once in effect (see manifest.h, dedup.h): before a group is first
  * offered to the exporter its manifest (members + payload) is made durable;
@@ -47,8 +60,8 @@
 #define IDLE_WAKE_NS NS_PER_S          /* refresh the age gauge at least this often */
 #define PRUNE_EVERY_NS (60 * NS_PER_S) /* forget exported identities this often */
 #define BATCHER_NICE 10                /* see thread_main */
-#define ROOM_READY_MAX 2               /* sealed groups ready to export before adds wait */
 #define ROOM_WAIT_MAX_NS (10 * NS_PER_S)
+#define DEFAULT_MAX_MEMORY ((uint64_t)48 << 20)
 
 typedef struct group {
   struct group *next;
@@ -59,6 +72,8 @@ typedef struct group {
   Pushprof__V1__Label **labels;
   size_t nlabels;
   pp_builder *pb; /* NULL once packed */
+  size_t pbmem;   /* pp_builder_mem(pb) as last accounted in b->mem_merge */
+  bool prepared;  /* packed, hashed, manifest written (then gz is NULL) */
   char (*ids)[SPOOL_ID_MAX];
   dedup_id *pids; /* each member's identity, parallel to ids */
   size_t nids, capids;
@@ -70,7 +85,7 @@ typedef struct group {
   int64_t opened_mono; /* window start */
   int64_t oldest_wall; /* oldest push it holds, for max_age and the age gauge */
   bool sealed, busy;
-  uint8_t *gz;
+  uint8_t *gz; /* in memory only when no manifest holds it */
   size_t gzlen;
   char hash[65];
   uint32_t pid;   /* the pushing process, while every member is one's */
@@ -103,6 +118,10 @@ struct batcher {
   int64_t stop_deadline_mono;
   int64_t backoff_base_ms, backoff_cap_ms;
   uint64_t rng;
+  /* Memory (see the top of this file), lock held. */
+  uint64_t merge_soft, merge_hard; /* seal early beyond; no room beyond */
+  uint64_t mem_merge;              /* sum of pbmem */
+  uint64_t mem_payload;            /* gz bytes held in memory */
 };
 
 static int64_t mono_ns(void) {
@@ -241,6 +260,30 @@ static void group_free(group *g) {
   free(g);
 }
 
+/* Frees g and takes its memory out of the accounts. Lock held. */
+static void group_release(batcher *b, group *g) {
+  b->mem_merge -= g->pbmem;
+  if (g->gz)
+    b->mem_payload -= g->gzlen;
+  group_free(g);
+}
+
+/* Re-accounts g's builder after a merge. Lock held. */
+static void account_builder(batcher *b, group *g) {
+  size_t now = pp_builder_mem(g->pb);
+  b->mem_merge = b->mem_merge - g->pbmem + now;
+  g->pbmem = now;
+}
+
+/* An estimate of what a pending group costs in memory besides its builder
+ * and payload: the index the issue allows per batch. */
+static size_t group_index_mem(const group *g) {
+  size_t n = sizeof *g + g->keylen + strlen(g->service) + 2 * 16 +
+             g->capids * (SPOOL_ID_MAX + sizeof *g->pids) +
+             g->nlabels * (sizeof *g->label_store + 32);
+  return n;
+}
+
 /* Every target that still owes g an attempt may try now. */
 static void group_due_now(group *g) {
   for (size_t t = 0; t < BATCHER_MAX_TARGETS; t++)
@@ -300,7 +343,7 @@ fail:
 
 static int group_add_id(group *g, const char *id, const dedup_id *pid) {
   if (g->nids == g->capids) {
-    size_t ncap = g->capids ? g->capids * 2 : 8;
+    size_t ncap = g->capids ? g->capids * 2 : 1; /* most batches in an outage hold one push */
     char(*nv)[SPOOL_ID_MAX] = realloc(g->ids, ncap * sizeof *nv);
     if (!nv)
       return -1;
@@ -348,13 +391,16 @@ static void unlink_group(batcher *b, group *g) {
 
 static void publish_gauges(batcher *b, int64_t now_wall) {
   int64_t n = 0, oldest = 0;
+  uint64_t index = 0;
   for (group *g = b->groups; g; g = g->next) {
     n++;
+    index += group_index_mem(g);
     if (g->oldest_wall != INT64_MAX && now_wall - g->oldest_wall > oldest)
       oldest = now_wall - g->oldest_wall;
   }
   metrics_set(G_PENDING_BATCHES, n);
   metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
+  metrics_set(G_MEMORY_BATCHES, (int64_t)(b->mem_merge + b->mem_payload + index));
   for (size_t t = 0; t < b->nex; t++) {
     int64_t owed = 0;
     for (group *g = b->groups; g; g = g->next)
@@ -399,9 +445,8 @@ static void recover_cb(void *arg, manifest *m) {
     goto oom;
   pp_builder_free(g->pb);
   g->pb = NULL;
-  g->gz = m->gz;
-  g->gzlen = m->gzlen;
-  m->gz = NULL;
+  g->prepared = true;
+  g->gzlen = m->gzlen; /* the bytes stay in the manifest (checked by manifest_load_all) */
   memcpy(g->hash, m->hash, sizeof g->hash);
   g->start_ns = m->start_ns;
   g->end_ns = m->end_ns;
@@ -421,6 +466,9 @@ static void recover_cb(void *arg, manifest *m) {
                 "batch=%s file=%s", m->name, m->members[i].id);
     if (dedup_put(b->dx, &pid, dedup_file_tag(m->members[i].id), 0) != 0)
       goto oom;
+    /* The spool's scan then neither reads nor decodes it again. */
+    if (b->sp)
+      spool_claim(b->sp, m->members[i].id);
   }
   g->next = b->groups;
   b->groups = g;
@@ -484,6 +532,9 @@ batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_
   }
   b->nex = nex;
   b->sp = sp;
+  uint64_t budget = cfg->max_memory ? cfg->max_memory : DEFAULT_MAX_MEMORY;
+  b->merge_soft = budget / 12;
+  b->merge_hard = budget / 6;
   b->backoff_base_ms = BACKOFF_BASE_MS;
   b->backoff_cap_ms = BACKOFF_CAP_MS;
   /* Test hook, not a user setting: shortens the retry backoff so unit and
@@ -533,25 +584,74 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
   batcher_add_parsed(b, id, req, pp, bytes);
 }
 
-/* Back-pressure on adds while the exporter is the bottleneck: a sealed
- * group holds its merged profile in memory until exported, so when groups
- * ready to export (not waiting out a backoff) pile up faster than they go
- * out, an add waits here (on a connection thread, after the ack: the
- * listener's frame slots then slow the acks down) instead of memory growing
- * with the ingest rate. Groups in backoff do not count, so an unreachable
- * target never stalls ingest (the spool limit bounds that case). Bounded
- * wait; never while stopping. Lock held. */
+static bool over_budget_locked(const batcher *b) {
+  return b->mem_merge + b->mem_payload > b->merge_hard;
+}
+
+bool batcher_has_room(batcher *b) {
+  pthread_mutex_lock(&b->mu);
+  bool room = !over_budget_locked(b);
+  pthread_mutex_unlock(&b->mu);
+  return room;
+}
+
+/* Seals the largest open groups while their builders are over the soft
+ * limit; the batcher thread packs them into their manifests and frees the
+ * builders. Lock held. */
+static void seal_for_memory(batcher *b) {
+  uint64_t open_mem = 0;
+  for (group *g = b->groups; g; g = g->next)
+    if (!g->sealed)
+      open_mem += g->pbmem;
+  while (open_mem > b->merge_soft) {
+    group *big = NULL;
+    for (group *g = b->groups; g; g = g->next)
+      if (!g->sealed && (!big || g->pbmem > big->pbmem))
+        big = g;
+    if (!big)
+      return;
+    big->sealed = true;
+    group_due_now(big);
+    open_mem -= big->pbmem;
+  }
+}
+
+static void prepare_group(batcher *b, group *g);
+
+/* Packs sealed groups on the adding thread while the builders are over the
+ * soft limit: packing is what frees memory, and the listener's frame slots
+ * add in parallel, so ingest is not held to the batcher thread's pace.
+ * Lock held (dropped meanwhile). */
+static void help_pack_locked(batcher *b) {
+  while (b->mem_merge > b->merge_soft && !b->closed) {
+    int64_t now = mono_ns(), next;
+    group *g = b->groups;
+    while (g && !(g->sealed && !g->busy && !g->prepared && g->pb &&
+                  group_due_target(b, g, now, &next) >= 0)) /* not after a failed pack */
+      g = g->next;
+    if (!g)
+      return;
+    g->busy = true;
+    prepare_group(b, g);
+    g->busy = false;
+    pthread_cond_broadcast(&b->cv); /* adds waiting for room */
+  }
+}
+
+/* Back-pressure on adds: while profiles not yet packed (and payloads that
+ * could not go to a manifest) are over the batcher's share of the budget,
+ * an add waits here (on a connection thread, after the ack: the listener's
+ * frame slots then slow the acks down, and batcher_has_room makes it tell
+ * new pushes to retry) until the batcher thread has packed sealed groups
+ * into their manifests. Pending batches cost no builder memory, so an
+ * unreachable target never stalls ingest (the spool limit bounds that).
+ * Bounded wait; never while stopping. Lock held. */
 static void wait_for_room_locked(batcher *b) {
   int64_t give_up = mono_ns() + ROOM_WAIT_MAX_NS;
   for (;;) {
+    help_pack_locked(b);
     int64_t now = mono_ns();
-    int ready = 0;
-    for (group *g = b->groups; g; g = g->next) {
-      int64_t next;
-      if (g->sealed && (g->busy || group_due_target(b, g, now, &next) >= 0))
-        ready++;
-    }
-    if (ready < ROOM_READY_MAX || b->stopping || b->closed || !b->started || now >= give_up)
+    if (!over_budget_locked(b) || b->stopping || b->closed || !b->started || now >= give_up)
       return;
     int64_t until = now + 100 * NS_PER_MS < give_up ? now + 100 * NS_PER_MS : give_up;
     struct timespec ts = {.tv_sec = until / NS_PER_S, .tv_nsec = until % NS_PER_S};
@@ -632,7 +732,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
       break;
     if (g->nids == 0) { /* cannot merge even into an empty group */
       unlink_group(b, g);
-      group_free(g);
+      group_release(b, g);
       g = NULL;
       break;
     }
@@ -641,6 +741,7 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     log_event(LOG_INFO, "push does not merge into its batch; starting a new batch",
               "id=%s service=%s reason=%s", id, log_quote(g->service, qs, sizeof qs),
               log_quote(why, q, sizeof q));
+    account_builder(b, g);
     g->sealed = true;
     group_due_now(g);
     g = NULL;
@@ -671,10 +772,13 @@ void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *r
     g->start_ns = req->start_time_nanos;
   if (req->end_time_nanos > g->end_ns)
     g->end_ns = req->end_time_nanos;
+  account_builder(b, g);
   if (g->bytes >= GROUP_MAX_BYTES) {
     g->sealed = true;
     group_due_now(g);
   }
+  seal_for_memory(b);
+  help_pack_locked(b);
   publish_gauges(b, now_wall);
   pthread_cond_broadcast(&b->cv); /* the batcher thread, and adds waiting for room */
   pthread_mutex_unlock(&b->mu);
@@ -696,31 +800,24 @@ out:
 
 /* ---- export ---- */
 
-/* Packs, gzips and hashes a sealed group once (batcher thread, no lock).
- * Returns the uncompressed bytes in *raw for this attempt. */
-static int group_prepare(group *g, uint8_t **raw, size_t *rawlen) {
-  *raw = NULL;
-  *rawlen = 0;
-  if (g->pb) {
-    if (pp_builder_pack(g->pb, raw, rawlen) != 0)
-      return -1;
-    if (pp_gzip(*raw, *rawlen, &g->gz, &g->gzlen) != 0 ||
-        manifest_hash_hex(g->gz, g->gzlen, g->hash) != 0) {
-      free(*raw);
-      *raw = NULL;
-      free(g->gz);
-      g->gz = NULL;
-      return -1;
-    }
-    pp_builder_free(g->pb);
-    g->pb = NULL;
-    /* The object key holds the start time: fixed now, never "now" later. */
-    if (g->start_ns == INT64_MAX || g->start_ns <= 0)
-      g->start_ns = g->oldest_wall != INT64_MAX ? g->oldest_wall : wall_ns();
-    return 0;
+/* Packs, gzips and hashes a sealed group once (batcher thread, no lock, g
+ * busy); the builder is freed by the caller under the lock (accounting). */
+static int group_pack(group *g) {
+  uint8_t *raw = NULL;
+  size_t rawlen = 0;
+  if (pp_builder_pack(g->pb, &raw, &rawlen) != 0)
+    return -1;
+  int rc = pp_gzip(raw, rawlen, &g->gz, &g->gzlen);
+  free(raw);
+  if (rc != 0 || manifest_hash_hex(g->gz, g->gzlen, g->hash) != 0) {
+    free(g->gz);
+    g->gz = NULL;
+    return -1;
   }
-  /* A retry: only the compressed form was kept. */
-  return pp_gunzip(g->gz, g->gzlen, PPROF_MAX_SIZE, raw, rawlen);
+  /* The object key holds the start time: fixed now, never "now" later. */
+  if (g->start_ns == INT64_MAX || g->start_ns <= 0)
+    g->start_ns = g->oldest_wall != INT64_MAX ? g->oldest_wall : wall_ns();
+  return 0;
 }
 
 /* Makes g's manifest durable before its first export (batcher thread, no
@@ -756,17 +853,68 @@ static void write_manifest(batcher *b, group *g) {
   free(m.members);
 }
 
-/* Offers g to target t (batcher thread, b->mu NOT held, g busy). */
+/* Turns a sealed group's builder into its payload and manifest, then lets
+ * both go from memory (the payload stays in memory only when no manifest
+ * could be written). Called with b->mu held and g marked busy by the
+ * caller; drops the lock meanwhile. */
+static void prepare_group(batcher *b, group *g) {
+  pthread_mutex_unlock(&b->mu);
+  int rc = group_pack(g);
+  if (rc == 0 && b->md)
+    write_manifest(b, g);
+  bool on_disk = rc == 0 && g->mf_name[0];
+  if (on_disk) {
+    free(g->gz);
+    g->gz = NULL;
+  }
+  pthread_mutex_lock(&b->mu);
+  if (rc != 0) {
+    /* Out of memory packing: keep the builder and try again later. */
+    log_event(LOG_ERROR, "cannot encode a merged profile (out of memory?); will retry",
+              "pushes=%zu", g->nids);
+    for (size_t t = 0; t < b->nex; t++)
+      g->ts[t].next_attempt_mono = mono_ns() + b->backoff_base_ms * NS_PER_MS;
+    return;
+  }
+  b->mem_merge -= g->pbmem;
+  g->pbmem = 0;
+  pp_builder_free(g->pb);
+  g->pb = NULL;
+  if (g->gz)
+    b->mem_payload += g->gzlen;
+  g->prepared = true;
+}
+
+/* The gzip payload of a prepared group for one attempt: its own buffer
+ * when kept in memory, else read back from the manifest (*owned set). */
+static const uint8_t *group_payload(batcher *b, group *g, uint8_t **owned, char *err,
+                                    size_t errlen) {
+  *owned = NULL;
+  if (g->gz)
+    return g->gz;
+  char why[512];
+  if (!b->md ||
+      manifest_read_payload(b->md, g->mf_name, g->gzlen, g->hash, owned, why, sizeof why) != 0) {
+    snprintf(err, errlen, "cannot read the batch back from its manifest: %s",
+             b->md ? why : "no manifest directory");
+    return NULL;
+  }
+  return *owned;
+}
+
+/* Offers g to target t (batcher thread, b->mu NOT held, g busy and prepared). */
 static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen) {
   exporter *ex = b->ex[t];
-  uint8_t *raw = NULL;
+  uint8_t *raw = NULL, *owned = NULL;
   size_t rawlen = 0;
-  if (group_prepare(g, &raw, &rawlen) != 0) {
-    snprintf(err, errlen, "cannot encode the merged profile (out of memory?)");
+  const uint8_t *gz = group_payload(b, g, &owned, err, errlen);
+  if (!gz)
+    return EXPORT_RETRY;
+  if (pp_gunzip(gz, g->gzlen, PPROF_MAX_SIZE, &raw, &rawlen) != 0) {
+    free(owned);
+    snprintf(err, errlen, "cannot decompress the batch (out of memory?)");
     return EXPORT_RETRY;
   }
-  if (!g->mf_name[0] && b->md)
-    write_manifest(b, g);
   export_object obj = {
       .service = g->service,
       .node = g->node ? g->node : b->node,
@@ -775,7 +923,7 @@ static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen
       .nlabels = g->nlabels,
       .start_ns = g->start_ns == INT64_MAX ? 0 : g->start_ns,
       .end_ns = g->end_ns == INT64_MIN ? 0 : g->end_ns,
-      .data = g->gz,
+      .data = gz,
       .len = g->gzlen,
       .pprof = raw,
       .pprof_len = rawlen,
@@ -788,6 +936,7 @@ static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen
   int rc = ex->put(ex, &obj, err, errlen);
   g->ts[t].retry_after_s = rc == EXPORT_RETRY ? ex->retry_after_s : -1;
   free(raw);
+  free(owned);
   if (rc != EXPORT_OK && rc != EXPORT_RETRY && rc != EXPORT_PERMANENT) {
     snprintf(err, errlen, "exporter %s returned unknown code %d", ex->scheme, rc);
     rc = EXPORT_RETRY;
@@ -802,6 +951,10 @@ static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen
  * it meanwhile: hundreds of unlinks must not stall the connection threads
  * waiting in batcher_add (each holding its decoded push in memory). */
 static void retire_group(batcher *b, group *g, const char *reason) {
+  b->mem_merge -= g->pbmem;
+  g->pbmem = 0;
+  if (g->gz)
+    b->mem_payload -= g->gzlen;
   pthread_mutex_unlock(&b->mu);
   /* The manifest first: once it is a tombstone (or gone), losing the member
    * files to a crash midway can no longer cause a second export. */
@@ -938,7 +1091,7 @@ static void drop_expired(batcher *b, int64_t now_wall) {
         manifest_remove(b->md, g->mf_name, false);
       for (size_t i = 0; b->sp && i < g->nids; i++)
         spool_remove(b->sp, g->ids[i]);
-      group_free(g);
+      group_release(b, g);
       continue;
     }
     pp = &g->next;
@@ -964,6 +1117,7 @@ static void run_locked(batcher *b) {
     }
     if (b->stopping && (!b->groups || now >= b->stop_deadline_mono))
       break;
+    group *prep = NULL;
     group *due = NULL;
     int due_t = -1;
     int64_t wake = now + IDLE_WAKE_NS;
@@ -979,7 +1133,11 @@ static void run_locked(batcher *b) {
           wake = end;
         }
       }
-      if (g->sealed && !g->busy) {
+      if (g->sealed && !g->busy && !g->prepared) {
+        /* Packing comes before exports: it is what frees memory. */
+        if (!prep && g->pb && group_due_target(b, g, now, &(int64_t){0}) >= 0)
+          prep = g;
+      } else if (g->sealed && !g->busy) {
         int64_t next;
         int t = group_due_target(b, g, now, &next);
         if (t >= 0 && !due) {
@@ -991,6 +1149,13 @@ static void run_locked(batcher *b) {
       }
     }
     publish_gauges(b, now_wall);
+    if (prep) {
+      prep->busy = true;
+      prepare_group(b, prep);
+      prep->busy = false;
+      pthread_cond_broadcast(&b->cv); /* adds waiting for room */
+      continue;
+    }
     if (due) {
       due->busy = true;
       pthread_mutex_unlock(&b->mu);
@@ -1071,9 +1236,10 @@ void batcher_shutdown(batcher *b, int grace_s) {
     b->groups = g->next;
     left++;
     pushes += g->nids;
-    group_free(g);
+    group_release(b, g);
   }
   metrics_set(G_PENDING_BATCHES, 0);
+  metrics_set(G_MEMORY_BATCHES, 0);
   pthread_mutex_unlock(&b->mu);
   if (left)
     log_event(LOG_WARN, "shutdown: batches not exported stay in the spool for the next start",

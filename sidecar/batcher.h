@@ -8,7 +8,9 @@
  * others' deliveries. Runs on its own thread. */
 #ifndef SIDECAR_BATCHER_H
 #define SIDECAR_BATCHER_H
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "exporter.h"
 #include "spool.h"
@@ -23,6 +25,10 @@ typedef struct batcher_config {
   const char *subdir;              /* bucket_subdirectory ("" for none) */
   int max_age_s;                   /* drop (counted) batches older than this (default 86400) */
   const char *const *target_names; /* per exporter, for /metrics labels; may be NULL */
+  /* --max-memory (0: 48 MiB). The batcher keeps profiles being merged under
+   * a sixth of it (sealing the largest open batch early beyond a twelfth)
+   * and says it has no room (batcher_has_room) past that sixth. */
+  uint64_t max_memory;
 } batcher_config;
 
 /* One target. */
@@ -36,6 +42,10 @@ void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, siz
  * takes ownership of req and prof; req->pprof is not used. */
 void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *req, pp_pprof *prof,
                         size_t bytes);
+/* Thread-safe. False while the profiles being merged and the payloads held
+ * in memory are over the batcher's share of the memory budget: the listener
+ * then tells new pushes to retry instead of taking them in. */
+bool batcher_has_room(batcher *b);
 /* Exports every open batch now, waiting at most grace_s; what is not
  * exported stays in the spool. Then stops the thread. */
 void batcher_shutdown(batcher *b, int grace_s);

@@ -44,6 +44,9 @@ static const opt_def opts[] = {
      "when the spool is full drop the oldest push instead of refusing new ones"},
     {"journal-bytes", "journal_bytes", NULL, T_SIZE, OFF(journal_bytes), 0, 1ll << 32,
      "write-ahead journal pushes are acked from, e.g. 64MiB (default 64MiB; 0 = off)"},
+    {"max-memory", "max_memory", NULL, T_SIZE, OFF(max_memory), 16 << 20, 1ll << 40,
+     "memory budget: frames being read, profiles being merged, batches in memory; past it new "
+     "pushes are told to retry (default 48MiB)"},
     {"metrics-addr", "metrics_addr", NULL, T_STR, OFF(metrics_addr), 0, 0,
      "HOST:PORT for /metrics and /healthz (default: off)"},
     {"node-name", "node_name", NULL, T_STR, OFF(node_name), 0, 0,
@@ -452,6 +455,7 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
   c->batch_window_s = 60;
   c->max_spool_bytes = 512ull << 20;
   c->journal_bytes = 64ull << 20;
+  c->max_memory = 48ull << 20;
   c->shutdown_grace_s = 10;
   c->max_frame_bytes = 16u << 20;
   c->max_connections = 256;

@@ -33,6 +33,7 @@ typedef struct sidecar_config {
   uint64_t max_spool_bytes;          /* --max-spool-bytes / max_spool_bytes (512 MiB) */
   bool spool_drop_oldest;            /* --spool-drop-oldest / spool_drop_oldest */
   uint64_t journal_bytes;            /* --journal-bytes / journal_bytes (64 MiB; 0 = off) */
+  uint64_t max_memory;               /* --max-memory / max_memory (48 MiB) */
   char *metrics_addr;                /* --metrics-addr / metrics_addr, HOST:PORT; "" = off */
   char *node_name;                   /* --node-name / node_name ($NODE_NAME, else the host name) */
   uid_t allow_uids[CONFIG_MAX_UIDS]; /* --allow-uid / allow_uid */

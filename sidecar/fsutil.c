@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,4 +59,31 @@ int fsutil_write_all(int fd, const void *data, size_t len) {
     len -= (size_t)w;
   }
   return 0;
+}
+
+/* One loop for both directions: pread and pwrite differ only in constness. */
+static int rw_all(bool write, int fd, void *buf, size_t len, uint64_t off) {
+  uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t r = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r == 0)
+        errno = EIO;
+      return -1;
+    }
+    p += r;
+    len -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+int fsutil_pread_all(int fd, void *buf, size_t len, uint64_t off) {
+  return rw_all(false, fd, buf, len, off);
+}
+
+int fsutil_pwrite_all(int fd, const void *buf, size_t len, uint64_t off) {
+  return rw_all(true, fd, (void *)(uintptr_t)buf, len, off);
 }

@@ -3,6 +3,7 @@
 #ifndef SIDECAR_FSUTIL_H
 #define SIDECAR_FSUTIL_H
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Creates path and its missing parents with mode 0750. 0, or -1 with errno. */
@@ -22,4 +23,10 @@ enum {
 int fsutil_dir_others(int dfd, mode_t *old_mode);
 /* Writes all len bytes (retrying short writes and EINTR). 0, or -1 with errno. */
 int fsutil_write_all(int fd, const void *data, size_t len);
+/* Reads exactly len bytes at off (retrying short reads and EINTR; EOF is
+ * EIO). 0, or -1 with errno. */
+int fsutil_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* Writes exactly len bytes at off (retrying short writes and EINTR). 0, or
+ * -1 with errno. */
+int fsutil_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 #endif

@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fsutil.h"
 #include "log.h"
 
 #define HDR_BLOCK 4096u
@@ -105,42 +106,6 @@ static uint32_t slot_crc(const hdr_slot *s) {
   return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)s, offsetof(hdr_slot, crc));
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off) {
-  const uint8_t *p = buf;
-  while (len > 0) {
-    ssize_t w = pwrite(fd, p, len, (off_t)off);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      if (w == 0)
-        errno = EIO;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-    off += (uint64_t)w;
-  }
-  return 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off) {
-  uint8_t *p = buf;
-  while (len > 0) {
-    ssize_t r = pread(fd, p, len, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      if (r == 0)
-        errno = EIO;
-      return -1;
-    }
-    p += r;
-    len -= (size_t)r;
-    off += (uint64_t)r;
-  }
-  return 0;
-}
-
 /* Logs once and refuses every later append: after a failed write or sync the
  * page cache no longer tells what is on disk. Lock held. */
 static void set_broken_locked(journal *j, const char *what, int e) {
@@ -167,7 +132,7 @@ static int write_header(journal *j, uint32_t gen, uint64_t off) {
   s.crc = slot_crc(&s);
   memset(block, 0, sizeof block);
   memcpy(block, &s, sizeof s);
-  if (pwrite_all(j->fd, block, sizeof block, (s.seq % 2) * SLOT_BYTES) != 0 ||
+  if (fsutil_pwrite_all(j->fd, block, sizeof block, (s.seq % 2) * SLOT_BYTES) != 0 ||
       fdatasync(j->fd) != 0)
     return -1;
   j->hdr_seq = s.seq;
@@ -178,7 +143,7 @@ static int write_header(journal *j, uint32_t gen, uint64_t off) {
 static int read_header(int fd, hdr_slot *out) {
   uint8_t block[2 * SLOT_BYTES];
   int best = -1;
-  if (pread_all(fd, block, sizeof block, 0) != 0)
+  if (fsutil_pread_all(fd, block, sizeof block, 0) != 0)
     return -1;
   for (int i = 0; i < 2; i++) {
     hdr_slot s;
@@ -209,7 +174,7 @@ static int64_t replay(int fd, uint64_t size, const char *path, const hdr_slot *h
     off = size; /* nonsense: treat this lap as empty */
   for (;;) {
     rec_hdr r;
-    if (off + sizeof r <= size && pread_all(fd, &r, sizeof r, off) == 0 &&
+    if (off + sizeof r <= size && fsutil_pread_all(fd, &r, sizeof r, off) == 0 &&
         (r.magic == REC_LIVE || r.magic == REC_DEAD) && r.gen == gen &&
         r.len <= size - off - sizeof r && memchr(r.id, 0, sizeof r.id)) {
       uint64_t next = off + align_up(sizeof r + r.len);
@@ -227,7 +192,8 @@ static int64_t replay(int fd, uint64_t size, const char *path, const hdr_slot *h
         buf = nb;
         bufcap = r.len;
       }
-      if (pread_all(fd, buf, r.len, off + sizeof r) != 0 || rec_crc(&r, buf, r.len) != r.crc) {
+      if (fsutil_pread_all(fd, buf, r.len, off + sizeof r) != 0 ||
+          rec_crc(&r, buf, r.len) != r.crc) {
         /* Torn: never acknowledged, nor was anything reserved after it. */
         log_event(LOG_INFO, "spool journal: replay stops at a torn record",
                   "file=%s offset=%" PRIu64 " id=%s", path, off, r.id);
@@ -266,7 +232,7 @@ static int create_file(int dirfd, uint64_t size) {
   }
   for (uint64_t off = 0; off < size; off += 1u << 20) {
     size_t n = size - off < (1u << 20) ? (size_t)(size - off) : (1u << 20);
-    if (pwrite_all(fd, zero, n, off) != 0) {
+    if (fsutil_pwrite_all(fd, zero, n, off) != 0) {
       e = errno;
       goto fail;
     }
@@ -565,8 +531,8 @@ int journal_append(journal *j, const char *id, const uint8_t *frame, size_t len,
   r->off = off + sizeof h;
   r->len = len;
   int werr = 0;
-  if (pwrite_all(j->fd, &h, sizeof h, off) != 0 ||
-      pwrite_all(j->fd, frame, len, off + sizeof h) != 0)
+  if (fsutil_pwrite_all(j->fd, &h, sizeof h, off) != 0 ||
+      fsutil_pwrite_all(j->fd, frame, len, off + sizeof h) != 0)
     werr = errno ? errno : EIO;
   /* Only a hint that starts the disk while the caller validates. */
   if (!werr)
@@ -642,7 +608,7 @@ int journal_sync(journal *j, const journal_rec *r) {
 /* Writes the dead mark of r; returns its mark number (0 if it failed). */
 static uint64_t mark_dead(journal *j, const journal_rec *r) {
   const uint32_t dead = REC_DEAD;
-  if (pwrite_all(j->fd, &dead, sizeof dead, r->off - sizeof(rec_hdr)) != 0) {
+  if (fsutil_pwrite_all(j->fd, &dead, sizeof dead, r->off - sizeof(rec_hdr)) != 0) {
     int e = errno;
     pthread_mutex_lock(&j->mu);
     set_broken_locked(j, "dead mark", e);

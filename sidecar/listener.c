@@ -84,7 +84,8 @@ struct listener {
   uid_count *uids_scratch;       /* victim choice, accept thread only */
   atomic_uint_fast64_t inflight; /* bytes of frames being read or handled */
   uint64_t inflight_max;
-  int handling; /* frames being decoded, made durable and merged; guarded by mu */
+  uint64_t max_memory; /* --max-memory, for messages */
+  int handling;        /* frames being decoded, made durable and merged; guarded by mu */
 };
 
 enum conn_state { CS_WAITING, CS_READING, CS_BUSY };
@@ -220,9 +221,11 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
     goto fail_early;
   }
   l->cfg.socket_path = l->path;
-  l->inflight_max = (uint64_t)cfg->max_frame_bytes * 4;
-  if (l->inflight_max < (64u << 20))
-    l->inflight_max = 64u << 20;
+  /* A quarter of the memory budget, and always room for one whole frame. */
+  l->max_memory = cfg->max_memory ? cfg->max_memory : (uint64_t)48 << 20;
+  l->inflight_max = l->max_memory / 4;
+  if (l->inflight_max < cfg->max_frame_bytes)
+    l->inflight_max = cfg->max_frame_bytes;
   if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
     snprintf(err, errlen, "pthread init failed");
     free(l->path);
@@ -688,7 +691,13 @@ static bool inflight_reserve(listener *l, uint64_t n) {
     if (cur + n > l->inflight_max)
       return false;
   } while (!atomic_compare_exchange_weak(&l->inflight, &cur, cur + n));
+  metrics_set(G_MEMORY_FRAMES, (int64_t)(cur + n));
   return true;
+}
+
+static void inflight_release(listener *l, uint64_t n) {
+  uint_fast64_t left = atomic_fetch_sub(&l->inflight, n) - n;
+  metrics_set(G_MEMORY_FRAMES, (int64_t)left);
 }
 
 static void reject_busy(conn *c) {
@@ -697,6 +706,19 @@ static void reject_busy(conn *c) {
       text, sizeof text, "sidecar busy: %llu bytes of frames in flight (limit %llu): retry later",
       (unsigned long long)atomic_load(&c->l->inflight), (unsigned long long)c->l->inflight_max);
   reject(c, "inflight_limit", RC_EXHAUSTED, text, 0, now_ms() + 1000);
+}
+
+/* The batcher is over its share of --max-memory (profiles being merged
+ * faster than they are packed into manifests): tell the client to retry
+ * instead of taking the push in (UNAVAILABLE, which SDKs retry). The
+ * connection closes, as for the in-flight limit: its body is not read. */
+static void reject_memory(conn *c, int64_t deadline) {
+  char text[REASON_MAX];
+  snprintf(text, sizeof text,
+           "sidecar at its memory budget (--max-memory %llu MiB): profiles are being merged "
+           "faster than they are written out; retry later",
+           (unsigned long long)(c->l->max_memory >> 20));
+  reject(c, "memory_budget", RC_UNAVAILABLE, text, 0, deadline);
 }
 
 /* Reads the payload behind hdr; the whole frame (header included) comes back
@@ -830,6 +852,10 @@ static void conn_loop(conn *c) {
     }
     size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
     size_t reserved = 0;
+    if (!batcher_has_room(l->b)) {
+      reject_memory(c, deadline);
+      return;
+    }
     uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);
     if (buf)
       atomic_store(&c->state, CS_BUSY);
@@ -846,7 +872,7 @@ static void conn_loop(conn *c) {
              seq, now_ms() + 1000);
     }
     free(buf);
-    atomic_fetch_sub(&l->inflight, reserved);
+    inflight_release(l, reserved);
     frames++;
     if (!keep)
       return;

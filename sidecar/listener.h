@@ -20,6 +20,9 @@ typedef struct listener_config {
   int read_timeout_ms;      /* a whole frame must arrive within this */
   const uid_t *allow_uids;  /* NULL/0: any peer; else SO_PEERCRED uid must be listed */
   size_t n_allow_uids;
+  /* --max-memory: frames being read may hold a quarter of it (at least one
+   * frame of max_frame_bytes); 0 = 48 MiB. */
+  uint64_t max_memory;
 } listener_config;
 
 typedef struct listener listener;

@@ -129,7 +129,8 @@ int main(int argc, char **argv) {
                         .max_connections = cfg.max_connections,
                         .read_timeout_ms = cfg.read_timeout_ms,
                         .allow_uids = cfg.allow_uids,
-                        .n_allow_uids = cfg.n_allow_uids};
+                        .n_allow_uids = cfg.n_allow_uids,
+                        .max_memory = cfg.max_memory};
   ls = listener_open(&lc, err, sizeof err);
   if (!ls) {
     fprintf(stderr, "pushprof-sidecar: --socket %s: %s\n", cfg.socket_path, err);
@@ -192,7 +193,9 @@ int main(int argc, char **argv) {
                        .node = cfg.node_name,
                        .subdir = cfg.bucket_subdir,
                        .max_age_s = cfg.max_batch_age_s,
-                       .target_names = (const char *const *)target_names};
+                       .target_names = (const char *const *)target_names,
+                       .max_memory = cfg.max_memory};
+  metrics_set(G_MEMORY_BUDGET, (int64_t)cfg.max_memory);
   b = batcher_new_multi(&bc, ex, nex, sp);
   if (!b || batcher_start(b) != 0) {
     fprintf(stderr, "pushprof-sidecar: cannot start the batcher\n");

@@ -480,6 +480,44 @@ fail_logged:
   return -1;
 }
 
+int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const char *hash,
+                          uint8_t **out, char *why, size_t whylen) {
+  char fn[MANIFEST_NAME_MAX + 8], h[65];
+  struct stat st;
+  uint8_t *b = NULL;
+  *out = NULL;
+  file_name(name, false, fn, sizeof fn);
+  int fd = openat(d->dfd, fn, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    snprintf(why, whylen, "cannot open %s/%s: %s", d->path, fn, strerror(errno));
+    return -1;
+  }
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < gzlen) {
+    snprintf(why, whylen, "%s/%s is shorter than its payload (%zu bytes)", d->path, fn, gzlen);
+    goto fail;
+  }
+  b = malloc(gzlen ? gzlen : 1);
+  if (!b) {
+    snprintf(why, whylen, "out of memory reading %zu bytes", gzlen);
+    goto fail;
+  }
+  if (fsutil_pread_all(fd, b, gzlen, st.st_size - (off_t)gzlen) != 0) {
+    snprintf(why, whylen, "cannot read %s/%s: %s", d->path, fn, strerror(errno));
+    goto fail;
+  }
+  if (manifest_hash_hex(b, gzlen, h) != 0 || strcmp(h, hash) != 0) {
+    snprintf(why, whylen, "%s/%s: payload does not match its SHA-256", d->path, fn);
+    goto fail;
+  }
+  close(fd);
+  *out = b;
+  return 0;
+fail:
+  free(b);
+  close(fd);
+  return -1;
+}
+
 int manifest_mark_done(manifest_dir *d, const char *name, size_t gzlen) {
   char from[MANIFEST_NAME_MAX + 8], to[MANIFEST_NAME_MAX + 8], q[128];
   file_name(name, false, from, sizeof from);

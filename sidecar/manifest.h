@@ -65,6 +65,11 @@ int manifest_hash_hex(const uint8_t *data, size_t len, char out[65]);
 /* Makes m durable as a new .batch file; names it (m->name). 0, or -1 with
  * errno (the batch is then exported without one: at-least-once). */
 int manifest_write(manifest_dir *d, manifest *m);
+/* Reads name.batch's payload back (its last gzlen bytes) into a malloc'ed
+ * *out and checks it against hash: a pending batch's bytes live on disk,
+ * not in memory, between attempts. 0, or -1 with why. */
+int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const char *hash,
+                          uint8_t **out, char *why, size_t whylen);
 /* name.batch -> .name.done, directory fsync'ed, then the last gzlen bytes
  * (the payload) cut off. 0 or -1 (logged). */
 int manifest_mark_done(manifest_dir *d, const char *name, size_t gzlen);

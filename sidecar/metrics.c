@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct metric_desc {
   const char *name;
@@ -44,7 +45,26 @@ static const metric_desc gauge_desc[G_GAUGE_MAX] = {
     [G_PENDING_BATCHES] = {"pushprof_pending_batches", "Batches not yet exported."},
     [G_OLDEST_PENDING_AGE] = {"pushprof_oldest_pending_age_seconds",
                               "Age of the oldest push not yet exported."},
+    [G_MEMORY_FRAMES] = {"pushprof_memory_frames_bytes",
+                         "Bytes of push frames being read or handled (budgeted)."},
+    [G_MEMORY_BATCHES] = {"pushprof_memory_batches_bytes",
+                          "Bytes the batcher holds: profiles being merged, payloads not yet on "
+                          "disk, the index of pending batches (budgeted)."},
+    [G_MEMORY_BUDGET] = {"pushprof_memory_budget_bytes",
+                         "The memory budget (--max-memory); past it new pushes are told to retry."},
 };
+
+/* Resident set size of this process, from /proc/self/statm; -1 if unknown. */
+static int64_t resident_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "re");
+  long long size = 0, rss = -1;
+  if (!f)
+    return -1;
+  if (fscanf(f, "%lld %lld", &size, &rss) != 2)
+    rss = -1;
+  fclose(f);
+  return rss < 0 ? -1 : (int64_t)rss * sysconf(_SC_PAGESIZE);
+}
 
 static _Atomic uint64_t counters[M_COUNTER_MAX];
 static _Atomic int64_t gauges[G_GAUGE_MAX];
@@ -270,6 +290,15 @@ char *metrics_render(void) {
               gauge_desc[g].help, gauge_desc[g].name, gauge_desc[g].name,
               atomic_load_explicit(&gauges[g], memory_order_relaxed));
   }
+  sb_printf(&sb,
+            "# HELP pushprof_memory_in_use_bytes Budgeted memory in use: frames + batches.\n"
+            "# TYPE pushprof_memory_in_use_bytes gauge\npushprof_memory_in_use_bytes %" PRId64
+            "\n# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+            "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %" PRId64
+            "\n",
+            atomic_load_explicit(&gauges[G_MEMORY_FRAMES], memory_order_relaxed) +
+                atomic_load_explicit(&gauges[G_MEMORY_BATCHES], memory_order_relaxed),
+            resident_bytes());
   pthread_mutex_lock(&reasons_mu);
   for (int f = 0; f < FAMILY_MAX; f++) {
     sb_printf(&sb, "# HELP %s %s\n# TYPE %s counter\n", family_desc[f].name, family_desc[f].help,

@@ -26,6 +26,9 @@ typedef enum metric_gauge {
   G_OPEN_CONNECTIONS,   /* pushprof_open_connections */
   G_PENDING_BATCHES,    /* pushprof_pending_batches */
   G_OLDEST_PENDING_AGE, /* pushprof_oldest_pending_age_seconds */
+  G_MEMORY_FRAMES,      /* pushprof_memory_frames_bytes: frames being read or handled */
+  G_MEMORY_BATCHES,     /* pushprof_memory_batches_bytes: profiles being merged, payloads, index */
+  G_MEMORY_BUDGET,      /* pushprof_memory_budget_bytes: --max-memory */
   G_GAUGE_MAX
 } metric_gauge;
 
@@ -63,7 +66,8 @@ void metrics_target_set_pending(int target, int64_t batches);
 /* Test helper: a target counter's value by target name (0 if unknown). */
 uint64_t metrics_target_value(const char *name, metric_target_counter c);
 
-/* Renders everything; malloc'ed, caller frees. NULL on ENOMEM. */
+/* Renders everything, plus pushprof_memory_in_use_bytes (frames + batches)
+ * and process_resident_memory_bytes (/proc/self/statm); malloc'ed, caller frees. NULL on ENOMEM. */
 char *metrics_render(void);
 /* Test helper: the current value of a rejected/drop/evicted reason (0 if never seen). */
 uint64_t metrics_reason_value(const char *family, const char *reason);

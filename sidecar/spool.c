@@ -1019,6 +1019,23 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
   return handed;
 }
 
+int spool_claim(spool *s, const char *id) {
+  struct stat st;
+  if (strlen(id) >= SPOOL_ID_MAX || strchr(id, '/') ||
+      fstatat(s->dirfd, id, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+    return -1;
+  pthread_mutex_lock(&s->mu);
+  int rc = 0;
+  if (!set_has(&s->pending, id)) {
+    rc = set_insert(&s->pending, id, (uint64_t)st.st_size);
+    if (rc == 0)
+      s->bytes += (uint64_t)st.st_size;
+  }
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
 int spool_scan(spool *s, spool_scan_cb cb, void *arg) {
   return scan_new(s, cb, arg);
 }

@@ -62,6 +62,11 @@ void spool_abort(spool *s, spool_txn *t);
 typedef void (*spool_scan_cb)(void *arg, const char *id, Pushprof__V1__PushRequest *req,
                               size_t bytes);
 int spool_scan(spool *s, spool_scan_cb cb, void *arg);
+/* Marks the pending file id as already owned (a recovered batch holds it):
+ * scans neither read nor hand it over; it is accounted as pending until
+ * spool_remove or spool_move_failed. 0, or -1 if it is not a regular file
+ * there (gone already) or on ENOMEM. */
+int spool_claim(spool *s, const char *id);
 /* Rescans for files that appeared since the last scan (SDK spool writes),
  * after retrying journaled pushes whose spool_settle failed. */
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);

@@ -15,6 +15,11 @@ if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sidecar/it_sidecar_${t}.sh
       TIMEOUT 90)
   endforeach()
+  if(TARGET bench_sidecar)
+    # 1,000 clients at once: acked or told to retry, none lost, RSS bound.
+    pushprof_script_test(NAME it_sidecar_burst
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sidecar/it_sidecar_burst.sh TIMEOUT 300)
+  endif()
   # Mounts a tmpfs; without root/CAP_SYS_ADMIN it says why and skips.
   set_tests_properties(it_sidecar_disk_full PROPERTIES SKIP_RETURN_CODE 77)
   # Measures ack latency: alone, or the other tests' load is what it measures.

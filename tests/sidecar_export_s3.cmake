@@ -12,6 +12,11 @@ if(TARGET pushprof_sidecar_lib)
     pushprof_script_test(NAME it_s3_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/s3/it_s3_${t}.sh)
   endforeach()
+  if(TARGET bench_sidecar)
+    # An outage with a SIGKILL in it: memory bound, restart time, exactly once.
+    pushprof_script_test(NAME it_s3_outage
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/s3/it_s3_outage.sh TIMEOUT 600)
+  endif()
   foreach(t upload)
     pushprof_script_test(NAME it_gcs_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/s3/it_gcs_${t}.sh)

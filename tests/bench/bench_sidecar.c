@@ -11,6 +11,12 @@
  *   bench_sidecar --socket PATH [--size BYTES] [--clients N]
  *                 [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]
  *                 [--variants N] [--timeout-ms MS] [--dump FILE]
+ *                 [--distinct-services] [--retry]
+ *
+ * --distinct-services gives every push its own service (so its own batch,
+ * the worst case for the sidecar's memory); --retry sends a push the sidecar
+ * refused or did not answer again (same sequence, after 10-100 ms) until it
+ * is acked, as the SDK's backlog does, and counts the retries.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -48,6 +54,8 @@ typedef struct options {
   int variants;      /* distinct payloads per client */
   int timeout_ms;
   const char *dump;
+  bool distinct; /* --distinct-services */
+  bool retry;    /* --retry */
 } options;
 
 typedef struct client {
@@ -60,12 +68,15 @@ typedef struct client {
   double *lat_ms;
   size_t nlat, caplat;
   long acked;
+  long retries;
   long status[5];  /* by pp_client_status */
   long refused[8]; /* by PushReply code when REFUSED */
   char last_reason[256];
   size_t frame_bytes;
-  int failed; /* setup error inside the thread */
+  int failed;  /* setup error inside the thread */
+  bool shared; /* payloads are another client's (many clients build few) */
 } client;
+#define PAYLOAD_SETS 16 /* clients beyond this reuse the first ones' payloads */
 
 static atomic_int g_go;
 static int64_t g_start_ns, g_deadline_ns;
@@ -281,7 +292,9 @@ static void *client_main(void *arg) {
     nanosleep(&ts, NULL);
   }
   int64_t next = g_start_ns + (interval ? interval * c->id / o->clients : 0);
-  uint64_t seq = 0;
+  uint8_t *frame = NULL; /* kept while a push is retried */
+  size_t flen = 0;
+  uint64_t seq = 0, jitter = 0x2545F4914F6CDD1DULL ^ (uint64_t)(c->id + 1);
   for (;;) {
     if (c->quota >= 0 && (long)seq >= c->quota)
       break;
@@ -294,7 +307,10 @@ static void *client_main(void *arg) {
     Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
     size_t v = (size_t)(seq % (uint64_t)o->variants);
     int64_t end = wall_ns();
-    req.service = "bench-service";
+    char svc[64] = "bench-service";
+    if (o->distinct)
+      snprintf(svc, sizeof svc, "bench-%04d-%06" PRIu64, c->id, seq + 1);
+    req.service = svc;
     req.n_labels = 2;
     req.labels = labels;
     req.pid = 100000u + (uint32_t)c->id;
@@ -305,9 +321,9 @@ static void *client_main(void *arg) {
     req.pprof.data = c->payloads[v];
     req.pprof.len = c->payload_lens[v];
     req.process_start_time_nanos = end - 3600 * NSEC_PER_SEC;
-    uint8_t *frame = NULL;
-    size_t flen = 0;
-    if (pp_client_encode_push(&req, &frame, &flen) != 0) {
+    /* A retry sends the very same bytes (times included), as the SDK does:
+     * the sidecar recognises a second copy only when it is one. */
+    if (!frame && pp_client_encode_push(&req, &frame, &flen) != 0) {
       fprintf(stderr, "bench_sidecar: client %s: cannot encode a push (out of memory?)\n", cid);
       c->failed = 1;
       break;
@@ -318,7 +334,7 @@ static void *client_main(void *arg) {
     int64_t t0 = now_ns();
     int st = pp_client_push_frame(o->socket_path, frame, flen, o->timeout_ms, &reply);
     int64_t t1 = now_ns();
-    free(frame);
+    bool again = false;
     if (st >= 0 && st < 5)
       c->status[st]++;
     if (st == PP_CLIENT_ACKED) {
@@ -332,11 +348,26 @@ static void *client_main(void *arg) {
         c->refused[reply.code]++;
       snprintf(c->last_reason, sizeof c->last_reason, "%s", reply.reason);
       if (st == PP_CLIENT_UNAVAILABLE || st == PP_CLIENT_REFUSED) {
-        struct timespec ts = {0, 10000000}; /* back off 10 ms, like a polite client */
+        /* back off 10 ms (with --retry 10-100 ms), like a polite client */
+        struct timespec ts = {0, 10000000 + (o->retry ? (long)(rnd(&jitter) % 90000000) : 0)};
         nanosleep(&ts, NULL);
       }
+      bool busy = st == PP_CLIENT_REFUSED &&
+                  (reply.code == PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED ||
+                   reply.code == PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE);
+      if (o->retry && (busy || st == PP_CLIENT_UNAVAILABLE || st == PP_CLIENT_TIMEOUT ||
+                       st == PP_CLIENT_IO_ERROR)) {
+        seq--; /* the same push again */
+        again = true;
+        c->retries++;
+      }
+    }
+    if (!again) {
+      free(frame);
+      frame = NULL;
     }
   }
+  free(frame);
   return NULL;
 }
 
@@ -358,7 +389,8 @@ static double pct(const double *v, size_t n, double p) {
 static void usage(FILE *f) {
   fprintf(f, "usage: bench_sidecar --socket PATH [--size BYTES] [--clients N]\n"
              "                     [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]\n"
-             "                     [--variants N] [--timeout-ms MS] [--dump FILE]\n");
+             "                     [--variants N] [--timeout-ms MS] [--dump FILE]\n"
+             "                     [--distinct-services] [--retry]\n");
 }
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -371,6 +403,8 @@ static int parse_args(int argc, char **argv, options *o) {
                                            {"variants", required_argument, NULL, 'v'},
                                            {"timeout-ms", required_argument, NULL, 't'},
                                            {"dump", required_argument, NULL, 'o'},
+                                           {"distinct-services", no_argument, NULL, 'u'},
+                                           {"retry", no_argument, NULL, 'y'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   *o = (options){.size = 100 * 1024, .clients = 8, .variants = 4, .timeout_ms = 10000};
@@ -406,6 +440,12 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case 'o':
       o->dump = optarg;
+      break;
+    case 'u':
+      o->distinct = true;
+      break;
+    case 'y':
+      o->retry = true;
       break;
     case 'h':
       usage(stdout);
@@ -483,6 +523,12 @@ int main(int argc, char **argv) {
     c->quota = -1;
     if (o.count > 0)
       c->quota = o.count / o.clients + (i < o.count % o.clients ? 1 : 0);
+    if (i >= PAYLOAD_SETS) {
+      c->shared = true;
+      c->payloads = cs[i % PAYLOAD_SETS].payloads;
+      c->payload_lens = cs[i % PAYLOAD_SETS].payload_lens;
+      continue;
+    }
     c->payloads = calloc((size_t)o.variants, sizeof *c->payloads);
     c->payload_lens = calloc((size_t)o.variants, sizeof *c->payload_lens);
     if (c->payloads == NULL || c->payload_lens == NULL)
@@ -520,13 +566,14 @@ int main(int argc, char **argv) {
   if (started < o.clients)
     goto fail;
 
-  long acked = 0, st[5] = {0}, refused[8] = {0};
+  long acked = 0, retries = 0, st[5] = {0}, refused[8] = {0};
   size_t nlat = 0, frame_bytes = 0;
   const char *reason = "";
   for (int i = 0; i < o.clients; i++) {
     if (cs[i].failed)
       goto fail;
     acked += cs[i].acked;
+    retries += cs[i].retries;
     nlat += cs[i].nlat;
     for (int k = 0; k < 5; k++)
       st[k] += cs[i].status[k];
@@ -555,11 +602,11 @@ int main(int argc, char **argv) {
 
   printf("bench_sidecar clients=%d payload_bytes=%zu frame_bytes=%zu seconds=%.3f acked=%ld "
          "errors=%ld rate=%.1f mb_per_s=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f "
-         "mean_ms=%.3f\n",
+         "mean_ms=%.3f retried=%ld\n",
          o.clients, npayloads ? payload_total / npayloads : 0, frame_bytes, elapsed, acked, errors,
          (double)acked / elapsed, (double)acked * (double)frame_bytes / elapsed / (1024.0 * 1024.0),
          pct(all, nlat, 50), pct(all, nlat, 90), pct(all, nlat, 99), nlat ? all[nlat - 1] : NAN,
-         mean);
+         mean, retries);
   if (errors) {
     fprintf(stderr,
             "bench_sidecar: %ld pushes failed: refused=%ld (invalid_frame=%ld invalid_push=%ld "
@@ -574,11 +621,13 @@ fail:
     fprintf(stderr, "bench_sidecar: setup failed\n");
   if (cs != NULL) {
     for (int i = 0; i < o.clients; i++) {
+      free(cs[i].lat_ms);
+      if (cs[i].shared)
+        continue;
       for (int v = 0; cs[i].payloads && v < o.variants; v++)
         free(cs[i].payloads[v]);
       free(cs[i].payloads);
       free(cs[i].payload_lens);
-      free(cs[i].lat_ms);
     }
   }
   free(cs);
