@@ -13,6 +13,7 @@ BENCH=$B/tests/bench_sidecar
 rss_limit=$((48 * 1024))
 if grep -q '^PUSHPROF_SANITIZE:[A-Z]*=[a-z]' "$B/CMakeCache.txt" 2>/dev/null; then
   rss_limit=$((1 << 20)) # ASan's shadow memory alone exceeds the bound; figures are printed
+  N=${PUSHPROF_BURST_PUSHES:-200} # an instrumented sidecar: the same races, CI time kept
 fi
 
 start_sidecar burst --batch-window 1 --max-memory 48MiB
