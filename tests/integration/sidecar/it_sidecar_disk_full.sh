@@ -41,7 +41,9 @@ for i in $(seq 24); do
   echo "$n $c" >"$W/p$i.sum"
 done
 
-start_sidecar a --batch-window 3
+# A memory budget large enough that no batch is sealed early (past 1/12 of
+# --max-memory the largest open one is): the spool, not memory, must fill.
+start_sidecar a --batch-window 3 --max-memory 1GiB
 pid=$SC_PID
 
 # 1. Fill the disk with pushes (about 100 KiB each) until one is refused.
@@ -94,7 +96,7 @@ umount -l "$W/spool"
 mount -t tmpfs -o size=3m,mode=0750 tmpfs "$W/spool" || fail "remount"
 rm -rf "$OUT"
 want_n=0 want_c=0 acked=0
-start_sidecar j --batch-window 2 --journal-bytes 1MiB --rescan-interval 1
+start_sidecar j --batch-window 2 --journal-bytes 1MiB --rescan-interval 1 --max-memory 1GiB
 grep -q 'msg="spool journal not used' "$SC_LOG" && fail "journal not created: $(cat "$SC_LOG")"
 dd if=/dev/zero of="$W/spool/filler" bs=4k 2>/dev/null || true
 refused=0
