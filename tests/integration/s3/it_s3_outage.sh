@@ -72,8 +72,11 @@ done
 [ "$t_start" -le $((restart_limit * 1000)) ] || fail "restart took $t_start ms"
 budget=$(metric pushprof_memory_budget_bytes)
 [ "$budget" -eq $((48 << 20)) ] || fail "pushprof_memory_budget_bytes is $budget"
-metrics | grep -q '^pushprof_memory_in_use_bytes [0-9]' || fail "no pushprof_memory_in_use_bytes"
-metrics | grep -q '^process_resident_memory_bytes [1-9]' || fail "no process_resident_memory_bytes"
+# Read whole, then searched: grep -q on the pipe would stop curl mid-write
+# (SIGPIPE, a failed pipeline under pipefail).
+metrics >"$W/metrics.txt"
+grep -q '^pushprof_memory_in_use_bytes [0-9]' "$W/metrics.txt" || fail "no pushprof_memory_in_use_bytes"
+grep -q '^process_resident_memory_bytes [1-9]' "$W/metrics.txt" || fail "no process_resident_memory_bytes"
 retried=$(sed -n 's/.* retried=\([0-9]*\).*/\1/p' "$W/bench.out")
 echo "outage: $N pushes acked ($retried retried), $pending batches pending; RSS peak $((hwm1 / 1024)) MiB before the SIGKILL, $((hwm2 / 1024)) MiB after (sampled max $((peak / 1024)) MiB); restart $t_start ms"
 

@@ -35,7 +35,8 @@ done
 exported=$(metric pushprof_batches_exported_total)
 [ "$exported" -eq "$N" ] || fail "$exported batches exported, want $N"
 [ "$(metric pushprof_spool_files)" -eq 0 ] || fail "spool not drained"
-metrics | grep -q '^pushprof_drops_total{' && fail "drops: $(metrics | grep '^pushprof_drops_total{')"
+metrics >"$W/metrics.txt"
+! grep -q '^pushprof_drops_total{' "$W/metrics.txt" || fail "drops: $(grep '^pushprof_drops_total{' "$W/metrics.txt")"
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$SC_PID/status")
 refused=$(metrics | awk -F'[ ]' '/^pushprof_pushes_rejected_total\{/ {s += $2} END {print s + 0}')
 stop_sidecar
