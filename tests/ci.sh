@@ -6,6 +6,8 @@
 # Usage: bash tests/ci.sh            (from a clean clone; ~20 min on 2 idle cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ci_t0=$(date +%s)
+phase() { echo "== $1 == (at $(($(date +%s) - ci_t0)) s)"; }
 bash tests/deps.sh
 export GOFLAGS=-mod=mod GOCACHE="${GOCACHE:-/tmp/pushprof-gocache}" HOME="${HOME:-/root}"
 jobs=$(nproc)
@@ -16,16 +18,16 @@ build() { # build DIR [cmake args...]
   cmake --build "$dir" -j"$jobs"
 }
 
-echo "== clang-format =="
+phase "clang-format"
 # The checked-in .clang-format is the style; a file that differs fails CI.
 git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
 echo "clang-format: $(git ls-files '*.c' '*.h' '*.cpp' | wc -l) files clean"
 
-echo "== normal build =="
+phase "normal build"
 build build-ci
 ctest --test-dir build-ci --output-on-failure -j2
 
-echo "== ASan+UBSan =="
+phase "ASan+UBSan"
 # Unit, fuzz-corpus and integration tests, the SDK's stress cases included:
 # workloads built here are instrumented, and uninstrumented hosts (bash,
 # python3, xz) get the ASan runtime preloaded ahead of the SDK
@@ -45,6 +47,7 @@ RUNS=15 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktr
   ctest --test-dir build-ci-asan --output-on-failure -L 'unit|fuzz|integration' -E "$asan_skip" -j2
 echo "ASan+UBSan tests: $(($(date +%s) - t0)) s"
 
-echo "== TSan =="
+phase "TSan"
 build build-ci-tsan -DPUSHPROF_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-ci-tsan --output-on-failure -L tsan -j2
+phase "done"
