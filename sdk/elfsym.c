@@ -1146,6 +1146,10 @@ const char *elfsym_debuglink(elfsym_image *img, uint32_t *crc) {
   return img->debuglink;
 }
 
+bool elfsym_table_read(const elfsym_image *img) {
+  return img->syms_loaded;
+}
+
 size_t elfsym_symbol_count(elfsym_image *img) {
   load_symbols(img);
   return img->nsyms;

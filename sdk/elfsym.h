@@ -90,7 +90,8 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
 #define ELFSYM_FEW_MAX 64
 void elfsym_lookup_many(elfsym_image *img, const uint64_t *vaddrs, size_t n,
                         elfsym_demangle_fn demangle, elfsym_symbol *out, bool *found);
-size_t elfsym_symbol_count(elfsym_image *img); /* reads the symbols if needed */
+size_t elfsym_symbol_count(elfsym_image *img);   /* reads the symbols if needed */
+bool elfsym_table_read(const elfsym_image *img); /* the whole table was read (tests) */
 /* The file name in the image's .gnu_debuglink and (crc may be NULL) the
  * CRC-32 it gives for the debug file; NULL if none or not a plain name. Set
  * only for an image without .symtab (reads the symbols if needed). */
