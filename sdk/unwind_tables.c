@@ -44,6 +44,7 @@ typedef struct pending {
 typedef struct scan {
   const utab_set *cur;
   uintptr_t only_pc; /* non-zero: copy only the object holding this pc */
+  int max_prio;      /* copy only objects of this priority or more urgent */
   utab_obj *found;
   pending *todo;
   size_t nfound, ntodo, cap;
@@ -314,15 +315,18 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
     return 0; /* built earlier (or known to have no CFI) */
   if (sc->only_pc && (sc->only_pc < lo || sc->only_pc >= hi))
     return 0; /* not asked for: stays to be built by a full refresh */
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  int prio = first && name[0] == '\0' ? 0 : strncmp(base, "libc.so", 7) == 0 ? 1 : 2;
+  if (prio > sc->max_prio)
+    return 0; /* known (pending), built by a later refresh */
   pending *p = &sc->todo[sc->ntodo++];
   memset(p, 0, sizeof *p);
   p->lo = lo;
   p->hi = hi;
   p->bias = info->dlpi_addr;
-  const char *name = info->dlpi_name ? info->dlpi_name : "";
-  const char *base = strrchr(name, '/');
-  base = base ? base + 1 : name;
-  p->prio = first && name[0] == '\0' ? 0 : strncmp(base, "libc.so", 7) == 0 ? 1 : 2;
+  p->prio = prio;
   if (!hdr) {
     memcpy(p->build_id, id, sizeof id);
     p->path = strdup(name[0] ? name : first ? "/proc/self/exe" : "");
@@ -376,7 +380,9 @@ static int publish(const utab_obj *objs, size_t n) {
   return 0;
 }
 
-static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
+/* only_pc: the object holding it only; else the objects up to max_prio
+ * (a refresh of them all records the loader's counters). */
+static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc, int max_prio) {
   unsigned long long c[2] = {0, 0};
   dlphdr_iterate(counters_cb, c);
   if (!only_pc && c[0] == g_adds && c[1] == g_subs) {
@@ -386,12 +392,13 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   scan sc = {0};
   sc.cur = atomic_load_explicit(&g_set, memory_order_relaxed);
   sc.only_pc = only_pc;
+  sc.max_prio = only_pc ? 2 : max_prio;
   sc.first = 1;
   dlphdr_iterate(scan_cb, &sc);
   int built = 0;
   if (sc.oom)
     goto out; /* the counters stay stale: the next refresh tries again */
-  if (!only_pc) {
+  if (!only_pc && max_prio >= 2) {
     g_adds = c[0];
     g_subs = c[1];
   }
@@ -408,6 +415,8 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   if (publish(sc.found, sc.nfound) != 0)
     goto out;
   qsort(sc.todo, sc.ntodo, sizeof *sc.todo, prio_cmp);
+  if (!only_pc && (sc.ntodo == 0 || sc.todo[0].prio > 1))
+    atomic_store_explicit(&g_ready, 1, memory_order_relaxed); /* built before, on demand */
   for (size_t i = 0; i < sc.ntodo; i++) {
     pending *p = &sc.todo[i];
     if (cancel && atomic_load(cancel))
@@ -443,6 +452,8 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   }
   if (cancel && atomic_load(cancel))
     g_adds = g_subs = ~0ULL; /* unbuilt objects: the next refresh retries */
+  else if (!only_pc)
+    atomic_store_explicit(&g_ready, 1, memory_order_relaxed); /* even if a build failed */
   reclaim_locked();
 out:
   for (size_t i = 0; i < sc.ntodo; i++) {
@@ -456,14 +467,21 @@ out:
 
 int utab_refresh(const _Atomic int *cancel) {
   pthread_mutex_lock(&g_mu);
-  int built = refresh_locked(cancel, 0);
+  int built = refresh_locked(cancel, 0, 2);
+  pthread_mutex_unlock(&g_mu);
+  return built;
+}
+
+int utab_refresh_first(const _Atomic int *cancel) {
+  pthread_mutex_lock(&g_mu);
+  int built = utab_ready() ? 0 : refresh_locked(cancel, 0, 1);
   pthread_mutex_unlock(&g_mu);
   return built;
 }
 
 int utab_build_for(uintptr_t pc) {
   pthread_mutex_lock(&g_mu);
-  int built = pc ? refresh_locked(NULL, pc) : 0;
+  int built = pc ? refresh_locked(NULL, pc, 2) : 0;
   pthread_mutex_unlock(&g_mu);
   return built;
 }

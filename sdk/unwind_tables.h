@@ -56,6 +56,11 @@ int utab_ready(void);
  * main executable and libc first) and drops tables of those gone. *cancel
  * is polled between objects. Returns the number of objects built. */
 int utab_refresh(const _Atomic int *cancel);
+/* Collector only: as utab_refresh, but builds the main executable's and
+ * libc's tables only (what makes utab_ready true), once; the other objects
+ * are published as pending (the handler defers samples that meet them) and
+ * wait for the next utab_refresh. Returns the number of objects built. */
+int utab_refresh_first(const _Atomic int *cancel);
 /* Builds the table of the object holding pc, if it has none yet and is
  * still loaded (a sample taken before the tables, unwound later). Returns 1
  * if a table was built. Not on the handler's path. */
