@@ -65,6 +65,18 @@ int utab_refresh_first(const _Atomic int *cancel);
  * still loaded (a sample taken before the tables, unwound later). Returns 1
  * if a table was built. Not on the handler's path. */
 int utab_build_for(uintptr_t pc);
+/* Rows on demand for a walk of a deferred stack copy (deferred.h), never
+ * the handler: for pc in an object with no table yet, the rule of the
+ * one FDE that holds it, compiled now (cfi_index); *known becomes
+ * UTAB_HAS_TABLE (the row may be NULL: no FDE holds pc, as a gap in a
+ * whole table). Objects without .eh_frame get NULL with *known untouched
+ * (they need utab_build_for). A returned row stays valid until the next
+ * utab_on_demand_trim. One walk at a time (the collector's drain). */
+const cfi_row *utab_row_on_demand(uintptr_t pc, int *known);
+/* Before a deferred walk: frees the on-demand rows of objects whose whole
+ * table is now built, and all of them when the loader's object list
+ * changed since (dlopen, dlclose). */
+void utab_on_demand_trim(void);
 /* Collector only: frees retired memory if no handler is reading. */
 void utab_reclaim(void);
 
