@@ -542,8 +542,10 @@ static bool symbols_from(Elf *elf, elfsym_image *link_img, symsink *sink) {
   if (few_begin(sink) != 0)
     return false;
   if (symtab) {
-    if (load_symtab(elf, symtab, &symsh, sink) != 0)
+    if (load_symtab(elf, symtab, &symsh, sink) != 0) {
+      sink->oom = true; /* a partial table could misname: none */
       return false;
+    }
     if (sink->taken > 0) {
       few_finish(sink);
       return true;
@@ -730,7 +732,7 @@ static void load_symbols(elfsym_image *img) {
   symsink s;
   sink_init(&s, NULL, 0);
   read_symbols(img, &s);
-  if ((!img->from_memory || s.taken > 0) && s.ntmp > 0) {
+  if (!s.oom && (!img->from_memory || s.taken > 0) && s.ntmp > 0) {
     sym *old = img->syms;
     char *old_names = img->names;
     if (set_symbols(img, s.tmp, s.ntmp, s.names) == 0) {
