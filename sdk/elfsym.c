@@ -295,7 +295,7 @@ typedef struct few_ent {
 } few_ent;
 
 typedef struct symsink {
-  size_t taken; /* symbols accepted */
+  size_t taken; /* symbols accepted (the few path counts only up to the first) */
   bool oom;
   /* all: */
   sym_tmp *tmp;
@@ -309,6 +309,10 @@ typedef struct symsink {
   few_ent *win;
   uint8_t *nwin;
   elfsym_symbol *res; /* name NULL: none */
+  few_ent *placed;    /* few_wants's answer for placed_addr, reused by few_add */
+  uint64_t placed_addr;
+  size_t placed_win;
+  unsigned placed_at;
 } symsink;
 #define FEW_WIN (ELFSYM_LOOK_BACK + 1)
 
@@ -342,7 +346,10 @@ static int sink_reserve(symsink *s, size_t n) {
   return 0;
 }
 
-static void few_add(symsink *s, uint64_t addr, uint64_t size, const char *name, uint8_t rank) {
+/* The window a symbol at addr would go to, and its place there; NULL
+ * when it cannot matter to any address (above them all, or below the
+ * FEW_WIN kept). */
+static few_ent *few_place(const symsink *s, uint64_t addr, size_t *win, unsigned *at) {
   size_t lo = 0, hi = s->nv; /* the first address >= addr */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -352,18 +359,41 @@ static void few_add(symsink *s, uint64_t addr, uint64_t size, const char *name, 
       hi = mid;
   }
   if (lo == s->nv)
-    return; /* above every address asked for */
+    return NULL;
   few_ent *w = s->win + lo * FEW_WIN;
   unsigned n = s->nwin[lo], i = 0;
   while (i < n && w[i].addr > addr)
     i++;
+  if (i == FEW_WIN)
+    return NULL;
+  *win = lo;
+  *at = i;
+  return w;
+}
+
+/* Few path: whether a symbol at addr can matter (so its name is worth
+ * reading). Once one symbol was taken, the table is known to have some. */
+static bool few_wants(symsink *s, uint64_t addr) {
+  if (!s->win || s->taken == 0)
+    return true;
+  s->placed = few_place(s, addr, &s->placed_win, &s->placed_at);
+  s->placed_addr = addr;
+  return s->placed != NULL;
+}
+
+static void few_add(symsink *s, uint64_t addr, uint64_t size, const char *name, uint8_t rank) {
+  size_t lo = s->placed_win;
+  unsigned i = s->placed_at;
+  few_ent *w = s->placed && s->placed_addr == addr ? s->placed : few_place(s, addr, &lo, &i);
+  s->placed = NULL;
+  if (!w)
+    return;
+  unsigned n = s->nwin[lo];
   if (i < n && w[i].addr == addr) {
     if (alias_cmp(size, rank, name, w[i].size, w[i].rank, w[i].name) < 0)
       w[i] = (few_ent){addr, size, name, rank};
     return;
   }
-  if (i == FEW_WIN)
-    return; /* below the FEW_WIN kept */
   if (n == FEW_WIN)
     n--; /* the lowest falls out */
   memmove(&w[i + 1], &w[i], (n - i) * sizeof *w);
@@ -474,6 +504,8 @@ static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, symsink *sin
       continue;
     if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
       continue;
+    if (sink->v && !few_wants(sink, s.st_value))
+      continue; /* cannot name any address asked for: its name is not read */
     const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
     if (!name || !name[0])
       continue;
