@@ -367,13 +367,14 @@ static void *collector_main(void *arg) {
       break;
     /* Tables are built once the process has been sampled (the handler asks
      * and wakes us): a process that never is pays nothing for them. A drain
-     * first walks the samples deferred until now (building just the tables
-     * their stacks need, which frees their slots soon), then a refresh
-     * builds more, then a drain takes what arrived meanwhile. Until a drain
-     * period has passed since the first sample only the executable's and
-     * libc's tables are built (the handler's readiness): a short process
-     * about to exit builds no table its samples do not need, since samples
-     * in the other objects are deferred and their walks build on demand. */
+     * first walks the samples deferred until now (with the rows of just the
+     * FDEs their stacks need, which frees their slots soon), then a refresh
+     * builds tables, then a drain takes what arrived meanwhile. Until a
+     * drain period has passed since the first sample only the executable's
+     * and libc's are built (the handler's readiness, cancelled if the
+     * process exits meanwhile): samples in the other objects are deferred
+     * and walked the same way, so a short process compiles no whole table
+     * its samples do not need. */
     collector_drain();
     void (*tick)(void) = atomic_load(&g_tick);
     if (tick)

@@ -124,8 +124,8 @@ static int on_altstack(const void *uc, uintptr_t sp) {
  *   (RING_F_DEFERRED) and the collector walks the copy with the tables
  *   (deferred.h); so is a stack that meets an object whose table is still
  *   pending (the others are built a drain period after the first sample),
- *   and that sample wakes the collector, which builds the table on the
- *   spot and frees the slot.
+ *   and that sample wakes the collector, which walks the copy at once
+ *   (with the rows of just the FDEs it needs) and frees the slot.
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -188,7 +188,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
       rec->depth = 1;
       rec->flags = RING_F_DEFERRED;
       rec->defer = defer;
-      wake = 1; /* the walk builds the table now, and frees the slot */
+      wake = 1; /* walked at once, which frees the slot */
     }
   }
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
