@@ -383,11 +383,15 @@ static void *collector_main(void *arg) {
     if (utab_wanted()) {
       if (wanted_ns == 0)
         wanted_ns = now;
-      int built = now - wanted_ns >= COLLECTOR_DRAIN_MS * 1000000LL
-                      ? utab_refresh(&g_utab_cancel)
-                      : utab_refresh_first(&g_utab_cancel);
+      int full = now - wanted_ns >= COLLECTOR_DRAIN_MS * 1000000LL;
+      int built = full ? utab_refresh(&g_utab_cancel) : utab_refresh_first(&g_utab_cancel);
       if (built > 0)
         collector_drain();
+      if (built > 0 && full) {
+        pthread_mutex_lock(&g_mu); /* no deferred walk meanwhile: they hold g_mu */
+        utab_on_demand_trim();     /* whole tables now: the per-FDE rows go */
+        pthread_mutex_unlock(&g_mu);
+      }
     }
     if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
       threads_rescan(); /* on failure the next round tries again */
@@ -637,6 +641,11 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
              "pushprof: unwind tables for %u of %u objects, %" PRIu64 " rows, %" PRIu64
              " KiB, built in %.1f ms",
              us.tables, us.objects, us.rows, us.bytes >> 10, (double)us.build_ns / 1e6);
+  if (us.on_demand_fdes) /* rows for copies walked before (or instead of) whole tables */
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: unwind rows of %u FDEs compiled one by one since the start, for stack "
+             "copies in objects whose whole table was not built yet",
+             us.on_demand_fdes);
   for (size_t i = 0; i < nc; i++)
     cp[i] = comments[i];
 

@@ -521,6 +521,7 @@ static pthread_mutex_t g_od_mu = PTHREAD_MUTEX_INITIALIZER;
 static od_obj *g_od;
 static size_t g_nod, g_capod;
 static unsigned long long g_od_adds = ~0ULL, g_od_subs = ~0ULL; /* the loader's, when filled */
+static uint32_t g_od_fdes;                                      /* compiled, in all */
 
 static void od_free(od_obj *o) {
   for (size_t i = 0; i < o->n; i++)
@@ -628,6 +629,7 @@ const cfi_row *utab_row_on_demand(uintptr_t pc, int *known) {
     goto oom;
   if (t && t->nrows > 0 && pc >= t->lo && pc < t->hi) {
     o->one[o->n++] = t;
+    g_od_fdes++;
     row = cfi_lookup(t, pc);
   } else {
     free(t); /* no FDE holds pc: as a gap in the whole table */
@@ -656,6 +658,10 @@ void utab_get_stats(utab_stats *out) {
   }
   out->retired = (uint32_t)g_nretired;
   pthread_mutex_unlock(&g_mu);
+  pthread_mutex_lock(&g_od_mu);
+  out->on_demand = (uint32_t)g_nod;
+  out->on_demand_fdes = g_od_fdes;
+  pthread_mutex_unlock(&g_od_mu);
 }
 
 void utab_atfork_child(void) {

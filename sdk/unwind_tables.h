@@ -85,7 +85,9 @@ typedef struct utab_stats {
   uint64_t rows, bytes;     /* in all tables */
   uint64_t build_ns;        /* total time spent building */
   uint32_t bad_entries, bad_ops, unknown_rows;
-  uint32_t retired; /* blocks waiting for readers to leave */
+  uint32_t retired;        /* blocks waiting for readers to leave */
+  uint32_t on_demand;      /* objects with rows compiled on demand, not freed yet */
+  uint32_t on_demand_fdes; /* FDEs compiled on demand, in all (since start) */
 } utab_stats;
 void utab_get_stats(utab_stats *st);
 

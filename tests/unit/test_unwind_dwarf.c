@@ -315,7 +315,9 @@ static void test_unwind_dwarf_deferred_copies_use_rows_on_demand(void) {
   PP_CHECK_INT(defer_busy(), ==, 0);
   utab_stats st;
   utab_get_stats(&st);
-  PP_CHECK_INT(st.tables, ==, 0); /* nothing compiled whole */
+  PP_CHECK_INT(st.tables, ==, 0);    /* nothing compiled whole */
+  PP_CHECK_INT(st.on_demand, >=, 2); /* this executable and libc, per FDE */
+  PP_CHECK_INT(st.on_demand_fdes, >=, 3);
   fprintf(stderr, "deferred: %d copies, %d in dw_leaf, with their callers to _start\n", n, in_leaf);
 }
 
@@ -345,6 +347,10 @@ static void test_unwind_dwarf_first_refresh_builds_executable_and_libc_only(void
   PP_CHECK_INT(utab_refresh(NULL), >=, 1);       /* the others */
   utab_get_stats(&st);
   PP_CHECK_INT(st.tables, >, 2);
+  PP_CHECK_INT(st.on_demand, >=, 2); /* until trimmed: */
+  utab_on_demand_trim();
+  utab_get_stats(&st);
+  PP_CHECK_INT(st.on_demand, ==, 0); /* whole tables for all: per-FDE rows freed */
   hint = NULL;
   utab_enter();
   PP_CHECK(utab_find((uintptr_t)elf_fn, &known, &hint) != NULL);
