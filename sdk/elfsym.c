@@ -362,6 +362,8 @@ static few_ent *few_place(const symsink *s, uint64_t addr, size_t *win, unsigned
     return NULL;
   few_ent *w = s->win + lo * FEW_WIN;
   unsigned n = s->nwin[lo], i = 0;
+  if (n == FEW_WIN && addr < w[FEW_WIN - 1].addr)
+    return NULL; /* below a full window: most symbols, at once */
   while (i < n && w[i].addr > addr)
     i++;
   if (i == FEW_WIN)
@@ -495,9 +497,20 @@ static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, symsink *sin
     n = (size_t)1 << 26;
   if (sink_reserve(sink, n) != 0)
     return -1;
+  /* ELFCLASS64: the converted section is an array of GElf_Sym already
+   * (gelf_getsym would copy each out); as gelf_getsym, stop at its end. */
+  const GElf_Sym *direct = NULL;
+  if (gelf_getclass(elf) == ELFCLASS64 && data->d_type == ELF_T_SYM && data->d_buf &&
+      (uintptr_t)data->d_buf % _Alignof(GElf_Sym) == 0) {
+    direct = data->d_buf;
+    if (n > data->d_size / sizeof(GElf_Sym))
+      n = data->d_size / sizeof(GElf_Sym);
+  }
   for (size_t i = 0; i < n; i++) {
     GElf_Sym s;
-    if (!gelf_getsym(data, (int)i, &s))
+    if (direct)
+      s = direct[i];
+    else if (!gelf_getsym(data, (int)i, &s))
       break;
     int type = GELF_ST_TYPE(s.st_info);
     if (type != STT_FUNC && type != STT_GNU_IFUNC)
