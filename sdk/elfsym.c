@@ -1269,6 +1269,10 @@ static void pick_symbols(elfsym_image *img, const uint64_t *vaddrs, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!find_picked(img, vaddrs[i]))
       v[nv++] = vaddrs[i];
+  if (img->npicked + nv > ELFSYM_FEW_MAX) { /* counted with repeats: a big profile, not sorted */
+    load_symbols(img);
+    goto done;
+  }
   qsort(v, nv, sizeof *v, u64_cmp);
   size_t k = 0;
   for (size_t i = 0; i < nv; i++)
@@ -1277,10 +1281,6 @@ static void pick_symbols(elfsym_image *img, const uint64_t *vaddrs, size_t n) {
   nv = k;
   if (nv == 0)
     goto done;
-  if (img->npicked + nv > ELFSYM_FEW_MAX) {
-    load_symbols(img);
-    goto done;
-  }
   picked *grown = realloc(img->picked, (img->npicked + nv) * sizeof *grown);
   if (!grown)
     goto done;

@@ -81,8 +81,9 @@ typedef struct elfsym_symbol {
 bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangle,
                    elfsym_symbol *out);
 /* The same answers for n addresses at once (out[i] valid where found[i]).
- * While an image has had at most ELFSYM_FEW_MAX distinct addresses asked
- * this way, and no elfsym_lookup, they are named by one pass over its
+ * While an image has been asked at most ELFSYM_FEW_MAX addresses this way
+ * (not counting ones answered before), and no elfsym_lookup, they are
+ * named by one pass over its
  * symbol table (no sort, no copy of the names; a separate debug file is
  * still read when the object has no .symtab), and the image keeps only
  * those answers; past that the whole table is read, as elfsym_lookup does.
