@@ -83,12 +83,12 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
 /* The same answers for n addresses at once (out[i] valid where found[i]).
  * While an image has been asked at most ELFSYM_FEW_MAX addresses this way
  * (not counting ones answered before), and no elfsym_lookup, they are
- * named by one pass over its
- * symbol table (no sort, no copy of the names; a separate debug file is
- * still read when the object has no .symtab), and the image keeps only
- * those answers; past that the whole table is read, as elfsym_lookup does.
- * A process that took a few samples thus pays little to name them. The
- * names in out[] belong to the image (as elfsym_lookup's). */
+ * named by one pass over its symbol table (no sort, no copy of the names;
+ * a separate debug file is still read when the object has no .symtab),
+ * and the image keeps only those answers; past that the whole table is
+ * read, as elfsym_lookup does. A process that took a few samples thus pays
+ * little to name them. The names in out[] belong to the image (as
+ * elfsym_lookup's). */
 #define ELFSYM_FEW_MAX 64
 void elfsym_lookup_many(elfsym_image *img, const uint64_t *vaddrs, size_t n,
                         elfsym_demangle_fn demangle, elfsym_symbol *out, bool *found);
