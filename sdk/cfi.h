@@ -79,6 +79,23 @@ enum cfi_source { CFI_EH_FRAME = 0, CFI_DEBUG_FRAME = 1 };
 int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
               enum cfi_source src, const _Atomic int *cancel, cfi_table **out, cfi_stats *st);
 
+/* An object's FDEs listed and sorted once (what cfi_build does before it
+ * compiles them), so the rows of one FDE can be compiled when a PC needs
+ * them: a short process that took a few samples unwinds them without
+ * compiling the whole object. Built and used off the signal path. */
+typedef struct cfi_index cfi_index;
+/* As cfi_build, but takes data (malloc'ed; freed with the index, or here
+ * on failure). 0, or -1 on allocation failure (*out NULL). */
+int cfi_index_build(uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
+                    enum cfi_source src, cfi_index **out);
+/* A table of the rows cfi_build gives the FDE that holds pc (its range
+ * trimmed as cfi_build trims overlaps), so cfi_lookup on it gives the same
+ * rule as on the whole table for every PC of that range; *out NULL when no
+ * FDE holds pc. free(*out). 0, or -1 on allocation failure. Not
+ * thread-safe with other calls on the same index. */
+int cfi_index_table(const cfi_index *ix, uintptr_t pc, cfi_table **out);
+void cfi_index_free(cfi_index *ix);
+
 /* The row whose range holds pc, or NULL if pc is outside [lo, hi).
  * Async-signal-safe: bounded search, reads only the table. */
 const cfi_row *cfi_lookup(const cfi_table *t, uintptr_t pc);

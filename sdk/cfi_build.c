@@ -880,6 +880,108 @@ int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t ba
   return *out ? 0 : -1;
 }
 
+struct cfi_index {
+  section s;
+  uint8_t *data; /* owned: s.data */
+  cie_set cies;
+  fde_ref *fdes; /* those cfi_build compiles, sorted, with lo raised to its floor */
+  uint32_t *floor;
+  size_t n;
+};
+
+void cfi_index_free(cfi_index *ix) {
+  if (!ix)
+    return;
+  free(ix->data);
+  free(ix->cies.v);
+  free(ix->fdes);
+  free(ix->floor);
+  free(ix);
+}
+
+int cfi_index_build(uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
+                    enum cfi_source src, cfi_index **out) {
+  cfi_stats st;
+  size_t max_rows;
+  memset(&st, 0, sizeof st);
+  *out = NULL;
+  cfi_index *ix = calloc(1, sizeof *ix);
+  if (!ix) {
+    free(data);
+    return -1;
+  }
+  ix->data = data;
+  ix->s = (section){data, data ? len : 0, data_addr, base, src};
+  if (list_cies(&ix->s, &ix->cies) != 0 ||
+      list_fdes(&ix->s, &ix->cies, &ix->fdes, &ix->n, &max_rows, &st) != 0)
+    goto fail;
+  if (ix->n > 1)
+    qsort(ix->fdes, ix->n, sizeof *ix->fdes, fde_cmp);
+  ix->floor = malloc((ix->n ? ix->n : 1) * sizeof *ix->floor);
+  if (!ix->floor)
+    goto fail;
+  /* cfi_build's loop without the compiling: which FDEs, above which floor */
+  size_t k = 0;
+  uint32_t floor = 0;
+  for (size_t i = 0; i < ix->n; i++) {
+    if (ix->fdes[i].hi <= floor)
+      continue;
+    ix->floor[k] = floor;
+    ix->fdes[k++] = ix->fdes[i];
+    floor = (uint32_t)ix->fdes[i].hi;
+  }
+  ix->n = k;
+  *out = ix;
+  return 0;
+fail:
+  cfi_index_free(ix);
+  return -1;
+}
+
+int cfi_index_table(const cfi_index *ix, uintptr_t pc, cfi_table **out) {
+  *out = NULL;
+  if (pc < ix->s.base || pc - ix->s.base >= UINT32_MAX)
+    return 0;
+  uint64_t off = pc - ix->s.base;
+  size_t a = 0, b = ix->n; /* the first FDE ending above off */
+  while (a < b) {
+    size_t m = a + (b - a) / 2;
+    if (ix->fdes[m].hi <= off)
+      a = m + 1;
+    else
+      b = m;
+  }
+  if (a == ix->n)
+    return 0;
+  const fde_ref *f = &ix->fdes[a];
+  uint32_t floor = ix->floor[a];
+  if (off < f->lo || off < floor)
+    return 0; /* between FDEs */
+  reader body;
+  uint64_t id;
+  int is64;
+  size_t next;
+  if (entry_header(&ix->s, f->off, &body, &id, &is64, &next) != 0)
+    return 0;                          /* checked when listed */
+  size_t max_rows = next - f->off + 2; /* as list_fdes bounds it */
+  row_vec rv = {0};
+  rv.block = malloc(sizeof(cfi_table) + max_rows * sizeof(cfi_row));
+  if (!rv.block)
+    return -1;
+  rv.v = (cfi_row *)(rv.block + 1);
+  rv.cap = max_rows;
+  cfi_stats st;
+  memset(&st, 0, sizeof st);
+  compile_fde(&ix->s, &ix->cies.v[f->cie], f, &rv, floor, &st);
+  if (rv.oom) {
+    free(rv.block);
+    return -1;
+  }
+  *out = finish(&rv, ix->s.base);
+  free(rv.block);
+  return *out ? 0 : -1;
+}
+
 const cfi_row *cfi_lookup(const cfi_table *t, uintptr_t pc) {
   if (!t || pc < t->lo || pc >= t->hi)
     return NULL;

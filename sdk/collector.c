@@ -356,7 +356,7 @@ static int stop_requested(void) {
 static void *collector_main(void *arg) {
   (void)arg;
   threads_exclude_self();
-  int64_t last_scan = clock_ns(CLOCK_MONOTONIC);
+  int64_t last_scan = clock_ns(CLOCK_MONOTONIC), wanted_ns = 0;
   for (;;) {
     uint32_t w = atomic_load_explicit(&g_wake, memory_order_acquire);
     if (stop_requested())
@@ -367,16 +367,32 @@ static void *collector_main(void *arg) {
       break;
     /* Tables are built once the process has been sampled (the handler asks
      * and wakes us): a process that never is pays nothing for them. A drain
-     * first walks the samples deferred until now (building just the tables
-     * their stacks need, which frees their slots soon), then the refresh
-     * builds the rest, then a drain takes what arrived meanwhile. */
+     * first walks the samples deferred until now (with the rows of just the
+     * FDEs their stacks need, which frees their slots soon), then a refresh
+     * builds tables, then a drain takes what arrived meanwhile. Until a
+     * drain period has passed since the first sample only the executable's
+     * and libc's are built (the handler's readiness, cancelled if the
+     * process exits meanwhile): samples in the other objects are deferred
+     * and walked the same way, so a short process compiles no whole table
+     * its samples do not need. */
     collector_drain();
     void (*tick)(void) = atomic_load(&g_tick);
     if (tick)
       tick();
-    if (utab_wanted() && utab_refresh(&g_utab_cancel) > 0)
-      collector_drain();
     int64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (utab_wanted()) {
+      if (wanted_ns == 0)
+        wanted_ns = now;
+      int full = now - wanted_ns >= COLLECTOR_DRAIN_MS * 1000000LL;
+      int built = full ? utab_refresh(&g_utab_cancel) : utab_refresh_first(&g_utab_cancel);
+      if (built > 0)
+        collector_drain();
+      if (built > 0 && full) {
+        pthread_mutex_lock(&g_mu); /* no deferred walk meanwhile: they hold g_mu */
+        utab_on_demand_trim();     /* whole tables now: the per-FDE rows go */
+        pthread_mutex_unlock(&g_mu);
+      }
+    }
     if (now - last_scan >= COLLECTOR_RESCAN_MS * 1000000LL) {
       threads_rescan(); /* on failure the next round tries again */
       last_scan = now;
@@ -596,8 +612,8 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
              a.no_table);
   if (a.deferred)
     snprintf(comments[nc++], COMMENT_LEN,
-             "pushprof: %" PRId64 " samples taken before the unwind tables were ready, "
-             "unwound afterwards from a copy of their stack",
+             "pushprof: %" PRId64 " samples taken before the unwind tables they needed were "
+             "built, unwound afterwards from a copy of their stack",
              a.deferred);
   if (a.leaf_only)
     snprintf(comments[nc++], COMMENT_LEN,
@@ -625,6 +641,11 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
              "pushprof: unwind tables for %u of %u objects, %" PRIu64 " rows, %" PRIu64
              " KiB, built in %.1f ms",
              us.tables, us.objects, us.rows, us.bytes >> 10, (double)us.build_ns / 1e6);
+  if (us.on_demand_fdes) /* rows for copies walked before (or instead of) whole tables */
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: unwind rows of %u FDEs compiled one by one since the start, for stack "
+             "copies in objects whose whole table was not built yet",
+             us.on_demand_fdes);
   for (size_t i = 0; i < nc; i++)
     cp[i] = comments[i];
 

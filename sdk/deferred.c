@@ -56,11 +56,15 @@ uint32_t defer_unwind(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags) {
     return 0;
   defer_slot *s = &g_slots[slot];
   uint32_t depth = 0;
-  /* Each object the walk meets without a table is built, then the walk is
-   * redone; bounded by the number of objects one stack can cross. */
+  /* Objects with no table yet give the rows of just the FDEs this stack
+   * needs (a short process need not compile whole objects); an object
+   * without .eh_frame is built whole, then the walk is redone (bounded by
+   * the number of objects one stack can cross). */
+  utab_on_demand_trim();
   for (int tries = 0; tries < 16; tries++) {
     uintptr_t missing = 0;
-    depth = unwind_stack_copy(&s->regs, s->words, s->len, pcs, max, flags, &missing);
+    depth = unwind_stack_copy(&s->regs, s->words, s->len, pcs, max, flags, &missing,
+                              utab_row_on_demand);
     if (!(*flags & UNWIND_F_NO_TABLE) || !missing || utab_build_for(missing) == 0)
       break;
   }

@@ -22,8 +22,10 @@
  * free slot; returns its index, or -1 if none is free. Async-signal-safe. */
 int defer_take(const unwind_regs *regs, uintptr_t hi);
 
-/* Collector: walks slot's copy into pcs (see unwind_stack_copy), building
- * the tables of objects it meets that have none yet, then frees the slot.
+/* Collector: walks slot's copy into pcs (see unwind_stack_copy), with the
+ * rows of just the FDEs it needs in objects that have no table yet
+ * (utab_row_on_demand; a whole table for an object without .eh_frame),
+ * then frees the slot. One call at a time.
  * *flags gets UNWIND_F_* bits (UNWIND_F_TRUNCATED also when the walk ran
  * off the end of a partial copy). */
 uint32_t defer_unwind(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags);

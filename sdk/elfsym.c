@@ -34,6 +34,18 @@ typedef struct sym {
   uint32_t name; /* offset into names */
 } sym;
 
+/* How many symbols below the one at or below an address elfsym_lookup
+ * searches for one that covers it (an inner entry point). */
+#define ELFSYM_LOOK_BACK 16
+
+/* An address named by the few path (elfsym_lookup_many) before the whole
+ * table was read. */
+typedef struct picked {
+  uint64_t vaddr;
+  elfsym_symbol sym; /* name NULL: no symbol; name and demangled owned */
+  bool demangle_tried;
+} picked;
+
 struct elfsym_image {
   char *key; /* "b:<build id>" or "f:<path>:<inode>:<size>" */
   char *build_id;
@@ -53,7 +65,9 @@ struct elfsym_image {
   sym *syms;
   size_t nsyms;
   char *names;
-  char **dem; /* lazily demangled names; entry == names+off when not mangled */
+  char **dem;     /* lazily demangled names; entry == names+off when not mangled */
+  picked *picked; /* sorted by vaddr; only while !syms_loaded matters */
+  size_t npicked;
   unsigned refs;
 };
 
@@ -187,17 +201,15 @@ static int underscores(const char *s) {
   return n;
 }
 
-/* By address; within an address the preferred alias first: sized, global
- * before weak before local, fewer leading underscores, shorter, then name. */
-static int sym_tmp_cmp(const void *a, const void *b, void *names) {
-  const sym_tmp *x = a, *y = b;
-  if (x->addr != y->addr)
-    return x->addr < y->addr ? -1 : 1;
-  if ((x->size != 0) != (y->size != 0))
-    return x->size != 0 ? -1 : 1;
-  if (x->bind_rank != y->bind_rank)
-    return x->bind_rank < y->bind_rank ? -1 : 1;
-  const char *nx = (const char *)names + x->name, *ny = (const char *)names + y->name;
+/* Which of two symbols at one address names it, the lesser first: sized,
+ * global before weak before local, fewer leading underscores, shorter,
+ * then by name. */
+static int alias_cmp(uint64_t sx, uint8_t rx, const char *nx, uint64_t sy, uint8_t ry,
+                     const char *ny) {
+  if ((sx != 0) != (sy != 0))
+    return sx != 0 ? -1 : 1;
+  if (rx != ry)
+    return rx < ry ? -1 : 1;
   int ux = underscores(nx), uy = underscores(ny);
   if (ux != uy)
     return ux < uy ? -1 : 1;
@@ -205,6 +217,15 @@ static int sym_tmp_cmp(const void *a, const void *b, void *names) {
   if (lx != ly)
     return lx < ly ? -1 : 1;
   return strcmp(nx, ny);
+}
+
+/* By address; within an address the preferred alias first (alias_cmp). */
+static int sym_tmp_cmp(const void *a, const void *b, void *names) {
+  const sym_tmp *x = a, *y = b;
+  if (x->addr != y->addr)
+    return x->addr < y->addr ? -1 : 1;
+  return alias_cmp(x->size, x->bind_rank, (const char *)names + x->name, y->size, y->bind_rank,
+                   (const char *)names + y->name);
 }
 
 static bool section_has_symbols(const GElf_Shdr *sh) {
@@ -240,62 +261,275 @@ static int set_symbols(elfsym_image *img, sym_tmp *tmp, size_t ntmp, char *names
   return 0;
 }
 
-static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, elfsym_image *img) {
+/* syms[0..lo] ascending by address, one symbol per address, lo the last at
+ * or below vaddr: the index of the symbol that names vaddr, or -1. A sized
+ * symbol must cover vaddr; past its end (assembly with an inner entry
+ * point) the 16 symbols below are searched for one that does. An unsized
+ * one names up to the next symbol, at most 1 MiB. */
+static ptrdiff_t naming_symbol(const sym *syms, size_t lo, uint64_t vaddr) {
+  const sym *s = &syms[lo];
+  if (s->size == 0)
+    return vaddr - s->addr < ((uint64_t)1 << 20) ? (ptrdiff_t)lo : -1;
+  if (vaddr - s->addr < s->size)
+    return (ptrdiff_t)lo;
+  size_t stop = lo > ELFSYM_LOOK_BACK ? lo - ELFSYM_LOOK_BACK : 0;
+  while (lo > stop) {
+    lo--;
+    if (syms[lo].size > 0 && vaddr - syms[lo].addr < syms[lo].size)
+      return (ptrdiff_t)lo;
+  }
+  return -1;
+}
+
+/* Where a table's function symbols go. Either all of them, to be sorted
+ * into the image's table (set_symbols); or, for a few addresses v[] (the
+ * few path), only what elfsym_lookup on that table would look at for each:
+ * its symbol at or below and the ELFSYM_LOOK_BACK symbols under that, one
+ * per address, the preferred alias (alias_cmp; the first seen of equals,
+ * as the stable sort keeps). That needs no sort and no copy of the names,
+ * and gives the same answers. */
+typedef struct few_ent {
+  uint64_t addr, size;
+  const char *name; /* into the Elf's data: copied by few_finish */
+  uint8_t rank;
+} few_ent;
+
+typedef struct symsink {
+  size_t taken; /* symbols accepted (the few path counts only up to the first) */
+  bool oom;
+  /* all: */
+  sym_tmp *tmp;
+  size_t ntmp, captmp;
+  char *names;
+  size_t nnames, capnames;
+  /* few: the addresses, sorted and distinct; per address k, win[k] holds the
+   * highest symbols in (v[k-1], v[k]], highest first; res[k] the answer. */
+  const uint64_t *v;
+  size_t nv;
+  few_ent *win;
+  uint8_t *nwin;
+  elfsym_symbol *res; /* name NULL: none */
+  few_ent *placed;    /* few_wants's answer for placed_addr, reused by few_add */
+  uint64_t placed_addr;
+  size_t placed_win;
+  unsigned placed_at;
+} symsink;
+#define FEW_WIN (ELFSYM_LOOK_BACK + 1)
+
+static void sink_init(symsink *s, const uint64_t *v, size_t nv) {
+  memset(s, 0, sizeof *s);
+  s->v = v;
+  s->nv = nv;
+}
+
+static void sink_free(symsink *s) {
+  free(s->tmp);
+  free(s->names);
+  free(s->win);
+  free(s->nwin);
+  for (size_t i = 0; s->res && i < s->nv; i++)
+    free((char *)s->res[i].name);
+  free(s->res);
+  sink_init(s, s->v, s->nv);
+}
+
+/* Makes room for n more symbols in an all-symbols sink. */
+static int sink_reserve(symsink *s, size_t n) {
+  if (s->v || s->ntmp + n <= s->captmp)
+    return 0;
+  size_t cap = s->ntmp + (n ? n : 1);
+  sym_tmp *t = realloc(s->tmp, cap * sizeof *t);
+  if (!t)
+    return -1;
+  s->tmp = t;
+  s->captmp = cap;
+  return 0;
+}
+
+/* The window a symbol at addr would go to, and its place there; NULL
+ * when it cannot matter to any address (above them all, or below the
+ * FEW_WIN kept). */
+static few_ent *few_place(const symsink *s, uint64_t addr, size_t *win, unsigned *at) {
+  size_t lo = 0, hi = s->nv; /* the first address >= addr */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->v[mid] < addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == s->nv)
+    return NULL;
+  few_ent *w = s->win + lo * FEW_WIN;
+  unsigned n = s->nwin[lo], i = 0;
+  if (n == FEW_WIN && addr < w[FEW_WIN - 1].addr)
+    return NULL; /* below a full window: most symbols, at once */
+  while (i < n && w[i].addr > addr)
+    i++;
+  if (i == FEW_WIN)
+    return NULL;
+  *win = lo;
+  *at = i;
+  return w;
+}
+
+/* Few path: whether a symbol at addr can matter (so its name is worth
+ * reading). Once one symbol was taken, the table is known to have some. */
+static bool few_wants(symsink *s, uint64_t addr) {
+  if (!s->win || s->taken == 0)
+    return true;
+  s->placed = few_place(s, addr, &s->placed_win, &s->placed_at);
+  s->placed_addr = addr;
+  return s->placed != NULL;
+}
+
+static void few_add(symsink *s, uint64_t addr, uint64_t size, const char *name, uint8_t rank) {
+  size_t lo = s->placed_win;
+  unsigned i = s->placed_at;
+  few_ent *w = s->placed && s->placed_addr == addr ? s->placed : few_place(s, addr, &lo, &i);
+  s->placed = NULL;
+  if (!w)
+    return;
+  unsigned n = s->nwin[lo];
+  if (i < n && w[i].addr == addr) {
+    if (alias_cmp(size, rank, name, w[i].size, w[i].rank, w[i].name) < 0)
+      w[i] = (few_ent){addr, size, name, rank};
+    return;
+  }
+  if (n == FEW_WIN)
+    n--; /* the lowest falls out */
+  memmove(&w[i + 1], &w[i], (n - i) * sizeof *w);
+  w[i] = (few_ent){addr, size, name, rank};
+  s->nwin[lo] = (uint8_t)(n + 1);
+}
+
+/* One function symbol of a table; -1 on ENOMEM. */
+static int sink_add(symsink *s, uint64_t addr, uint64_t size, const char *name, uint8_t rank) {
+  if (s->v) {
+    if (s->win)
+      few_add(s, addr, size, name, rank);
+    s->taken++;
+    return 0;
+  }
+  size_t len = strlen(name) + 1;
+  if (s->nnames + len > UINT32_MAX)
+    return 0; /* offsets are 32-bit: the rest is left out */
+  if (s->ntmp == s->captmp && sink_reserve(s, s->captmp ? s->captmp : 256) != 0)
+    return -1;
+  if (!s->names || s->nnames + len > s->capnames) {
+    size_t nc = s->capnames ? s->capnames : 4096;
+    while (s->nnames + len + 1 > nc)
+      nc *= 2;
+    char *nn = realloc(s->names, nc);
+    if (!nn)
+      return -1;
+    if (!s->names) {
+      nn[0] = '\0'; /* offset 0: no name */
+      s->nnames = 1;
+    }
+    s->names = nn;
+    s->capnames = nc;
+  }
+  memcpy(s->names + s->nnames, name, len);
+  s->tmp[s->ntmp++] = (sym_tmp){addr, size, (uint32_t)s->nnames, rank};
+  s->nnames += len;
+  s->taken++;
+  return 0;
+}
+
+/* Few path: before a table's Elf is closed, the answer per address, with
+ * its name copied; the windows are freed. */
+static void few_finish(symsink *s) {
+  if (!s->v || !s->win)
+    return;
+  for (size_t k = 0; k < s->nv && !s->oom; k++) {
+    /* The symbols at or below v[k], ascending, as a slice of the table. */
+    sym tab[FEW_WIN];
+    few_ent ent[FEW_WIN];
+    size_t m = 0;
+    for (size_t j = k + 1; j-- > 0 && m < FEW_WIN;)
+      for (unsigned i = 0; i < s->nwin[j] && m < FEW_WIN; i++)
+        ent[m++] = s->win[j * FEW_WIN + i];
+    if (m == 0)
+      continue;
+    for (size_t i = 0; i < m; i++)
+      tab[i] = (sym){ent[m - 1 - i].addr, ent[m - 1 - i].size, (uint32_t)(m - 1 - i)};
+    ptrdiff_t at = naming_symbol(tab, m - 1, s->v[k]);
+    if (at < 0)
+      continue;
+    const few_ent *e = &ent[tab[at].name];
+    char *name = strdup(e->name);
+    if (!name) {
+      s->oom = true;
+      break;
+    }
+    s->res[k] = (elfsym_symbol){name, name, e->addr, e->size};
+  }
+  free(s->win);
+  free(s->nwin);
+  s->win = NULL;
+  s->nwin = NULL;
+}
+
+/* Starts a table in a few-path sink: fresh windows. */
+static int few_begin(symsink *s) {
+  if (!s->v)
+    return 0;
+  free(s->win);
+  free(s->nwin);
+  s->win = malloc(s->nv * FEW_WIN * sizeof *s->win);
+  s->nwin = calloc(s->nv, 1);
+  if (!s->res)
+    s->res = calloc(s->nv, sizeof *s->res);
+  if (!s->win || !s->nwin || !s->res) {
+    s->oom = true;
+    return -1;
+  }
+  return 0;
+}
+
+static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, symsink *sink) {
   Elf_Data *data = elf_getdata(scn, NULL);
   if (!data || sh->sh_entsize == 0)
     return 0;
   size_t n = sh->sh_size / sh->sh_entsize;
-  size_t cap_names = 4096, nnames = 1, ntmp = 0;
-  sym_tmp *tmp = NULL;
-  char *names = NULL;
   if (n > (size_t)1 << 26)
     n = (size_t)1 << 26;
-  tmp = malloc((n ? n : 1) * sizeof *tmp);
-  names = malloc(cap_names);
-  if (!tmp || !names)
-    goto fail;
-  names[0] = '\0';
+  if (sink_reserve(sink, n) != 0)
+    return -1;
+  /* ELFCLASS64: the converted section is an array of GElf_Sym already
+   * (gelf_getsym would copy each out); as gelf_getsym, stop at its end. */
+  const GElf_Sym *direct = NULL;
+  if (gelf_getclass(elf) == ELFCLASS64 && data->d_type == ELF_T_SYM && data->d_buf &&
+      (uintptr_t)data->d_buf % _Alignof(GElf_Sym) == 0) {
+    direct = data->d_buf;
+    if (n > data->d_size / sizeof(GElf_Sym))
+      n = data->d_size / sizeof(GElf_Sym);
+  }
   for (size_t i = 0; i < n; i++) {
     GElf_Sym s;
-    if (!gelf_getsym(data, (int)i, &s))
+    if (direct)
+      s = direct[i];
+    else if (!gelf_getsym(data, (int)i, &s))
       break;
     int type = GELF_ST_TYPE(s.st_info);
     if (type != STT_FUNC && type != STT_GNU_IFUNC)
       continue;
     if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
       continue;
+    if (sink->v && !few_wants(sink, s.st_value))
+      continue; /* cannot name any address asked for: its name is not read */
     const char *name = elf_strptr(elf, sh->sh_link, s.st_name);
     if (!name || !name[0])
       continue;
-    size_t len = strlen(name) + 1;
-    if (nnames + len > UINT32_MAX)
-      break;
-    if (nnames + len > cap_names) {
-      size_t nc = cap_names;
-      while (nnames + len > nc)
-        nc *= 2;
-      char *nn = realloc(names, nc);
-      if (!nn)
-        goto fail;
-      names = nn;
-      cap_names = nc;
-    }
-    memcpy(names + nnames, name, len);
     int bind = GELF_ST_BIND(s.st_info);
-    tmp[ntmp].addr = s.st_value;
-    tmp[ntmp].size = s.st_size;
-    tmp[ntmp].name = (uint32_t)nnames;
-    tmp[ntmp].bind_rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
-    ntmp++;
-    nnames += len;
+    if (sink_add(sink, s.st_value, s.st_size, name,
+                 bind == STB_GLOBAL ? 0
+                 : bind == STB_WEAK ? 1
+                                    : 2) != 0)
+      return -1;
   }
-  if (set_symbols(img, tmp, ntmp, names) != 0)
-    goto fail;
   return 0;
-fail:
-  free(tmp);
-  free(names);
-  return -1;
 }
 
 /* .gnu_debuglink: a file name, NUL, padding to 4 bytes, and the CRC-32 of
@@ -324,7 +558,11 @@ static int read_debuglink(Elf *elf, Elf_Scn *scn, elfsym_image *img) {
 
 /* true if the symbols came from .symtab (so no separate debug file is needed).
  * Otherwise, with want_link, the .gnu_debuglink is kept in img. */
-static bool load_symbols_from(Elf *elf, elfsym_image *img, bool want_link) {
+
+/* Feeds sink the function symbols of .symtab, else of .dynsym; true if
+ * they came from .symtab. With link (an image), its .gnu_debuglink is kept
+ * there when they did not. */
+static bool symbols_from(Elf *elf, elfsym_image *link_img, symsink *sink) {
   Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *link = NULL;
   GElf_Shdr symsh, dynsh;
   size_t shstrndx = 0;
@@ -333,7 +571,7 @@ static bool load_symbols_from(Elf *elf, elfsym_image *img, bool want_link) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh))
       continue;
-    if (want_link && !link && names && sh.sh_type == SHT_PROGBITS) {
+    if (link_img && !link && names && sh.sh_type == SHT_PROGBITS) {
       const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
       if (nm && strcmp(nm, ".gnu_debuglink") == 0)
         link = scn;
@@ -346,16 +584,23 @@ static bool load_symbols_from(Elf *elf, elfsym_image *img, bool want_link) {
       dynsh = sh;
     }
   }
+  if (few_begin(sink) != 0)
+    return false;
   if (symtab) {
-    if (load_symtab(elf, symtab, &symsh, img) != 0)
+    if (load_symtab(elf, symtab, &symsh, sink) != 0) {
+      sink->oom = true; /* a partial table could misname: none */
       return false;
-    if (img->nsyms > 0)
+    }
+    if (sink->taken > 0) {
+      few_finish(sink);
       return true;
+    }
   }
   if (dynsym)
-    (void)load_symtab(elf, dynsym, &dynsh, img);
+    (void)load_symtab(elf, dynsym, &dynsh, sink);
+  few_finish(sink);
   if (link)
-    (void)read_debuglink(elf, link, img); /* ENOMEM: no debug file, as if none */
+    (void)read_debuglink(elf, link, link_img); /* ENOMEM: no debug file, as if none */
   return false;
 }
 
@@ -385,10 +630,11 @@ done:
   return rc;
 }
 
-/* Takes the symbols of the debug file at path if it belongs to img: by the
- * CRC of .gnu_debuglink when check_crc, and by build id whenever both have
- * one. Replaces img's symbols if it has any; true then. */
-static bool try_debug_file(elfsym_image *img, const char *path, bool check_crc) {
+/* Reads the symbols of the debug file at path into *out if it belongs to
+ * img: by the CRC of .gnu_debuglink when check_crc, and by build id
+ * whenever both have one. Only a .symtab with function symbols is taken
+ * (it then replaces what *out held); true then. */
+static bool try_debug_file(elfsym_image *img, const char *path, bool check_crc, symsink *out) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return false;
@@ -413,18 +659,14 @@ static bool try_debug_file(elfsym_image *img, const char *path, bool check_crc) 
   free(id);
   if (!match)
     goto done;
-  elfsym_image dbg;
-  memset(&dbg, 0, sizeof dbg);
-  if (load_symbols_from(elf, &dbg, false) && dbg.nsyms > 0) {
-    free(img->syms);
-    free(img->names);
-    img->syms = dbg.syms;
-    img->names = dbg.names;
-    img->nsyms = dbg.nsyms;
+  symsink dbg;
+  sink_init(&dbg, out->v, out->nv);
+  if (symbols_from(elf, NULL, &dbg) && dbg.taken > 0) {
+    sink_free(out);
+    *out = dbg;
     taken = true;
   } else {
-    free(dbg.syms);
-    free(dbg.names);
+    sink_free(&dbg);
   }
 done:
   if (elf)
@@ -447,8 +689,8 @@ static const char *object_path(const elfsym_image *img) {
  * -dbgsym packages, debuginfod caches laid out the same way), then by
  * .gnu_debuglink in the object's directory, its .debug/ subdirectory, and
  * the object's directory under the debug root. A debug root of "" turns
- * every lookup off. */
-static void load_debug_symbols(elfsym_image *img) {
+ * every lookup off. What it finds replaces *out. */
+static void load_debug_symbols(elfsym_image *img, symsink *out) {
   const char *root = img->debug_root ? img->debug_root : "/usr/lib/debug";
   const char *obj = object_path(img);
   const char *slash = obj ? strrchr(obj, '/') : NULL;
@@ -463,7 +705,7 @@ static void load_debug_symbols(elfsym_image *img) {
     return;
   if (idlen >= 4) {
     snprintf(path, plen, "%s/.build-id/%.2s/%s.debug", root, img->build_id, img->build_id + 2);
-    if (try_debug_file(img, path, false))
+    if (try_debug_file(img, path, false, out))
       goto done;
   }
   if (!img->debuglink || !slash)
@@ -472,32 +714,33 @@ static void load_debug_symbols(elfsym_image *img) {
   const char *fmt[] = {"%s%.*s/%s", "%s%.*s/.debug/%s", "%s%.*s/%s"}; /* obj starts with '/' */
   for (int i = 0; i < 3; i++) {
     snprintf(path, plen, fmt[i], i == 2 ? root : "", dlen, obj, img->debuglink);
-    if (try_debug_file(img, path, true))
+    if (try_debug_file(img, path, true, out))
       break;
   }
 done:
   free(path);
 }
 
-/* Re-opens the file the image came from (only if it is still the same file). */
-static void load_symbols(elfsym_image *img) {
-  if (img->syms_loaded)
-    return;
-  img->syms_loaded = true;
+/* The symbols of img into *out: the object's .symtab, else a separate
+ * debug file's, else its .dynsym. The file is re-opened (only if it is
+ * still the same file). For an image read from loaded memory only the
+ * debug file is read: *out stays empty when there is none, and the
+ * image's .dynsym, read at creation, stands. */
+static void read_symbols(elfsym_image *img, symsink *out) {
   if (!libelf_ready())
     return;
   if (img->from_memory) {
-    load_debug_symbols(img); /* a .symtab beats the loaded .dynsym */
+    load_debug_symbols(img, out); /* a .symtab beats the loaded .dynsym */
     return;
   }
   if (img->mem) {
     Elf *elf = elf_memory((char *)img->mem, img->memsize);
     if (!elf)
       return;
-    bool full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img, true);
+    bool full = elf_kind(elf) == ELF_K_ELF && symbols_from(elf, img, out);
     elf_end(elf);
     if (!full)
-      load_debug_symbols(img);
+      load_debug_symbols(img, out);
     return;
   }
   const char *paths[2] = {img->open_path, img->alt_path};
@@ -514,7 +757,7 @@ static void load_symbols(elfsym_image *img) {
     if (same) {
       Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
       if (elf) {
-        full = elf_kind(elf) == ELF_K_ELF && load_symbols_from(elf, img, true);
+        full = elf_kind(elf) == ELF_K_ELF && symbols_from(elf, img, out);
         elf_end(elf);
       }
     }
@@ -523,7 +766,28 @@ static void load_symbols(elfsym_image *img) {
       break;
   }
   if (!full)
-    load_debug_symbols(img);
+    load_debug_symbols(img, out);
+}
+
+/* Reads the whole table once, sorted, for elfsym_lookup. */
+static void load_symbols(elfsym_image *img) {
+  if (img->syms_loaded)
+    return;
+  img->syms_loaded = true;
+  symsink s;
+  sink_init(&s, NULL, 0);
+  read_symbols(img, &s);
+  if (!s.oom && (!img->from_memory || s.taken > 0) && s.ntmp > 0) {
+    sym *old = img->syms;
+    char *old_names = img->names;
+    if (set_symbols(img, s.tmp, s.ntmp, s.names) == 0) {
+      s.tmp = NULL; /* taken */
+      s.names = NULL;
+      free(old);
+      free(old_names);
+    }
+  }
+  sink_free(&s);
 }
 
 /* ---- images ---- */
@@ -537,6 +801,12 @@ void elfsym_image_free(elfsym_image *img) {
         free(img->dem[i]);
     free(img->dem);
   }
+  for (size_t i = 0; i < img->npicked; i++) {
+    if (img->picked[i].sym.demangled != img->picked[i].sym.name)
+      free((char *)img->picked[i].sym.demangled);
+    free((char *)img->picked[i].sym.name);
+  }
+  free(img->picked);
   free(img->key);
   free(img->build_id);
   free(img->loads);
@@ -923,6 +1193,10 @@ const char *elfsym_debuglink(elfsym_image *img, uint32_t *crc) {
   return img->debuglink;
 }
 
+bool elfsym_table_read(const elfsym_image *img) {
+  return img->syms_loaded;
+}
+
 size_t elfsym_symbol_count(elfsym_image *img) {
   load_symbols(img);
   return img->nsyms;
@@ -941,28 +1215,11 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
     else
       hi = mid;
   }
+  ptrdiff_t at = naming_symbol(img->syms, lo, vaddr);
+  if (at < 0)
+    return false;
+  lo = (size_t)at;
   const sym *s = &img->syms[lo];
-  if (s->size > 0) {
-    if (vaddr - s->addr >= s->size) {
-      /* an inner entry point (assembly with several symbols in one body):
-       * look back a little for a symbol that covers vaddr */
-      size_t stop = lo > 16 ? lo - 16 : 0;
-      while (lo > stop) {
-        lo--;
-        if (img->syms[lo].size > 0 && vaddr - img->syms[lo].addr < img->syms[lo].size)
-          break;
-      }
-      s = &img->syms[lo];
-      if (s->size == 0 || vaddr - s->addr >= s->size)
-        return false;
-    }
-  } else {
-    /* unsized: up to the next symbol, and not absurdly far */
-    if (lo + 1 < img->nsyms && vaddr >= img->syms[lo + 1].addr)
-      return false;
-    if (vaddr - s->addr >= ((uint64_t)1 << 20))
-      return false;
-  }
   const char *name = img->names + s->name;
   out->name = name;
   out->demangled = name;
@@ -986,6 +1243,97 @@ bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangl
     }
   }
   return true;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int picked_cmp(const void *a, const void *b) {
+  return u64_cmp(&((const picked *)a)->vaddr, &((const picked *)b)->vaddr);
+}
+
+static picked *find_picked(const elfsym_image *img, uint64_t vaddr) {
+  picked key = {.vaddr = vaddr};
+  return img->npicked ? bsearch(&key, img->picked, img->npicked, sizeof key, picked_cmp) : NULL;
+}
+
+/* Names the addresses not answered yet by one pass over the symbol table
+ * (the few path), or reads the whole table when they are too many. */
+static void pick_symbols(elfsym_image *img, const uint64_t *vaddrs, size_t n) {
+  uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+  size_t nv = 0;
+  if (!v)
+    return; /* unnamed this time; asked again next time */
+  for (size_t i = 0; i < n; i++)
+    if (!find_picked(img, vaddrs[i]))
+      v[nv++] = vaddrs[i];
+  if (img->npicked + nv > ELFSYM_FEW_MAX) { /* counted with repeats: a big profile, not sorted */
+    load_symbols(img);
+    goto done;
+  }
+  qsort(v, nv, sizeof *v, u64_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < nv; i++)
+    if (k == 0 || v[k - 1] != v[i])
+      v[k++] = v[i];
+  nv = k;
+  if (nv == 0)
+    goto done;
+  picked *grown = realloc(img->picked, (img->npicked + nv) * sizeof *grown);
+  if (!grown)
+    goto done;
+  img->picked = grown;
+  symsink s;
+  sink_init(&s, v, nv);
+  read_symbols(img, &s);
+  if (img->from_memory && s.taken == 0) {
+    img->syms_loaded = true; /* no debug file: the .dynsym read at creation is the table */
+  } else if (!s.oom) {
+    for (size_t i = 0; i < nv; i++) {
+      picked *p = &img->picked[img->npicked++];
+      memset(p, 0, sizeof *p);
+      p->vaddr = v[i];
+      if (s.res && s.res[i].name) {
+        p->sym = s.res[i];
+        s.res[i].name = NULL; /* taken */
+      }
+    }
+    qsort(img->picked, img->npicked, sizeof *img->picked, picked_cmp);
+  }
+  sink_free(&s);
+done:
+  free(v);
+}
+
+void elfsym_lookup_many(elfsym_image *img, const uint64_t *vaddrs, size_t n,
+                        elfsym_demangle_fn demangle, elfsym_symbol *out, bool *found) {
+  if (!img->syms_loaded)
+    pick_symbols(img, vaddrs, n);
+  for (size_t i = 0; i < n; i++) {
+    if (img->syms_loaded) {
+      found[i] = elfsym_lookup(img, vaddrs[i], demangle, &out[i]);
+      continue;
+    }
+    picked *p = find_picked(img, vaddrs[i]);
+    found[i] = p && p->sym.name;
+    if (!found[i])
+      continue;
+    const char *name = p->sym.name;
+    if (demangle && !p->demangle_tried && name[0] == '_' && name[1] == 'Z') {
+      int status = -1;
+      char *d = demangle(name, NULL, NULL, &status);
+      if (d && status == 0)
+        p->sym.demangled = d;
+      else
+        free(d);
+      p->demangle_tried = true;
+    }
+    out[i] = p->sym;
+    if (!demangle)
+      out[i].demangled = name;
+  }
 }
 
 /* ---- cache ---- */

@@ -80,7 +80,20 @@ typedef struct elfsym_symbol {
  * demangle may be NULL. false if none. */
 bool elfsym_lookup(elfsym_image *img, uint64_t vaddr, elfsym_demangle_fn demangle,
                    elfsym_symbol *out);
-size_t elfsym_symbol_count(elfsym_image *img); /* reads the symbols if needed */
+/* The same answers for n addresses at once (out[i] valid where found[i]).
+ * While an image has been asked at most ELFSYM_FEW_MAX addresses this way
+ * (not counting ones answered before), and no elfsym_lookup, they are
+ * named by one pass over its symbol table (no sort, no copy of the names;
+ * a separate debug file is still read when the object has no .symtab),
+ * and the image keeps only those answers; past that the whole table is
+ * read, as elfsym_lookup does. A process that took a few samples thus pays
+ * little to name them. The names in out[] belong to the image (as
+ * elfsym_lookup's). */
+#define ELFSYM_FEW_MAX 64
+void elfsym_lookup_many(elfsym_image *img, const uint64_t *vaddrs, size_t n,
+                        elfsym_demangle_fn demangle, elfsym_symbol *out, bool *found);
+size_t elfsym_symbol_count(elfsym_image *img);   /* reads the symbols if needed */
+bool elfsym_table_read(const elfsym_image *img); /* the whole table was read (tests) */
 /* The file name in the image's .gnu_debuglink and (crc may be NULL) the
  * CRC-32 it gives for the debug file; NULL if none or not a plain name. Set
  * only for an image without .symtab (reads the symbols if needed). */

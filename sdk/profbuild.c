@@ -404,6 +404,64 @@ static int frame_index(const frame_key *keys, size_t n, const frame_key *k, size
   return 0;
 }
 
+/* Names every frame (return addresses as pc-1) and marks per mapping
+ * whether its frames got names (1) or some did not (2). -1 on ENOMEM. */
+static int symbolize(profbuild *pb, const frame_key *keys, frame_info *info, size_t nu,
+                     elfsym_demangle_fn demangle, unsigned char *map_funcs) {
+  elfsym_image **img = calloc(nu ? nu : 1, sizeof *img);
+  uint64_t *vaddr = malloc((nu ? nu : 1) * sizeof *vaddr);
+  uint64_t *batch = malloc((nu ? nu : 1) * sizeof *batch);
+  size_t *idx = malloc((nu ? nu : 1) * sizeof *idx);
+  elfsym_symbol *syms = malloc((nu ? nu : 1) * sizeof *syms);
+  bool *found = malloc((nu ? nu : 1) * sizeof *found);
+  int rc = -1;
+  if (!img || !vaddr || !batch || !idx || !syms || !found)
+    goto done;
+  for (size_t i = 0; i < nu; i++) {
+    frame_info *fi = &info[i];
+    uint64_t q = keys[i].ret && keys[i].pc > 0 ? keys[i].pc - 1 : keys[i].pc;
+    fi->pm = find_pmap(pb->pm, pb->npm, q);
+    if (fi->pm < 0)
+      continue;
+    pmap *p = &pb->pm[fi->pm];
+    img[i] = pmap_image(pb, p);
+    if (!img[i] || !elfsym_pc_to_vaddr(img[i], p->start, p->offset, q, &vaddr[i])) {
+      img[i] = NULL;
+      map_funcs[fi->pm] |= 2;
+    }
+  }
+  for (size_t i = 0; i < nu; i++) {
+    if (!img[i])
+      continue;
+    elfsym_image *cur = img[i];
+    size_t n = 0;
+    for (size_t j = i; j < nu; j++) {
+      if (img[j] != cur)
+        continue;
+      idx[n] = j;
+      batch[n++] = vaddr[j];
+      img[j] = NULL; /* done */
+    }
+    elfsym_lookup_many(cur, batch, n, demangle, syms, found);
+    for (size_t k = 0; k < n; k++) {
+      frame_info *fi = &info[idx[k]];
+      fi->found = found[k];
+      if (found[k])
+        fi->sym = syms[k];
+      map_funcs[fi->pm] |= found[k] ? 1 : 2;
+    }
+  }
+  rc = 0;
+done:
+  free(img);
+  free(vaddr);
+  free(batch);
+  free(idx);
+  free(syms);
+  free(found);
+  return rc;
+}
+
 int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
                     const profbuild_meta *meta, uint8_t **out, size_t *len) {
   pp_builder *b = NULL;
@@ -450,29 +508,14 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     if (nu == 0 || frame_key_cmp(&keys[nu - 1], &keys[i]) != 0)
       keys[nu++] = keys[i];
 
-  /* 2. symbolize */
+  /* 2. symbolize, per object all its addresses at once (few: no full table) */
   info = calloc(nu ? nu : 1, sizeof *info);
   map_funcs = calloc(pb->npm ? pb->npm : 1, sizeof *map_funcs);
   map_ids = calloc(pb->npm ? pb->npm : 1, sizeof *map_ids);
   if (!info || !map_funcs || !map_ids)
     goto done;
-  for (size_t i = 0; i < nu; i++) {
-    frame_info *fi = &info[i];
-    uint64_t q = keys[i].ret && keys[i].pc > 0 ? keys[i].pc - 1 : keys[i].pc;
-    fi->pm = find_pmap(pb->pm, pb->npm, q);
-    if (fi->pm < 0)
-      continue;
-    pmap *p = &pb->pm[fi->pm];
-    elfsym_image *img = pmap_image(pb, p);
-    uint64_t vaddr;
-    if (img && elfsym_pc_to_vaddr(img, p->start, p->offset, q, &vaddr) &&
-        elfsym_lookup(img, vaddr, demangle, &fi->sym)) {
-      fi->found = true;
-      map_funcs[fi->pm] |= 1;
-    } else {
-      map_funcs[fi->pm] |= 2;
-    }
-  }
+  if (symbolize(pb, keys, info, nu, demangle, map_funcs) != 0)
+    goto done;
 
   /* 3. header and mappings, main executable first */
   b = pp_builder_new();

@@ -122,7 +122,10 @@ static int on_altstack(const void *uc, uintptr_t sp) {
  *   asks for them (utab_want) and wakes the collector (a futex wake).
  *   Until they are ready the stack is copied into a deferred slot
  *   (RING_F_DEFERRED) and the collector walks the copy with the tables
- *   (deferred.h).
+ *   (deferred.h); so is a stack that meets an object whose table is still
+ *   pending (the others are built a drain period after the first sample),
+ *   and that sample wakes the collector, which walks the copy at once
+ *   (with the rows of just the FDEs it needs) and frees the slot.
  * - No locks, no malloc, no stdio; errno saved; work bounded by
  *   RING_MAX_DEPTH frames and the ring's retry cap. */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
@@ -159,7 +162,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   uintptr_t hi = slot ? atomic_load_explicit(&slot->stack_hi, memory_order_acquire) : 0;
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
   unsigned uflags;
-  int defer = -1, defer_tried = 0, wake_bounds = 0;
+  int defer = -1, defer_tried = 0, wake = 0;
   if (!utab_ready()) {
     if (utab_want())
       collector_wake_from_signal(); /* the first sample: build the tables now */
@@ -185,6 +188,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
       rec->depth = 1;
       rec->flags = RING_F_DEFERRED;
       rec->defer = defer;
+      wake = 1; /* walked at once, which frees the slot */
     }
   }
   if (hi == 0 || regs.sp < lo || regs.sp >= hi)
@@ -196,7 +200,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
    * drain period of stacks, once per thread. */
   if (slot && hi == 0 && !(rec->flags & RING_F_ALTSTACK) &&
       !atomic_exchange_explicit(&slot->bounds_asked, 1, memory_order_relaxed))
-    wake_bounds = 1;
+    wake = 1;
   rec->slot = idx;
   rec->gen = gen;
   rec->sp = regs.sp;
@@ -207,7 +211,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
     rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
   labels_snapshot(rec);
   ring_commit(&collector_ring, pos);
-  if (wake_bounds)
+  if (wake)
     collector_wake_from_signal(); /* after the commit: the drain sees the record */
 out:
   errno = saved_errno;

@@ -31,8 +31,9 @@ int unwind_regs_from_ucontext(const void *ucv, unwind_regs *out) {
  * a slot of another frame may carry a sanitizer's stale poison, and the
  * bounds check is what makes the read safe. */
 typedef struct stack_mem {
-  uintptr_t lo, hi; /* the thread's addresses that may be read */
-  uintptr_t delta;  /* added to an address to find its bytes (a copy), else 0 */
+  uintptr_t lo, hi;    /* the thread's addresses that may be read */
+  uintptr_t delta;     /* added to an address to find its bytes (a copy), else 0 */
+  unwind_fill_fn fill; /* rows where no table is published yet (copies only) */
 } stack_mem;
 
 __attribute__((no_sanitize_address)) static int load_word(const stack_mem *m, uintptr_t addr,
@@ -81,6 +82,8 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs
     uintptr_t key = exact ? pc : pc - 1;
     if (key != last_key) {
       last_row = utab_find(key, &last_known, &hint);
+      if (m->fill && last_known != UTAB_HAS_TABLE && last_known != UTAB_NO_TABLE)
+        last_row = m->fill(key, &last_known);
       last_key = key;
     }
     const cfi_row *row = last_row;
@@ -150,13 +153,13 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs
 
 uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
                       uint32_t max, unsigned *flags) {
-  stack_mem m = {lo, hi, 0};
+  stack_mem m = {lo, hi, 0, NULL};
   return walk(regs, &m, pcs, max, flags, NULL);
 }
 
 uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
-                           uint32_t max, unsigned *flags, uintptr_t *missing) {
-  stack_mem m = {regs->sp, regs->sp + len, (uintptr_t)copy - regs->sp};
+                           uint32_t max, unsigned *flags, uintptr_t *missing, unwind_fill_fn fill) {
+  stack_mem m = {regs->sp, regs->sp + len, (uintptr_t)copy - regs->sp, fill};
   if (missing)
     *missing = 0;
   return walk(regs, &m, pcs, max, flags, missing);

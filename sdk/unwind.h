@@ -32,12 +32,18 @@ int unwind_regs_from_ucontext(const void *uc, unwind_regs *out);
 uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
                       uint32_t max, unsigned *flags);
 
+/* Where a walk of a copy finds rows for PCs in objects with no published
+ * table (utab_row_on_demand); sets *known as utab_find does. */
+typedef const struct cfi_row *(*unwind_fill_fn)(uintptr_t pc, int *known);
+
 /* The same walk over a copy of the stack taken at sampling time: copy holds
  * the len bytes that were at [regs->sp, regs->sp + len). Used for samples
- * taken before the tables existed (deferred.h). *missing (may be NULL)
- * gets the first PC whose object had no table (0 if none). Allocates
- * nothing; meant for the collector. */
+ * taken before the tables existed (deferred.h). fill (may be NULL) is
+ * asked for the rows of PCs in objects whose table is not published yet.
+ * *missing (may be NULL) gets the first PC whose object had no table nor
+ * rows from fill (0 if none). Allocates nothing itself; meant for the
+ * collector. */
 uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
-                           uint32_t max, unsigned *flags, uintptr_t *missing);
+                           uint32_t max, unsigned *flags, uintptr_t *missing, unwind_fill_fn fill);
 
 #endif

@@ -44,6 +44,7 @@ typedef struct pending {
 typedef struct scan {
   const utab_set *cur;
   uintptr_t only_pc; /* non-zero: copy only the object holding this pc */
+  int max_prio;      /* copy only objects of this priority or more urgent */
   utab_obj *found;
   pending *todo;
   size_t nfound, ntodo, cap;
@@ -246,6 +247,49 @@ static void note_build_id(const struct dl_phdr_info *info, char *hex) {
   }
 }
 
+/* A malloc'ed copy of the object's .eh_frame (found by its header at hdr),
+ * its length and address; NULL if there is none or on ENOMEM. Under the
+ * loader's lock (the object stays mapped). */
+static uint8_t *copy_eh_frame(const struct dl_phdr_info *info, uintptr_t hdr, size_t *len,
+                              uintptr_t *addr) {
+  uintptr_t eh = eh_frame_from_hdr((const uint8_t *)hdr);
+  for (int i = 0; eh && i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type != PT_LOAD || eh < a || eh >= a + ph->p_filesz)
+      continue;
+    size_t n = eh_frame_len((const uint8_t *)eh, (const uint8_t *)(a + ph->p_filesz));
+    uint8_t *copy = n ? malloc(n) : NULL;
+    if (copy) {
+      memcpy(copy, (const void *)eh, n);
+      *len = n;
+      *addr = eh;
+    }
+    return copy;
+  }
+  return NULL;
+}
+
+/* The executable PT_LOAD range of an object and its .eh_frame_hdr (0 if none). */
+static void object_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi,
+                        uintptr_t *hdr) {
+  *lo = UINTPTR_MAX;
+  *hi = 0;
+  *hdr = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+      if (a < *lo)
+        *lo = a;
+      if (a + ph->p_memsz > *hi)
+        *hi = a + ph->p_memsz;
+    } else if (ph->p_type == PT_GNU_EH_FRAME) {
+      *hdr = info->dlpi_addr + ph->p_vaddr;
+    }
+  }
+}
+
 static int grow(scan *sc) {
   if (sc->nfound < sc->cap)
     return 0;
@@ -283,19 +327,8 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
   int first = sc->first;
   sc->first = 0;
-  uintptr_t lo = UINTPTR_MAX, hi = 0, hdr = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-      uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-      if (a < lo)
-        lo = a;
-      if (a + ph->p_memsz > hi)
-        hi = a + ph->p_memsz;
-    } else if (ph->p_type == PT_GNU_EH_FRAME) {
-      hdr = info->dlpi_addr + ph->p_vaddr;
-    }
-  }
+  uintptr_t lo, hi, hdr;
+  object_span(info, &lo, &hi, &hdr);
   if (hi <= lo || grow(sc) != 0) {
     sc->oom |= hi > lo;
     return 0;
@@ -314,35 +347,24 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
     return 0; /* built earlier (or known to have no CFI) */
   if (sc->only_pc && (sc->only_pc < lo || sc->only_pc >= hi))
     return 0; /* not asked for: stays to be built by a full refresh */
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  int prio = first && name[0] == '\0' ? 0 : strncmp(base, "libc.so", 7) == 0 ? 1 : 2;
+  if (prio > sc->max_prio)
+    return 0; /* known (pending), built by a later refresh */
   pending *p = &sc->todo[sc->ntodo++];
   memset(p, 0, sizeof *p);
   p->lo = lo;
   p->hi = hi;
   p->bias = info->dlpi_addr;
-  const char *name = info->dlpi_name ? info->dlpi_name : "";
-  const char *base = strrchr(name, '/');
-  base = base ? base + 1 : name;
-  p->prio = first && name[0] == '\0' ? 0 : strncmp(base, "libc.so", 7) == 0 ? 1 : 2;
+  p->prio = prio;
   if (!hdr) {
     memcpy(p->build_id, id, sizeof id);
     p->path = strdup(name[0] ? name : first ? "/proc/self/exe" : "");
     return 0;
   }
-  uintptr_t eh = eh_frame_from_hdr((const uint8_t *)hdr);
-  for (int i = 0; eh && i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type != PT_LOAD || eh < a || eh >= a + ph->p_filesz)
-      continue;
-    size_t len = eh_frame_len((const uint8_t *)eh, (const uint8_t *)(a + ph->p_filesz));
-    p->eh = len ? malloc(len) : NULL;
-    if (p->eh) {
-      memcpy(p->eh, (const void *)eh, len);
-      p->eh_len = len;
-      p->eh_addr = eh;
-    }
-    break;
-  }
+  p->eh = copy_eh_frame(info, hdr, &p->eh_len, &p->eh_addr);
   return 0;
 }
 
@@ -376,7 +398,9 @@ static int publish(const utab_obj *objs, size_t n) {
   return 0;
 }
 
-static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
+/* only_pc: the object holding it only; else the objects up to max_prio
+ * (a refresh of them all records the loader's counters). */
+static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc, int max_prio) {
   unsigned long long c[2] = {0, 0};
   dlphdr_iterate(counters_cb, c);
   if (!only_pc && c[0] == g_adds && c[1] == g_subs) {
@@ -386,12 +410,13 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   scan sc = {0};
   sc.cur = atomic_load_explicit(&g_set, memory_order_relaxed);
   sc.only_pc = only_pc;
+  sc.max_prio = only_pc ? 2 : max_prio;
   sc.first = 1;
   dlphdr_iterate(scan_cb, &sc);
   int built = 0;
   if (sc.oom)
     goto out; /* the counters stay stale: the next refresh tries again */
-  if (!only_pc) {
+  if (!only_pc && max_prio >= 2) {
     g_adds = c[0];
     g_subs = c[1];
   }
@@ -408,6 +433,8 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   if (publish(sc.found, sc.nfound) != 0)
     goto out;
   qsort(sc.todo, sc.ntodo, sizeof *sc.todo, prio_cmp);
+  if (!only_pc && (sc.ntodo == 0 || sc.todo[0].prio > 1))
+    atomic_store_explicit(&g_ready, 1, memory_order_relaxed); /* built before, on demand */
   for (size_t i = 0; i < sc.ntodo; i++) {
     pending *p = &sc.todo[i];
     if (cancel && atomic_load(cancel))
@@ -443,6 +470,8 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc) {
   }
   if (cancel && atomic_load(cancel))
     g_adds = g_subs = ~0ULL; /* unbuilt objects: the next refresh retries */
+  else if (!only_pc)
+    atomic_store_explicit(&g_ready, 1, memory_order_relaxed); /* even if a build failed */
   reclaim_locked();
 out:
   for (size_t i = 0; i < sc.ntodo; i++) {
@@ -456,16 +485,161 @@ out:
 
 int utab_refresh(const _Atomic int *cancel) {
   pthread_mutex_lock(&g_mu);
-  int built = refresh_locked(cancel, 0);
+  int built = refresh_locked(cancel, 0, 2);
+  pthread_mutex_unlock(&g_mu);
+  return built;
+}
+
+int utab_refresh_first(const _Atomic int *cancel) {
+  pthread_mutex_lock(&g_mu);
+  int built = utab_ready() ? 0 : refresh_locked(cancel, 0, 1);
   pthread_mutex_unlock(&g_mu);
   return built;
 }
 
 int utab_build_for(uintptr_t pc) {
   pthread_mutex_lock(&g_mu);
-  int built = pc ? refresh_locked(NULL, pc) : 0;
+  int built = pc ? refresh_locked(NULL, pc, 2) : 0;
   pthread_mutex_unlock(&g_mu);
   return built;
+}
+
+/* ---- rows on demand, for deferred walks ---- */
+
+/* An object whose table is not built yet, with its FDEs indexed and the
+ * FDEs walks needed compiled one by one (cfi_index). Owned by the deferred
+ * walks (one at a time); freed by utab_on_demand_trim only. */
+typedef struct od_obj {
+  uintptr_t lo, hi; /* executable range */
+  cfi_index *ix;    /* NULL: no .eh_frame; rows only from a full build */
+  cfi_table **one;  /* the FDE tables compiled so far */
+  size_t n, cap;
+} od_obj;
+
+static pthread_mutex_t g_od_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Under g_od_mu: */
+static od_obj *g_od;
+static size_t g_nod, g_capod;
+static unsigned long long g_od_adds = ~0ULL, g_od_subs = ~0ULL; /* the loader's, when filled */
+static uint32_t g_od_fdes;                                      /* compiled, in all */
+
+static void od_free(od_obj *o) {
+  for (size_t i = 0; i < o->n; i++)
+    free(o->one[i]);
+  free(o->one);
+  cfi_index_free(o->ix);
+}
+
+typedef struct od_scan {
+  uintptr_t pc;
+  od_obj o;
+  uint8_t *eh;
+  size_t eh_len;
+  uintptr_t eh_addr, bias;
+  int found;
+} od_scan;
+
+static int od_scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  od_scan *sc = data;
+  uintptr_t lo, hi, hdr;
+  (void)size;
+  object_span(info, &lo, &hi, &hdr);
+  if (sc->pc < lo || sc->pc >= hi)
+    return 0;
+  sc->found = 1;
+  sc->o.lo = lo;
+  sc->o.hi = hi;
+  sc->bias = info->dlpi_addr;
+  if (hdr)
+    sc->eh = copy_eh_frame(info, hdr, &sc->eh_len, &sc->eh_addr);
+  return 1;
+}
+
+void utab_on_demand_trim(void) {
+  unsigned long long c[2] = {0, 0};
+  dlphdr_iterate(counters_cb, c);
+  pthread_mutex_lock(&g_od_mu);
+  int changed = c[0] != g_od_adds || c[1] != g_od_subs; /* dlopen, dlclose: start afresh */
+  g_od_adds = c[0];
+  g_od_subs = c[1];
+  size_t k = 0;
+  utab_enter();
+  const utab_set *s = atomic_load_explicit(&g_set, memory_order_seq_cst);
+  for (size_t i = 0; i < g_nod; i++) {
+    int built = 0;
+    for (uint32_t j = 0; s && j < s->n && !built; j++)
+      built = s->o[j].lo == g_od[i].lo && s->o[j].t != NULL;
+    if (changed || built)
+      od_free(&g_od[i]); /* its full table is out: these are no longer needed */
+    else
+      g_od[k++] = g_od[i];
+  }
+  utab_leave();
+  g_nod = k;
+  pthread_mutex_unlock(&g_od_mu);
+}
+
+/* The object holding pc, indexed now if it is new. NULL if none or ENOMEM. */
+static od_obj *od_object(uintptr_t pc) {
+  for (size_t i = 0; i < g_nod; i++)
+    if (pc >= g_od[i].lo && pc < g_od[i].hi)
+      return &g_od[i];
+  if (g_nod == g_capod) {
+    size_t cap = g_capod ? g_capod * 2 : 8;
+    od_obj *v = realloc(g_od, cap * sizeof *v);
+    if (!v)
+      return NULL;
+    g_od = v;
+    g_capod = cap;
+  }
+  od_scan sc;
+  memset(&sc, 0, sizeof sc);
+  sc.pc = pc;
+  dlphdr_iterate(od_scan_cb, &sc);
+  if (!sc.found)
+    return NULL;
+  if (sc.eh && cfi_index_build(sc.eh, sc.eh_len, sc.eh_addr, sc.bias, CFI_EH_FRAME, &sc.o.ix) != 0)
+    sc.o.ix = NULL; /* the copy was freed */
+  g_od[g_nod] = sc.o;
+  return &g_od[g_nod++];
+}
+
+const cfi_row *utab_row_on_demand(uintptr_t pc, int *known) {
+  const cfi_row *row = NULL;
+  pthread_mutex_lock(&g_od_mu);
+  od_obj *o = od_object(pc);
+  if (!o || !o->ix)
+    goto out; /* *known stays: the walk asks for a full build */
+  *known = UTAB_HAS_TABLE;
+  for (size_t i = 0; i < o->n; i++)
+    if (pc >= o->one[i]->lo && pc < o->one[i]->hi) {
+      row = cfi_lookup(o->one[i], pc);
+      goto out;
+    }
+  cfi_table *t = NULL;
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? o->cap * 2 : 16;
+    cfi_table **v = realloc(o->one, cap * sizeof *v);
+    if (!v)
+      goto oom;
+    o->one = v;
+    o->cap = cap;
+  }
+  if (cfi_index_table(o->ix, pc, &t) != 0)
+    goto oom;
+  if (t && t->nrows > 0 && pc >= t->lo && pc < t->hi) {
+    o->one[o->n++] = t;
+    g_od_fdes++;
+    row = cfi_lookup(t, pc);
+  } else {
+    free(t); /* no FDE holds pc: as a gap in the whole table */
+  }
+  goto out;
+oom:
+  *known = UTAB_PENDING;
+out:
+  pthread_mutex_unlock(&g_od_mu);
+  return row;
 }
 
 void utab_get_stats(utab_stats *out) {
@@ -484,11 +658,16 @@ void utab_get_stats(utab_stats *out) {
   }
   out->retired = (uint32_t)g_nretired;
   pthread_mutex_unlock(&g_mu);
+  pthread_mutex_lock(&g_od_mu);
+  out->on_demand = (uint32_t)g_nod;
+  out->on_demand_fdes = g_od_fdes;
+  pthread_mutex_unlock(&g_od_mu);
 }
 
 void utab_atfork_child(void) {
   atomic_store(&g_readers, 0);
   pthread_mutex_init(&g_mu, NULL);
+  pthread_mutex_init(&g_od_mu, NULL);
 }
 
 void utab_set_debug_root_for_tests(const char *dir) {

@@ -56,10 +56,27 @@ int utab_ready(void);
  * main executable and libc first) and drops tables of those gone. *cancel
  * is polled between objects. Returns the number of objects built. */
 int utab_refresh(const _Atomic int *cancel);
+/* Collector only: as utab_refresh, but builds the main executable's and
+ * libc's tables only (what makes utab_ready true), once; the other objects
+ * are published as pending (the handler defers samples that meet them) and
+ * wait for the next utab_refresh. Returns the number of objects built. */
+int utab_refresh_first(const _Atomic int *cancel);
 /* Builds the table of the object holding pc, if it has none yet and is
  * still loaded (a sample taken before the tables, unwound later). Returns 1
  * if a table was built. Not on the handler's path. */
 int utab_build_for(uintptr_t pc);
+/* Rows on demand for a walk of a deferred stack copy (deferred.h), never
+ * the handler: for pc in an object with no table yet, the rule of the
+ * one FDE that holds it, compiled now (cfi_index); *known becomes
+ * UTAB_HAS_TABLE (the row may be NULL: no FDE holds pc, as a gap in a
+ * whole table). Objects without .eh_frame get NULL with *known untouched
+ * (they need utab_build_for). A returned row stays valid until the next
+ * utab_on_demand_trim. One walk at a time (the collector's drain). */
+const cfi_row *utab_row_on_demand(uintptr_t pc, int *known);
+/* Before a deferred walk: frees the on-demand rows of objects whose whole
+ * table is now built, and all of them when the loader's object list
+ * changed since (dlopen, dlclose). */
+void utab_on_demand_trim(void);
 /* Collector only: frees retired memory if no handler is reading. */
 void utab_reclaim(void);
 
@@ -68,7 +85,9 @@ typedef struct utab_stats {
   uint64_t rows, bytes;     /* in all tables */
   uint64_t build_ns;        /* total time spent building */
   uint32_t bad_entries, bad_ops, unknown_rows;
-  uint32_t retired; /* blocks waiting for readers to leave */
+  uint32_t retired;        /* blocks waiting for readers to leave */
+  uint32_t on_demand;      /* objects with rows compiled on demand, not freed yet */
+  uint32_t on_demand_fdes; /* FDEs compiled on demand, in all (since start) */
 } utab_stats;
 void utab_get_stats(utab_stats *st);
 

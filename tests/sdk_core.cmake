@@ -72,7 +72,7 @@ add_custom_command(TARGET unwind_df_split POST_BUILD
   COMMAND objcopy --strip-debug $<TARGET_FILE:unwind_df_split>
   VERBATIM)
 pushprof_unit_test(NAME test_unwind_dwarf SOURCES unit/test_unwind_dwarf.c ${PP_CORE_DIR}/unwind.c
-  ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c ${PP_CORE_DIR}/dlphdr.c
+  ${PP_CORE_DIR}/deferred.c ${PP_CORE_DIR}/cfi_build.c ${PP_CORE_DIR}/unwind_tables.c ${PP_CORE_DIR}/cfi_elf.c ${PP_CORE_DIR}/dlphdr.c
   LIBS PkgConfig::LIBELF Threads::Threads ${CMAKE_DL_LIBS})
 target_include_directories(test_unwind_dwarf PRIVATE ${PP_CORE_DIR})
 add_dependencies(test_unwind_dwarf unwind_df_own unwind_df_split)

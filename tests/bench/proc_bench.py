@@ -9,7 +9,11 @@ A benchmark, not a test: it prints figures and never fails on time.
 
   proc_bench.py --build DIR [--pairs N] [--rows FILE]
 
-Commands: /bin/true (a process that is never sampled) and `ls -l /usr/lib`.
+Commands: /bin/true (a process that is never sampled), `ls -l /usr/lib`
+(sampled now and then at the default 100 Hz), and `ls -l` of the largest
+library directory at 1000 Hz (ls_sampled: ~10 ms, sampled nearly always),
+the cost of a short process that did take samples (both profilers at
+1000 Hz there). How many runs of each command took a sample is printed.
 The sidecar is the real pushprof-sidecar (file exporter) on a private
 socket; every pushprof run must reach it, as an acknowledged profile or as
 an empty push (a run that took no sample), else the bench fails.
@@ -28,16 +32,22 @@ sys.path.insert(0, HERE)
 import benchrows  # noqa: E402
 from sdk_bench import GPERF_CANDIDATES, clean_env, run_order  # noqa: E402
 
-COMMANDS = {"true": ["/bin/true"], "ls": ["ls", "-l", "/usr/lib"]}
+BIG_DIR = next((d for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                             "/usr/lib64", "/usr/lib") if os.path.isdir(d)), "/usr/lib")
+# name: (command, sampling rate for both profilers; None: their defaults)
+COMMANDS = {"true": (["/bin/true"], None), "ls": (["ls", "-l", "/usr/lib"], None),
+            "ls_sampled": (["ls", "-l", BIG_DIR], 1000)}
 
 
 def wall_of(cmd, env):
+    """Wall time of one run (ms) and its pid."""
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = p.communicate()
     wall = (time.perf_counter() - t0) * 1000.0
-    if r.returncode != 0:
-        raise SystemExit("proc_bench: %s exited %d: %s" % (cmd[0], r.returncode, r.stderr.decode()))
-    return wall
+    if p.returncode != 0:
+        raise SystemExit("proc_bench: %s exited %d: %s" % (cmd[0], p.returncode, err.decode()))
+    return wall, p.pid
 
 
 def pct(xs, q):
@@ -75,17 +85,24 @@ def main():
         variants = ["plain", "pushprof"] + (["gperftools"] if gperf else [])
         added = {(c, v): [] for c in COMMANDS for v in variants if v != "plain"}
         pushes = 0
-        for name, cmd in COMMANDS.items():
+        pids = {name: set() for name in COMMANDS}  # of the pushprof runs
+        for name, (cmd, hz) in COMMANDS.items():
             for r in range(a.pairs):
                 got = {}
                 for v in run_order(variants, r):
                     env = dict(base)
                     if v == "pushprof":
                         env.update(LD_PRELOAD=preload, PUSHPROF_SOCKET=sock)
+                        if hz:
+                            env["PUSHPROF_HZ"] = str(hz)
                         pushes += 1
                     elif v == "gperftools":
                         env.update(LD_PRELOAD=gperf, CPUPROFILE=os.path.join(tmp, "g.prof"))
-                    got[v] = wall_of(cmd, env)
+                        if hz:
+                            env["CPUPROFILE_FREQUENCY"] = str(hz)
+                    got[v], pid = wall_of(cmd, env)
+                    if v == "pushprof":
+                        pids[name].add(pid)
                 for v in variants[1:]:
                     added[(name, v)].append(got[v] - got["plain"])
         time.sleep(1)
@@ -94,23 +111,34 @@ def main():
             lines = f.readlines()
         accepted = sum(1 for line in lines if 'msg="push accepted"' in line)
         empty = sum(1 for line in lines if 'msg="empty push"' in line)
+        acked_pids = set()
+        for line in lines:
+            if 'msg="push accepted"' in line:
+                for field in line.split():
+                    if field.startswith("pid="):
+                        acked_pids.add(int(field[4:]))
     finally:
         sc.terminate()
         sc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     print("Per-process cost: wall time added per command run, %d pairs each, ms" % a.pairs)
-    print("%-10s %-11s %8s %8s" % ("command", "profiler", "p50", "p95"))
+    print("%-10s %-11s %8s %8s  %s" % ("command", "profiler", "p50", "p95", "pushprof runs sampled"))
     for (name, v), xs in added.items():
         p50, p95 = pct(xs, 0.5), pct(xs, 0.95)
-        print("%-10s %-11s %8.2f %8.2f" % (name, v, p50, p95))
+        cmd, hz = COMMANDS[name]
+        what = " ".join(cmd) + (" at %d Hz" % hz if hz else "")
+        sampled = len(pids[name] & acked_pids)
+        print("%-10s %-11s %8.2f %8.2f  %s" % (name, v, p50, p95,
+                                               "%d of %d" % (sampled, len(pids[name]))
+                                               if v == "pushprof" else ""))
         if a.rows:
-            target = "<= 2" if v == "pushprof" else ""
+            target = "<= 2" if v == "pushprof" and not hz else ""
             benchrows.add(a.rows, "proc_%s_%s_ms" % (name, v),
                           "Wall time added per process, %s, %s, p50 of %d pairs (ms)"
-                          % (" ".join(COMMANDS[name]), v, a.pairs), target, xs, 2)
+                          % (what, v, a.pairs), target, xs, 2)
             benchrows.add(a.rows, "proc_%s_%s_p95_ms" % (name, v),
                           "Wall time added per process, %s, %s, p95 (ms)"
-                          % (" ".join(COMMANDS[name]), v), "<= 4" if v == "pushprof" else "",
+                          % (what, v), "<= 4" if v == "pushprof" and not hz else "",
                           [p95], 2)
     print("pushes seen by the sidecar: %d profiles acked + %d empty (no sample taken) of %d runs"
           % (accepted, empty, pushes))

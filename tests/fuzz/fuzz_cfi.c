@@ -3,13 +3,48 @@
  * tests/unit/cfi_invariants.h (rows strictly sorted, last row a gap, the
  * page index right, lookups of random addresses landing in the row that
  * holds them), or -1 with no table; with the cancel flag set it may also
- * return -2. Every unknown row in the table was counted. */
+ * return -2. Every unknown row in the table was counted. The index
+ * (cfi_index) of the same bytes gives, for the table's row boundaries and
+ * addresses in between, the same rule from its one-FDE tables. */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "cfi.h"
 #include "cfi_invariants.h"
 #include "fuzz_target.h"
+
+/* The rule at pc; a gap where no row (or a gap row) holds it. */
+static cfi_row rule_at(const cfi_table *t, uintptr_t pc) {
+  const cfi_row *r = t ? cfi_lookup(t, pc) : NULL;
+  cfi_row gap = {0, 0, CFI_FP_LOST, CFI_GAP, 0};
+  return r && r->kind != CFI_GAP ? *r : gap;
+}
+
+static void index_matches(const uint8_t *buf, size_t size, uintptr_t addr, uintptr_t base,
+                          enum cfi_source src, const cfi_table *t) {
+  uint8_t *copy = malloc(size ? size : 1);
+  cfi_index *ix = NULL;
+  FUZZ_CHECK(copy != NULL, "out of memory");
+  if (size)
+    memcpy(copy, buf, size);
+  if (cfi_index_build(copy, size, addr, base, src, &ix) != 0)
+    return; /* out of memory only */
+  for (uint32_t i = 0; i < t->nrows && i < 512; i++) {
+    uintptr_t pcs[3] = {t->base + t->rows[i].pc, t->base + t->rows[i].pc - 1,
+                        i + 1 < t->nrows ? t->base + t->rows[i + 1].pc - 1 : t->hi};
+    for (int k = 0; k < 3; k++) {
+      cfi_table *one = NULL;
+      FUZZ_CHECK(cfi_index_table(ix, pcs[k], &one) == 0, "cfi_index_table failed");
+      cfi_row a = rule_at(t, pcs[k]), b = rule_at(one, pcs[k]);
+      FUZZ_CHECK(a.kind == b.kind && a.cfa_off == b.cfa_off && a.fp_off == b.fp_off &&
+                     a.ra_off8 == b.ra_off8,
+                 "at %#lx: table kind %u cfa %d, index kind %u cfa %d", (unsigned long)pcs[k],
+                 a.kind, a.cfa_off, b.kind, b.cfa_off);
+      free(one);
+    }
+  }
+  cfi_index_free(ix);
+}
 
 static void one(const uint8_t *buf, size_t size, uintptr_t addr, uintptr_t base,
                 enum cfi_source src, const _Atomic int *cancel) {
@@ -28,6 +63,8 @@ static void one(const uint8_t *buf, size_t size, uintptr_t addr, uintptr_t base,
     unknown += t->rows[i].kind == CFI_UNKNOWN;
   FUZZ_CHECK(st.unknown_rows >= unknown, "%u unknown rows, %u counted", unknown, st.unknown_rows);
   FUZZ_CHECK(st.fdes >= (t->nrows ? 1u : 0u), "rows from %u FDEs", st.fdes);
+  if (!cancel)
+    index_matches(buf, size, addr, base, src, t);
   free(t);
 }
 

@@ -3,7 +3,9 @@
  * same libelf reader). Symbols are read, looked up at addresses taken from the
  * image itself (so symbol values in the input get hit), with a demangler that
  * allocates like __cxa_demangle, and file offsets are mapped to addresses.
- * An image without .symtab also has its .gnu_debuglink read. */
+ * An image without .symtab also has its .gnu_debuglink read. The few path
+ * (elfsym_lookup_many on a second image of the same bytes) must give the
+ * full table's answers. */
 #include <string.h>
 
 #include "elfsym.h"
@@ -48,6 +50,37 @@ static void probe(elfsym_image *img, uint64_t vaddr, size_t nsyms) {
   FUZZ_CHECK(strlen(s.demangled) >= strlen(s.name) || s.demangled == s.name, "demangled form");
 }
 
+/* Up to ELFSYM_FEW_MAX addresses from the input, asked of a fresh image in
+ * one pass, each compared with elfsym_lookup on the full table of img. */
+static void few_matches_full(elfsym_image *img, const uint8_t *data, size_t size) {
+  uint64_t v[ELFSYM_FEW_MAX];
+  elfsym_symbol got[ELFSYM_FEW_MAX];
+  bool found[ELFSYM_FEW_MAX];
+  size_t n = 0;
+  size_t step = size / 8 > ELFSYM_FEW_MAX / 2 ? (size / 8 / (ELFSYM_FEW_MAX / 2)) * 8 : 8;
+  for (size_t off = 0; off + 8 <= size && n + 2 <= ELFSYM_FEW_MAX; off += step) {
+    v[n++] = load64(data + off);
+    v[n++] = load64(data + off) + 3;
+  }
+  elfsym_image *few = elfsym_image_from_memory(data, size);
+  if (!few)
+    return;
+  elfsym_lookup_many(few, v, n, fake_demangle, got, found);
+  for (size_t i = 0; i < n; i++) {
+    elfsym_symbol want;
+    bool w = elfsym_lookup(img, v[i], fake_demangle, &want);
+    FUZZ_CHECK(w == found[i], "few path %s %#llx, the full table %s", found[i] ? "names" : "misses",
+               (unsigned long long)v[i], w ? "names it" : "does not");
+    if (w && found[i])
+      FUZZ_CHECK(strcmp(want.name, got[i].name) == 0 &&
+                     strcmp(want.demangled, got[i].demangled) == 0 && want.addr == got[i].addr &&
+                     want.size == got[i].size,
+                 "%#llx: few path %s, the full table %s", (unsigned long long)v[i], got[i].name,
+                 want.name);
+  }
+  elfsym_image_free(few);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   elfsym_image *img = elfsym_image_from_memory(data, size);
   if (!img)
@@ -62,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   size_t nsyms = elfsym_symbol_count(img);
   FUZZ_CHECK(elfsym_symbol_count(img) == nsyms, "symbol count changed");
+  few_matches_full(img, data, size);
   /* .gnu_debuglink: only a plain file name is ever taken. */
   uint32_t crc;
   const char *link = elfsym_debuglink(img, &crc);

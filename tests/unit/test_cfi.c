@@ -305,6 +305,62 @@ static void oracle_debug_fdes(const obj_file *o, const cfi_table *t, oracle_coun
   }
 }
 
+/* ---- the per-FDE index against the whole table ---- */
+
+static int rule_at(const cfi_table *t, uintptr_t pc, cfi_row *out) {
+  const cfi_row *r = t ? cfi_lookup(t, pc) : NULL;
+  static const cfi_row gap = {0, 0, CFI_FP_LOST, CFI_GAP, 0};
+  *out = r && r->kind != CFI_GAP ? *r : gap;
+  return out->kind != CFI_GAP;
+}
+
+static unsigned index_probe(const cfi_index *ix, const cfi_table *t, uintptr_t pc,
+                            const char *what) {
+  cfi_table *one = NULL;
+  cfi_row want, got;
+  if (cfi_index_table(ix, pc, &one) != 0) {
+    fprintf(stderr, "%s: cfi_index_table failed at %#lx\n", what, (unsigned long)pc);
+    return 1;
+  }
+  rule_at(t, pc, &want);
+  rule_at(one, pc, &got);
+  free(one);
+  if (same_row(&want, &got))
+    return 0;
+  char a[64], b[64];
+  fmt_row(a, sizeof a, &want);
+  fmt_row(b, sizeof b, &got);
+  fprintf(stderr, "%s: at %#lx the table says %s, the index %s\n", what, (unsigned long)pc, a, b);
+  return 1;
+}
+
+/* Every row's first, middle and last address (and the table's edges) give
+ * the same rule from the index's one-FDE tables as from the whole table. */
+static void check_index_matches(const uint8_t *data, size_t len, uintptr_t addr, uintptr_t base,
+                                enum cfi_source src, const cfi_table *t, const char *what) {
+  uint8_t *copy = malloc(len ? len : 1);
+  cfi_index *ix = NULL;
+  if (!copy)
+    abort();
+  memcpy(copy, data, len);
+  PP_CHECK_INT(cfi_index_build(copy, len, addr, base, src, &ix), ==, 0);
+  if (!ix || !t)
+    return;
+  unsigned bad = 0, probes = 0;
+  for (uint32_t i = 0; i + 1 < t->nrows && bad < 5; i++) {
+    uintptr_t a = t->base + t->rows[i].pc, b = t->base + t->rows[i + 1].pc;
+    bad += index_probe(ix, t, a, what) + index_probe(ix, t, a + (b - a) / 2, what) +
+           index_probe(ix, t, b - 1, what);
+    probes += 3;
+  }
+  if (t->lo > 0)
+    bad += index_probe(ix, t, t->lo - 1, what);
+  bad += index_probe(ix, t, t->hi, what) + index_probe(ix, t, base, what);
+  PP_CHECK_INT(bad, ==, 0);
+  PP_CHECK(probes + 1 >= t->nrows);
+  cfi_index_free(ix);
+}
+
 static void oracle_object(const char *label, const char *path, enum cfi_source src) {
   obj_file o;
   int dbg = src == CFI_DEBUG_FRAME;
@@ -332,6 +388,10 @@ static void oracle_object(const char *label, const char *path, enum cfi_source s
     return;
   }
   check_invariants(t, 10000, 42, label);
+  if (dbg)
+    check_index_matches(o.dbg, o.dbg_len, 0, 0, CFI_DEBUG_FRAME, t, label);
+  else
+    check_index_matches(o.eh, o.eh_len, o.eh_addr, 0, CFI_EH_FRAME, t, label);
   PP_CHECK_INT(t->nrows, >, 2);
   oracle_count c = {0};
   for (uint32_t i = 0; i + 1 < t->nrows; i++) {
@@ -531,8 +591,10 @@ static cfi_table *ehb_build(ehb *e, uintptr_t base, cfi_stats *st) {
   int rc = cfi_build(copy, e->n, e->addr, base, e->src, NULL, &t, st);
   free(copy);
   PP_CHECK_INT(rc, ==, 0);
-  if (t)
+  if (t) {
     check_invariants(t, 2000, 7, "hand-written");
+    check_index_matches(e->b, e->n, e->addr, base, e->src, t, "hand-written");
+  }
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elfsym.h"
@@ -153,6 +154,213 @@ static void test_elfsym_resolves_libc_write(void) {
   PP_CHECK(strlen(want) >= 16);
   PP_CHECK_STR(bid, want);
   elfsym_cache_free(c);
+}
+
+/* The ELF virtual address of a runtime pc, and the file mapped there. */
+static int vaddr_of(uint64_t pc, char *path, size_t pathlen, uint64_t *vaddr) {
+  procmaps m;
+  const procmaps_entry *e;
+  if (mapping_of(pc, &m, &e) != 0)
+    return -1;
+  snprintf(path, pathlen, "%s", e->path);
+  elfsym_image *img = elfsym_image_open(e->path);
+  int ok = img && elfsym_pc_to_vaddr(img, e->start, e->offset, pc, vaddr);
+  elfsym_image_free(img);
+  procmaps_free(&m);
+  return ok ? 0 : -1;
+}
+
+/* Probes around vaddr: every stride bytes over +-span, plus each symbol's
+ * first, last and next byte and the byte before it (from the full table). */
+static size_t probes_around(elfsym_image *full, uint64_t vaddr, uint64_t span, uint64_t stride,
+                            uint64_t *out, size_t max) {
+  size_t n = 0;
+  for (uint64_t a = vaddr > span ? vaddr - span : 1; a < vaddr + span && n + 5 <= max;
+       a += stride) {
+    elfsym_symbol s;
+    out[n++] = a;
+    if (elfsym_lookup(full, a, NULL, &s)) {
+      out[n++] = s.addr;
+      out[n++] = s.addr - 1;
+      out[n++] = s.addr + (s.size ? s.size - 1 : 0);
+      out[n++] = s.addr + s.size;
+    }
+  }
+  return n;
+}
+
+/* Asks the few path in batches of `batch` (each on a fresh image, so every
+ * batch is a first pass) and compares every answer with the full table's. */
+static void check_few_matches_full(const char *path, const uint64_t *v, size_t n, size_t batch,
+                                   elfsym_demangle_fn demangle, size_t *named) {
+  elfsym_image *full = elfsym_image_open(path);
+  PP_CHECK(full != NULL);
+  if (!full)
+    return;
+  elfsym_symbol *got = calloc(batch, sizeof *got);
+  bool *found = calloc(batch, sizeof *found);
+  int bad = 0;
+  for (size_t i = 0; i < n && got && found; i += batch) {
+    size_t k = n - i < batch ? n - i : batch;
+    elfsym_image *few = elfsym_image_open(path);
+    PP_CHECK(few != NULL);
+    if (!few)
+      break;
+    elfsym_lookup_many(few, v + i, k, demangle, got, found);
+    PP_CHECK(k > ELFSYM_FEW_MAX || !elfsym_table_read(few));
+    for (size_t j = 0; j < k && bad < 5; j++) {
+      elfsym_symbol want;
+      bool w = elfsym_lookup(full, v[i + j], demangle, &want);
+      if (w != found[j] || (w && (strcmp(want.name, got[j].name) != 0 ||
+                                  strcmp(want.demangled, got[j].demangled) != 0 ||
+                                  want.addr != got[j].addr || want.size != got[j].size))) {
+        fprintf(stderr, "%s: vaddr %#llx: full %s, few %s\n", path, (unsigned long long)v[i + j],
+                w ? want.name : "(none)", found[j] ? got[j].name : "(none)");
+        bad++;
+      }
+      *named += w;
+    }
+    elfsym_image_free(few);
+  }
+  PP_CHECK_INT(bad, ==, 0);
+  free(got);
+  free(found);
+  elfsym_image_free(full);
+}
+
+static char *fake_demangle(const char *mangled, char *buf, size_t *len, int *status) {
+  (void)buf;
+  (void)len;
+  size_t n = strlen(mangled);
+  char *d = malloc(n + 3);
+  if (d)
+    snprintf(d, n + 3, "d:%s", mangled);
+  *status = d ? 0 : -1;
+  return d;
+}
+
+static double ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Figures, not checks: the best of 9 runs, each on a fresh image (the
+ * page cache warm), of naming n addresses by the few path and by the
+ * whole table (read and sorted). */
+static void print_few_figures(const char *path, const uint64_t *v, size_t nv) {
+  static const size_t ns[] = {1, 16, ELFSYM_FEW_MAX};
+  elfsym_symbol s[ELFSYM_FEW_MAX];
+  bool f[ELFSYM_FEW_MAX];
+  double few[3] = {1e9, 1e9, 1e9}, whole = 1e9;
+  for (int r = 0; r < 9; r++) {
+    for (size_t k = 0; k < 3 && ns[k] <= nv; k++) {
+      elfsym_image *img = elfsym_image_open(path);
+      double t0 = ms_now();
+      if (img)
+        elfsym_lookup_many(img, v, ns[k], NULL, s, f);
+      double t = ms_now() - t0;
+      few[k] = t < few[k] ? t : few[k];
+      elfsym_image_free(img);
+    }
+    elfsym_image *img = elfsym_image_open(path);
+    double t0 = ms_now();
+    if (img)
+      (void)elfsym_lookup(img, v[0], NULL, s);
+    double t = ms_now() - t0;
+    whole = t < whole ? t : whole;
+    elfsym_image_free(img);
+  }
+  fprintf(stderr,
+          "figure: %s: naming 1 / 16 / %d addresses by one pass %.3f / %.3f / %.3f ms, by the "
+          "whole table %.3f ms\n",
+          path, ELFSYM_FEW_MAX, few[0], few[1], few[2], whole);
+}
+
+static void test_elfsym_few_path_names_as_the_full_table(void) {
+  static uint64_t v[40000];
+  char path[PATH_MAX];
+  uint64_t vaddr;
+  /* libc (no .symtab: its separate debug file when installed, else .dynsym) */
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  void *w = libc ? dlsym(libc, "write") : NULL;
+  if (libc)
+    dlclose(libc);
+  PP_CHECK(w && vaddr_of((uint64_t)(uintptr_t)w, path, sizeof path, &vaddr) == 0);
+  elfsym_image *full = elfsym_image_open(path);
+  PP_CHECK(full != NULL);
+  if (!full)
+    return;
+  size_t n = probes_around(full, vaddr, 1u << 20, 331, v, sizeof v / sizeof v[0]);
+  elfsym_image_free(full);
+  {
+    static uint64_t spread[ELFSYM_FEW_MAX];
+    for (size_t i = 0; i < ELFSYM_FEW_MAX; i++)
+      spread[i] = v[i * (n / ELFSYM_FEW_MAX)];
+    print_few_figures(path, spread, n >= ELFSYM_FEW_MAX ? ELFSYM_FEW_MAX : 0);
+  }
+  size_t named = 0, ns = 0;
+  static uint64_t some[400];
+  for (size_t i = 0; i < n && ns < 400; i += n / 400 + 1)
+    some[ns++] = v[i];
+  check_few_matches_full(path, some, ns, 1, NULL, &named);
+  check_few_matches_full(path, v, n, 13, fake_demangle, &named);
+  check_few_matches_full(path, v, n, ELFSYM_FEW_MAX, NULL, &named);
+  check_few_matches_full(path, v, n, 3 * ELFSYM_FEW_MAX, NULL, &named); /* the full table */
+  PP_CHECK(named > n);
+
+  /* this program (.symtab), with the inner entry point of elfsym_outer_asm */
+  uint64_t outer;
+  PP_CHECK(vaddr_of((uint64_t)(uintptr_t)&elfsym_outer_asm, path, sizeof path, &outer) == 0);
+  full = elfsym_image_open(path);
+  PP_CHECK(full != NULL);
+  if (!full)
+    return;
+  n = probes_around(full, outer, 1u << 16, 7, v, sizeof v / sizeof v[0]);
+  for (uint64_t a = outer; a < outer + 8 && n < sizeof v / sizeof v[0]; a++)
+    v[n++] = a;
+  elfsym_image_free(full);
+  named = 0;
+  check_few_matches_full(path, v, n, 5, fake_demangle, &named);
+  check_few_matches_full(path, v, n, 29, NULL, &named);
+  PP_CHECK(named > n / 2);
+}
+
+static void test_elfsym_few_path_keeps_answers_then_reads_the_table(void) {
+  char path[PATH_MAX];
+  uint64_t probe, outer;
+  PP_CHECK(vaddr_of((uint64_t)(uintptr_t)&elfsym_probe_target, path, sizeof path, &probe) == 0);
+  PP_CHECK(vaddr_of((uint64_t)(uintptr_t)&elfsym_outer_asm, path, sizeof path, &outer) == 0);
+  elfsym_image *img = elfsym_image_open(path);
+  PP_CHECK(img != NULL);
+  if (!img)
+    return;
+  uint64_t v[ELFSYM_FEW_MAX + 1] = {probe + 1, outer + 6, outer + 3, probe + 1};
+  elfsym_symbol s[ELFSYM_FEW_MAX + 1];
+  bool f[ELFSYM_FEW_MAX + 1];
+  elfsym_lookup_many(img, v, 4, NULL, s, f);
+  PP_CHECK(f[0] && f[1] && f[2] && f[3]);
+  PP_CHECK_STR(f[0] ? s[0].name : "", "elfsym_probe_target");
+  PP_CHECK_STR(f[1] ? s[1].name : "", "elfsym_outer_asm");
+  PP_CHECK_STR(f[2] ? s[2].name : "", "elfsym_inner_asm");
+  PP_CHECK_STR(f[3] ? s[3].name : "", "elfsym_probe_target");
+  PP_CHECK(!elfsym_table_read(img));
+  /* asked again, with one new address: still the few path, answers kept */
+  v[3] = outer + 1;
+  elfsym_lookup_many(img, v, 4, NULL, s, f);
+  PP_CHECK_STR(f[0] ? s[0].name : "", "elfsym_probe_target");
+  PP_CHECK_STR(f[3] ? s[3].name : "", "elfsym_outer_asm");
+  PP_CHECK(!elfsym_table_read(img));
+  /* past ELFSYM_FEW_MAX distinct addresses: the whole table, same answers */
+  for (size_t i = 0; i <= ELFSYM_FEW_MAX; i++)
+    v[i] = probe + i * 3;
+  v[0] = outer + 3;
+  v[ELFSYM_FEW_MAX] = outer + 1000000;
+  elfsym_lookup_many(img, v, ELFSYM_FEW_MAX + 1, NULL, s, f);
+  PP_CHECK(elfsym_table_read(img));
+  PP_CHECK_STR(f[0] ? s[0].name : "", "elfsym_inner_asm");
+  PP_CHECK_STR(f[1] ? s[1].name : "", "elfsym_probe_target");
+  elfsym_image_free(img);
 }
 
 static int copy_file(const char *from, const char *to, long limit) {
@@ -627,6 +835,8 @@ int main(void) {
   PP_RUN(test_elfsym_resolves_function_in_this_binary);
   PP_RUN(test_elfsym_finds_outer_symbol_past_inner_entry);
   PP_RUN(test_elfsym_resolves_libc_write);
+  PP_RUN(test_elfsym_few_path_names_as_the_full_table);
+  PP_RUN(test_elfsym_few_path_keeps_answers_then_reads_the_table);
   PP_RUN(test_elfsym_cache_shares_images_by_build_id);
   PP_RUN(test_elfsym_survives_broken_files);
   PP_RUN(test_elfsym_survives_corrupted_images);

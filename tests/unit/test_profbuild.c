@@ -353,6 +353,85 @@ done:
   profbuild_free(pb);
 }
 
+/* The name of the location at address pc in p, "" if none, NULL if no
+ * such location. */
+static const char *name_at(const Profile *p, uint64_t pc) {
+  for (size_t i = 0; i < p->n_location; i++)
+    if (p->location[i]->address == pc)
+      return p->location[i]->n_line ? frame_name(p, p->location[i]->id) : "";
+  return NULL;
+}
+
+/* A profile of few pcs (each object named by one pass over its symbol
+ * table) and one of many (the whole table, sorted) name the same pcs alike:
+ * libc (its separate debug file when installed) and this program. */
+static void test_profbuild_few_and_many_pcs_name_alike(void) {
+  enum { MANY = 400 };
+  static const char *const fns[] = {"write", "read",    "qsort",  "strtod",   "getenv",
+                                    "fopen", "opendir", "memchr", "strftime", "gmtime_r"};
+  uintptr_t base[sizeof fns / sizeof fns[0]];
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  size_t nb = 0;
+  for (size_t i = 0; libc && i < sizeof fns / sizeof fns[0]; i++) {
+    void *f = dlsym(libc, fns[i]);
+    if (f)
+      base[nb++] = (uintptr_t)f;
+  }
+  if (libc)
+    dlclose(libc);
+  PP_CHECK(nb >= 8);
+  uintptr_t few[] = {base[0] + 1,
+                     base[1] + 7,
+                     base[2] + 40,
+                     base[3] + 3,
+                     base[4] + 100,
+                     PC(profbuild_probe_leaf, 3),
+                     PC(profbuild_probe_root, 1)};
+  size_t nfew = sizeof few / sizeof few[0];
+  uintptr_t many[MANY];
+  size_t nmany = 0;
+  for (size_t i = 0; i < nfew; i++)
+    many[nmany++] = few[i];
+  for (size_t i = 0; nmany < MANY; i++) /* across libc's text, inside and between functions */
+    many[nmany++] = base[i % nb] + (i / nb) * 211 - 4096;
+  profbuild_stack st[MANY];
+  for (size_t i = 0; i < MANY; i++)
+    st[i] = (profbuild_stack){&many[i], 1, NULL, 0, 1, NULL};
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+  profbuild *pa = profbuild_new(), *pb = profbuild_new();
+  PP_CHECK(pa && pb);
+  Profile *a = pa ? build_and_parse(pa, st, nfew, &meta, NULL) : NULL;
+  Profile *b = pb ? build_and_parse(pb, st, MANY, &meta, NULL) : NULL;
+  PP_CHECK(a && b);
+  if (!a || !b)
+    goto done;
+  for (size_t i = 0; i < nfew; i++) {
+    const char *na = name_at(a, few[i]), *nb_ = name_at(b, few[i]);
+    PP_CHECK(na && nb_ && na[0]);
+    if (na && nb_)
+      PP_CHECK_STR(na, nb_);
+  }
+  PP_CHECK_STR(name_at(a, few[0]), "write");
+  PP_CHECK_STR(name_at(a, few[5]), "profbuild_probe_leaf");
+  /* the few path again in the same builder, with new pcs: same names */
+  perftools__profiles__profile__free_unpacked(a, NULL);
+  a = build_and_parse(pa, st + nfew, 20, &meta, NULL);
+  PP_CHECK(a != NULL);
+  for (size_t i = nfew; a && i < nfew + 20; i++) {
+    const char *na = name_at(a, many[i]), *nb_ = name_at(b, many[i]);
+    PP_CHECK(na && nb_);
+    if (na && nb_)
+      PP_CHECK_STR(na, nb_);
+  }
+done:
+  if (a)
+    perftools__profiles__profile__free_unpacked(a, NULL);
+  if (b)
+    perftools__profiles__profile__free_unpacked(b, NULL);
+  profbuild_free(pa);
+  profbuild_free(pb);
+}
+
 static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   profbuild *pb = profbuild_new();
   PP_CHECK(pb != NULL);
@@ -587,6 +666,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_profbuild_opens_only_the_objects_samples_touch);
   PP_RUN(test_profbuild_symbolizes_return_addresses_as_pc_minus_one);
   PP_RUN(test_profbuild_demangles_cxx_and_resolves_libc);
+  PP_RUN(test_profbuild_few_and_many_pcs_name_alike);
   PP_RUN(test_profbuild_unknown_pcs_and_special_stacks);
   PP_RUN(test_profbuild_sees_dlopen_and_vdso);
   PP_RUN(test_profbuild_empty_profile_is_valid);

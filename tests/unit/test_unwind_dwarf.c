@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "deferred.h"
 #include "pp_test.h"
 #include "unwind.h"
 #include "unwind_tables.h"
@@ -261,9 +262,106 @@ static void test_unwind_dwarf_debug_frame_from_debug_file(void) {
   utab_set_debug_root_for_tests(NULL);
 }
 
+/* Before any table is built, stack copies taken in the handler are walked
+ * with the rows of just the FDEs they need (utab_row_on_demand): the leaf
+ * gets its callers through libc to _start (the outermost frame), and no
+ * object is compiled whole. */
+static int g_slot[DEFER_SLOTS];
+static _Atomic int g_nslot;
+
+static void on_prof_defer(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si;
+  unwind_regs r;
+  unwind_regs_from_ucontext(uc, &r);
+  if (atomic_load(&g_nslot) >= DEFER_SLOTS)
+    return;
+  int slot = defer_take(&r, t_hi);
+  if (slot >= 0)
+    g_slot[atomic_fetch_add(&g_nslot, 1)] = slot;
+}
+
+static void test_unwind_dwarf_deferred_copies_use_rows_on_demand(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_prof_defer;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGPROF, &sa, NULL);
+  start_sampling();
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    sink += dw_func_a(200000 + (sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while (atomic_load(&g_nslot) < DEFER_SLOTS && t.tv_sec - t0.tv_sec < 3);
+  stop_sampling();
+  int n = atomic_load(&g_nslot), in_leaf = 0, with_callers = 0;
+  PP_CHECK_INT(n, >=, 2);
+  for (int i = 0; i < n; i++) {
+    g_depth[i] = defer_unwind(g_slot[i], g_pcs[i], DEPTH, &g_flags[i]);
+    PP_CHECK(!(g_flags[i] & UNWIND_F_NO_TABLE));
+    if (!frame_is(i, 0, "dw_leaf"))
+      continue;
+    in_leaf++;
+    int main_found = 0;
+    for (uint32_t k = 3; k < g_depth[i]; k++)
+      main_found |= frame_is(i, k, "__libc_start_main");
+    with_callers += frame_is(i, 1, "dw_func_a") && main_found && (g_flags[i] & UNWIND_F_END);
+  }
+  PP_CHECK_INT(in_leaf, >=, 1);
+  PP_CHECK_INT(with_callers, ==, in_leaf);
+  if (with_callers != in_leaf)
+    for (uint32_t k = 0; k < g_depth[0]; k++)
+      fprintf(stderr, "  #%u %s flags %#x\n", k, fn_name(g_pcs[0][k]), g_flags[0]);
+  PP_CHECK_INT(defer_busy(), ==, 0);
+  utab_stats st;
+  utab_get_stats(&st);
+  PP_CHECK_INT(st.tables, ==, 0);    /* nothing compiled whole */
+  PP_CHECK_INT(st.on_demand, >=, 2); /* this executable and libc, per FDE */
+  PP_CHECK_INT(st.on_demand_fdes, >=, 3);
+  fprintf(stderr, "deferred: %d copies, %d in dw_leaf, with their callers to _start\n", n, in_leaf);
+}
+
+/* The first refresh after a first sample: the executable's and libc's
+ * tables only, the other objects known but pending (samples meeting them
+ * are deferred); the next full refresh builds them. */
+static void test_unwind_dwarf_first_refresh_builds_executable_and_libc_only(void) {
+  void *elf_fn = dlsym(RTLD_DEFAULT, "elf_version"); /* in libelf, another object */
+  PP_CHECK(elf_fn != NULL);
+  PP_CHECK(!utab_ready());
+  PP_CHECK_INT(utab_refresh_first(NULL), ==, 2);
+  PP_CHECK(utab_ready());
+  utab_stats st;
+  utab_get_stats(&st);
+  PP_CHECK_INT(st.tables, ==, 2);
+  PP_CHECK_INT(st.objects, >, 2);
+  int known = UTAB_UNKNOWN;
+  const void *hint = NULL;
+  utab_enter();
+  PP_CHECK(utab_find((uintptr_t)&dw_leaf, &known, &hint) != NULL);
+  PP_CHECK_INT(known, ==, UTAB_HAS_TABLE);
+  hint = NULL;
+  PP_CHECK(utab_find((uintptr_t)elf_fn, &known, &hint) == NULL);
+  PP_CHECK_INT(known, ==, UTAB_PENDING);
+  utab_leave();
+  PP_CHECK_INT(utab_refresh_first(NULL), ==, 0); /* once */
+  PP_CHECK_INT(utab_refresh(NULL), >=, 1);       /* the others */
+  utab_get_stats(&st);
+  PP_CHECK_INT(st.tables, >, 2);
+  PP_CHECK_INT(st.on_demand, >=, 2); /* until trimmed: */
+  utab_on_demand_trim();
+  utab_get_stats(&st);
+  PP_CHECK_INT(st.on_demand, ==, 0); /* whole tables for all: per-FDE rows freed */
+  hint = NULL;
+  utab_enter();
+  PP_CHECK(utab_find((uintptr_t)elf_fn, &known, &hint) != NULL);
+  PP_CHECK_INT(known, ==, UTAB_HAS_TABLE);
+  utab_leave();
+}
+
 int main(void) {
   set_bounds();
-  PP_CHECK_INT(utab_refresh(NULL), >=, 2); /* this executable and libc at least */
+  PP_RUN(test_unwind_dwarf_deferred_copies_use_rows_on_demand);
+  PP_RUN(test_unwind_dwarf_first_refresh_builds_executable_and_libc_only);
   PP_CHECK(utab_ready());
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
