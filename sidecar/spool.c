@@ -4,7 +4,7 @@
  *
  * Locking: one mutex guards the table of known files and the byte count.
  * The slow parts (writing + fsync of a new file, reading + decoding a file
- * found by a scan) run outside it: a put reserves its bytes first, a scan
+ * found by a scan, and the scan's callback) run outside it: a put reserves its bytes first, a scan
  * claims the names it found first, so two threads never handle one file.
  * Callbacks run without the lock held (they take the batcher's lock, and the
  * batcher calls back into the spool). The directory fsync after a rename is
@@ -30,7 +30,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
 
 #define QUARANTINE_DIR "quarantine"
 #define FAILED_DIR "failed"
@@ -784,11 +783,13 @@ static void retry_unsettled(spool *s) {
 }
 
 /* Journal replay at open: a push a previous run acked but had not copied
- * yet gets its spool file now (if a copy exists, it was made). */
+ * yet gets its spool file now (if a copy exists, it was made). The spool
+ * stores bytes only: a record of a push that was refused before any ack
+ * (its dead mark not synced before a crash) becomes a file too, and the
+ * scan that follows quarantines it (counted, logged) when it does not
+ * decode. */
 static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len) {
   spool *s = arg;
-  char why[256];
-  int code;
   struct stat st;
   uint64_t seq;
   if (!id_ok(id)) {
@@ -798,13 +799,6 @@ static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len
   }
   if (fstatat(s->dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0)
     return 0;
-  Pushprof__V1__PushRequest *req =
-      spool_decode_frame(frame, len, scan_frame_limit(s), &code, why, sizeof why);
-  if (!req) { /* written, then refused before any ack */
-    log_event(LOG_INFO, "spool journal: unacknowledged invalid push skipped", "id=%s", id);
-    return 0;
-  }
-  pushprof__v1__push_request__free_unpacked(req, NULL);
   return write_spool_file(s, id, frame, 0, len, false, &seq);
 }
 
@@ -981,25 +975,9 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
     uint8_t *buf = NULL;
     size_t len = 0;
     char why[256];
-    int code = 0;
-    Pushprof__V1__PushRequest *req = NULL;
-    bool vanished = false;
+    bool taken = false, vanished = false;
     if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf,
-                     &len, why, sizeof why) == 0)
-      req = spool_decode_frame(buf, len, scan_frame_limit(s), &code, why, sizeof why);
-    else
-      vanished = errno == ENOENT; /* removed since we listed it: nothing to do */
-    free(buf);
-    if (!req) {
-      uint64_t b = 0;
-      pthread_mutex_lock(&s->mu);
-      if (set_erase(&s->pending, names[i], &b))
-        s->bytes -= b;
-      if (!vanished)
-        quarantine_locked(s, names[i], why);
-      publish_gauges(s);
-      pthread_mutex_unlock(&s->mu);
-    } else {
+                     &len, why, sizeof why) == 0) {
       /* The size we account is the size we read. */
       pthread_mutex_lock(&s->mu);
       bool found;
@@ -1010,7 +988,24 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
       }
       publish_gauges(s);
       pthread_mutex_unlock(&s->mu);
-      cb(arg, names[i], req, len);
+      why[0] = '\0';
+      taken = cb(arg, names[i], buf, len, why, sizeof why) == 0;
+      if (!taken && !why[0])
+        snprintf(why, sizeof why, "refused by the scan");
+    } else {
+      vanished = errno == ENOENT; /* removed since we listed it: nothing to do */
+    }
+    free(buf);
+    if (!taken) {
+      uint64_t b = 0;
+      pthread_mutex_lock(&s->mu);
+      if (set_erase(&s->pending, names[i], &b))
+        s->bytes -= b;
+      if (!vanished)
+        quarantine_locked(s, names[i], why);
+      publish_gauges(s);
+      pthread_mutex_unlock(&s->mu);
+    } else {
       handed++;
     }
     free(names[i]);
@@ -1115,93 +1110,4 @@ size_t spool_files(spool *s) {
   size_t n = s->pending.n;
   pthread_mutex_unlock(&s->mu);
   return n;
-}
-
-/* ---- frame decoding ---- */
-
-#define FAIL(c, ...)                                                                               \
-  do {                                                                                             \
-    *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__##c;                                             \
-    snprintf(why, whylen, __VA_ARGS__);                                                            \
-    goto fail;                                                                                     \
-  } while (0)
-
-Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
-                                              int *reply_code, char *why, size_t whylen) {
-  return spool_decode_push(buf, len, max_frame, NULL, reply_code, why, whylen);
-}
-
-Pushprof__V1__PushRequest *spool_decode_push(const uint8_t *buf, size_t len, uint32_t max_frame,
-                                             pp_pprof **prof_out, int *reply_code, char *why,
-                                             size_t whylen) {
-  Pushprof__V1__PushRequest *req = NULL;
-  pp_pprof *prof = NULL;
-  pp_frame_header h;
-  const char *hwhy = NULL;
-  char pwhy[256];
-
-  *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__OK;
-  if (why && whylen)
-    why[0] = '\0';
-  if (len < PP_FRAME_HEADER_SIZE)
-    FAIL(INVALID_FRAME, "truncated frame: %zu bytes, the header alone is %d", len,
-         PP_FRAME_HEADER_SIZE);
-  if (pp_frame_header_decode(buf, max_frame, &h, &hwhy) != 0)
-    FAIL(INVALID_FRAME, "%s", hwhy ? hwhy : "bad frame header");
-  if (h.type != PP_FRAME_PUSH)
-    FAIL(INVALID_FRAME, "frame type %u is not a push (1)", (unsigned)h.type);
-  if ((uint64_t)h.length != (uint64_t)(len - PP_FRAME_HEADER_SIZE))
-    FAIL(INVALID_FRAME, "frame length mismatch: header says %" PRIu32 " payload bytes, have %zu",
-         h.length, len - PP_FRAME_HEADER_SIZE);
-  req = pushprof__v1__push_request__unpack(NULL, h.length, buf + PP_FRAME_HEADER_SIZE);
-  if (!req)
-    FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
-  size_t slen = req->service ? strlen(req->service) : 0;
-  if (slen == 0)
-    FAIL(INVALID_PUSH, "service is empty (set a service name)");
-  if (slen > PP_SERVICE_MAX)
-    FAIL(INVALID_PUSH, "service is %zu bytes, max %d", slen, PP_SERVICE_MAX);
-  if (req->hostname && strlen(req->hostname) > PP_HOSTNAME_MAX)
-    FAIL(INVALID_PUSH, "hostname is longer than %d bytes", PP_HOSTNAME_MAX);
-  if (req->n_labels > PP_LABELS_MAX)
-    FAIL(INVALID_PUSH, "%zu process labels, max %d", req->n_labels, PP_LABELS_MAX);
-  for (size_t i = 0; i < req->n_labels; i++) {
-    const Pushprof__V1__Label *l = req->labels[i];
-    size_t kl = l && l->key ? strlen(l->key) : 0;
-    size_t vl = l && l->value ? strlen(l->value) : 0;
-    if (kl == 0)
-      FAIL(INVALID_PUSH, "process label %zu has an empty key", i);
-    if (kl > PP_LABEL_KEY_MAX)
-      FAIL(INVALID_PUSH, "process label key is %zu bytes, max %d", kl, PP_LABEL_KEY_MAX);
-    if (vl > PP_LABEL_VALUE_MAX)
-      FAIL(INVALID_PUSH, "value of process label %.64s is %zu bytes, max %d", l->key, vl,
-           PP_LABEL_VALUE_MAX);
-  }
-  if (req->end_time_nanos < req->start_time_nanos)
-    FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
-         req->end_time_nanos, req->start_time_nanos);
-  if (req->pprof.len == 0 || !req->pprof.data)
-    FAIL(INVALID_PUSH, "pprof is missing");
-  /* The pprof is uncompressed on the wire, but a gzipped one is accepted; it
-   * may expand, so allow a generous multiple of the frame limit. */
-  size_t max_pprof = (size_t)max_frame * 8u;
-  if (max_pprof < (size_t)max_frame)
-    max_pprof = SIZE_MAX;
-  prof = pp_pprof_parse_pooled(req->pprof.data, req->pprof.len, max_pprof, pwhy, sizeof pwhy);
-  if (!prof)
-    FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
-  if (prof_out) {
-    /* The parsed profile replaces the encoded bytes: no need to hold both. */
-    free(req->pprof.data);
-    req->pprof.data = NULL;
-    req->pprof.len = 0;
-    *prof_out = prof;
-  } else {
-    pp_pprof_free(prof);
-  }
-  return req;
-fail:
-  if (req)
-    pushprof__v1__push_request__free_unpacked(req, NULL);
-  return NULL;
 }
