@@ -581,6 +581,11 @@ int batcher_add_spooled(void *arg, const char *id, const uint8_t *frame, size_t 
   pp_push *p = pp_push_decode(frame, len, max_frame, &code, why, whylen);
   if (!p)
     return -1;
+  if (!p->prof) { /* the listener never spools one; a drop-in might */
+    snprintf(why, whylen, "a no_samples push has no profile to batch");
+    pp_push_free(p);
+    return -1;
+  }
   batcher_add(b, id, p);
   return 0;
 }

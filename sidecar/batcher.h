@@ -39,13 +39,14 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp);
 batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_t nex, spool *sp);
 int batcher_start(batcher *b);
 /* Thread-safe. Takes ownership of push (decoded and validated by
- * pp_push_decode, durable under id); a no_samples push is freed, not kept. */
+ * pp_push_decode, durable under id); it must hold a profile (a no_samples
+ * push is freed and its file left alone). */
 void batcher_add(batcher *b, const char *id, pp_push *push);
 /* A spool_scan_cb for restarts and rescans (arg: the batcher): decodes the
  * spooled frame once (pp_push_decode, with the frame limit of
  * batcher_config.max_frame_bytes or the file's own size, whichever is
- * larger) and adds it; -1 with why when it does not decode (the spool then
- * quarantines the file). Thread-safe. */
+ * larger) and adds it; -1 with why when it does not decode or holds no
+ * profile (the spool then quarantines the file). Thread-safe. */
 int batcher_add_spooled(void *b, const char *id, const uint8_t *frame, size_t len, char *why,
                         size_t whylen);
 /* Thread-safe. False while the profiles being merged and the payloads held

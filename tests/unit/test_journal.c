@@ -9,6 +9,7 @@
 
 #include "batch_test_util.h"
 #include "journal.h"
+#include "pp_push.h"
 #include "pp_test.h"
 #include "spool.h"
 
@@ -307,13 +308,19 @@ typedef struct handed {
   int64_t total;
 } handed;
 
-static void collect(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+/* Takes what a scan hands over if it decodes (as batcher_add_spooled). */
+static int collect(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
+                   size_t whylen) {
   handed *h = arg;
-  (void)bytes;
+  int code;
+  pp_push *p = pp_push_decode(frame, len, PP_FRAME_MAX_DEFAULT, &code, why, whylen);
+  if (!p)
+    return -1;
+  pp_push_free(p);
   if (h->n < 8)
     snprintf(h->ids[h->n], SPOOL_ID_MAX, "%s", id);
   h->n++;
-  pushprof__v1__push_request__free_unpacked(req, NULL);
+  return 0;
 }
 
 static spool *jspool(void) {
