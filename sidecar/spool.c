@@ -37,16 +37,21 @@
 #define STALE_TEMP_S 5
 /* Later scans remove temp files only once no live writer can own them. */
 #define ABANDONED_TEMP_S 600
-/* Removed spool files kept for reuse: creating a file costs ext4 an inode
- * allocation, which scans past every recently deleted inode of its group
- * (recently_deleted, find_inode_bit): at hundreds of pushes per second that
- * was the biggest single cost of a push. At most RECYCLE_MAX files of at
- * most RECYCLE_FILE_MAX bytes each (so 8 MiB of disk) wait under
- * ".recycled-<n>" names, which scans ignore (dot files, not *.push) and open
- * removes. */
+/* Removed spool files are kept for reuse: creating a file costs ext4 an
+ * inode allocation, which (without a journal) scans past every recently
+ * deleted inode of its group (recently_deleted, find_inode_bit); at hundreds
+ * of pushes per second that was the biggest single cost of a push. Removed
+ * files of at most RECYCLE_FILE_MAX bytes are renamed to ".recycled-<n>"
+ * (ignored by scans: dot files, not *.push; removed by open and close), at
+ * most RECYCLE_MAX of them, in FIFO order. One is overwritten only once the
+ * rename that put it there is durable, so that a crash never brings back an
+ * exported push's name holding another push. Their bytes count against
+ * RECYCLE_BYTES_MAX: past it the directory is synced and they are truncated
+ * (inodes kept, blocks freed), so they never hold much disk. */
 #define RECYCLE_PREFIX ".recycled-"
-#define RECYCLE_MAX 32
-#define RECYCLE_FILE_MAX (256u << 10)
+#define RECYCLE_MAX 8192
+#define RECYCLE_FILE_MAX (4u << 20)
+#define RECYCLE_BYTES_MAX (16u << 20)
 
 typedef struct spool_entry {
   char id[SPOOL_ID_MAX];
@@ -83,15 +88,16 @@ struct spool {
    * (guarded by mu). */
   spool_txn *unsettled;
   size_t n_unsettled, cap_unsettled;
-  /* Files to reuse (guarded by mu): each may be overwritten once the
-   * rename that put it here is durable (synced >= seq), so that a crash
-   * never brings back an exported push's name holding another push. */
+  /* Files to reuse (guarded by mu), a ring of RECYCLE_MAX, oldest first. */
   struct recycled {
-    uint32_t n;   /* its name: RECYCLE_PREFIX<n> */
-    uint64_t seq; /* the rename's number (renamed) */
-  } recycle[RECYCLE_MAX];
-  size_t n_recycle;
-  uint32_t recycle_ctr;
+    uint32_t n;     /* its name: RECYCLE_PREFIX<n> */
+    bool busy;      /* being truncated: not to be taken */
+    uint64_t seq;   /* the rename's number (renamed): reusable once synced */
+    uint64_t bytes; /* what it still holds */
+  } * recycle;
+  size_t rc_head, rc_count;
+  uint64_t rc_bytes;
+  uint32_t rc_ctr;
 };
 
 /* ---- sorted name sets ---- */
@@ -391,11 +397,13 @@ void spool_close(spool *s) {
     return;
   journal_close(s->j); /* unsettled pushes stay in it for the next start */
   free(s->unsettled);
-  for (size_t i = 0; i < s->n_recycle && s->dirfd >= 0; i++) {
+  for (size_t i = 0; i < s->rc_count && s->dirfd >= 0; i++) {
     char name[SPOOL_ID_MAX];
-    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32, s->recycle[i].n);
+    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32,
+             s->recycle[(s->rc_head + i) % RECYCLE_MAX].n);
     unlinkat(s->dirfd, name, 0);
   }
+  free(s->recycle);
   if (s->dirfd >= 0)
     close(s->dirfd);
   if (s->qfd >= 0)
@@ -682,23 +690,23 @@ static int copy_from_journal(spool *s, int fd, uint64_t off, size_t len) {
   return 0;
 }
 
-/* A recycled file to overwrite (its name in tmp), opened for writing at
- * offset 0; -1 if none is ready. */
+/* The oldest recycled file, if its rename is durable, opened for writing at
+ * offset 0 (its name in tmp); -1 if none is ready. */
 static int take_recycled(spool *s, char *tmp, size_t tmplen) {
   pthread_mutex_lock(&s->sync_mu);
   uint64_t synced = s->synced;
   pthread_mutex_unlock(&s->sync_mu);
   for (;;) {
     pthread_mutex_lock(&s->mu);
-    size_t i = 0;
-    while (i < s->n_recycle && s->recycle[i].seq > synced)
-      i++;
-    if (i == s->n_recycle) {
+    struct recycled *e = s->rc_count ? &s->recycle[s->rc_head] : NULL;
+    if (!e || e->busy || e->seq > synced) {
       pthread_mutex_unlock(&s->mu);
       return -1;
     }
-    uint32_t n = s->recycle[i].n;
-    s->recycle[i] = s->recycle[--s->n_recycle];
+    uint32_t n = e->n;
+    s->rc_bytes -= e->bytes;
+    s->rc_head = (s->rc_head + 1) % RECYCLE_MAX;
+    s->rc_count--;
     pthread_mutex_unlock(&s->mu);
     snprintf(tmp, tmplen, RECYCLE_PREFIX "%" PRIu32, n);
     int fd = openat(s->dirfd, tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -706,6 +714,63 @@ static int take_recycled(spool *s, char *tmp, size_t tmplen) {
       return fd;
     /* Gone (someone removed it): try the next one. */
   }
+}
+
+/* Keeps the removed file id for reuse; false if it is not kept (then the
+ * caller unlinks it). Lock held. */
+static bool recycle_locked(spool *s, const char *id, uint64_t bytes) {
+  if (bytes > RECYCLE_FILE_MAX || s->rc_count == RECYCLE_MAX)
+    return false;
+  if (!s->recycle && !(s->recycle = calloc(RECYCLE_MAX, sizeof *s->recycle)))
+    return false;
+  char to[SPOOL_ID_MAX];
+  uint32_t n = s->rc_ctr++;
+  snprintf(to, sizeof to, RECYCLE_PREFIX "%" PRIu32, n);
+  if (renameat(s->dirfd, id, s->dirfd, to) != 0)
+    return false;
+  s->recycle[(s->rc_head + s->rc_count) % RECYCLE_MAX] =
+      (struct recycled){.n = n, .seq = ++s->renamed, .bytes = bytes};
+  s->rc_count++;
+  s->rc_bytes += bytes;
+  return true;
+}
+
+/* Past RECYCLE_BYTES_MAX: makes every recycling rename durable (one shared
+ * directory fsync), then truncates the recycled files that hold bytes. */
+static void trim_recycled(spool *s) {
+  pthread_mutex_lock(&s->mu);
+  bool over = s->rc_bytes > RECYCLE_BYTES_MAX;
+  uint64_t seq = s->renamed;
+  pthread_mutex_unlock(&s->mu);
+  if (!over || sync_dir_after(s, seq) != 0)
+    return;
+  size_t *idx = malloc(RECYCLE_MAX * sizeof *idx), k = 0;
+  if (!idx)
+    return;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->rc_count; i++) {
+    struct recycled *e = &s->recycle[(s->rc_head + i) % RECYCLE_MAX];
+    if (e->bytes && !e->busy && e->seq <= seq) {
+      e->busy = true; /* take_recycled stops at it: entries do not move */
+      idx[k++] = (s->rc_head + i) % RECYCLE_MAX;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  for (size_t i = 0; i < k; i++) {
+    char name[SPOOL_ID_MAX];
+    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32, s->recycle[idx[i]].n);
+    int fd = openat(s->dirfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0)
+      close(fd);
+  }
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < k; i++) {
+    s->rc_bytes -= s->recycle[idx[i]].bytes;
+    s->recycle[idx[i]].bytes = 0;
+    s->recycle[idx[i]].busy = false;
+  }
+  pthread_mutex_unlock(&s->mu);
+  free(idx);
 }
 
 /* Writes a spool file name from buf (or, buf NULL, from the journal at off):
@@ -1113,18 +1178,13 @@ int spool_remove(spool *s, const char *id) {
   pthread_mutex_lock(&s->mu);
   bool found;
   size_t k = set_lower(&s->pending, id, &found);
-  if (found && s->pending.v[k].bytes <= RECYCLE_FILE_MAX && s->n_recycle < RECYCLE_MAX) {
-    char to[SPOOL_ID_MAX];
-    uint32_t n = s->recycle_ctr++;
-    snprintf(to, sizeof to, RECYCLE_PREFIX "%" PRIu32, n);
-    if (renameat(s->dirfd, id, s->dirfd, to) == 0) {
-      s->recycle[s->n_recycle++] = (struct recycled){.n = n, .seq = ++s->renamed};
-      set_erase(&s->pending, id, &b);
-      s->bytes -= b;
-      publish_gauges(s);
-      pthread_mutex_unlock(&s->mu);
-      return SPOOL_OK;
-    }
+  if (found && recycle_locked(s, id, s->pending.v[k].bytes)) {
+    set_erase(&s->pending, id, &b);
+    s->bytes -= b;
+    publish_gauges(s);
+    pthread_mutex_unlock(&s->mu);
+    trim_recycled(s);
+    return SPOOL_OK;
   }
   pthread_mutex_unlock(&s->mu);
   /* Unlink before forgetting the name, outside the lock (puts wait on it):
