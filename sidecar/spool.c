@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,11 +48,16 @@
  * rename that put it there is durable, so that a crash never brings back an
  * exported push's name holding another push. Their bytes count against
  * RECYCLE_BYTES_MAX: past it the directory is synced and they are truncated
- * (inodes kept, blocks freed), so they never hold much disk. */
+ * (inodes kept, blocks freed), so they never hold much disk; with less
+ * than RECYCLE_MIN_FREE or a tenth of the file system free, nothing is
+ * recycled and what was is truncated at once. */
 #define RECYCLE_PREFIX ".recycled-"
 #define RECYCLE_MAX 8192
 #define RECYCLE_FILE_MAX (4u << 20)
 #define RECYCLE_BYTES_MAX (16u << 20)
+/* Only on a file system with room to spare (else files are unlinked, and
+ * the recycled ones truncated, as on a full disk every block counts). */
+#define RECYCLE_MIN_FREE ((uint64_t)1 << 30)
 
 typedef struct spool_entry {
   char id[SPOOL_ID_MAX];
@@ -735,11 +741,21 @@ static bool recycle_locked(spool *s, const char *id, uint64_t bytes) {
   return true;
 }
 
-/* Past RECYCLE_BYTES_MAX: makes every recycling rename durable (one shared
- * directory fsync), then truncates the recycled files that hold bytes. */
-static void trim_recycled(spool *s) {
+/* Whether the spool's file system has room to spare for recycled files. */
+static bool room_to_recycle(spool *s) {
+  struct statvfs v;
+  if (fstatvfs(s->dirfd, &v) != 0)
+    return false;
+  uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize, total = (uint64_t)v.f_blocks * v.f_frsize;
+  return avail >= RECYCLE_MIN_FREE && avail >= total / 10;
+}
+
+/* Past RECYCLE_BYTES_MAX (or with all set): makes every recycling rename
+ * durable (one shared directory fsync), then truncates the recycled files
+ * that hold bytes. */
+static void trim_recycled(spool *s, bool all) {
   pthread_mutex_lock(&s->mu);
-  bool over = s->rc_bytes > RECYCLE_BYTES_MAX;
+  bool over = s->rc_bytes > (all ? 0 : RECYCLE_BYTES_MAX);
   uint64_t seq = s->renamed;
   pthread_mutex_unlock(&s->mu);
   if (!over || sync_dir_after(s, seq) != 0)
@@ -1175,18 +1191,21 @@ int spool_remove(spool *s, const char *id) {
     return SPOOL_EIO;
   /* Small files are kept for reuse (see RECYCLE_MAX): renamed away under
    * the lock, so the name is gone when it is forgotten. */
+  bool room = room_to_recycle(s);
   pthread_mutex_lock(&s->mu);
   bool found;
   size_t k = set_lower(&s->pending, id, &found);
-  if (found && recycle_locked(s, id, s->pending.v[k].bytes)) {
+  if (room && found && recycle_locked(s, id, s->pending.v[k].bytes)) {
     set_erase(&s->pending, id, &b);
     s->bytes -= b;
     publish_gauges(s);
     pthread_mutex_unlock(&s->mu);
-    trim_recycled(s);
+    trim_recycled(s, false);
     return SPOOL_OK;
   }
   pthread_mutex_unlock(&s->mu);
+  if (!room)
+    trim_recycled(s, true);
   /* Unlink before forgetting the name, outside the lock (puts wait on it):
    * while the file exists it stays pending, so a concurrent scan never
    * takes it for a new drop-in. ENOENT: already gone (e.g. dropped to make
