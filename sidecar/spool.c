@@ -186,20 +186,6 @@ static bool id_ok(const char *id) {
          has_suffix(id, PP_SPOOL_SUFFIX);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len) {
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 static int mkdir_at(int dfd, const char *name) {
   if (mkdirat(dfd, name, 0750) == 0 || errno == EEXIST)
     return 0;
@@ -214,8 +200,8 @@ static void write_reason(int dfd, const char *name, const char *reason) {
   if (fd < 0)
     goto fail;
   size_t len = strlen(reason);
-  if (write_all(fd, (const uint8_t *)reason, len) != 0 ||
-      write_all(fd, (const uint8_t *)"\n", 1) != 0 || fsync(fd) != 0) {
+  if (fsutil_write_all(fd, (const uint8_t *)reason, len) != 0 ||
+      fsutil_write_all(fd, (const uint8_t *)"\n", 1) != 0 || fsync(fd) != 0) {
     close(fd);
     goto fail;
   }
@@ -557,7 +543,7 @@ static int write_temp(spool *s, const uint8_t *frame, size_t len, spool_txn *t) 
   char tmp[SPOOL_ID_MAX + 1];
   snprintf(tmp, sizeof tmp, ".%s", t->name);
   t->fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (t->fd < 0 || write_all(t->fd, frame, len) != 0)
+  if (t->fd < 0 || fsutil_write_all(t->fd, frame, len) != 0)
     return put_failed(s, t, false);
   return SPOOL_OK;
 }
@@ -683,7 +669,7 @@ static int copy_from_journal(spool *s, int fd, uint64_t off, size_t len) {
     ssize_t r = pread(jfd, b, want, (off_t)in);
     if (r < 0 && errno == EINTR)
       continue;
-    if (r <= 0 || write_all(fd, b, (size_t)r) != 0) {
+    if (r <= 0 || fsutil_write_all(fd, b, (size_t)r) != 0) {
       if (r == 0)
         errno = EIO;
       free(b);
@@ -804,7 +790,7 @@ static int write_spool_file(spool *s, const char *name, const uint8_t *buf, uint
   }
   if (fd < 0)
     return -1;
-  int rc = buf ? write_all(fd, buf, len) : copy_from_journal(s, fd, off, len);
+  int rc = buf ? fsutil_write_all(fd, buf, len) : copy_from_journal(s, fd, off, len);
   if (rc == 0 && reused) /* overwritten in place: cut what is left of the old push */
     rc = ftruncate(fd, (off_t)len);
   if (rc == 0)
