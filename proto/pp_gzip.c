@@ -9,12 +9,15 @@
 
 #define GZIP_WINDOW_BITS (15 + 16)   /* 32 KiB window, gzip wrapper */
 #define CHUNK_MAX ((size_t)UINT_MAX) /* zlib counts in uInt */
+/* zlib's fastest level. The sidecar gzips every byte it ingests (each batch
+ * once): at the default level 6 that was 60% of its CPU under load (2.3 ms
+ * per 100 KiB against 1.0 ms at level 1), for output 3-12% smaller. */
+#define GZIP_LEVEL Z_BEST_SPEED
 
 int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
   z_stream z = {0};
   uint8_t *buf = NULL;
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, GZIP_WINDOW_BITS, 8,
-                   Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&z, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
     return -1;
   size_t cap = deflateBound(&z, (uLong)len);
   if (len > CHUNK_MAX || cap < len || !(buf = malloc(cap)))

@@ -4,10 +4,12 @@
 #include "pp_hash.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
@@ -361,6 +363,372 @@ size_t pp_pprof_mem(const pp_pprof *p) {
   return used;
 }
 
+/* ---- a direct decoder for the common encoding ----
+ *
+ * protobuf-c's generic unpack was the biggest user-space cost of a push in
+ * the sidecar (two passes per message through its descriptors, one small
+ * allocation per field). This decoder reads the encoding pprof writers
+ * produce (known fields, their usual wire types, packed repeated scalars)
+ * straight into the arena. Anything else (an unknown field, an unpacked
+ * repeated scalar, a repeated period_type, a group, an overlong varint, a
+ * length past the end) makes it give up, and protobuf-c decodes the input
+ * instead: what is accepted, and how, never differs from protobuf-c. */
+
+typedef enum { FAST_OK, FAST_FALLBACK, FAST_OOM } fast_rc;
+
+typedef struct rd {
+  const uint8_t *p, *end;
+} rd;
+
+static bool rd_varint_slow(rd *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (unsigned i = 0; i < 10 && r->p < r->end; i++) {
+    uint8_t b = *r->p++;
+    x |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      if (i == 9 && b > 1)
+        return false; /* more than 64 bits */
+      *v = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Most varints in a profile are one or two bytes (ids, indices, tags). */
+static inline bool rd_varint(rd *r, uint64_t *v) {
+  if (r->end - r->p >= 2) {
+    if (r->p[0] < 0x80) {
+      *v = *r->p++;
+      return true;
+    }
+    if (r->p[1] < 0x80) {
+      *v = (uint64_t)(r->p[0] & 0x7f) | (uint64_t)r->p[1] << 7;
+      r->p += 2;
+      return true;
+    }
+  }
+  return rd_varint_slow(r, v);
+}
+
+/* The next field's number and wire type; false at the end or on anything
+ * unusual (a tag over 5 bytes, field number 0). */
+static bool rd_tag(rd *r, uint32_t *field, unsigned *wt) {
+  const uint8_t *start = r->p;
+  uint64_t t;
+  if (!rd_varint(r, &t) || r->p - start > 5 || (t >> 3) == 0 || (t >> 3) > UINT32_MAX)
+    return false;
+  *field = (uint32_t)(t >> 3);
+  *wt = (unsigned)(t & 7);
+  return true;
+}
+
+/* A length-delimited field's bytes as a reader. */
+static bool rd_bytes(rd *r, rd *out) {
+  uint64_t n;
+  if (!rd_varint(r, &n) || n > (uint64_t)(r->end - r->p))
+    return false;
+  out->p = r->p;
+  out->end = r->p + n;
+  r->p += n;
+  return true;
+}
+
+/* Varints in a packed blob; false if the last one does not end. */
+static bool packed_count(rd b, size_t *n) {
+  size_t k = 0;
+  for (const uint8_t *q = b.p; q < b.end; q++)
+    k += !(*q & 0x80);
+  if (b.p < b.end && (b.end[-1] & 0x80))
+    return false;
+  *n += k;
+  return true;
+}
+
+static bool packed_read(rd b, uint64_t *out, size_t *k) {
+  while (b.p < b.end)
+    if (!rd_varint(&b, &out[(*k)++]))
+      return false;
+  return true;
+}
+
+static void *fast_alloc(pp_pprof *a, size_t n, size_t size) {
+  if (n == 0)
+    return NULL;
+  if (n > SIZE_MAX / size) {
+    a->oom = true;
+    return NULL;
+  }
+  return arena_alloc(a, n * size);
+}
+
+/* Messages of varint fields only: each field number maps to a member. */
+typedef struct scalar_field {
+  uint32_t field;
+  size_t off;
+  bool is_bool; /* protobuf_c_boolean, else a 64-bit integer */
+} scalar_field;
+
+static fast_rc fast_scalars(rd m, void *msg, const scalar_field *f, size_t nf) {
+  uint32_t field;
+  unsigned wt;
+  while (m.p < m.end) {
+    if (!rd_tag(&m, &field, &wt) || wt != 0)
+      return FAST_FALLBACK;
+    size_t i = 0;
+    while (i < nf && f[i].field != field)
+      i++;
+    uint64_t v;
+    if (i == nf || !rd_varint(&m, &v))
+      return FAST_FALLBACK;
+    if (f[i].is_bool)
+      *(protobuf_c_boolean *)((char *)msg + f[i].off) = v != 0;
+    else
+      memcpy((char *)msg + f[i].off, &v, sizeof v);
+  }
+  return FAST_OK;
+}
+
+#define SF(type, member, num, b)                                                                   \
+  { num, offsetof(type, member), b }
+static const scalar_field vt_fields[] = {SF(Perftools__Profiles__ValueType, type, 1, false),
+                                         SF(Perftools__Profiles__ValueType, unit, 2, false)};
+static const scalar_field label_fields[] = {SF(Perftools__Profiles__Label, key, 1, false),
+                                            SF(Perftools__Profiles__Label, str, 2, false),
+                                            SF(Perftools__Profiles__Label, num, 3, false),
+                                            SF(Perftools__Profiles__Label, num_unit, 4, false)};
+static const scalar_field mapping_fields[] = {
+    SF(Perftools__Profiles__Mapping, id, 1, false),
+    SF(Perftools__Profiles__Mapping, memory_start, 2, false),
+    SF(Perftools__Profiles__Mapping, memory_limit, 3, false),
+    SF(Perftools__Profiles__Mapping, file_offset, 4, false),
+    SF(Perftools__Profiles__Mapping, filename, 5, false),
+    SF(Perftools__Profiles__Mapping, build_id, 6, false),
+    SF(Perftools__Profiles__Mapping, has_functions, 7, true),
+    SF(Perftools__Profiles__Mapping, has_filenames, 8, true),
+    SF(Perftools__Profiles__Mapping, has_line_numbers, 9, true),
+    SF(Perftools__Profiles__Mapping, has_inline_frames, 10, true)};
+static const scalar_field function_fields[] = {
+    SF(Perftools__Profiles__Function, id, 1, false),
+    SF(Perftools__Profiles__Function, name, 2, false),
+    SF(Perftools__Profiles__Function, system_name, 3, false),
+    SF(Perftools__Profiles__Function, filename, 4, false),
+    SF(Perftools__Profiles__Function, start_line, 5, false)};
+static const scalar_field line_fields[] = {SF(Perftools__Profiles__Line, function_id, 1, false),
+                                           SF(Perftools__Profiles__Line, line, 2, false),
+                                           SF(Perftools__Profiles__Line, column, 3, false)};
+static const scalar_field location_fields[] = {
+    SF(Perftools__Profiles__Location, id, 1, false),
+    SF(Perftools__Profiles__Location, mapping_id, 2, false),
+    SF(Perftools__Profiles__Location, address, 3, false),
+    SF(Perftools__Profiles__Location, is_folded, 5, true)};
+#undef SF
+#define NF(a) (sizeof(a) / sizeof(a)[0])
+
+static fast_rc fast_sample(pp_pprof *a, rd m, Perftools__Profiles__Sample *s) {
+  size_t nloc = 0, nval = 0, nlab = 0;
+  uint32_t field = 0;
+  unsigned wt = 0;
+  rd b, scan = m;
+  while (scan.p < scan.end) { /* count */
+    if (!rd_tag(&scan, &field, &wt) || wt != 2 || field < 1 || field > 3 || !rd_bytes(&scan, &b))
+      return FAST_FALLBACK;
+    if ((field == 1 && !packed_count(b, &nloc)) || (field == 2 && !packed_count(b, &nval)))
+      return FAST_FALLBACK;
+    nlab += field == 3;
+  }
+  s->location_id = fast_alloc(a, nloc, sizeof *s->location_id);
+  s->value = fast_alloc(a, nval, sizeof *s->value);
+  Perftools__Profiles__Label *labs = fast_alloc(a, nlab, sizeof *labs);
+  s->label = fast_alloc(a, nlab, sizeof *s->label);
+  if (a->oom)
+    return FAST_OOM;
+  while (m.p < m.end) {
+    rd_tag(&m, &field, &wt);
+    rd_bytes(&m, &b);
+    if (field == 1 && !packed_read(b, s->location_id, &s->n_location_id))
+      return FAST_FALLBACK;
+    if (field == 2 && !packed_read(b, (uint64_t *)s->value, &s->n_value))
+      return FAST_FALLBACK;
+    if (field == 3) {
+      Perftools__Profiles__Label *l = &labs[s->n_label];
+      perftools__profiles__label__init(l);
+      s->label[s->n_label++] = l;
+      fast_rc rc = fast_scalars(b, l, label_fields, NF(label_fields));
+      if (rc != FAST_OK)
+        return rc;
+    }
+  }
+  return FAST_OK;
+}
+
+static fast_rc fast_location(pp_pprof *a, rd m, Perftools__Profiles__Location *l) {
+  size_t nline = 0;
+  uint32_t field = 0;
+  unsigned wt = 0;
+  rd b, scan = m;
+  uint64_t v;
+  while (scan.p < scan.end) { /* count the lines; the rest must be varints */
+    if (!rd_tag(&scan, &field, &wt))
+      return FAST_FALLBACK;
+    if (field == 4 ? wt != 2 || !rd_bytes(&scan, &b) : wt != 0 || !rd_varint(&scan, &v))
+      return FAST_FALLBACK;
+    nline += field == 4;
+  }
+  Perftools__Profiles__Line *lines = fast_alloc(a, nline, sizeof *lines);
+  l->line = fast_alloc(a, nline, sizeof *l->line);
+  if (a->oom)
+    return FAST_OOM;
+  while (m.p < m.end) {
+    const uint8_t *at = m.p;
+    rd_tag(&m, &field, &wt);
+    if (field == 4) {
+      rd_bytes(&m, &b);
+      Perftools__Profiles__Line *ln = &lines[l->n_line];
+      perftools__profiles__line__init(ln);
+      l->line[l->n_line++] = ln;
+      fast_rc rc = fast_scalars(b, ln, line_fields, NF(line_fields));
+      if (rc != FAST_OK)
+        return rc;
+    } else {
+      rd_varint(&m, &v);
+      rd one = {at, m.p};
+      fast_rc rc = fast_scalars(one, l, location_fields, NF(location_fields));
+      if (rc != FAST_OK)
+        return rc;
+    }
+  }
+  return FAST_OK;
+}
+
+/* Allocates n messages of size sz and their pointer array. */
+static void *fast_msgs(pp_pprof *a, size_t n, size_t sz, void ***ptrs) {
+  char *objs = fast_alloc(a, n, sz);
+  *ptrs = fast_alloc(a, n, sizeof(void *));
+  if (a->oom)
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    (*ptrs)[i] = objs + i * sz;
+  return objs;
+}
+
+static fast_rc fast_unpack(pp_pprof *a, const uint8_t *data, size_t len,
+                           Perftools__Profiles__Profile **out) {
+  size_t n[16] = {0};
+  uint32_t field = 0;
+  unsigned wt = 0;
+  uint64_t v;
+  rd m = {data, data + len}, scan = m, b;
+  /* Pass 1: count; every field must have its usual wire type. */
+  while (scan.p < scan.end) {
+    if (!rd_tag(&scan, &field, &wt) || field > 15)
+      return FAST_FALLBACK;
+    bool delimited = field <= 6 || field == 11 || field == 13;
+    if (delimited ? wt != 2 || !rd_bytes(&scan, &b) : wt != 0 || !rd_varint(&scan, &v))
+      return FAST_FALLBACK;
+    if (field == 13 && !packed_count(b, &n[13]))
+      return FAST_FALLBACK;
+    if (field != 13)
+      n[field]++;
+  }
+  if (n[11] > 1)
+    return FAST_FALLBACK; /* protobuf-c merges repeated submessages */
+  Perftools__Profiles__Profile *p = arena_alloc(a, sizeof *p);
+  if (!p)
+    return FAST_OOM;
+  perftools__profiles__profile__init(p);
+  fast_msgs(a, n[1], sizeof(Perftools__Profiles__ValueType), (void ***)&p->sample_type);
+  fast_msgs(a, n[2], sizeof(Perftools__Profiles__Sample), (void ***)&p->sample);
+  fast_msgs(a, n[3], sizeof(Perftools__Profiles__Mapping), (void ***)&p->mapping);
+  fast_msgs(a, n[4], sizeof(Perftools__Profiles__Location), (void ***)&p->location);
+  fast_msgs(a, n[5], sizeof(Perftools__Profiles__Function), (void ***)&p->function);
+  p->string_table = fast_alloc(a, n[6], sizeof *p->string_table);
+  p->comment = fast_alloc(a, n[13], sizeof *p->comment);
+  if (a->oom)
+    return FAST_OOM;
+  /* Pass 2: decode. */
+  while (m.p < m.end) {
+    const uint8_t *at = m.p;
+    rd_tag(&m, &field, &wt);
+    fast_rc rc = FAST_OK;
+    if (wt == 2)
+      rd_bytes(&m, &b);
+    switch (field) {
+    case 1: {
+      Perftools__Profiles__ValueType *t = p->sample_type[p->n_sample_type++];
+      perftools__profiles__value_type__init(t);
+      rc = fast_scalars(b, t, vt_fields, NF(vt_fields));
+      break;
+    }
+    case 2: {
+      Perftools__Profiles__Sample *s = p->sample[p->n_sample++];
+      perftools__profiles__sample__init(s);
+      rc = fast_sample(a, b, s);
+      break;
+    }
+    case 3: {
+      Perftools__Profiles__Mapping *mp = p->mapping[p->n_mapping++];
+      perftools__profiles__mapping__init(mp);
+      rc = fast_scalars(b, mp, mapping_fields, NF(mapping_fields));
+      break;
+    }
+    case 4: {
+      Perftools__Profiles__Location *l = p->location[p->n_location++];
+      perftools__profiles__location__init(l);
+      rc = fast_location(a, b, l);
+      break;
+    }
+    case 5: {
+      Perftools__Profiles__Function *f = p->function[p->n_function++];
+      perftools__profiles__function__init(f);
+      rc = fast_scalars(b, f, function_fields, NF(function_fields));
+      break;
+    }
+    case 6: {
+      size_t sl = (size_t)(b.end - b.p);
+      char *str = arena_alloc(a, sl + 1);
+      if (!str)
+        return FAST_OOM;
+      memcpy(str, b.p, sl);
+      str[sl] = '\0';
+      p->string_table[p->n_string_table++] = str;
+      break;
+    }
+    case 11: {
+      Perftools__Profiles__ValueType *t = arena_alloc(a, sizeof *t);
+      if (!t)
+        return FAST_OOM;
+      perftools__profiles__value_type__init(t);
+      p->period_type = t;
+      rc = fast_scalars(b, t, vt_fields, NF(vt_fields));
+      break;
+    }
+    case 13:
+      if (!packed_read(b, (uint64_t *)p->comment, &p->n_comment))
+        rc = FAST_FALLBACK;
+      break;
+    default: { /* the varint fields of Profile */
+      static const scalar_field pf[] = {
+          {7, offsetof(Perftools__Profiles__Profile, drop_frames), false},
+          {8, offsetof(Perftools__Profiles__Profile, keep_frames), false},
+          {9, offsetof(Perftools__Profiles__Profile, time_nanos), false},
+          {10, offsetof(Perftools__Profiles__Profile, duration_nanos), false},
+          {12, offsetof(Perftools__Profiles__Profile, period), false},
+          {14, offsetof(Perftools__Profiles__Profile, default_sample_type), false},
+          {15, offsetof(Perftools__Profiles__Profile, doc_url), false}};
+      rd_varint(&m, &v);
+      rd one = {at, m.p};
+      rc = fast_scalars(one, p, pf, NF(pf));
+    }
+    }
+    if (rc != FAST_OK)
+      return rc;
+  }
+  *out = p;
+  return FAST_OK;
+}
+#undef NF
+
 pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
                                 size_t whylen) {
   uint8_t *raw = NULL;
@@ -382,8 +750,16 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
   a->next_cap = len < (ARENA_FIRST_MAX - ARENA_SLACK) / ARENA_EXPANSION
                     ? len * ARENA_EXPANSION + ARENA_SLACK
                     : ARENA_FIRST_MAX;
-  ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
-  a->prof = perftools__profiles__profile__unpack(&al, len, data);
+  fast_rc fr = fast_unpack(a, data, len, &a->prof);
+  if (fr == FAST_FALLBACK) {
+    for (arena_chunk *c = a->chunks; c; c = c->next)
+      c->used = 0; /* what the direct decoder took is garbage now */
+    a->oom = false;
+    ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+    a->prof = perftools__profiles__profile__unpack(&al, len, data);
+  } else if (fr == FAST_OOM) {
+    a->prof = NULL;
+  }
   free(raw);
   raw = NULL;
   if (!a->prof) {

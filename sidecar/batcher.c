@@ -30,7 +30,8 @@
  * a sealed group marked busy is worked on by the batcher thread alone,
  * without the lock (adds never touch sealed groups). Spool calls are made
  * without b->mu held, or with it held but never the other way round (the
- * spool calls back into batcher_add only from scans, without its own lock). */
+ * spool calls back into batcher_add_spooled only from scans, without its own
+ * lock). */
 #include "batcher.h"
 
 #include <errno.h>
@@ -49,6 +50,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "metrics.h"
+#include "pp_frame.h"
 #include "pp_pprof.h"
 
 #define NS_PER_S 1000000000LL
@@ -104,6 +106,7 @@ struct batcher {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int window_s, max_age_s;
+  uint32_t max_frame; /* frame limit for spooled frames (batcher_add_spooled) */
   char *node, *subdir;
   exporter *ex[BATCHER_MAX_TARGETS];
   size_t nex;
@@ -519,6 +522,7 @@ batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_
   }
   pthread_condattr_destroy(&ca);
   b->window_s = cfg->window_s >= 0 ? cfg->window_s : 60;
+  b->max_frame = cfg->max_frame_bytes ? cfg->max_frame_bytes : PP_FRAME_MAX_DEFAULT;
   b->max_age_s = cfg->max_age_s > 0 ? cfg->max_age_s : 86400;
   b->node = strdup(cfg->node && *cfg->node ? cfg->node : "unknown-node");
   b->subdir = strdup(cfg->subdir ? cfg->subdir : "");
@@ -565,23 +569,25 @@ batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_
   return b;
 }
 
-void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
-  char why[256] = "", reason[300], q[400];
-  pp_pprof *pp = NULL;
-  if (b && id && req) {
-    pp = pp_pprof_parse_pooled(req->pprof.data, req->pprof.len, PPROF_MAX_SIZE, why, sizeof why);
-    if (!pp) {
-      snprintf(reason, sizeof reason, "invalid pprof: %s", why);
-      log_event(LOG_ERROR, "push cannot be batched; moved to failed/", "id=%s reason=%s", id,
-                log_quote(reason, q, sizeof q));
-      metrics_drop("invalid_pprof", 1);
-      if (b->sp)
-        spool_move_failed(b->sp, id, reason);
-      pushprof__v1__push_request__free_unpacked(req, NULL);
-      return;
-    }
+int batcher_add_spooled(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
+                        size_t whylen) {
+  batcher *b = arg;
+  int code;
+  /* A drop-in may be larger than the listener's limit (the spool bounded
+   * its size); the pprof's gunzip limit follows from whichever is larger. */
+  uint32_t max_frame = b->max_frame;
+  if (len > max_frame)
+    max_frame = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+  pp_push *p = pp_push_decode(frame, len, max_frame, &code, why, whylen);
+  if (!p)
+    return -1;
+  if (!p->prof) { /* the listener never spools one; a drop-in might */
+    snprintf(why, whylen, "a no_samples push has no profile to batch");
+    pp_push_free(p);
+    return -1;
   }
-  batcher_add_parsed(b, id, req, pp, bytes);
+  batcher_add(b, id, p);
+  return 0;
 }
 
 static bool over_budget_locked(const batcher *b) {
@@ -659,9 +665,11 @@ static void wait_for_room_locked(batcher *b) {
   }
 }
 
-void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *req, pp_pprof *pp,
-                        size_t bytes) {
-  const Perftools__Profiles__Profile *prof = pp ? pp_pprof_profile(pp) : NULL;
+void batcher_add(batcher *b, const char *id, pp_push *push) {
+  Pushprof__V1__PushRequest *req = push ? push->req : NULL;
+  const Perftools__Profiles__Profile *prof =
+      push && push->prof ? pp_pprof_profile(push->prof) : NULL;
+  size_t bytes = push ? push->frame_bytes : 0;
   char why[256] = "", reason[300];
   char *key = NULL;
   size_t keylen = 0;
@@ -793,9 +801,7 @@ fail_push:;
     spool_move_failed(b->sp, id, reason);
 out:
   free(key);
-  pp_pprof_free(pp);
-  if (req)
-    pushprof__v1__push_request__free_unpacked(req, NULL);
+  pp_push_free(push);
 }
 
 /* ---- export ---- */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "exporter.h"
+#include "pp_push.h"
 #include "spool.h"
 
 typedef struct batcher batcher;
@@ -29,6 +30,7 @@ typedef struct batcher_config {
    * a sixth of it (sealing the largest open batch early beyond a twelfth)
    * and says it has no room (batcher_has_room) past that sixth. */
   uint64_t max_memory;
+  uint32_t max_frame_bytes; /* the listener's --max-frame-bytes (0: PP_FRAME_MAX_DEFAULT) */
 } batcher_config;
 
 /* One target. */
@@ -36,12 +38,17 @@ batcher *batcher_new(const batcher_config *cfg, exporter *ex, spool *sp);
 /* nex (1..BATCHER_MAX_TARGETS) targets; the batcher does not own them. */
 batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_t nex, spool *sp);
 int batcher_start(batcher *b);
-/* Thread-safe. Takes ownership of req (already durable under id). */
-void batcher_add(batcher *b, const char *id, Pushprof__V1__PushRequest *req, size_t bytes);
-/* The same for a push whose pprof was already parsed (spool_decode_push):
- * takes ownership of req and prof; req->pprof is not used. */
-void batcher_add_parsed(batcher *b, const char *id, Pushprof__V1__PushRequest *req, pp_pprof *prof,
-                        size_t bytes);
+/* Thread-safe. Takes ownership of push (decoded and validated by
+ * pp_push_decode, durable under id); it must hold a profile (a no_samples
+ * push is freed and its file left alone). */
+void batcher_add(batcher *b, const char *id, pp_push *push);
+/* A spool_scan_cb for restarts and rescans (arg: the batcher): decodes the
+ * spooled frame once (pp_push_decode, with the frame limit of
+ * batcher_config.max_frame_bytes or the file's own size, whichever is
+ * larger) and adds it; -1 with why when it does not decode or holds no
+ * profile (the spool then quarantines the file). Thread-safe. */
+int batcher_add_spooled(void *b, const char *id, const uint8_t *frame, size_t len, char *why,
+                        size_t whylen);
 /* Thread-safe. False while the profiles being merged and the payloads held
  * in memory are over the batcher's share of the memory budget: the listener
  * then tells new pushes to retry instead of taking them in. */

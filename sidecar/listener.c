@@ -37,6 +37,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pp_frame.h"
+#include "pp_push.h"
 #include "pushprof.pb-c.h"
 
 #define CONN_STACK_SIZE (1u << 20)
@@ -557,36 +558,18 @@ static void handle_slot_put(listener *l) {
  * durable. Returns false if the connection must close. */
 /* A no_samples push: validated like any other, counted, never stored. The
  * client need not read the answer (it may be gone already). */
-static bool handle_empty(conn *c, const uint8_t *frame, size_t len, int64_t deadline) {
-  uint64_t seq = 0;
-  listener_peek_sequence(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE, &seq);
-  Pushprof__V1__PushRequest *req = pushprof__v1__push_request__unpack(
-      NULL, len - PP_FRAME_HEADER_SIZE, frame + PP_FRAME_HEADER_SIZE);
-  char why[REASON_MAX];
-  size_t slen = req && req->service ? strlen(req->service) : 0;
-  if (!req)
-    snprintf(why, sizeof why, "payload is not a valid PushRequest protobuf");
-  else if (slen == 0 || slen > PP_SERVICE_MAX)
-    snprintf(why, sizeof why, "service is %zu bytes: 1..%d expected", slen, PP_SERVICE_MAX);
-  else if (req->pprof.len != 0)
-    snprintf(why, sizeof why, "no_samples is set but pprof holds %zu bytes: send one or the other",
-             req->pprof.len);
-  else
-    why[0] = 0;
-  if (why[0]) {
-    pushprof__v1__push_request__free_unpacked(req, NULL);
-    reject(c, code_reason(RC_INVALID_PUSH), RC_INVALID_PUSH, why, seq, deadline);
-    return false;
-  }
+/* A no_samples push (decoded and validated): counted, acked, nothing spooled. */
+static bool handle_empty(conn *c, pp_push *push, int64_t deadline) {
+  const Pushprof__V1__PushRequest *req = push->req;
   metrics_add(M_PUSHES_EMPTY, 1);
   if (req->dropped_profiles)
     metrics_drop("sdk_backlog_full", req->dropped_profiles);
   char svc[PP_SERVICE_MAX * 2 + 8];
   log_event(LOG_DEBUG, "empty push", "service=%s pid=%u seq=%llu sdk_dropped=%llu",
-            log_quote(req->service, svc, sizeof svc), req->pid, (unsigned long long)seq,
+            log_quote(req->service, svc, sizeof svc), req->pid, (unsigned long long)req->sequence,
             (unsigned long long)req->dropped_profiles);
-  pushprof__v1__push_request__free_unpacked(req, NULL);
-  (void)send_reply(c->fd, RC_OK, "", seq, "", deadline);
+  (void)send_reply(c->fd, RC_OK, "", req->sequence, "", deadline);
+  pp_push_free(push);
   return false; /* one notice per connection: the client has closed */
 }
 
@@ -595,30 +578,36 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   uint8_t *frame = *framep;
   enum { NO_SAMPLES_FIELD = 11 }; /* PushRequest.no_samples, pushprof.proto */
   uint64_t no_samples = 0;
-  if (listener_peek_varint(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE,
-                           NO_SAMPLES_FIELD, &no_samples) == 0 &&
-      no_samples)
-    return handle_empty(c, frame, len, deadline);
+  bool empty = listener_peek_varint(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE,
+                                    NO_SAMPLES_FIELD, &no_samples) == 0 &&
+               no_samples;
   int code = RC_INTERNAL;
   char why[REASON_MAX];
   why[0] = 0;
-  pp_pprof *prof = NULL;
-  /* The disk writes the frame while we decode and validate it; nothing is
-   * renamed into the spool (or acked) before the push proved valid. */
+  /* The disk writes the frame while we decode and validate it (once, here:
+   * the batcher takes the decoded push); nothing is renamed into the spool
+   * (or acked) before the push proved valid. An empty push is not spooled. */
   spool_txn txn;
-  int rc = spool_begin(l->sp, frame, len, &txn);
-  Pushprof__V1__PushRequest *req =
-      spool_decode_push(frame, len, l->cfg.max_frame_bytes, &prof, &code, why, sizeof why);
-  if (!req) {
-    if (rc == SPOOL_OK)
+  int rc = empty ? SPOOL_EIO : spool_begin(l->sp, frame, len, &txn);
+  pp_push *push = pp_push_decode(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
+  if (!push) {
+    if (!empty && rc == SPOOL_OK)
       spool_abort(l->sp, &txn);
     if (code == RC_OK)
       code = RC_INTERNAL;
     uint64_t seq = 0; /* echoed if the payload still shows it */
     listener_peek_sequence(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE, &seq);
     reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", seq, deadline);
-    return code != RC_INVALID_FRAME;
+    return !empty && code != RC_INVALID_FRAME;
   }
+  if (push->req->no_samples) {
+    if (!empty && rc == SPOOL_OK) /* the peek and the decode disagree: the decode wins */
+      spool_abort(l->sp, &txn);
+    return handle_empty(c, push, deadline);
+  }
+  if (empty)
+    rc = spool_begin(l->sp, frame, len, &txn);
+  const Pushprof__V1__PushRequest *req = push->req;
   uint64_t seq = req->sequence;
   char id[SPOOL_ID_MAX];
   if (rc == SPOOL_OK)
@@ -628,8 +617,7 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   free(frame);
   *framep = NULL;
   if (rc != SPOOL_OK) {
-    pushprof__v1__push_request__free_unpacked(req, NULL);
-    pp_pprof_free(prof);
+    pp_push_free(push);
     if (rc == SPOOL_FULL) {
       snprintf(why, sizeof why,
                "spool full (%llu bytes pending): retry later; space frees as batches export "
@@ -661,12 +649,10 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
     metrics_drop("sdk_backlog_full", req->dropped_profiles);
   /* Durable now. Once it has its own spool file the batcher owns it whether
    * or not the ack arrived; if that copy fails a rescan retries it. */
-  if (spool_settle(l->sp, &txn) == SPOOL_OK) {
-    batcher_add_parsed(l->b, id, req, prof, len);
-  } else {
-    pushprof__v1__push_request__free_unpacked(req, NULL);
-    pp_pprof_free(prof);
-  }
+  if (spool_settle(l->sp, &txn) == SPOOL_OK)
+    batcher_add(l->b, id, push);
+  else
+    pp_push_free(push);
   return delivered;
 }
 

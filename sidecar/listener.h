@@ -1,9 +1,9 @@
 /* The sidecar's Unix-socket listener. One accept thread checks peer
  * credentials and the connection limit; each admitted connection gets its
- * own thread, which reads frames under a per-frame deadline, validates them
- * (spool_decode_frame), makes them durable (spool_put), acks, and hands them
- * to the batcher. Threads block in fsync concurrently, so a slow disk delays
- * acks but never serializes clients behind one another. */
+ * own thread, which reads frames under a per-frame deadline, decodes and
+ * validates each once (pp_push_decode), makes it durable (spool_begin and
+ * spool_commit), acks, and hands the decoded push to the batcher. Threads block in fsync
+ * concurrently, so a slow disk delays acks but never serializes clients behind one another. */
 #ifndef SIDECAR_LISTENER_H
 #define SIDECAR_LISTENER_H
 #include <stddef.h>

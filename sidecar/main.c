@@ -77,10 +77,6 @@ static int lock_spool(const char *dir, char *err, size_t errlen) {
   return lockfile_acquire(path, what, err, errlen);
 }
 
-static void resume_cb(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
-  batcher_add(arg, id, req, bytes);
-}
-
 int main(int argc, char **argv) {
   sidecar_config cfg;
   char err[1024] = "";
@@ -194,14 +190,15 @@ int main(int argc, char **argv) {
                        .subdir = cfg.bucket_subdir,
                        .max_age_s = cfg.max_batch_age_s,
                        .target_names = (const char *const *)target_names,
-                       .max_memory = cfg.max_memory};
+                       .max_memory = cfg.max_memory,
+                       .max_frame_bytes = cfg.max_frame_bytes};
   metrics_set(G_MEMORY_BUDGET, (int64_t)cfg.max_memory);
   b = batcher_new_multi(&bc, ex, nex, sp);
   if (!b || batcher_start(b) != 0) {
     fprintf(stderr, "pushprof-sidecar: cannot start the batcher\n");
     goto out;
   }
-  int resumed = spool_scan(sp, resume_cb, b);
+  int resumed = spool_scan(sp, batcher_add_spooled, b);
   log_event(LOG_INFO, "spool scanned", "dir=%s resumed=%d bytes=%llu",
             log_quote(cfg.spool_dir, q1, sizeof q1), resumed < 0 ? 0 : resumed,
             (unsigned long long)spool_bytes(sp));
@@ -231,7 +228,7 @@ int main(int argc, char **argv) {
       log_event(LOG_ERROR, "sigtimedwait failed", "errno=%d", errno);
       break;
     }
-    int n = spool_rescan_new(sp, resume_cb, b);
+    int n = spool_rescan_new(sp, batcher_add_spooled, b);
     if (n > 0)
       log_event(LOG_INFO, "spool drop-ins picked up", "files=%d", n);
   }

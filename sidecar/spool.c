@@ -4,7 +4,7 @@
  *
  * Locking: one mutex guards the table of known files and the byte count.
  * The slow parts (writing + fsync of a new file, reading + decoding a file
- * found by a scan) run outside it: a put reserves its bytes first, a scan
+ * found by a scan, and the scan's callback) run outside it: a put reserves its bytes first, a scan
  * claims the names it found first, so two threads never handle one file.
  * Callbacks run without the lock held (they take the batcher's lock, and the
  * batcher calls back into the spool). The directory fsync after a rename is
@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +31,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
 
 #define QUARANTINE_DIR "quarantine"
 #define FAILED_DIR "failed"
@@ -38,6 +38,26 @@
 #define STALE_TEMP_S 5
 /* Later scans remove temp files only once no live writer can own them. */
 #define ABANDONED_TEMP_S 600
+/* Removed spool files are kept for reuse: creating a file costs ext4 an
+ * inode allocation, which (without a journal) scans past every recently
+ * deleted inode of its group (recently_deleted, find_inode_bit); at hundreds
+ * of pushes per second that was the biggest single cost of a push. Removed
+ * files of at most RECYCLE_FILE_MAX bytes are renamed to ".recycled-<n>"
+ * (ignored by scans: dot files, not *.push; removed by open and close), at
+ * most RECYCLE_MAX of them, in FIFO order. One is overwritten only once the
+ * rename that put it there is durable, so that a crash never brings back an
+ * exported push's name holding another push. Their bytes count against
+ * RECYCLE_BYTES_MAX: past it the directory is synced and they are truncated
+ * (inodes kept, blocks freed), so they never hold much disk; with less
+ * than RECYCLE_MIN_FREE or a tenth of the file system free, nothing is
+ * recycled and what was is truncated at once. */
+#define RECYCLE_PREFIX ".recycled-"
+#define RECYCLE_MAX 8192
+#define RECYCLE_FILE_MAX (4u << 20)
+#define RECYCLE_BYTES_MAX (16u << 20)
+/* Only on a file system with room to spare (else files are unlinked, and
+ * the recycled ones truncated, as on a full disk every block counts). */
+#define RECYCLE_MIN_FREE ((uint64_t)1 << 30)
 
 typedef struct spool_entry {
   char id[SPOOL_ID_MAX];
@@ -74,6 +94,16 @@ struct spool {
    * (guarded by mu). */
   spool_txn *unsettled;
   size_t n_unsettled, cap_unsettled;
+  /* Files to reuse (guarded by mu), a ring of RECYCLE_MAX, oldest first. */
+  struct recycled {
+    uint32_t n;     /* its name: RECYCLE_PREFIX<n> */
+    bool busy;      /* being truncated: not to be taken */
+    uint64_t seq;   /* the rename's number (renamed): reusable once synced */
+    uint64_t bytes; /* what it still holds */
+  } * recycle;
+  size_t rc_head, rc_count;
+  uint64_t rc_bytes;
+  uint32_t rc_ctr;
 };
 
 /* ---- sorted name sets ---- */
@@ -156,20 +186,6 @@ static bool id_ok(const char *id) {
          has_suffix(id, PP_SPOOL_SUFFIX);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len) {
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 static int mkdir_at(int dfd, const char *name) {
   if (mkdirat(dfd, name, 0750) == 0 || errno == EEXIST)
     return 0;
@@ -184,8 +200,8 @@ static void write_reason(int dfd, const char *name, const char *reason) {
   if (fd < 0)
     goto fail;
   size_t len = strlen(reason);
-  if (write_all(fd, (const uint8_t *)reason, len) != 0 ||
-      write_all(fd, (const uint8_t *)"\n", 1) != 0 || fsync(fd) != 0) {
+  if (fsutil_write_all(fd, (const uint8_t *)reason, len) != 0 ||
+      fsutil_write_all(fd, (const uint8_t *)"\n", 1) != 0 || fsync(fd) != 0) {
     close(fd);
     goto fail;
   }
@@ -237,6 +253,10 @@ static void remove_stale_temps(spool *s) {
     const char *n = de->d_name;
     if (n[0] != '.' || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
       continue;
+    if (strncmp(n, RECYCLE_PREFIX, strlen(RECYCLE_PREFIX)) == 0) {
+      unlinkat(s->dirfd, n, 0); /* a previous run's, kept for reuse */
+      continue;
+    }
     if (!strstr(n, PP_SPOOL_SUFFIX))
       continue;
     struct stat st;
@@ -369,6 +389,13 @@ void spool_close(spool *s) {
     return;
   journal_close(s->j); /* unsettled pushes stay in it for the next start */
   free(s->unsettled);
+  for (size_t i = 0; i < s->rc_count && s->dirfd >= 0; i++) {
+    char name[SPOOL_ID_MAX];
+    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32,
+             s->recycle[(s->rc_head + i) % RECYCLE_MAX].n);
+    unlinkat(s->dirfd, name, 0);
+  }
+  free(s->recycle);
   if (s->dirfd >= 0)
     close(s->dirfd);
   if (s->qfd >= 0)
@@ -516,7 +543,7 @@ static int write_temp(spool *s, const uint8_t *frame, size_t len, spool_txn *t) 
   char tmp[SPOOL_ID_MAX + 1];
   snprintf(tmp, sizeof tmp, ".%s", t->name);
   t->fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (t->fd < 0 || write_all(t->fd, frame, len) != 0)
+  if (t->fd < 0 || fsutil_write_all(t->fd, frame, len) != 0)
     return put_failed(s, t, false);
   return SPOOL_OK;
 }
@@ -642,7 +669,7 @@ static int copy_from_journal(spool *s, int fd, uint64_t off, size_t len) {
     ssize_t r = pread(jfd, b, want, (off_t)in);
     if (r < 0 && errno == EINTR)
       continue;
-    if (r <= 0 || write_all(fd, b, (size_t)r) != 0) {
+    if (r <= 0 || fsutil_write_all(fd, b, (size_t)r) != 0) {
       if (r == 0)
         errno = EIO;
       free(b);
@@ -655,6 +682,99 @@ static int copy_from_journal(spool *s, int fd, uint64_t off, size_t len) {
   return 0;
 }
 
+/* The oldest recycled file, if its rename is durable, opened for writing at
+ * offset 0 (its name in tmp); -1 if none is ready. */
+static int take_recycled(spool *s, char *tmp, size_t tmplen) {
+  pthread_mutex_lock(&s->sync_mu);
+  uint64_t synced = s->synced;
+  pthread_mutex_unlock(&s->sync_mu);
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    struct recycled *e = s->rc_count ? &s->recycle[s->rc_head] : NULL;
+    if (!e || e->busy || e->seq > synced) {
+      pthread_mutex_unlock(&s->mu);
+      return -1;
+    }
+    uint32_t n = e->n;
+    s->rc_bytes -= e->bytes;
+    s->rc_head = (s->rc_head + 1) % RECYCLE_MAX;
+    s->rc_count--;
+    pthread_mutex_unlock(&s->mu);
+    snprintf(tmp, tmplen, RECYCLE_PREFIX "%" PRIu32, n);
+    int fd = openat(s->dirfd, tmp, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0)
+      return fd;
+    /* Gone (someone removed it): try the next one. */
+  }
+}
+
+/* Keeps the removed file id for reuse; false if it is not kept (then the
+ * caller unlinks it). Lock held. */
+static bool recycle_locked(spool *s, const char *id, uint64_t bytes) {
+  if (bytes > RECYCLE_FILE_MAX || s->rc_count == RECYCLE_MAX)
+    return false;
+  if (!s->recycle && !(s->recycle = calloc(RECYCLE_MAX, sizeof *s->recycle)))
+    return false;
+  char to[SPOOL_ID_MAX];
+  uint32_t n = s->rc_ctr++;
+  snprintf(to, sizeof to, RECYCLE_PREFIX "%" PRIu32, n);
+  if (renameat(s->dirfd, id, s->dirfd, to) != 0)
+    return false;
+  s->recycle[(s->rc_head + s->rc_count) % RECYCLE_MAX] =
+      (struct recycled){.n = n, .seq = ++s->renamed, .bytes = bytes};
+  s->rc_count++;
+  s->rc_bytes += bytes;
+  return true;
+}
+
+/* Whether the spool's file system has room to spare for recycled files. */
+static bool room_to_recycle(spool *s) {
+  struct statvfs v;
+  if (fstatvfs(s->dirfd, &v) != 0)
+    return false;
+  uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize, total = (uint64_t)v.f_blocks * v.f_frsize;
+  return avail >= RECYCLE_MIN_FREE && avail >= total / 10;
+}
+
+/* Past RECYCLE_BYTES_MAX (or with all set): makes every recycling rename
+ * durable (one shared directory fsync), then truncates the recycled files
+ * that hold bytes. */
+static void trim_recycled(spool *s, bool all) {
+  pthread_mutex_lock(&s->mu);
+  bool over = s->rc_bytes > (all ? 0 : RECYCLE_BYTES_MAX);
+  uint64_t seq = s->renamed;
+  pthread_mutex_unlock(&s->mu);
+  if (!over || sync_dir_after(s, seq) != 0)
+    return;
+  size_t *idx = malloc(RECYCLE_MAX * sizeof *idx), k = 0;
+  if (!idx)
+    return;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->rc_count; i++) {
+    struct recycled *e = &s->recycle[(s->rc_head + i) % RECYCLE_MAX];
+    if (e->bytes && !e->busy && e->seq <= seq) {
+      e->busy = true; /* take_recycled stops at it: entries do not move */
+      idx[k++] = (s->rc_head + i) % RECYCLE_MAX;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  for (size_t i = 0; i < k; i++) {
+    char name[SPOOL_ID_MAX];
+    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32, s->recycle[idx[i]].n);
+    int fd = openat(s->dirfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0)
+      close(fd);
+  }
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < k; i++) {
+    s->rc_bytes -= s->recycle[idx[i]].bytes;
+    s->recycle[idx[i]].bytes = 0;
+    s->recycle[idx[i]].busy = false;
+  }
+  pthread_mutex_unlock(&s->mu);
+  free(idx);
+}
+
 /* Writes a spool file name from buf (or, buf NULL, from the journal at off):
  * temp file, fsync, rename. claim: the name becomes pending in the same
  * step (so no scan takes it for a drop-in). *seq: the rename's number for
@@ -662,11 +782,17 @@ static int copy_from_journal(spool *s, int fd, uint64_t off, size_t len) {
 static int write_spool_file(spool *s, const char *name, const uint8_t *buf, uint64_t off,
                             size_t len, bool claim, uint64_t *seq) {
   char tmp[SPOOL_ID_MAX + 1];
-  snprintf(tmp, sizeof tmp, ".%s", name);
-  int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+  int fd = take_recycled(s, tmp, sizeof tmp);
+  bool reused = fd >= 0;
+  if (!reused) {
+    snprintf(tmp, sizeof tmp, ".%s", name);
+    fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+  }
   if (fd < 0)
     return -1;
-  int rc = buf ? write_all(fd, buf, len) : copy_from_journal(s, fd, off, len);
+  int rc = buf ? fsutil_write_all(fd, buf, len) : copy_from_journal(s, fd, off, len);
+  if (rc == 0 && reused) /* overwritten in place: cut what is left of the old push */
+    rc = ftruncate(fd, (off_t)len);
   if (rc == 0)
     rc = fsync(fd);
   int e = errno;
@@ -784,11 +910,13 @@ static void retry_unsettled(spool *s) {
 }
 
 /* Journal replay at open: a push a previous run acked but had not copied
- * yet gets its spool file now (if a copy exists, it was made). */
+ * yet gets its spool file now (if a copy exists, it was made). The spool
+ * stores bytes only: a record of a push that was refused before any ack
+ * (its dead mark not synced before a crash) becomes a file too, and the
+ * scan that follows quarantines it (counted, logged) when it does not
+ * decode. */
 static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len) {
   spool *s = arg;
-  char why[256];
-  int code;
   struct stat st;
   uint64_t seq;
   if (!id_ok(id)) {
@@ -798,13 +926,6 @@ static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len
   }
   if (fstatat(s->dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0)
     return 0;
-  Pushprof__V1__PushRequest *req =
-      spool_decode_frame(frame, len, scan_frame_limit(s), &code, why, sizeof why);
-  if (!req) { /* written, then refused before any ack */
-    log_event(LOG_INFO, "spool journal: unacknowledged invalid push skipped", "id=%s", id);
-    return 0;
-  }
-  pushprof__v1__push_request__free_unpacked(req, NULL);
   return write_spool_file(s, id, frame, 0, len, false, &seq);
 }
 
@@ -981,25 +1102,9 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
     uint8_t *buf = NULL;
     size_t len = 0;
     char why[256];
-    int code = 0;
-    Pushprof__V1__PushRequest *req = NULL;
-    bool vanished = false;
+    bool taken = false, vanished = false;
     if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf,
-                     &len, why, sizeof why) == 0)
-      req = spool_decode_frame(buf, len, scan_frame_limit(s), &code, why, sizeof why);
-    else
-      vanished = errno == ENOENT; /* removed since we listed it: nothing to do */
-    free(buf);
-    if (!req) {
-      uint64_t b = 0;
-      pthread_mutex_lock(&s->mu);
-      if (set_erase(&s->pending, names[i], &b))
-        s->bytes -= b;
-      if (!vanished)
-        quarantine_locked(s, names[i], why);
-      publish_gauges(s);
-      pthread_mutex_unlock(&s->mu);
-    } else {
+                     &len, why, sizeof why) == 0) {
       /* The size we account is the size we read. */
       pthread_mutex_lock(&s->mu);
       bool found;
@@ -1010,7 +1115,24 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
       }
       publish_gauges(s);
       pthread_mutex_unlock(&s->mu);
-      cb(arg, names[i], req, len);
+      why[0] = '\0';
+      taken = cb(arg, names[i], buf, len, why, sizeof why) == 0;
+      if (!taken && !why[0])
+        snprintf(why, sizeof why, "refused by the scan");
+    } else {
+      vanished = errno == ENOENT; /* removed since we listed it: nothing to do */
+    }
+    free(buf);
+    if (!taken) {
+      uint64_t b = 0;
+      pthread_mutex_lock(&s->mu);
+      if (set_erase(&s->pending, names[i], &b))
+        s->bytes -= b;
+      if (!vanished)
+        quarantine_locked(s, names[i], why);
+      publish_gauges(s);
+      pthread_mutex_unlock(&s->mu);
+    } else {
       handed++;
     }
     free(names[i]);
@@ -1053,6 +1175,23 @@ int spool_remove(spool *s, const char *id) {
   int rc = SPOOL_OK;
   if (!id_ok(id))
     return SPOOL_EIO;
+  /* Small files are kept for reuse (see RECYCLE_MAX): renamed away under
+   * the lock, so the name is gone when it is forgotten. */
+  bool room = room_to_recycle(s);
+  pthread_mutex_lock(&s->mu);
+  bool found;
+  size_t k = set_lower(&s->pending, id, &found);
+  if (room && found && recycle_locked(s, id, s->pending.v[k].bytes)) {
+    set_erase(&s->pending, id, &b);
+    s->bytes -= b;
+    publish_gauges(s);
+    pthread_mutex_unlock(&s->mu);
+    trim_recycled(s, false);
+    return SPOOL_OK;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (!room)
+    trim_recycled(s, true);
   /* Unlink before forgetting the name, outside the lock (puts wait on it):
    * while the file exists it stays pending, so a concurrent scan never
    * takes it for a new drop-in. ENOENT: already gone (e.g. dropped to make
@@ -1115,93 +1254,4 @@ size_t spool_files(spool *s) {
   size_t n = s->pending.n;
   pthread_mutex_unlock(&s->mu);
   return n;
-}
-
-/* ---- frame decoding ---- */
-
-#define FAIL(c, ...)                                                                               \
-  do {                                                                                             \
-    *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__##c;                                             \
-    snprintf(why, whylen, __VA_ARGS__);                                                            \
-    goto fail;                                                                                     \
-  } while (0)
-
-Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
-                                              int *reply_code, char *why, size_t whylen) {
-  return spool_decode_push(buf, len, max_frame, NULL, reply_code, why, whylen);
-}
-
-Pushprof__V1__PushRequest *spool_decode_push(const uint8_t *buf, size_t len, uint32_t max_frame,
-                                             pp_pprof **prof_out, int *reply_code, char *why,
-                                             size_t whylen) {
-  Pushprof__V1__PushRequest *req = NULL;
-  pp_pprof *prof = NULL;
-  pp_frame_header h;
-  const char *hwhy = NULL;
-  char pwhy[256];
-
-  *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__OK;
-  if (why && whylen)
-    why[0] = '\0';
-  if (len < PP_FRAME_HEADER_SIZE)
-    FAIL(INVALID_FRAME, "truncated frame: %zu bytes, the header alone is %d", len,
-         PP_FRAME_HEADER_SIZE);
-  if (pp_frame_header_decode(buf, max_frame, &h, &hwhy) != 0)
-    FAIL(INVALID_FRAME, "%s", hwhy ? hwhy : "bad frame header");
-  if (h.type != PP_FRAME_PUSH)
-    FAIL(INVALID_FRAME, "frame type %u is not a push (1)", (unsigned)h.type);
-  if ((uint64_t)h.length != (uint64_t)(len - PP_FRAME_HEADER_SIZE))
-    FAIL(INVALID_FRAME, "frame length mismatch: header says %" PRIu32 " payload bytes, have %zu",
-         h.length, len - PP_FRAME_HEADER_SIZE);
-  req = pushprof__v1__push_request__unpack(NULL, h.length, buf + PP_FRAME_HEADER_SIZE);
-  if (!req)
-    FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
-  size_t slen = req->service ? strlen(req->service) : 0;
-  if (slen == 0)
-    FAIL(INVALID_PUSH, "service is empty (set a service name)");
-  if (slen > PP_SERVICE_MAX)
-    FAIL(INVALID_PUSH, "service is %zu bytes, max %d", slen, PP_SERVICE_MAX);
-  if (req->hostname && strlen(req->hostname) > PP_HOSTNAME_MAX)
-    FAIL(INVALID_PUSH, "hostname is longer than %d bytes", PP_HOSTNAME_MAX);
-  if (req->n_labels > PP_LABELS_MAX)
-    FAIL(INVALID_PUSH, "%zu process labels, max %d", req->n_labels, PP_LABELS_MAX);
-  for (size_t i = 0; i < req->n_labels; i++) {
-    const Pushprof__V1__Label *l = req->labels[i];
-    size_t kl = l && l->key ? strlen(l->key) : 0;
-    size_t vl = l && l->value ? strlen(l->value) : 0;
-    if (kl == 0)
-      FAIL(INVALID_PUSH, "process label %zu has an empty key", i);
-    if (kl > PP_LABEL_KEY_MAX)
-      FAIL(INVALID_PUSH, "process label key is %zu bytes, max %d", kl, PP_LABEL_KEY_MAX);
-    if (vl > PP_LABEL_VALUE_MAX)
-      FAIL(INVALID_PUSH, "value of process label %.64s is %zu bytes, max %d", l->key, vl,
-           PP_LABEL_VALUE_MAX);
-  }
-  if (req->end_time_nanos < req->start_time_nanos)
-    FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
-         req->end_time_nanos, req->start_time_nanos);
-  if (req->pprof.len == 0 || !req->pprof.data)
-    FAIL(INVALID_PUSH, "pprof is missing");
-  /* The pprof is uncompressed on the wire, but a gzipped one is accepted; it
-   * may expand, so allow a generous multiple of the frame limit. */
-  size_t max_pprof = (size_t)max_frame * 8u;
-  if (max_pprof < (size_t)max_frame)
-    max_pprof = SIZE_MAX;
-  prof = pp_pprof_parse_pooled(req->pprof.data, req->pprof.len, max_pprof, pwhy, sizeof pwhy);
-  if (!prof)
-    FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
-  if (prof_out) {
-    /* The parsed profile replaces the encoded bytes: no need to hold both. */
-    free(req->pprof.data);
-    req->pprof.data = NULL;
-    req->pprof.len = 0;
-    *prof_out = prof;
-  } else {
-    pp_pprof_free(prof);
-  }
-  return req;
-fail:
-  if (req)
-    pushprof__v1__push_request__free_unpacked(req, NULL);
-  return NULL;
 }

@@ -1,7 +1,8 @@
 /* The durable spool: one file per acknowledged push, holding the push frame
  * exactly as received (PROTOCOL.md), so an SDK can also drop a frame file in
- * directly. Writes are temp file + fsync + rename + fsync(dir). Files that
- * fail to parse are moved to <dir>/quarantine/; batches refused permanently
+ * directly. Writes are temp file + fsync + rename + fsync(dir). The spool
+ * stores and replays bytes only; files its scan callback cannot decode are
+ * moved to <dir>/quarantine/; batches refused permanently
  * go to <dir>/failed/ with a .reason file beside them. Thread-safe. */
 #ifndef SIDECAR_SPOOL_H
 #define SIDECAR_SPOOL_H
@@ -10,8 +11,6 @@
 #include <stdint.h>
 
 #include "journal.h"
-#include "pp_pprof.h"
-#include "pushprof.pb-c.h"
 
 #define SPOOL_ID_MAX 64
 #define SPOOL_OK 0
@@ -57,10 +56,14 @@ int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t);
 int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]);
 int spool_settle(spool *s, spool_txn *t);
 void spool_abort(spool *s, spool_txn *t);
-/* Calls cb for every valid pending file (oldest first); quarantines bad ones.
- * cb takes ownership of req. Returns the number of files handed over. */
-typedef void (*spool_scan_cb)(void *arg, const char *id, Pushprof__V1__PushRequest *req,
-                              size_t bytes);
+/* Calls cb for every pending file not handed over yet (oldest first) with
+ * its bytes, which the spool neither decodes nor keeps: frame is borrowed
+ * for the call. cb returns 0 once it took the push (it owns the id from
+ * then on), or -1 with a one-line reason in why: the file does not decode,
+ * and the spool quarantines it with that reason. Returns the number of
+ * files taken. */
+typedef int (*spool_scan_cb)(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
+                             size_t whylen);
 int spool_scan(spool *s, spool_scan_cb cb, void *arg);
 /* Marks the pending file id as already owned (a recovered batch holds it):
  * scans neither read nor hand it over; it is accounted as pending until
@@ -76,13 +79,4 @@ int spool_move_failed(spool *s, const char *id, const char *reason);
 const char *spool_path(const spool *s);
 uint64_t spool_bytes(spool *s);
 size_t spool_files(spool *s);
-/* Decodes a whole frame file's bytes into a validated PushRequest (pprof
- * checked too). NULL with why on failure. Shared by the listener and scans. */
-Pushprof__V1__PushRequest *spool_decode_frame(const uint8_t *buf, size_t len, uint32_t max_frame,
-                                              int *reply_code, char *why, size_t whylen);
-/* The same, also handing over the parsed pprof (*prof_out, freed with
- * pp_pprof_free) so it is parsed once; req->pprof is then emptied. */
-Pushprof__V1__PushRequest *spool_decode_push(const uint8_t *buf, size_t len, uint32_t max_frame,
-                                             pp_pprof **prof_out, int *reply_code, char *why,
-                                             size_t whylen);
 #endif

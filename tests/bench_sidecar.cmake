@@ -5,3 +5,7 @@ target_link_libraries(bench_sidecar PRIVATE pushprof_proto Threads::Threads m)
 # pprof -> OTLP conversion cost and wire size (README Performance / OTLP).
 add_executable(bench_otlp ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_otlp.c)
 target_link_libraries(bench_otlp PRIVATE pushprof_proto_convert pushprof_proto)
+# The sidecar's per-push user-space work: decode, merge, pack + gzip (README
+# Performance / ingest).
+add_executable(bench_ingest ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_ingest.c)
+target_link_libraries(bench_ingest PRIVATE pushprof_proto_convert pushprof_proto)

@@ -66,10 +66,10 @@ pushprof_fuzz_target(NAME otlp SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_CONVERT_S
   INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads
   DEPENDS pushprof_proto pushprof_proto_convert)
 
+# The frame codec and the push decoder (pp_push.c, in pushprof_proto_convert).
 pushprof_fuzz_target(NAME frame
-  SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_SIDECAR}/spool.c ${PP_FUZZ_SIDECAR}/journal.c ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c
-    ${PP_FUZZ_SIDECAR}/metrics.c
-  INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}
+  SOURCES ${PP_FUZZ_PROTO_SRCS} ${CMAKE_SOURCE_DIR}/proto/pp_push.c
+  INCLUDES ${PP_FUZZ_PROTO_INCS}
   LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)
 
 # DWARF CFI: cfi_build takes a section's bytes (tests/unit/cfi_invariants.h

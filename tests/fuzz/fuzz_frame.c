@@ -1,10 +1,9 @@
 /* The SDK -> sidecar frame: the header codec (pp_frame_header_decode, which
  * must agree with pp_frame_header_encode), the PushRequest/PushReply unpack,
- * and the sidecar's whole-frame decoders spool_decode_push / spool_decode_frame
- * (header, push, limits, pprof), whose accepted requests must respect every limit of
- * PROTOCOL.md. The first input byte picks the frame limit (bits 0-1) and,
- * with bit 2 set, has the header's length field rewritten to the real payload
- * length, so mutations inside a payload still reach the PushRequest and pprof
+ * and the sidecar's whole-frame decoder pp_push_decode (header, push, limits,
+ * pprof), whose accepted requests must respect every limit of PROTOCOL.md. The first input byte
+ * picks the frame limit (bits 0-1) and, with bit 2 set, has the header's length field rewritten to
+ * the real payload length, so mutations inside a payload still reach the PushRequest and pprof
  * checks. */
 #include <stdbool.h>
 #include <string.h>
@@ -12,8 +11,8 @@
 #include "fuzz_target.h"
 #include "pp_frame.h"
 #include "pp_pprof.h"
+#include "pp_push.h"
 #include "pushprof.pb-c.h"
-#include "spool.h"
 
 static void check_header(const uint8_t *data, size_t size, uint32_t max) {
   if (size < PP_FRAME_HEADER_SIZE)
@@ -74,32 +73,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size >= PP_FRAME_HEADER_SIZE)
     check_messages(data + PP_FRAME_HEADER_SIZE, size - PP_FRAME_HEADER_SIZE);
 
-  /* The listener's path: the parsed pprof is handed over, req->pprof emptied. */
-  int pcode = -1;
-  char pwhy[512] = "";
-  pp_pprof *prof = NULL;
-  Pushprof__V1__PushRequest *preq =
-      spool_decode_push(data, size, max, &prof, &pcode, pwhy, sizeof pwhy);
-  if (preq) {
-    FUZZ_CHECK(prof != NULL, "accepted push without its parsed pprof");
-    FUZZ_CHECK(pp_pprof_profile(prof) != NULL, "parsed pprof without a profile");
-    pushprof__v1__push_request__free_unpacked(preq, NULL);
-    pp_pprof_free(prof);
-  } else {
-    FUZZ_CHECK(pwhy[0] != '\0', "a refused push must say why");
-  }
-
-  /* The spool scan's path. */
+  /* The listener's and the spool scan's decoder: the parsed pprof is handed
+   * over, req->pprof emptied. */
   int code = -1;
   char why[512] = "";
-  Pushprof__V1__PushRequest *req = spool_decode_frame(data, size, max, &code, why, sizeof why);
-  FUZZ_CHECK((req != NULL) == (preq != NULL), "spool_decode_frame and spool_decode_push disagree");
-  if (!req) {
+  pp_push *push = pp_push_decode(data, size, max, &code, why, sizeof why);
+  if (!push) {
     FUZZ_CHECK(code != PUSHPROF__V1__PUSH_REPLY__CODE__OK, "refused with code OK");
     FUZZ_CHECK(why[0] != '\0', "a refused frame must say why");
     free(fixed);
     return 0;
   }
+  const Pushprof__V1__PushRequest *req = push->req;
+  FUZZ_CHECK(req != NULL, "accepted push without its request");
+  FUZZ_CHECK(req->pprof.data == NULL && req->pprof.len == 0, "encoded pprof kept");
+  if (req->no_samples) {
+    FUZZ_CHECK(push->prof == NULL, "no_samples push with a profile");
+  } else {
+    FUZZ_CHECK(push->prof != NULL, "accepted push without its parsed pprof");
+    FUZZ_CHECK(pp_pprof_profile(push->prof) != NULL, "parsed pprof without a profile");
+  }
+  FUZZ_CHECK(push->frame_bytes == size, "frame_bytes %zu, frame %zu", push->frame_bytes, size);
+  /* pp_push_decode unpacks the request without its pprof: the fields must be
+   * those protobuf-c reads from the whole payload. */
+  Pushprof__V1__PushRequest *whole = pushprof__v1__push_request__unpack(
+      NULL, size - PP_FRAME_HEADER_SIZE, data + PP_FRAME_HEADER_SIZE);
+  FUZZ_CHECK(whole != NULL, "accepted a payload protobuf-c refuses");
+  FUZZ_CHECK(strcmp(whole->service, req->service) == 0 && whole->pid == req->pid &&
+                 whole->sequence == req->sequence && whole->n_labels == req->n_labels &&
+                 whole->start_time_nanos == req->start_time_nanos &&
+                 whole->end_time_nanos == req->end_time_nanos &&
+                 whole->no_samples == req->no_samples &&
+                 whole->dropped_profiles == req->dropped_profiles &&
+                 strcmp(whole->hostname, req->hostname) == 0,
+             "the request differs from protobuf-c's whole unpack");
+  pushprof__v1__push_request__free_unpacked(whole, NULL);
   FUZZ_CHECK(code == PUSHPROF__V1__PUSH_REPLY__CODE__OK, "accepted with code %d", code);
   FUZZ_CHECK(size - PP_FRAME_HEADER_SIZE <= max, "accepted a frame over the limit");
   size_t slen = req->service ? strlen(req->service) : 0;
@@ -113,8 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(vl <= PP_LABEL_VALUE_MAX, "label value of %zu bytes", vl);
   }
   FUZZ_CHECK(req->end_time_nanos >= req->start_time_nanos, "end before start");
-  FUZZ_CHECK(req->pprof.len > 0 && req->pprof.data != NULL, "accepted without a pprof");
-  pushprof__v1__push_request__free_unpacked(req, NULL);
+  pp_push_free(push);
   free(fixed);
   return 0;
 }

@@ -125,7 +125,7 @@ static void check_labels(const uint8_t *data, size_t size) {
     const uint8_t *nl_at = memchr(p, '\n', (size_t)(end - p));
     const uint8_t *lend = nl_at ? nl_at : end;
     if (!service) {
-      /* What spool_decode_frame lets through: 1..128 bytes (NUL ends a string). */
+      /* What pp_push_decode lets through: 1..128 bytes (NUL ends a string). */
       size_t l = (size_t)(lend - p) > PP_SERVICE_MAX ? PP_SERVICE_MAX : (size_t)(lend - p);
       service = owned[nowned++] = strndup((const char *)p, l ? l : 1);
       FUZZ_CHECK(service != NULL, "out of memory");

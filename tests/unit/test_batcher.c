@@ -11,6 +11,7 @@
 #include "exporter_backends.h"
 #include "manifest.h"
 #include "metrics.h"
+#include "pp_push.h"
 #include "pp_test.h"
 #include "spool.h"
 
@@ -115,12 +116,11 @@ static void push(batcher *b, spool *s, const char *service, int64_t value) {
   if (!f)
     return;
   PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
-  Pushprof__V1__PushRequest *req =
-      spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
-  PP_CHECK(req != NULL);
+  pp_push *p = pp_push_decode(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(p != NULL);
   free(f);
-  if (req)
-    batcher_add(b, id, req, len);
+  if (p)
+    batcher_add(b, id, p);
 }
 
 static uint64_t counter_value(const char *name) {
@@ -140,10 +140,7 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-static void scan_to_batcher(void *arg, const char *id, Pushprof__V1__PushRequest *req,
-                            size_t bytes) {
-  batcher_add(arg, id, req, bytes);
-}
+#define scan_to_batcher batcher_add_spooled
 
 static const batcher_config cfg60 = {.window_s = 60, .node = "n1", .subdir = "", .max_age_s = 3600};
 
@@ -481,8 +478,7 @@ static void test_different_sample_types_are_not_merged(void) {
   char id[SPOOL_ID_MAX], why[256];
   int code;
   PP_CHECK_INT(spool_put(s, fr, len, id), ==, SPOOL_OK);
-  batcher_add(b, id, spool_decode_frame(fr, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why),
-              len);
+  batcher_add(b, id, pp_push_decode(fr, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why));
   free(fr);
   batcher_shutdown(b, 5);
   batcher_free(b);
@@ -622,8 +618,8 @@ static void push_seq(batcher *b, spool *s, const char *service, int64_t value, u
   PP_CHECK(f != NULL);
   if (!f)
     return;
-  Pushprof__V1__PushRequest *req =
-      spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  Pushprof__V1__PushRequest *req = pushprof__v1__push_request__unpack(
+      NULL, len - PP_FRAME_HEADER_SIZE, f + PP_FRAME_HEADER_SIZE);
   free(f);
   PP_CHECK(req != NULL);
   if (!req)
@@ -639,11 +635,16 @@ static void push_seq(batcher *b, spool *s, const char *service, int64_t value, u
   }
   pp_frame_header_encode(fr, PP_FRAME_PUSH, (uint32_t)n);
   pushprof__v1__push_request__pack(req, fr + PP_FRAME_HEADER_SIZE);
+  pushprof__v1__push_request__free_unpacked(req, NULL);
   PP_CHECK_INT(spool_put(s, fr, PP_FRAME_HEADER_SIZE + n, id), ==, SPOOL_OK);
+  pp_push *p =
+      pp_push_decode(fr, PP_FRAME_HEADER_SIZE + n, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(p != NULL);
   free(fr);
   if (id_out)
     snprintf(id_out, SPOOL_ID_MAX, "%s", id);
-  batcher_add(b, id, req, PP_FRAME_HEADER_SIZE + n);
+  if (p)
+    batcher_add(b, id, p);
 }
 
 /* The sidecar restarts on the same directory: a new spool object. */
@@ -789,10 +790,10 @@ static void test_copies_after_export_are_not_exported_again(void) {
     int code;
     char why[256];
     PP_CHECK_INT(spool_put(s, plain, len, idplain), ==, SPOOL_OK);
-    Pushprof__V1__PushRequest *req =
-        spool_decode_frame(plain, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
-    if (req)
-      batcher_add(b, idplain, req, len);
+    pp_push *p = pp_push_decode(plain, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+    PP_CHECK(p != NULL);
+    if (p)
+      batcher_add(b, idplain, p);
   }
   /* Keep the member files' bytes to put them back as a crash would. */
   uint8_t *keep1 = NULL;
@@ -839,6 +840,57 @@ static void test_copies_after_export_are_not_exported_again(void) {
   PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
   fake_free(&f1);
   fake_free(&f2);
+  teardown(s);
+}
+
+/* A restart's scan decodes each spooled push exactly once (the spool hands
+ * bytes over; batcher_add_spooled decodes them and the batcher merges the
+ * decoded push) and a file that does not decode is quarantined, not
+ * batched. */
+static void test_rescan_decodes_each_push_once(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  enum { N = 5 };
+  for (int i = 0; i < N; i++) {
+    size_t len = 0;
+    char id[SPOOL_ID_MAX];
+    uint8_t *f = btu_frame("api", 10 + i, &len);
+    PP_CHECK(f != NULL);
+    if (f)
+      PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
+    free(f);
+  }
+  char bad[256];
+  snprintf(bad, sizeof bad, "%s/99999999999999999999-0000000000.push", dir);
+  PP_CHECK_INT(btu_write_file(bad, "PPRF garbage", 12), ==, 0);
+  s = reopen(s);
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  uint64_t n0 = pp_push_decode_count();
+  PP_CHECK_INT(spool_scan(s, batcher_add_spooled, b), ==, N);
+  PP_CHECK_INT(pp_push_decode_count(), ==, n0 + N + 1); /* the bad file once too */
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  if (f.nobj == 1) {
+    char why[256] = "";
+    Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
+    PP_CHECK(p != NULL);
+    /* btu_frame(v) holds v + 2v: the five pushes 10..14, merged once each. */
+    if (p)
+      PP_CHECK_INT(btu_total(p), ==, 3 * (10 + 11 + 12 + 13 + 14));
+    if (p)
+      perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  char q[256];
+  snprintf(q, sizeof q, "%s/quarantine", dir);
+  PP_CHECK_INT(btu_count(q, ".push"), ==, 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f);
   teardown(s);
 }
 
@@ -944,5 +996,6 @@ int main(void) {
   PP_RUN(test_copies_after_export_are_not_exported_again);
   PP_RUN(test_corrupt_manifest_is_set_aside_and_members_batched_again);
   PP_RUN(test_recovered_batch_refused_for_good_goes_to_failed);
+  PP_RUN(test_rescan_decodes_each_push_once);
   PP_DONE();
 }

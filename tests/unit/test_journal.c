@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "batch_test_util.h"
 #include "journal.h"
+#include "pp_push.h"
 #include "pp_test.h"
 #include "spool.h"
 
@@ -307,13 +309,19 @@ typedef struct handed {
   int64_t total;
 } handed;
 
-static void collect(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+/* Takes what a scan hands over if it decodes (as batcher_add_spooled). */
+static int collect(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
+                   size_t whylen) {
   handed *h = arg;
-  (void)bytes;
+  int code;
+  pp_push *p = pp_push_decode(frame, len, PP_FRAME_MAX_DEFAULT, &code, why, whylen);
+  if (!p)
+    return -1;
+  pp_push_free(p);
   if (h->n < 8)
     snprintf(h->ids[h->n], SPOOL_ID_MAX, "%s", id);
   h->n++;
-  pushprof__v1__push_request__free_unpacked(req, NULL);
+  return 0;
 }
 
 static spool *jspool(void) {
@@ -366,6 +374,77 @@ static void test_spool_acked_push_survives_a_crash_before_its_copy(void) {
   btu_rmtree(dir);
 }
 
+/* A removed spool file is reused for a later push (no new inode) once its
+ * removal is durable, and then holds exactly the new push. */
+static int settle_push(spool *s, const uint8_t *f, size_t len, char id[SPOOL_ID_MAX]) {
+  spool_txn t;
+  if (spool_begin(s, f, len, &t) != SPOOL_OK || spool_commit(s, &t, id) != SPOOL_OK)
+    return -1;
+  return spool_settle(s, &t);
+}
+
+static void test_spool_reuses_removed_files_only_once_durable(void) {
+  int dfd = setup();
+  close(dfd);
+  spool *s = jspool();
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
+  size_t l1, l3;
+  uint8_t *f1 = btu_frame("a-rather-long-service-name-for-a-longer-frame", 7, &l1);
+  uint8_t *f3 = btu_frame("s", 9, &l3);
+  PP_CHECK(f1 && f3 && l3 < l1);
+  char id1[SPOOL_ID_MAX], id2[SPOOL_ID_MAX], id3[SPOOL_ID_MAX], p[512];
+  struct stat st1, st2, st3;
+  PP_CHECK_INT(settle_push(s, f1, l1, id1), ==, SPOOL_OK);
+  snprintf(p, sizeof p, "%s/%s", dir, id1);
+  PP_CHECK_INT(stat(p, &st1), ==, 0);
+  PP_CHECK_INT(spool_remove(s, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(access(p, F_OK), ==, -1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  /* Its removal is not durable yet: the next push gets a new file... */
+  PP_CHECK_INT(settle_push(s, f1, l1, id2), ==, SPOOL_OK);
+  snprintf(p, sizeof p, "%s/%s", dir, id2);
+  PP_CHECK_INT(stat(p, &st2), ==, 0);
+  PP_CHECK(st2.st_ino != st1.st_ino);
+  /* ...whose directory fsync made it durable: the one after reuses it. */
+  PP_CHECK_INT(settle_push(s, f3, l3, id3), ==, SPOOL_OK);
+  snprintf(p, sizeof p, "%s/%s", dir, id3);
+  PP_CHECK_INT(stat(p, &st3), ==, 0);
+  /* Only where the file system has room to spare (1 GiB and a tenth). */
+  struct statvfs v;
+  PP_CHECK_INT(statvfs(dir, &v), ==, 0);
+  uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize;
+  if (avail >= (1ull << 30) && avail >= (uint64_t)v.f_blocks * v.f_frsize / 10)
+    PP_CHECK_INT(st3.st_ino, ==, st1.st_ino);
+  else
+    PP_CHECK(st3.st_ino != st1.st_ino);
+  PP_CHECK_INT(st3.st_size, ==, l3);
+  uint8_t *back = malloc(l1);
+  FILE *fh = fopen(p, "rb");
+  PP_CHECK(fh != NULL && back != NULL);
+  if (fh && back) {
+    PP_CHECK_INT(fread(back, 1, l1, fh), ==, l3);
+    PP_CHECK(memcmp(back, f3, l3) == 0);
+  }
+  if (fh)
+    fclose(fh);
+  free(back);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+  handed h = {0};
+  spool_close(s);
+  /* A restart hands over the two pending pushes and no recycled file. */
+  s = jspool();
+  PP_CHECK(s != NULL);
+  if (s) {
+    PP_CHECK_INT(spool_scan(s, collect, &h), ==, 2);
+    spool_close(s);
+  }
+  free(f1);
+  free(f3);
+  btu_rmtree(dir);
+}
+
 static void test_spool_settle_failure_is_retried_by_rescan(void) {
   int dfd = setup();
   close(dfd);
@@ -408,5 +487,6 @@ int main(void) {
   PP_RUN(test_concurrent_appends_release_everything);
   PP_RUN(test_spool_acked_push_survives_a_crash_before_its_copy);
   PP_RUN(test_spool_settle_failure_is_retried_by_rescan);
+  PP_RUN(test_spool_reuses_removed_files_only_once_durable);
   PP_DONE();
 }

@@ -10,6 +10,7 @@
 
 #include "batch_test_util.h"
 #include "metrics.h"
+#include "pp_push.h"
 #include "pp_test.h"
 #include "spool.h"
 
@@ -42,15 +43,23 @@ typedef struct seen {
   size_t bytes[16];
 } seen;
 
-static void collect(void *arg, const char *id, Pushprof__V1__PushRequest *req, size_t bytes) {
+/* Decodes what a scan hands over, as the sidecar's batcher_add_spooled does:
+ * a file that does not decode is refused (the spool quarantines it). */
+static int collect(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
+                   size_t whylen) {
   seen *s = arg;
+  int code;
+  pp_push *p = pp_push_decode(frame, len, PP_FRAME_MAX_DEFAULT, &code, why, whylen);
+  if (!p)
+    return -1;
   if (s->n < 16) {
     snprintf(s->ids[s->n], SPOOL_ID_MAX, "%s", id);
-    snprintf(s->services[s->n], 32, "%s", req->service);
-    s->bytes[s->n] = bytes;
+    snprintf(s->services[s->n], 32, "%s", p->req->service);
+    s->bytes[s->n] = len;
   }
   s->n++;
-  pushprof__v1__push_request__free_unpacked(req, NULL);
+  pp_push_free(p);
+  return 0;
 }
 
 static void test_put_then_scan_after_reopen_hands_over_oldest_first(void) {
@@ -451,46 +460,60 @@ static void test_concurrent_puts_all_land_with_shared_dir_fsync(void) {
   btu_rmtree(dir);
 }
 
-/* spool_decode_push hands over the parsed pprof (the same profile the frame
- * holds) and drops the encoded copy from the request. */
-static void test_decode_push_hands_over_parsed_pprof(void) {
-  size_t plen = 0, flen = 0;
-  uint8_t *p = btu_pprof(42, "leaf_fn", &plen);
-  PP_CHECK(p != NULL);
-  uint8_t *f = p ? btu_frame_raw("svc", p, plen, &flen) : NULL;
+/* The spool hands over a file's bytes as they are (it decodes nothing) and
+ * quarantines what the callback refuses, with the callback's reason. */
+typedef struct refuse_arg {
+  const uint8_t *want;
+  size_t want_len;
+  int calls, same;
+} refuse_arg;
+
+static int refuse_second(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
+                         size_t whylen) {
+  refuse_arg *a = arg;
+  (void)id;
+  a->calls++;
+  if (len == a->want_len && memcmp(frame, a->want, len) == 0)
+    a->same++;
+  if (a->calls == 2) {
+    snprintf(why, whylen, "the test says no");
+    return -1;
+  }
+  return 0;
+}
+
+static void test_scan_hands_over_bytes_and_quarantines_what_cb_refuses(void) {
+  setup();
+  size_t len = 0;
+  uint8_t *f = btu_frame("bytes", 9, &len);
   PP_CHECK(f != NULL);
-  if (!f) {
-    free(p);
+  if (!f)
+    return;
+  PP_CHECK_INT(btu_write_file(sub("00000000000000000001-0000000000.push"), f, len), ==, 0);
+  PP_CHECK_INT(btu_write_file(sub("00000000000000000002-0000000000.push"), f, len), ==, 0);
+  spool *s = open_spool(1 << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s) {
+    free(f);
     return;
   }
-  char why[256] = "";
-  int code = -1;
-  pp_pprof *prof = NULL;
-  Pushprof__V1__PushRequest *r =
-      spool_decode_push(f, flen, PP_FRAME_MAX_DEFAULT, &prof, &code, why, sizeof why);
+  refuse_arg a = {.want = f, .want_len = len};
+  PP_CHECK_INT(spool_scan(s, refuse_second, &a), ==, 1);
+  PP_CHECK_INT(a.calls, ==, 2);
+  PP_CHECK_INT(a.same, ==, 2);
+  PP_CHECK_INT(spool_files(s), ==, 1);
+  PP_CHECK_INT(spool_bytes(s), ==, len);
+  char reason[64] = "";
+  FILE *r = fopen(sub("quarantine/00000000000000000002-0000000000.push.reason"), "r");
   PP_CHECK(r != NULL);
-  PP_CHECK(prof != NULL);
-  if (r && prof) {
-    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
-    PP_CHECK(r->pprof.data == NULL);
-    PP_CHECK_INT(r->pprof.len, ==, 0);
-    PP_CHECK_STR(r->service, "svc");
-    PP_CHECK_INT(btu_total(pp_pprof_profile(prof)), ==, 3 * 42); /* 42 + 2 * 42 */
-    PP_CHECK(pp_pprof_mem(prof) > 0);
+  if (r) {
+    PP_CHECK(fgets(reason, sizeof reason, r) != NULL);
+    fclose(r);
   }
-  if (r)
-    pushprof__v1__push_request__free_unpacked(r, NULL);
-  pp_pprof_free(prof);
-  /* A bad pprof: nothing handed over. */
+  PP_CHECK_STR(reason, "the test says no\n");
+  spool_close(s);
   free(f);
-  f = btu_frame_raw("svc", (const uint8_t *)"\x0a\x05junk!", 7, &flen);
-  prof = NULL;
-  r = f ? spool_decode_push(f, flen, PP_FRAME_MAX_DEFAULT, &prof, &code, why, sizeof why) : NULL;
-  PP_CHECK(r == NULL);
-  PP_CHECK(prof == NULL);
-  PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
-  free(f);
-  free(p);
+  btu_rmtree(dir);
 }
 
 /* The two-step put: abort leaves nothing and gives the bytes back; commit
@@ -528,154 +551,6 @@ static void test_begin_commit_abort(void) {
   spool_close(s);
   free(f);
   btu_rmtree(dir);
-}
-
-static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
-  int code = -1;
-  Pushprof__V1__PushRequest *r = spool_decode_frame(f, len, PP_FRAME_MAX_DEFAULT, &code, why, wl);
-  if (r) {
-    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
-    pushprof__v1__push_request__free_unpacked(r, NULL);
-    return 0;
-  }
-  PP_CHECK(why[0] != '\0');
-  return code;
-}
-
-static uint8_t *frame_with(Pushprof__V1__PushRequest *req, size_t *len) {
-  size_t n = pushprof__v1__push_request__get_packed_size(req);
-  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n + 1);
-  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
-  pushprof__v1__push_request__pack(req, f + PP_FRAME_HEADER_SIZE);
-  *len = PP_FRAME_HEADER_SIZE + n;
-  return f;
-}
-
-static void test_decode_frame_validates_every_layer(void) {
-  char why[256];
-  size_t len, plen;
-  uint8_t *f = btu_frame("svc", 3, &len);
-  PP_CHECK(f != NULL);
-  if (!f)
-    return;
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
-  /* framing */
-  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
-  PP_CHECK_INT(decode_code(f, len - 1, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
-  uint8_t *bad = malloc(len);
-  memcpy(bad, f, len);
-  bad[0] = 'X';
-  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
-  memcpy(bad, f, len);
-  pp_frame_header_encode(bad, PP_FRAME_REPLY, (uint32_t)(len - PP_FRAME_HEADER_SIZE));
-  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
-  /* a payload that is not a PushRequest */
-  memcpy(bad, f, len);
-  memset(bad + PP_FRAME_HEADER_SIZE, 0xff, len - PP_FRAME_HEADER_SIZE);
-  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(bad);
-  free(f);
-
-  uint8_t *pprof = btu_pprof(3, "leaf", &plen);
-  PP_CHECK(pprof != NULL);
-  if (!pprof)
-    return;
-  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
-  req.service = "svc";
-  req.pprof.data = pprof;
-  req.pprof.len = plen;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
-  free(f);
-  req.service = "";
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  PP_CHECK(strstr(why, "service") != NULL);
-  free(f);
-  char longsvc[PP_SERVICE_MAX + 2];
-  memset(longsvc, 'a', sizeof longsvc - 1);
-  longsvc[sizeof longsvc - 1] = '\0';
-  req.service = longsvc;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
-  req.service = "svc";
-  req.start_time_nanos = 10;
-  req.end_time_nanos = 5;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
-  req.end_time_nanos = 10;
-  /* labels: too many, empty key, long value */
-  Pushprof__V1__Label ls[PP_LABELS_MAX + 1], *lp[PP_LABELS_MAX + 1];
-  for (int i = 0; i <= PP_LABELS_MAX; i++) {
-    pushprof__v1__label__init(&ls[i]);
-    ls[i].key = "k";
-    ls[i].value = "v";
-    lp[i] = &ls[i];
-  }
-  req.labels = lp;
-  req.n_labels = PP_LABELS_MAX + 1;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
-  req.n_labels = PP_LABELS_MAX;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
-  free(f);
-  ls[3].key = "";
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
-  ls[3].key = "k";
-  static char longval[PP_LABEL_VALUE_MAX + 2];
-  memset(longval, 'v', sizeof longval - 1);
-  ls[5].value = longval;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
-  req.n_labels = 0;
-  /* no pprof */
-  req.pprof.len = 0;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
-  /* a pprof go tool pprof would reject: not a protobuf at all */
-  uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-  req.pprof.data = junk;
-  req.pprof.len = sizeof junk;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
-  free(f);
-  /* a valid protobuf but an invalid pprof: string_table[0] not empty */
-  Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
-  char *strs[1] = {"notempty"};
-  p.string_table = strs;
-  p.n_string_table = 1;
-  size_t pl = perftools__profiles__profile__get_packed_size(&p);
-  uint8_t *pb = malloc(pl);
-  perftools__profiles__profile__pack(&p, pb);
-  req.pprof.data = pb;
-  req.pprof.len = pl;
-  f = frame_with(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
-  free(f);
-  free(pb);
-  free(pprof);
 }
 
 /* A spool file torn at every byte offset (0 .. len-1) is quarantined with a
@@ -733,10 +608,9 @@ int main(void) {
   PP_RUN(test_rescan_races_with_puts_without_double_handover);
   PP_RUN(test_disk_error_is_eio_and_leaves_nothing);
   PP_RUN(test_open_reports_unusable_dir);
-  PP_RUN(test_decode_frame_validates_every_layer);
   PP_RUN(test_concurrent_puts_all_land_with_shared_dir_fsync);
-  PP_RUN(test_decode_push_hands_over_parsed_pprof);
   PP_RUN(test_begin_commit_abort);
+  PP_RUN(test_scan_hands_over_bytes_and_quarantines_what_cb_refuses);
   PP_RUN(test_scan_quarantines_a_file_torn_at_every_offset);
   PP_DONE();
 }

@@ -1,0 +1,211 @@
+#include "pp_push.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pp_frame.h"
+
+static atomic_uint_fast64_t decodes;
+
+uint64_t pp_push_decode_count(void) {
+  return (uint64_t)atomic_load_explicit(&decodes, memory_order_relaxed);
+}
+
+void pp_push_free(pp_push *p) {
+  if (!p)
+    return;
+  if (p->req)
+    pushprof__v1__push_request__free_unpacked(p->req, NULL);
+  pp_pprof_free(p->prof);
+  free(p);
+}
+
+#define FAIL(c, ...)                                                                               \
+  do {                                                                                             \
+    *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__##c;                                             \
+    snprintf(why, whylen, __VA_ARGS__);                                                            \
+    goto fail;                                                                                     \
+  } while (0)
+
+/* The PushRequest's own fields against PROTOCOL.md's limits (the pprof is
+ * pprof_len bytes). */
+static int check_request(const Pushprof__V1__PushRequest *req, size_t pprof_len, int *reply_code,
+                         char *why, size_t whylen) {
+  size_t slen = req->service ? strlen(req->service) : 0;
+  if (slen == 0)
+    FAIL(INVALID_PUSH, "service is empty (set a service name)");
+  if (slen > PP_SERVICE_MAX)
+    FAIL(INVALID_PUSH, "service is %zu bytes, max %d", slen, PP_SERVICE_MAX);
+  if (req->hostname && strlen(req->hostname) > PP_HOSTNAME_MAX)
+    FAIL(INVALID_PUSH, "hostname is longer than %d bytes", PP_HOSTNAME_MAX);
+  if (req->n_labels > PP_LABELS_MAX)
+    FAIL(INVALID_PUSH, "%zu process labels, max %d", req->n_labels, PP_LABELS_MAX);
+  for (size_t i = 0; i < req->n_labels; i++) {
+    const Pushprof__V1__Label *l = req->labels[i];
+    size_t kl = l && l->key ? strlen(l->key) : 0;
+    size_t vl = l && l->value ? strlen(l->value) : 0;
+    if (kl == 0)
+      FAIL(INVALID_PUSH, "process label %zu has an empty key", i);
+    if (kl > PP_LABEL_KEY_MAX)
+      FAIL(INVALID_PUSH, "process label key is %zu bytes, max %d", kl, PP_LABEL_KEY_MAX);
+    if (vl > PP_LABEL_VALUE_MAX)
+      FAIL(INVALID_PUSH, "value of process label %.64s is %zu bytes, max %d", l->key, vl,
+           PP_LABEL_VALUE_MAX);
+  }
+  if (req->end_time_nanos < req->start_time_nanos)
+    FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
+         req->end_time_nanos, req->start_time_nanos);
+  if (req->no_samples && pprof_len != 0)
+    FAIL(INVALID_PUSH, "no_samples is set but pprof holds %zu bytes: send one or the other",
+         pprof_len);
+  if (!req->no_samples && pprof_len == 0)
+    FAIL(INVALID_PUSH, "pprof is missing");
+  return 0;
+fail:
+  return -1;
+}
+
+enum { PPROF_FIELD = 8 }; /* PushRequest.pprof, pushprof.proto */
+
+static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  uint64_t x = 0;
+  for (unsigned i = 0; i < 10 && *p < end; i++) {
+    uint8_t b = *(*p)++;
+    x |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      *v = x;
+      return i < 9 || b <= 1;
+    }
+  }
+  return false;
+}
+
+/* Finds the one pprof field of a well-formed payload: its bytes (*pp,
+ * *plen) and where its tag starts and the field ends (*cut_lo, *cut_hi).
+ * False for anything unusual (a malformed or repeated field, a group, a tag
+ * over 5 bytes): protobuf-c then decodes the payload whole. */
+static bool find_pprof(const uint8_t *p, size_t len, const uint8_t **pp, size_t *plen,
+                       size_t *cut_lo, size_t *cut_hi) {
+  const uint8_t *q = p, *end = p + len;
+  int found = 0;
+  while (q < end) {
+    const uint8_t *at = q;
+    uint64_t tag, n;
+    if (!wire_varint(&q, end, &tag) || q - at > 5 || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+      return false;
+    if ((tag >> 3) == PPROF_FIELD && (tag & 7) != 2)
+      return false;
+    switch (tag & 7) {
+    case 0:
+      if (!wire_varint(&q, end, &n))
+        return false;
+      break;
+    case 1:
+    case 5:
+      n = (tag & 7) == 1 ? 8 : 4;
+      if (n > (uint64_t)(end - q))
+        return false;
+      q += n;
+      break;
+    case 2:
+      if (!wire_varint(&q, end, &n) || n > (uint64_t)(end - q))
+        return false;
+      if ((tag >> 3) == PPROF_FIELD) {
+        *pp = q;
+        *plen = (size_t)n;
+        *cut_lo = (size_t)(at - p);
+        *cut_hi = (size_t)(q + n - p);
+        found++;
+      }
+      q += n;
+      break;
+    default:
+      return false;
+    }
+  }
+  return found == 1;
+}
+
+/* Unpacks the PushRequest without copying its pprof (the bulk of the frame):
+ * the other fields are unpacked from a copy of the payload that leaves the
+ * pprof field out, and the pprof is read in place. Otherwise (an unusual
+ * payload) protobuf-c unpacks it whole and *pprof points into req. */
+static Pushprof__V1__PushRequest *unpack_request(const uint8_t *payload, size_t len,
+                                                 const uint8_t **pprof, size_t *pprof_len) {
+  size_t lo, hi;
+  if (find_pprof(payload, len, pprof, pprof_len, &lo, &hi)) {
+    uint8_t *rest = malloc(len - (hi - lo) + 1);
+    if (rest) {
+      memcpy(rest, payload, lo);
+      memcpy(rest + lo, payload + hi, len - hi);
+      Pushprof__V1__PushRequest *req =
+          pushprof__v1__push_request__unpack(NULL, len - (hi - lo), rest);
+      free(rest);
+      return req;
+    }
+  }
+  *pprof = NULL;
+  *pprof_len = 0;
+  Pushprof__V1__PushRequest *req = pushprof__v1__push_request__unpack(NULL, len, payload);
+  if (req) {
+    *pprof = req->pprof.data;
+    *pprof_len = req->pprof.len;
+  }
+  return req;
+}
+
+pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, int *reply_code,
+                        char *why, size_t whylen) {
+  pp_push *p = NULL;
+  pp_frame_header h;
+  const char *hwhy = NULL;
+  char pwhy[256];
+
+  atomic_fetch_add_explicit(&decodes, 1, memory_order_relaxed);
+  *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__OK;
+  if (why && whylen)
+    why[0] = '\0';
+  if (len < PP_FRAME_HEADER_SIZE)
+    FAIL(INVALID_FRAME, "truncated frame: %zu bytes, the header alone is %d", len,
+         PP_FRAME_HEADER_SIZE);
+  if (pp_frame_header_decode(frame, max_frame, &h, &hwhy) != 0)
+    FAIL(INVALID_FRAME, "%s", hwhy ? hwhy : "bad frame header");
+  if (h.type != PP_FRAME_PUSH)
+    FAIL(INVALID_FRAME, "frame type %u is not a push (1)", (unsigned)h.type);
+  if ((uint64_t)h.length != (uint64_t)(len - PP_FRAME_HEADER_SIZE))
+    FAIL(INVALID_FRAME, "frame length mismatch: header says %" PRIu32 " payload bytes, have %zu",
+         h.length, len - PP_FRAME_HEADER_SIZE);
+  p = calloc(1, sizeof *p);
+  if (!p)
+    FAIL(INTERNAL, "out of memory decoding a push");
+  p->frame_bytes = len;
+  const uint8_t *pprof;
+  size_t pprof_len;
+  p->req = unpack_request(frame + PP_FRAME_HEADER_SIZE, h.length, &pprof, &pprof_len);
+  if (!p->req)
+    FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
+  if (check_request(p->req, pprof_len, reply_code, why, whylen) != 0)
+    goto fail;
+  if (!p->req->no_samples) {
+    /* The pprof is uncompressed on the wire, but a gzipped one is accepted;
+     * it may expand, so allow a generous multiple of the frame limit. */
+    size_t max_pprof = (size_t)max_frame * 8u;
+    if (max_pprof < (size_t)max_frame)
+      max_pprof = SIZE_MAX;
+    p->prof = pp_pprof_parse_pooled(pprof, pprof_len, max_pprof, pwhy, sizeof pwhy);
+    if (!p->prof)
+      FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
+  }
+  /* The parsed profile replaces the encoded bytes: no need to hold both. */
+  free(p->req->pprof.data);
+  p->req->pprof.data = NULL;
+  p->req->pprof.len = 0;
+  return p;
+fail:
+  pp_push_free(p);
+  return NULL;
+}

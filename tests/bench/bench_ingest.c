@@ -1,0 +1,113 @@
+/* The sidecar's user-space work per push, without the socket and the disk
+ * (a benchmark, not a test): decodes a push frame holding FILE's pprof
+ * (pp_push_decode: frame, PushRequest, pprof, validation) and merges it into
+ * a batch (pp_merge_add), N times, a new batch every BATCH pushes (packed and
+ * gzipped as the batcher does). Prints CPU microseconds per push for each
+ * step as key=value.
+ *
+ *   bench_sidecar --dump /tmp/p.pb --size 102400
+ *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pp_frame.h"
+#include "pp_pprof.h"
+#include "pp_push.h"
+#include "pushprof.pb-c.h"
+
+static double cpu_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint8_t *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  uint8_t *buf = NULL;
+  long n;
+  if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) != 0 ||
+      !(buf = malloc((size_t)n)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  } else {
+    *len = (size_t)n;
+  }
+  if (f)
+    fclose(f);
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  size_t plen = 0;
+  uint8_t *pprof = argc >= 2 ? read_file(argv[1], &plen) : NULL;
+  int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
+  if (!pprof || n < 1 || batch < 1) {
+    fprintf(stderr, "usage: bench_ingest PPROF_FILE [N] [BATCH]\n");
+    return 2;
+  }
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  Pushprof__V1__Label lab = PUSHPROF__V1__LABEL__INIT, *labs[1] = {&lab};
+  lab.key = "env";
+  lab.value = "prod";
+  req.service = "bench";
+  req.labels = labs;
+  req.n_labels = 1;
+  req.pid = 1;
+  req.pprof.data = pprof;
+  req.pprof.len = plen;
+  size_t body = pushprof__v1__push_request__get_packed_size(&req);
+  uint8_t *frame = malloc(PP_FRAME_HEADER_SIZE + body);
+  if (!frame)
+    return 2;
+  pp_frame_header_encode(frame, PP_FRAME_PUSH, (uint32_t)body);
+  pushprof__v1__push_request__pack(&req, frame + PP_FRAME_HEADER_SIZE);
+  size_t flen = PP_FRAME_HEADER_SIZE + body;
+
+  double t_dec = 0, t_merge = 0, t_pack = 0;
+  pp_builder *b = pp_builder_new();
+  int in_batch = 0;
+  for (int i = 0; i < n && b; i++) {
+    char why[256];
+    int code;
+    double t0 = cpu_s();
+    pp_push *p = pp_push_decode(frame, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+    double t1 = cpu_s();
+    if (!p || !p->prof) {
+      fprintf(stderr, "bench_ingest: the push does not decode: %s\n", why);
+      return 2;
+    }
+    if (pp_merge_add(b, pp_pprof_profile(p->prof), why, sizeof why) != 0) {
+      fprintf(stderr, "bench_ingest: merge failed: %s\n", why);
+      return 2;
+    }
+    double t2 = cpu_s();
+    pp_push_free(p);
+    t_dec += t1 - t0;
+    t_merge += t2 - t1;
+    if (++in_batch == batch || i == n - 1) {
+      uint8_t *raw = NULL, *gz = NULL;
+      size_t rawlen = 0, gzlen = 0;
+      double t3 = cpu_s();
+      if (pp_builder_pack(b, &raw, &rawlen) != 0 || pp_gzip(raw, rawlen, &gz, &gzlen) != 0) {
+        fprintf(stderr, "bench_ingest: pack or gzip failed\n");
+        return 2;
+      }
+      t_pack += cpu_s() - t3;
+      free(raw);
+      free(gz);
+      pp_builder_free(b);
+      b = pp_builder_new();
+      in_batch = 0;
+    }
+  }
+  pp_builder_free(b);
+  printf("bench_ingest pprof_bytes=%zu pushes=%d batch=%d decode_us=%.0f merge_us=%.0f "
+         "pack_gzip_us=%.0f\n",
+         plen, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6);
+  free(frame);
+  free(pprof);
+  return 0;
+}

@@ -1,0 +1,248 @@
+/* Unit tests for proto/pp_push.c: decoding and validating a push frame. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch_test_util.h"
+#include "pp_push.h"
+#include "pp_test.h"
+
+static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
+  int code = -1;
+  pp_push *p = pp_push_decode(f, len, PP_FRAME_MAX_DEFAULT, &code, why, wl);
+  if (p) {
+    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
+    pp_push_free(p);
+    return 0;
+  }
+  PP_CHECK(why[0] != '\0');
+  return code;
+}
+
+static uint8_t *frame_with(Pushprof__V1__PushRequest *req, size_t *len) {
+  size_t n = pushprof__v1__push_request__get_packed_size(req);
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n + 1);
+  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
+  pushprof__v1__push_request__pack(req, f + PP_FRAME_HEADER_SIZE);
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
+}
+
+static void test_decode_frame_validates_every_layer(void) {
+  char why[256];
+  size_t len, plen;
+  uint8_t *f = btu_frame("svc", 3, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
+  /* framing */
+  PP_CHECK_INT(decode_code(f, 5, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  PP_CHECK_INT(decode_code(f, len - 1, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  uint8_t *bad = malloc(len);
+  memcpy(bad, f, len);
+  bad[0] = 'X';
+  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  memcpy(bad, f, len);
+  pp_frame_header_encode(bad, PP_FRAME_REPLY, (uint32_t)(len - PP_FRAME_HEADER_SIZE));
+  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  /* a payload that is not a PushRequest */
+  memcpy(bad, f, len);
+  memset(bad + PP_FRAME_HEADER_SIZE, 0xff, len - PP_FRAME_HEADER_SIZE);
+  PP_CHECK_INT(decode_code(bad, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(bad);
+  free(f);
+
+  uint8_t *pprof = btu_pprof(3, "leaf", &plen);
+  PP_CHECK(pprof != NULL);
+  if (!pprof)
+    return;
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = "svc";
+  req.pprof.data = pprof;
+  req.pprof.len = plen;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
+  free(f);
+  req.service = "";
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK(strstr(why, "service") != NULL);
+  free(f);
+  char longsvc[PP_SERVICE_MAX + 2];
+  memset(longsvc, 'a', sizeof longsvc - 1);
+  longsvc[sizeof longsvc - 1] = '\0';
+  req.service = longsvc;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.service = "svc";
+  req.start_time_nanos = 10;
+  req.end_time_nanos = 5;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.end_time_nanos = 10;
+  /* labels: too many, empty key, long value */
+  Pushprof__V1__Label ls[PP_LABELS_MAX + 1], *lp[PP_LABELS_MAX + 1];
+  for (int i = 0; i <= PP_LABELS_MAX; i++) {
+    pushprof__v1__label__init(&ls[i]);
+    ls[i].key = "k";
+    ls[i].value = "v";
+    lp[i] = &ls[i];
+  }
+  req.labels = lp;
+  req.n_labels = PP_LABELS_MAX + 1;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.n_labels = PP_LABELS_MAX;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
+  free(f);
+  ls[3].key = "";
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  ls[3].key = "k";
+  static char longval[PP_LABEL_VALUE_MAX + 2];
+  memset(longval, 'v', sizeof longval - 1);
+  ls[5].value = longval;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  req.n_labels = 0;
+  /* no pprof */
+  req.pprof.len = 0;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  free(f);
+  /* a pprof go tool pprof would reject: not a protobuf at all */
+  uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  req.pprof.data = junk;
+  req.pprof.len = sizeof junk;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  free(f);
+  /* a valid protobuf but an invalid pprof: string_table[0] not empty */
+  Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+  char *strs[1] = {"notempty"};
+  p.string_table = strs;
+  p.n_string_table = 1;
+  size_t pl = perftools__profiles__profile__get_packed_size(&p);
+  uint8_t *pb = malloc(pl);
+  perftools__profiles__profile__pack(&p, pb);
+  req.pprof.data = pb;
+  req.pprof.len = pl;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  free(f);
+  free(pb);
+  free(pprof);
+}
+
+/* pp_push_decode hands over the parsed pprof (the same profile the frame
+ * holds) and drops the encoded copy from the request. */
+static void test_decode_hands_over_parsed_pprof(void) {
+  size_t plen = 0, flen = 0;
+  uint8_t *p = btu_pprof(42, "leaf_fn", &plen);
+  PP_CHECK(p != NULL);
+  uint8_t *f = p ? btu_frame_raw("svc", p, plen, &flen) : NULL;
+  PP_CHECK(f != NULL);
+  if (!f) {
+    free(p);
+    return;
+  }
+  char why[256] = "";
+  int code = -1;
+  uint64_t n0 = pp_push_decode_count();
+  pp_push *push = pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(push != NULL);
+  PP_CHECK_INT(pp_push_decode_count(), ==, n0 + 1);
+  Pushprof__V1__PushRequest *r = push ? push->req : NULL;
+  pp_pprof *prof = push ? push->prof : NULL;
+  PP_CHECK(prof != NULL);
+  if (r && prof) {
+    PP_CHECK_INT(push->frame_bytes, ==, flen);
+    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
+    PP_CHECK(r->pprof.data == NULL);
+    PP_CHECK_INT(r->pprof.len, ==, 0);
+    PP_CHECK_STR(r->service, "svc");
+    PP_CHECK_INT(btu_total(pp_pprof_profile(prof)), ==, 3 * 42); /* 42 + 2 * 42 */
+    PP_CHECK(pp_pprof_mem(prof) > 0);
+  }
+  pp_push_free(push);
+  /* A bad pprof: nothing handed over. */
+  free(f);
+  f = btu_frame_raw("svc", (const uint8_t *)"\x0a\x05junk!", 7, &flen);
+  push = f ? pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why) : NULL;
+  PP_CHECK(f != NULL);
+  PP_CHECK(push == NULL);
+  PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  free(f);
+  free(p);
+}
+
+/* A no_samples push carries no pprof: decoded without a profile, and one
+ * that says no_samples but holds a pprof is refused. */
+static void test_no_samples_push_has_no_profile(void) {
+  char why[256];
+  int code = -1;
+  size_t len, plen;
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = "cron";
+  req.no_samples = 1;
+  req.sequence = 9;
+  uint8_t *f = frame_with(&req, &len);
+  pp_push *p = pp_push_decode(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (p) {
+    PP_CHECK(p->prof == NULL);
+    PP_CHECK_INT(p->req->sequence, ==, 9);
+  }
+  pp_push_free(p);
+  free(f);
+  uint8_t *pprof = btu_pprof(3, "leaf", &plen);
+  PP_CHECK(pprof != NULL);
+  req.pprof.data = pprof;
+  req.pprof.len = plen;
+  f = frame_with(&req, &len);
+  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK(strstr(why, "no_samples") != NULL);
+  free(f);
+  free(pprof);
+}
+
+/* Every decode is counted, refused ones too (the sidecar's tests count the
+ * decodes of a scan with it). */
+static void test_decode_count_counts_every_call(void) {
+  char why[64];
+  int code;
+  uint64_t n0 = pp_push_decode_count();
+  PP_CHECK(pp_push_decode((const uint8_t *)"PPRF", 4, PP_FRAME_MAX_DEFAULT, &code, why,
+                          sizeof why) == NULL);
+  PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_FRAME);
+  PP_CHECK_INT(pp_push_decode_count(), ==, n0 + 1);
+}
+
+int main(void) {
+  PP_RUN(test_decode_frame_validates_every_layer);
+  PP_RUN(test_decode_hands_over_parsed_pprof);
+  PP_RUN(test_no_samples_push_has_no_profile);
+  PP_RUN(test_decode_count_counts_every_call);
+  PP_DONE();
+}
