@@ -1,7 +1,6 @@
 #include "pp_push.h"
 
 #include <inttypes.h>
-#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +30,9 @@ void pp_push_free(pp_push *p) {
     goto fail;                                                                                     \
   } while (0)
 
-/* The PushRequest's own fields against PROTOCOL.md's limits (the pprof is
- * pprof_len bytes). */
-static int check_request(const Pushprof__V1__PushRequest *req, size_t pprof_len, int *reply_code,
-                         char *why, size_t whylen) {
+/* The PushRequest's own fields against PROTOCOL.md's limits. */
+static int check_request(const Pushprof__V1__PushRequest *req, int *reply_code, char *why,
+                         size_t whylen) {
   size_t slen = req->service ? strlen(req->service) : 0;
   if (slen == 0)
     FAIL(INVALID_PUSH, "service is empty (set a service name)");
@@ -59,103 +57,14 @@ static int check_request(const Pushprof__V1__PushRequest *req, size_t pprof_len,
   if (req->end_time_nanos < req->start_time_nanos)
     FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
          req->end_time_nanos, req->start_time_nanos);
-  if (req->no_samples && pprof_len != 0)
+  if (req->no_samples && req->pprof.len != 0)
     FAIL(INVALID_PUSH, "no_samples is set but pprof holds %zu bytes: send one or the other",
-         pprof_len);
-  if (!req->no_samples && pprof_len == 0)
+         req->pprof.len);
+  if (!req->no_samples && (req->pprof.len == 0 || !req->pprof.data))
     FAIL(INVALID_PUSH, "pprof is missing");
   return 0;
 fail:
   return -1;
-}
-
-enum { PPROF_FIELD = 8 }; /* PushRequest.pprof, pushprof.proto */
-
-static bool wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
-  uint64_t x = 0;
-  for (unsigned i = 0; i < 10 && *p < end; i++) {
-    uint8_t b = *(*p)++;
-    x |= (uint64_t)(b & 0x7f) << (7 * i);
-    if (!(b & 0x80)) {
-      *v = x;
-      return i < 9 || b <= 1;
-    }
-  }
-  return false;
-}
-
-/* Finds the one pprof field of a well-formed payload: its bytes (*pp,
- * *plen) and where its tag starts and the field ends (*cut_lo, *cut_hi).
- * False for anything unusual (a malformed or repeated field, a group, a tag
- * over 5 bytes): protobuf-c then decodes the payload whole. */
-static bool find_pprof(const uint8_t *p, size_t len, const uint8_t **pp, size_t *plen,
-                       size_t *cut_lo, size_t *cut_hi) {
-  const uint8_t *q = p, *end = p + len;
-  int found = 0;
-  while (q < end) {
-    const uint8_t *at = q;
-    uint64_t tag, n;
-    if (!wire_varint(&q, end, &tag) || q - at > 5 || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
-      return false;
-    if ((tag >> 3) == PPROF_FIELD && (tag & 7) != 2)
-      return false;
-    switch (tag & 7) {
-    case 0:
-      if (!wire_varint(&q, end, &n))
-        return false;
-      break;
-    case 1:
-    case 5:
-      n = (tag & 7) == 1 ? 8 : 4;
-      if (n > (uint64_t)(end - q))
-        return false;
-      q += n;
-      break;
-    case 2:
-      if (!wire_varint(&q, end, &n) || n > (uint64_t)(end - q))
-        return false;
-      if ((tag >> 3) == PPROF_FIELD) {
-        *pp = q;
-        *plen = (size_t)n;
-        *cut_lo = (size_t)(at - p);
-        *cut_hi = (size_t)(q + n - p);
-        found++;
-      }
-      q += n;
-      break;
-    default:
-      return false;
-    }
-  }
-  return found == 1;
-}
-
-/* Unpacks the PushRequest without copying its pprof (the bulk of the frame):
- * the other fields are unpacked from a copy of the payload that leaves the
- * pprof field out, and the pprof is read in place. Otherwise (an unusual
- * payload) protobuf-c unpacks it whole and *pprof points into req. */
-static Pushprof__V1__PushRequest *unpack_request(const uint8_t *payload, size_t len,
-                                                 const uint8_t **pprof, size_t *pprof_len) {
-  size_t lo, hi;
-  if (find_pprof(payload, len, pprof, pprof_len, &lo, &hi)) {
-    uint8_t *rest = malloc(len - (hi - lo) + 1);
-    if (rest) {
-      memcpy(rest, payload, lo);
-      memcpy(rest + lo, payload + hi, len - hi);
-      Pushprof__V1__PushRequest *req =
-          pushprof__v1__push_request__unpack(NULL, len - (hi - lo), rest);
-      free(rest);
-      return req;
-    }
-  }
-  *pprof = NULL;
-  *pprof_len = 0;
-  Pushprof__V1__PushRequest *req = pushprof__v1__push_request__unpack(NULL, len, payload);
-  if (req) {
-    *pprof = req->pprof.data;
-    *pprof_len = req->pprof.len;
-  }
-  return req;
 }
 
 pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, int *reply_code,
@@ -183,12 +92,10 @@ pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, in
   if (!p)
     FAIL(INTERNAL, "out of memory decoding a push");
   p->frame_bytes = len;
-  const uint8_t *pprof;
-  size_t pprof_len;
-  p->req = unpack_request(frame + PP_FRAME_HEADER_SIZE, h.length, &pprof, &pprof_len);
+  p->req = pushprof__v1__push_request__unpack(NULL, h.length, frame + PP_FRAME_HEADER_SIZE);
   if (!p->req)
     FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
-  if (check_request(p->req, pprof_len, reply_code, why, whylen) != 0)
+  if (check_request(p->req, reply_code, why, whylen) != 0)
     goto fail;
   if (!p->req->no_samples) {
     /* The pprof is uncompressed on the wire, but a gzipped one is accepted;
@@ -196,7 +103,8 @@ pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, in
     size_t max_pprof = (size_t)max_frame * 8u;
     if (max_pprof < (size_t)max_frame)
       max_pprof = SIZE_MAX;
-    p->prof = pp_pprof_parse_pooled(pprof, pprof_len, max_pprof, pwhy, sizeof pwhy);
+    p->prof =
+        pp_pprof_parse_pooled(p->req->pprof.data, p->req->pprof.len, max_pprof, pwhy, sizeof pwhy);
     if (!p->prof)
       FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
   }
