@@ -1,4 +1,5 @@
 /* Unit tests for sidecar/spool.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -6,6 +7,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "batch_test_util.h"
@@ -598,6 +600,155 @@ static void test_scan_quarantines_a_file_torn_at_every_offset(void) {
   btu_rmtree(dir);
 }
 
+/* ---- recycled files (spool.c, RECYCLE_*) ---- */
+
+/* Recycling needs a file system with room to spare (1 GiB and a tenth
+ * free); elsewhere removed files are unlinked and these cases are moot. */
+static bool room_for_recycling(void) {
+  struct statvfs v;
+  if (statvfs(dir, &v) != 0)
+    return false;
+  uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize, total = (uint64_t)v.f_blocks * v.f_frsize;
+  if (avail >= ((uint64_t)1 << 30) && avail >= total / 10)
+    return true;
+  fprintf(stderr, "  (skipped: %s has too little free space for recycling)\n", dir);
+  return false;
+}
+
+/* Number and total size of the ".recycled-N" files in dir. */
+static int recycled_files(uint64_t *bytes) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  *bytes = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    struct stat st;
+    if (strncmp(de->d_name, ".recycled-", 10) != 0 || stat(sub(de->d_name), &st) != 0)
+      continue;
+    n++;
+    *bytes += (uint64_t)st.st_size;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* The sidecar's put: journal append, sync (the ack), then the push's own
+ * file (spool_settle), which is where recycled files are reused. */
+static int journal_put(spool *s, const uint8_t *f, size_t len, char id[SPOOL_ID_MAX]) {
+  spool_txn t;
+  int rc = spool_begin(s, f, len, &t);
+  if (rc == SPOOL_OK)
+    rc = spool_commit(s, &t, id);
+  return rc == SPOOL_OK ? spool_settle(s, &t) : rc;
+}
+
+static spool *open_journaled(void) {
+  char err[512] = "";
+  spool_config c = {.dir = dir, .max_bytes = 64u << 20, .journal_bytes = 4u << 20};
+  spool *s = spool_open(&c, err, sizeof err);
+  if (!s)
+    fprintf(stderr, "spool_open: %s\n", err);
+  return s;
+}
+
+/* A removed push's file is kept as a dot file (never scanned), reused by a
+ * later push once its rename is durable (same inode, cut to the new push's
+ * length), and removed by the next open. */
+static void test_removed_files_are_recycled_and_reused_whole(void) {
+  setup();
+  spool *s = open_journaled();
+  PP_CHECK(s != NULL);
+  if (!s || !room_for_recycling()) {
+    spool_close(s);
+    btu_rmtree(dir);
+    return;
+  }
+  size_t big_len, small_len;
+  uint8_t *big = btu_frame("big-service-with-a-long-name", 1000000007, &big_len);
+  uint8_t *small = btu_frame("s", 1, &small_len);
+  PP_CHECK(big && small && small_len < big_len);
+  char a[SPOOL_ID_MAX], b[SPOOL_ID_MAX], c[SPOOL_ID_MAX];
+  struct stat st;
+  PP_CHECK_INT(spool_put(s, big, big_len, a), ==, SPOOL_OK);
+  PP_CHECK_INT(stat(sub(a), &st), ==, 0);
+  ino_t ino_a = st.st_ino;
+  PP_CHECK_INT(spool_remove(s, a), ==, SPOOL_OK);
+  PP_CHECK_INT(stat(sub(a), &st), ==, -1); /* the name is gone */
+  uint64_t rb;
+  PP_CHECK_INT(recycled_files(&rb), ==, 1);
+  PP_CHECK_INT(rb, ==, big_len);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  /* b's put syncs the directory (the recycling rename is then durable), so
+   * c at the latest reuses a's inode. */
+  PP_CHECK_INT(journal_put(s, small, small_len, b), ==, SPOOL_OK);
+  PP_CHECK_INT(journal_put(s, small, small_len, c), ==, SPOOL_OK);
+  struct stat sb, sc;
+  PP_CHECK_INT(stat(sub(b), &sb), ==, 0);
+  PP_CHECK_INT(stat(sub(c), &sc), ==, 0);
+  PP_CHECK(sb.st_ino == ino_a || sc.st_ino == ino_a);
+  PP_CHECK_INT(sb.st_size, ==, small_len); /* nothing of the old push left */
+  PP_CHECK_INT(sc.st_size, ==, small_len);
+  PP_CHECK_INT(recycled_files(&rb), ==, 0);
+  spool_close(s);
+  /* Reopened: both pushes come back whole, no recycled file is handed over. */
+  s = open_journaled();
+  PP_CHECK(s != NULL);
+  seen got = {0};
+  if (s)
+    PP_CHECK_INT(spool_scan(s, collect, &got), ==, 2);
+  PP_CHECK_INT(got.n, ==, 2);
+  for (int i = 0; i < got.n && i < 2; i++) {
+    PP_CHECK_STR(got.services[i], "s");
+    PP_CHECK_INT(got.bytes[i], ==, small_len);
+  }
+  /* Removed again, then a restart: the recycled files do not outlive it. */
+  for (int i = 0; s && i < got.n && i < 2; i++)
+    PP_CHECK_INT(spool_remove(s, got.ids[i]), ==, SPOOL_OK);
+  PP_CHECK_INT(recycled_files(&rb), ==, 2);
+  spool_close(s);
+  PP_CHECK_INT(recycled_files(&rb), ==, 0);
+  free(big);
+  free(small);
+  btu_rmtree(dir);
+}
+
+/* Recycled files keep their inodes but not their blocks: past 16 MiB of
+ * them they are all truncated. */
+static void test_recycled_files_are_truncated_past_16_mib(void) {
+  setup();
+  spool *s = open_spool(256u << 20, false);
+  PP_CHECK(s != NULL);
+  if (!s || !room_for_recycling()) {
+    spool_close(s);
+    btu_rmtree(dir);
+    return;
+  }
+  size_t len = 3u << 20; /* recycled: at most 4 MiB each */
+  uint8_t *f = malloc(len);
+  PP_CHECK(f != NULL);
+  if (!f) {
+    spool_close(s);
+    return;
+  }
+  memset(f, 0x5a, len);
+  char ids[6][SPOOL_ID_MAX];
+  for (int i = 0; i < 6; i++)
+    PP_CHECK_INT(spool_put(s, f, len, ids[i]), ==, SPOOL_OK);
+  uint64_t rb;
+  for (int i = 0; i < 5; i++) /* 15 MiB recycled: kept as they are */
+    PP_CHECK_INT(spool_remove(s, ids[i]), ==, SPOOL_OK);
+  PP_CHECK_INT(recycled_files(&rb), ==, 5);
+  PP_CHECK_INT(rb, ==, 5 * (uint64_t)len);
+  PP_CHECK_INT(spool_remove(s, ids[5]), ==, SPOOL_OK); /* 18 MiB: over */
+  PP_CHECK_INT(recycled_files(&rb), ==, 6);
+  PP_CHECK_INT(rb, ==, 0);
+  spool_close(s);
+  PP_CHECK_INT(recycled_files(&rb), ==, 0);
+  free(f);
+  btu_rmtree(dir);
+}
+
 int main(void) {
   PP_RUN(test_put_then_scan_after_reopen_hands_over_oldest_first);
   PP_RUN(test_scan_quarantines_truncated_and_garbage_files);
@@ -612,5 +763,7 @@ int main(void) {
   PP_RUN(test_begin_commit_abort);
   PP_RUN(test_scan_hands_over_bytes_and_quarantines_what_cb_refuses);
   PP_RUN(test_scan_quarantines_a_file_torn_at_every_offset);
+  PP_RUN(test_removed_files_are_recycled_and_reused_whole);
+  PP_RUN(test_recycled_files_are_truncated_past_16_mib);
   PP_DONE();
 }
