@@ -101,7 +101,10 @@ static int on_altstack(const void *uc, uintptr_t sp) {
  *   up the mapping that holds sp, so later samples of that thread are full;
  *   not when sp lies on the thread's sigaltstack (on_altstack): that
  *   mapping is the alternate stack, and taking it would leave every later
- *   sample on the real stack with its leaf only (RING_F_ALTSTACK).
+ *   sample on the real stack with its leaf only (RING_F_ALTSTACK). With
+ *   known bounds, a sample on the sigaltstack (the kernel's uc_stack says
+ *   where it is) is walked there and on through the signal frame of its
+ *   handler to the thread's own stack (unwind_stack_alt).
  * - The record (weight 1 + si_overrun) is written in place into a ring cell
  *   claimed with one CAS (ring_reserve) and published by a release store of
  *   the cell's sequence number (ring_commit). The collector reads cells in
@@ -176,6 +179,16 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
     rec->depth = 1;
     rec->flags = RING_F_DEFERRED;
     rec->defer = defer;
+  } else if (hi && (regs.sp < lo || regs.sp >= hi) && on_altstack(uc, regs.sp)) {
+    /* In a handler on the sigaltstack: its frames, then through the signal
+     * frame to the interrupted code on the thread's own stack. */
+    const stack_t *ss = &((const ucontext_t *)uc)->uc_stack;
+    uintptr_t alo = (uintptr_t)ss->ss_sp;
+    rec->depth = (uint16_t)unwind_stack_alt(&regs, alo, alo + ss->ss_size, lo, hi, rec->pcs,
+                                            RING_MAX_DEPTH, &uflags);
+    rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
+    if (uflags & UNWIND_F_NO_TABLE)
+      rec->flags |= RING_F_NO_TABLE;
   } else {
     rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
     rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
@@ -191,9 +204,10 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
       wake = 1; /* walked at once, which frees the slot */
     }
   }
-  if (hi == 0 || regs.sp < lo || regs.sp >= hi)
+  int alt = on_altstack(uc, regs.sp);
+  if (hi == 0 || ((regs.sp < lo || regs.sp >= hi) && !alt))
     rec->flags |= RING_F_LEAF_ONLY;
-  if (on_altstack(uc, regs.sp))
+  if (alt)
     rec->flags |= RING_F_ALTSTACK;
   /* A thread whose bounds are unknown (made past our interposer) gets them
    * from the collector's next drain: wake it now rather than lose up to a

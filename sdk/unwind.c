@@ -34,6 +34,9 @@ typedef struct stack_mem {
   uintptr_t lo, hi;    /* the thread's addresses that may be read */
   uintptr_t delta;     /* added to an address to find its bytes (a copy), else 0 */
   unwind_fill_fn fill; /* rows where no table is published yet (copies only) */
+  /* The stack a signal frame on [lo, hi) may return to (the thread's own
+   * stack below its sigaltstack), 0 if none: the walk moves there once. */
+  uintptr_t next_lo, next_hi;
 } stack_mem;
 
 __attribute__((no_sanitize_address)) static int load_word(const stack_mem *m, uintptr_t addr,
@@ -59,8 +62,10 @@ static int signal_frame(const stack_mem *m, uintptr_t sp, uintptr_t *pc, uintptr
 #endif
 }
 
-static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs, uint32_t max,
+static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *pcs, uint32_t max,
                      unsigned *flags, uintptr_t *missing) {
+  stack_mem cur = *mem; /* its bounds change at most once, at a signal frame */
+  const stack_mem *m = &cur;
   uintptr_t lo = m->lo, hi = m->hi;
   *flags = 0;
   if (max == 0)
@@ -95,8 +100,17 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs
       break; /* the outermost frame (_start, clone) */
     }
     if (kind == CFI_SIGNAL) {
-      if (!signal_frame(m, sp, &ra, &nsp, &nfp) || nsp < lo || nsp >= hi)
+      if (!signal_frame(m, sp, &ra, &nsp, &nfp))
         break;
+      if (nsp < lo || nsp >= hi) {
+        /* A handler on the sigaltstack returns to the interrupted code on
+         * the thread's own stack: go on there, with its bounds. */
+        if (cur.next_hi <= cur.next_lo || nsp < cur.next_lo || nsp >= cur.next_hi)
+          break;
+        lo = cur.lo = cur.next_lo;
+        hi = cur.hi = cur.next_hi;
+        cur.next_lo = cur.next_hi = 0;
+      }
       exact = 1;
     } else if (kind == CFI_CFA_SP || kind == CFI_CFA_FP || kind == CFI_PLT) {
       if (kind == CFI_CFA_SP)
@@ -153,13 +167,19 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *m, uintptr_t *pcs
 
 uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
                       uint32_t max, unsigned *flags) {
-  stack_mem m = {lo, hi, 0, NULL};
+  stack_mem m = {lo, hi, 0, NULL, 0, 0};
+  return walk(regs, &m, pcs, max, flags, NULL);
+}
+
+uint32_t unwind_stack_alt(const unwind_regs *regs, uintptr_t alt_lo, uintptr_t alt_hi, uintptr_t lo,
+                          uintptr_t hi, uintptr_t *pcs, uint32_t max, unsigned *flags) {
+  stack_mem m = {alt_lo, alt_hi, 0, NULL, lo, hi};
   return walk(regs, &m, pcs, max, flags, NULL);
 }
 
 uint32_t unwind_stack_copy(const unwind_regs *regs, const void *copy, size_t len, uintptr_t *pcs,
                            uint32_t max, unsigned *flags, uintptr_t *missing, unwind_fill_fn fill) {
-  stack_mem m = {regs->sp, regs->sp + len, (uintptr_t)copy - regs->sp, fill};
+  stack_mem m = {regs->sp, regs->sp + len, (uintptr_t)copy - regs->sp, fill, 0, 0};
   if (missing)
     *missing = 0;
   return walk(regs, &m, pcs, max, flags, missing);

@@ -4,7 +4,8 @@
  * Where no row covers the PC (no table yet, code without CFI) it takes one
  * frame-pointer step if the chain looks plausible, else it stops.
  * Every load is 8-aligned inside [lo, hi) of the interrupted thread's stack
- * and every step moves SP strictly upwards (signal frames aside), so a
+ * (or of its sigaltstack, up to the signal frame that leaves it) and every
+ * step moves SP strictly upwards (signal frames aside), so a
  * corrupt stack ends the walk instead of faulting or looping.
  * Async-signal-safe: no locks, no syscalls, no allocation, bounded by max. */
 #ifndef PUSHPROF_UNWIND_H
@@ -31,6 +32,13 @@ int unwind_regs_from_ucontext(const void *uc, unwind_regs *out);
  * UNWIND_F_* bits. Async-signal-safe. */
 uint32_t unwind_stack(const unwind_regs *regs, uintptr_t lo, uintptr_t hi, uintptr_t *pcs,
                       uint32_t max, unsigned *flags);
+
+/* The same for a thread interrupted on its sigaltstack [alt_lo, alt_hi):
+ * the walk starts there and, at the signal frame of the handler running on
+ * it, goes on to the interrupted code on the thread's own stack [lo, hi)
+ * (0, 0: unknown, the walk ends at that signal frame). */
+uint32_t unwind_stack_alt(const unwind_regs *regs, uintptr_t alt_lo, uintptr_t alt_hi, uintptr_t lo,
+                          uintptr_t hi, uintptr_t *pcs, uint32_t max, unsigned *flags);
 
 /* Where a walk of a copy finds rows for PCs in objects with no published
  * table (utab_row_on_demand); sets *known as utab_find does. */

@@ -81,8 +81,9 @@ case $case_ in
     ;;
   malloc) check_args=(--expect-function 'st_malloc_worker') ;;
   sigalt)
-    # On the sigaltstack: the leaf only, labelled. In the handler on the
-    # normal stack: the frames above the signal frame. The thread whose
+    # On the sigaltstack: the handler's frames, then through its signal
+    # frame on to the thread's own stack. In the handler on the normal
+    # stack: the frames above the signal frame. The thread whose
     # bounds the SDK learnt from a sample on its sigaltstack must still get
     # full stacks on its normal stack (no "raw" thread in sanitizer builds).
     hz=1000
@@ -96,8 +97,8 @@ case $case_ in
     through=0.95
     [ -n "$SAN_RUNTIME" ] && through=0.80
     check_args=(--expect-function '^st_alt_spin$' --expect-function '^st_normal_spin$')
-    stack_rules=(--leaf '^st_alt_spin$' 'label=pushprof_stack:leaf only' 50 1.0
-      --leaf '^st_alt_spin$' 'depth=1' 50 1.0
+    stack_rules=(--leaf '^st_alt_spin$' 'caller=^st_on_alt$' 50 0.95
+      --leaf '^st_alt_spin$' 'ancestor=^st_alt_main$' 50 "$through"
       --leaf '^st_alt_thread_spin$' 'caller=^st_alt_main$' 20 0.95
       --leaf '^st_normal_spin$' 'caller=^st_on_normal$' 50 0.95
       --leaf '^st_normal_spin$' 'ancestor=^st_normal_raise$' 50 "$through"
