@@ -332,6 +332,18 @@ static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushReques
     if (!g->label_store[i].key || !g->label_store[i].value)
       goto fail;
   }
+  /* The batch's process labels travel in its profile too (one comment
+   * each, first), so a file or S3 object says which pod or version it is
+   * from: `go tool pprof -comments`. */
+  for (size_t i = 0; i < g->nlabels; i++) {
+    char *c = NULL;
+    if (asprintf(&c, "pushprof label %s=%s", g->labels[i]->key, g->labels[i]->value) < 0)
+      goto fail;
+    int rc = pp_builder_add_comment(g->pb, c);
+    free(c);
+    if (rc != 0)
+      goto fail;
+  }
   g->key = key;
   g->keylen = keylen;
   g->opened_mono = mono_ns();

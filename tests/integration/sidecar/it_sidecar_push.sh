@@ -35,6 +35,11 @@ got=$(pprof_totals $(find "$OUT/testnode/checkout" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "exported totals $got, pushed $want_n $want_c"
 files=$(find "$OUT/testnode/checkout" -name '*.pb.gz' | wc -l)
 [ "$files" -le 2 ] || fail "4 pushes in one 5 s window became $files files (not merged)"
+# The batch's process labels are in each object, as comments.
+for f in $(find "$OUT/testnode/checkout" -name '*.pb.gz'); do
+  go tool pprof -comments "$f" 2>/dev/null | grep -qx 'pushprof label env=test' ||
+    fail "no 'pushprof label env=test' comment in $f: $(go tool pprof -comments "$f" 2>&1 | head -5)"
+done
 [ "$(metric pushprof_pushes_accepted_total)" -eq 5 ] || fail "accepted_total $(metric pushprof_pushes_accepted_total)"
 curl -sf "http://127.0.0.1:$METRICS_PORT/healthz" | grep -q ok || fail "/healthz not ok"
 
