@@ -311,6 +311,31 @@ static int group_due_target(const batcher *b, const group *g, int64_t now, int64
   return due;
 }
 
+/* "pushprof label KEY=VALUE" with every byte outside printable ASCII (and
+ * the backslash) as \xNN: a label may hold any bytes, a pprof string should
+ * be UTF-8. NULL on ENOMEM. */
+static char *label_comment(const char *k, const char *v) {
+  static const char prefix[] = "pushprof label ";
+  size_t kl = strlen(k), vl = strlen(v);
+  char *out = malloc(sizeof prefix + 4 * (kl + vl) + 2), *o = out;
+  if (!out)
+    return NULL;
+  memcpy(o, prefix, sizeof prefix - 1);
+  o += sizeof prefix - 1;
+  for (int part = 0; part < 2; part++) {
+    for (const unsigned char *p = (const unsigned char *)(part ? v : k); *p; p++) {
+      if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+        *o++ = (char)*p;
+      else
+        o += sprintf(o, "\\x%02x", *p);
+    }
+    if (!part)
+      *o++ = '=';
+  }
+  *o = '\0';
+  return out;
+}
+
 static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req) {
   group *g = calloc(1, sizeof *g);
   if (!g)
@@ -336,10 +361,8 @@ static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushReques
    * each, first), so a file or S3 object says which pod or version it is
    * from: `go tool pprof -comments`. */
   for (size_t i = 0; i < g->nlabels; i++) {
-    char *c = NULL;
-    if (asprintf(&c, "pushprof label %s=%s", g->labels[i]->key, g->labels[i]->value) < 0)
-      goto fail;
-    int rc = pp_builder_add_comment(g->pb, c);
+    char *c = label_comment(g->labels[i]->key, g->labels[i]->value);
+    int rc = c ? pp_builder_add_comment(g->pb, c) : -1;
     free(c);
     if (rc != 0)
       goto fail;

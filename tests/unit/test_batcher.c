@@ -530,6 +530,12 @@ static void test_exports_through_file_exporter(void) {
     PP_CHECK(p != NULL);
     if (p) {
       PP_CHECK_INT(btu_total(p), ==, 126);
+      /* The batch's process labels, as its first comments. */
+      PP_CHECK(p->n_comment >= 2);
+      if (p->n_comment >= 2) {
+        PP_CHECK_STR(p->string_table[p->comment[0]], "pushprof label env=prod");
+        PP_CHECK_STR(p->string_table[p->comment[1]], "pushprof label region=eu");
+      }
       perftools__profiles__profile__free_unpacked(p, NULL);
     }
     if (getenv("PUSHPROF_TEST_KEEP")) {

@@ -717,15 +717,24 @@ class Checker:
     def start_sidecar(self, where, args, tmp, logname="sidecar.log"):
         """Starts the sidecar with ARGS relocated into TMP; (process, metrics port)."""
         out = self.relocate(args, tmp)
-        log = open(os.path.join(tmp, logname), "w+")
-        p = subprocess.Popen([SIDECAR_BIN] + out, stdout=log, stderr=subprocess.STDOUT,
-                             env=dict(os.environ, NODE_NAME="test-node"))
-        port, ok = None, False
+        path = os.path.join(tmp, logname)
+        # The sidecar appends (O_APPEND) through its own descriptor and we read
+        # the file afresh: seeking a shared descriptor back to 0 to read made
+        # its next line overwrite the log's start (a start seen as failed).
+        open(path, "wb").close()  # a fresh log: no earlier run's port
+        with open(path, "ab") as log:
+            p = subprocess.Popen([SIDECAR_BIN] + out, stdout=log, stderr=subprocess.STDOUT,
+                                 env=dict(os.environ, NODE_NAME="test-node"))
+
+        def read_log():
+            with open(path, errors="replace") as f:
+                return f.read()
+
+        port = None
         deadline = time.time() + 15
         try:
             while time.time() < deadline and p.poll() is None:
-                log.seek(0)
-                text = log.read()
+                text = read_log()
                 m = re.search(r'msg="metrics listening".* port=(\d+)', text)
                 if m and 'msg="sidecar started"' in text:
                     port = int(m.group(1))
@@ -734,9 +743,7 @@ class Checker:
         except BaseException:
             p.kill()
             raise
-        log.seek(0)
-        text = log.read()
-        log.close()
+        text = read_log()
         if not port:
             if p.poll() is None:
                 p.kill()
