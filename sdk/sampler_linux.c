@@ -166,10 +166,12 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   uintptr_t lo = hi ? atomic_load_explicit(&slot->stack_lo, memory_order_relaxed) : 0;
   unsigned uflags;
   int defer = -1, defer_tried = 0, wake = 0;
+  int own = hi && regs.sp >= lo && regs.sp < hi; /* on the thread's own stack */
+  int alt = on_altstack(uc, regs.sp);
   if (!utab_ready()) {
     if (utab_want())
       collector_wake_from_signal(); /* the first sample: build the tables now */
-    if (hi && regs.sp >= lo && regs.sp < hi) {
+    if (own) {
       defer = defer_take(&regs, hi); /* walked later, with the tables */
       defer_tried = 1;
     }
@@ -179,24 +181,25 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
     rec->depth = 1;
     rec->flags = RING_F_DEFERRED;
     rec->defer = defer;
-  } else if (hi && (regs.sp < lo || regs.sp >= hi) && on_altstack(uc, regs.sp)) {
-    /* In a handler on the sigaltstack: its frames, then through the signal
-     * frame to the interrupted code on the thread's own stack. */
-    const stack_t *ss = &((const ucontext_t *)uc)->uc_stack;
-    uintptr_t alo = (uintptr_t)ss->ss_sp;
-    rec->depth = (uint16_t)unwind_stack_alt(&regs, alo, alo + ss->ss_size, lo, hi, rec->pcs,
-                                            RING_MAX_DEPTH, &uflags);
-    rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
-    if (uflags & UNWIND_F_NO_TABLE)
-      rec->flags |= RING_F_NO_TABLE;
   } else {
-    rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
+    if (!own && alt && hi) {
+      /* In a handler on the sigaltstack: its frames, then through the
+       * signal frame to the interrupted code on the thread's own stack. */
+      const stack_t *ss = &((const ucontext_t *)uc)->uc_stack;
+      uintptr_t alo = (uintptr_t)ss->ss_sp;
+      rec->depth = (uint16_t)unwind_stack_alt(&regs, alo, alo + ss->ss_size, lo, hi, rec->pcs,
+                                              RING_MAX_DEPTH, &uflags);
+    } else {
+      rec->depth = (uint16_t)unwind_stack(&regs, lo, hi, rec->pcs, RING_MAX_DEPTH, &uflags);
+    }
     rec->flags = (uflags & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0;
     if (uflags & UNWIND_F_NO_TABLE)
       rec->flags |= RING_F_NO_TABLE;
     /* A frame in an object whose table is still being built (or loaded
-     * since the last refresh): walk a copy later, if a slot is free. */
-    if ((uflags & UNWIND_F_PENDING) && !defer_tried && (defer = defer_take(&regs, hi)) >= 0) {
+     * since the last refresh): walk a copy later, if a slot is free (a copy
+     * holds the thread's own stack only). */
+    if ((uflags & UNWIND_F_PENDING) && own && !defer_tried &&
+        (defer = defer_take(&regs, hi)) >= 0) {
       rec->pcs[0] = regs.pc;
       rec->depth = 1;
       rec->flags = RING_F_DEFERRED;
@@ -204,8 +207,7 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
       wake = 1; /* walked at once, which frees the slot */
     }
   }
-  int alt = on_altstack(uc, regs.sp);
-  if (hi == 0 || ((regs.sp < lo || regs.sp >= hi) && !alt))
+  if (hi == 0 || (!own && !alt))
     rec->flags |= RING_F_LEAF_ONLY;
   if (alt)
     rec->flags |= RING_F_ALTSTACK;
