@@ -24,14 +24,18 @@ json=$(profiles_json batch_job)
 python3 - "$json" "$RUNS" <<'PY' || fail "exported profile: $json"
 import json, sys
 r, runs = json.loads(sys.argv[1]), int(sys.argv[2])
+# load_records (~1-2 ms of a ~55 ms run, before the first 10 ms tick) gets
+# 0-4 samples over 50 runs, so it is printed, not required (a CI run had 0).
 # (gcc may name a specialised copy load_records.constprop.0)
-need = ["load_records", "sort_records", "summarize_regions", "main"]
+need = ["sort_records", "summarize_regions", "main"]
 missing = [f for f in need if not any(g == f or g.startswith(f + ".") for g in r["functions"])]
 assert not missing, "missing functions %s" % missing
 # At 100 Hz each run of ~0.1-0.2 s CPU gives several samples.
 assert r["total"] >= runs * 3, "only %d samples over %d runs" % (r["total"], runs)
-print("ok %d samples; cum main=%s sort_records=%s summarize_regions=%s" % (
-    r["total"], r["cum"].get("main"), r["cum"].get("sort_records"), r["cum"].get("summarize_regions")))
+load = sum(v for k, v in r["cum"].items() if k == "load_records" or k.startswith("load_records."))
+print("ok %d samples; cum main=%s sort_records=%s summarize_regions=%s load_records=%d" % (
+    r["total"], r["cum"].get("main"), r["cum"].get("sort_records"), r["cum"].get("summarize_regions"),
+    load))
 PY
 echo "ok $RUNS runs in $(python3 -c "print(round($t1 - $t0, 1))") s, $pids pids, $pushed pushes exported"
 echo pass
