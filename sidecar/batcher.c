@@ -50,6 +50,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "metrics.h"
+#include "pp_deflate.h"
 #include "pp_frame.h"
 #include "pp_pprof.h"
 
@@ -848,7 +849,7 @@ static int group_pack(group *g) {
   size_t rawlen = 0;
   if (pp_builder_pack(g->pb, &raw, &rawlen) != 0)
     return -1;
-  int rc = pp_gzip(raw, rawlen, &g->gz, &g->gzlen);
+  int rc = pp_gzip_fast(raw, rawlen, &g->gz, &g->gzlen);
   free(raw);
   if (rc != 0 || manifest_hash_hex(g->gz, g->gzlen, g->hash) != 0) {
     free(g->gz);

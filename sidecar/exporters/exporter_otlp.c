@@ -31,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "otlp_profiles.pb-c.h"
+#include "pp_deflate.h"
 #include "pp_hex.h"
 #include "pp_otlp.h"
 #include "pp_pprof.h"
@@ -358,7 +359,7 @@ static int build_body(const export_object *obj, uint8_t **gz, size_t *gzlen, cha
     snprintf(err, errlen, "cannot convert the profile to OTLP: %s", why);
     goto out;
   }
-  if (pp_gzip(raw, rawlen, gz, gzlen) != 0) {
+  if (pp_gzip_fast(raw, rawlen, gz, gzlen) != 0) {
     snprintf(err, errlen, "out of memory compressing the OTLP request");
     goto out;
   }

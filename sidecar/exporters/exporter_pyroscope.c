@@ -39,6 +39,7 @@
 #include "exporter_backends.h"
 #include "http_common.h"
 #include "log.h"
+#include "pp_deflate.h"
 #include "pp_pprof.h"
 #include "pyroscope_push.pb-c.h"
 
@@ -423,7 +424,7 @@ static int make_pieces(pyro_exporter *pe, const export_object *obj, gz_piece **o
   if (!g)
     goto oom;
   for (size_t i = 0; i < n; i++) {
-    if (pp_gzip(pieces[i].data, pieces[i].len, &g[i].data, &g[i].len) != 0) {
+    if (pp_gzip_fast(pieces[i].data, pieces[i].len, &g[i].data, &g[i].len) != 0) {
       gz_free(g, i);
       g = NULL;
       goto oom;
