@@ -952,7 +952,9 @@ static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen
   const uint8_t *gz = group_payload(b, g, &owned, err, errlen);
   if (!gz)
     return EXPORT_RETRY;
-  if (pp_gunzip(gz, g->gzlen, PPROF_MAX_SIZE, &raw, &rawlen) != 0) {
+  /* Only converting exporters (OTLP, Pyroscope) read the batch
+   * uncompressed; file/s3/gs store the gzip bytes and skip the inflate. */
+  if (ex->wants_pprof && pp_gunzip(gz, g->gzlen, PPROF_MAX_SIZE, &raw, &rawlen) != 0) {
     free(owned);
     snprintf(err, errlen, "cannot decompress the batch (out of memory?)");
     return EXPORT_RETRY;

@@ -4,6 +4,7 @@
  * exporter may assume one call at a time. */
 #ifndef SIDECAR_EXPORTER_H
 #define SIDECAR_EXPORTER_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,7 +25,9 @@ typedef struct export_object {
   int64_t start_ns, end_ns;
   const uint8_t *data; /* gzip-compressed merged pprof */
   size_t len;
-  const uint8_t *pprof; /* the same, uncompressed (Pyroscope splitting) */
+  /* The same, uncompressed (OTLP conversion, Pyroscope splitting); NULL
+   * unless the exporter sets wants_pprof. */
+  const uint8_t *pprof;
   size_t pprof_len;
   const char *content_hash; /* hex SHA-256 of data: idempotent object names */
   uint32_t pid;             /* the pushing process when every push was one's, else 0 */
@@ -44,6 +47,9 @@ struct exporter {
    * (e.g. "too_old"); the batcher resets it to NULL before each put() and
    * counts the drop as "export_permanent" when it stays NULL. */
   const char *drop_reason;
+  /* put() reads obj->pprof: the batcher gunzips the batch for it. Others
+   * (file, s3, gs) store the gzip bytes as they are and get NULL. */
+  bool wants_pprof;
 };
 
 typedef struct exporter_options {

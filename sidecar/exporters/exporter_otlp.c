@@ -524,6 +524,7 @@ exporter *exporter_otlp_create(const char *url, const exporter_options *opts, ch
   if (!(oe->http = http_client_new(&ho, "otlp", err, errlen)))
     goto fail;
   oe->base.scheme = "otlp";
+  oe->base.wants_pprof = true;
   oe->base.put = otlp_put;
   oe->base.destroy = otlp_destroy;
   char q[600], qn[600];

@@ -886,6 +886,7 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
   if (!pe->http)
     goto fail;
   pe->base.scheme = "pyroscope";
+  pe->base.wants_pprof = true;
   pe->base.put = pyro_put;
   pe->base.destroy = pyro_destroy;
   pe->base.impl = pe;

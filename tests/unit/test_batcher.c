@@ -55,7 +55,7 @@ static int fake_put(exporter *ex, const export_object *o, char *err, size_t errl
     f->data[k] = malloc(o->len);
     memcpy(f->data[k], o->data, o->len);
     f->len[k] = o->len;
-    f->pprof_len[k] = o->pprof_len;
+    f->pprof_len[k] = o->pprof ? o->pprof_len : 0;
     snprintf(f->hash[k], sizeof f->hash[k], "%s", o->content_hash);
     f->nlabels[k] = o->nlabels;
   }
@@ -70,6 +70,7 @@ static void fake_init(fake *f, spool *sp) {
   pthread_mutex_init(&f->mu, NULL);
   f->base.scheme = "fake";
   f->base.put = fake_put;
+  f->base.wants_pprof = true; /* checks the batch both ways */
   f->base.impl = f;
   f->sp = sp;
 }
@@ -224,6 +225,7 @@ static void test_keeps_services_apart(void) {
     return;
   fake f;
   fake_init(&f, s);
+  f.base.wants_pprof = false; /* as file/s3/gs: the gzip bytes only */
   batcher *b = batcher_new(&cfg60, &f.base, s);
   push(b, s, "api", 1);
   push(b, s, "worker", 2);
@@ -235,6 +237,7 @@ static void test_keeps_services_apart(void) {
   PP_CHECK_INT(f.nobj, ==, 2);
   int64_t api = -1, worker = -1;
   for (int i = 0; i < f.nobj; i++) {
+    PP_CHECK_INT(f.pprof_len[i], ==, 0); /* not inflated for it */
     char why[256];
     Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
     PP_CHECK(p != NULL);
