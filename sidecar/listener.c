@@ -1,7 +1,10 @@
 /* Unix-socket listener: accept thread + one thread per admitted connection.
- * Connection threads only block in poll() bounded by the frame deadline, in
- * spool_put (fsync) and in sending a small reply; a shutdown wakes them
- * through an eventfd every poll() also watches.
+ * A connection thread that is done waits a while (worker_idle_ms) for the
+ * next admitted connection before it exits: the SDK opens a connection per
+ * push, and a new thread per push cost its creation, fresh stack pages and
+ * its exit every time. Connection threads only block in poll() bounded by
+ * the frame deadline, in spool_put (fsync) and in sending a small reply; a
+ * shutdown wakes them through an eventfd every poll() also watches.
  *
  * At --max-connections a new connection is not simply refused: silent or
  * trickling clients could then lock everyone out for a whole read timeout.
@@ -27,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,6 +45,10 @@
 #include "pushprof.pb-c.h"
 
 #define CONN_STACK_SIZE (1u << 20)
+#define WORKER_IDLE_MS 5000 /* default listener_config.worker_idle_ms */
+/* At most this many wait for work; the others exit at once: after a burst of
+ * hundreds of connections, idle threads would hold their stacks' pages. */
+#define WORKER_IDLE_MAX 8
 #define LINGER_MAX 32
 #define LINGER_MS 1000
 #define REASON_MAX 400
@@ -87,6 +95,13 @@ struct listener {
   uint64_t inflight_max;
   uint64_t max_memory; /* --max-memory, for messages */
   int handling;        /* frames being decoded, made durable and merged; guarded by mu */
+  /* Connection threads (workers) and connections admitted but not yet taken
+   * by one (FIFO through conn.next); all guarded by mu. */
+  int workers; /* alive */
+  int idle;    /* of those, waiting on work_cv for a connection */
+  conn *queue, **queue_tail;
+  int queued;
+  pthread_cond_t work_cv; /* CLOCK_MONOTONIC */
 };
 
 enum conn_state { CS_WAITING, CS_READING, CS_BUSY };
@@ -100,6 +115,7 @@ struct conn {
   _Atomic int64_t since_ms; /* when the wait for the current frame began */
   atomic_bool evicted;      /* set once, under l->mu, by the accept thread */
   int64_t evicted_wait_ms;  /* how long the frame had been awaited then */
+  conn *next;               /* in l->queue until a worker takes it; l->mu */
 };
 
 typedef struct linger_fd {
@@ -227,11 +243,25 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen) {
   l->inflight_max = l->max_memory / 4;
   if (l->inflight_max < cfg->max_frame_bytes)
     l->inflight_max = cfg->max_frame_bytes;
-  if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
+  pthread_condattr_t ca;
+  bool cv_ok = pthread_condattr_init(&ca) == 0;
+  if (cv_ok) {
+    cv_ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+            pthread_cond_init(&l->work_cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+  }
+  if (!cv_ok) {
     snprintf(err, errlen, "pthread init failed");
     free(l->path);
     goto fail_early;
   }
+  if (pthread_mutex_init(&l->mu, NULL) != 0 || pthread_cond_init(&l->cv, NULL) != 0) {
+    snprintf(err, errlen, "pthread init failed");
+    pthread_cond_destroy(&l->work_cv);
+    free(l->path);
+    goto fail_early;
+  }
+  l->queue_tail = &l->queue;
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(l->path) >= sizeof sa.sun_path) {
     snprintf(err, errlen, "socket path %s is longer than %zu bytes; pick a shorter --socket",
@@ -294,6 +324,7 @@ fail:
     close(l->lock_fd);
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
+  pthread_cond_destroy(&l->work_cv);
   free(l->path);
 fail_early:
   free(l->conns);
@@ -880,13 +911,74 @@ static void conn_end(listener *l, conn *c) {
   pthread_mutex_unlock(&l->mu);
 }
 
+/* The next queued connection for a worker that just finished one, waiting
+ * up to WORKER_IDLE_MS; NULL: the worker is no longer counted and must exit
+ * without touching l (listener_stop may free it as soon as mu is released). */
+static conn *worker_next(listener *l) {
+  int idle_ms = l->cfg.worker_idle_ms > 0 ? l->cfg.worker_idle_ms : WORKER_IDLE_MS;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t end_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec + idle_ms * 1000000LL;
+  struct timespec until = {end_ns / 1000000000LL, end_ns % 1000000000LL};
+  pthread_mutex_lock(&l->mu);
+  l->idle++;
+  int rc = l->idle > WORKER_IDLE_MAX && !l->queue ? ETIMEDOUT : 0;
+  while (!l->queue && !atomic_load(&l->stopping) && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&l->work_cv, &l->mu, &until);
+  l->idle--;
+  conn *c = l->queue;
+  if (c) {
+    l->queue = c->next;
+    if (!l->queue)
+      l->queue_tail = &l->queue;
+    l->queued--;
+  } else {
+    l->workers--;
+    metrics_set(G_CONN_THREADS, l->workers);
+    pthread_cond_broadcast(&l->cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return c;
+}
+
+/* Gives back the pages of this thread's stack below the caller's frame: a
+ * push that was packed and gzipped on this thread touched far more stack
+ * than waiting does, and a worker kept for the next connection would hold
+ * them (a thread that exits has glibc do the same). Pages below the stack
+ * pointer hold nothing live; they come back zero-filled when touched. */
+static void trim_stack(uintptr_t lo) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t end = here > 4 * page ? ((here - 4 * page) & ~(page - 1)) : 0;
+  if (lo && end > lo)
+    (void)madvise((void *)lo, end - lo, MADV_DONTNEED); /* advice: failing is harmless */
+}
+
+/* The lowest page of the calling thread's stack, 0 if unknown. */
+static uintptr_t stack_low(void) {
+  pthread_attr_t a;
+  void *addr = NULL;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &a) != 0)
+    return 0;
+  if (pthread_attr_getstack(&a, &addr, &size) != 0)
+    addr = NULL;
+  pthread_attr_destroy(&a);
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  return addr ? ((uintptr_t)addr + page - 1) & ~(page - 1) : 0;
+}
+
 static void *conn_main(void *arg) {
   conn *c = arg;
   listener *l = c->l;
-  conn_loop(c);
-  conn_end(l, c); /* after this, l may be gone: touch only c */
-  close(c->fd);
-  free(c);
+  uintptr_t lo = stack_low();
+  do {
+    conn_loop(c);
+    conn_end(l, c);
+    close(c->fd);
+    free(c);
+    trim_stack(lo);
+  } while ((c = worker_next(l)));
   return NULL;
 }
 
@@ -1040,6 +1132,22 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
     refuse(l, lg, nlg, fd, RC_EXHAUSTED, "too_many_connections", why, &cr);
     return;
   }
+  /* An idle worker takes it; else a new thread. */
+  pthread_mutex_lock(&l->mu);
+  bool queued = l->idle > l->queued;
+  if (queued) {
+    c->next = NULL;
+    *l->queue_tail = c;
+    l->queue_tail = &c->next;
+    l->queued++;
+    pthread_cond_signal(&l->work_cv);
+  } else {
+    l->workers++;
+    metrics_set(G_CONN_THREADS, l->workers);
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (queued)
+    return;
   pthread_attr_t attr;
   pthread_t t;
   bool attr_ok = pthread_attr_init(&attr) == 0;
@@ -1050,7 +1158,13 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
   int rc = attr_ok ? pthread_create(&t, &attr, conn_main, c) : ENOMEM;
   if (attr_ok)
     pthread_attr_destroy(&attr);
+  if (rc == 0)
+    metrics_add(M_CONN_THREADS, 1);
   if (rc != 0) {
+    pthread_mutex_lock(&l->mu);
+    l->workers--;
+    metrics_set(G_CONN_THREADS, l->workers);
+    pthread_mutex_unlock(&l->mu);
     conn_end(l, c);
     free(c);
     refuse(l, lg, nlg, fd, RC_EXHAUSTED, "thread_create_failed",
@@ -1147,7 +1261,8 @@ void listener_stop(listener *l) {
     l->fd = -1;
   }
   pthread_mutex_lock(&l->mu);
-  while (l->open > 0)
+  pthread_cond_broadcast(&l->work_cv); /* idle workers exit */
+  while (l->open > 0 || l->workers > 0)
     pthread_cond_wait(&l->cv, &l->mu);
   pthread_mutex_unlock(&l->mu);
 }
@@ -1162,6 +1277,7 @@ void listener_free(listener *l) {
     close(l->lock_fd); /* the lock file stays: removing it would race a starting sidecar */
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
+  pthread_cond_destroy(&l->work_cv);
   free(l->conns);
   free(l->uids_scratch);
   free(l->path);

@@ -23,6 +23,9 @@ typedef struct listener_config {
   /* --max-memory: frames being read may hold a quarter of it (at least one
    * frame of max_frame_bytes); 0 = 48 MiB. */
   uint64_t max_memory;
+  /* A connection thread that is done waits this long for the next
+   * connection before it exits (at most 8 wait); 0 = 5000 ms. */
+  int worker_idle_ms;
 } listener_config;
 
 typedef struct listener listener;

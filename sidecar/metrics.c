@@ -36,12 +36,17 @@ static const metric_desc counter_desc[M_COUNTER_MAX] = {
                                "Second copies of a push already held or exported, deleted."},
     [M_PUSHES_EMPTY] = {"pushprof_pushes_empty_total",
                         "Processes that exited without a sample: counted, nothing stored."},
+    [M_CONN_THREADS] = {"pushprof_connection_threads_started_total",
+                        "Threads started to serve connections (one serves connection after "
+                        "connection while they keep coming)."},
 };
 
 static const metric_desc gauge_desc[G_GAUGE_MAX] = {
     [G_SPOOL_BYTES] = {"pushprof_spool_bytes", "Bytes of pending pushes in the spool."},
     [G_SPOOL_FILES] = {"pushprof_spool_files", "Pending push files in the spool."},
     [G_OPEN_CONNECTIONS] = {"pushprof_open_connections", "Client connections open now."},
+    [G_CONN_THREADS] = {"pushprof_connection_threads",
+                        "Threads serving a connection or waiting for the next one."},
     [G_PENDING_BATCHES] = {"pushprof_pending_batches", "Batches not yet exported."},
     [G_OLDEST_PENDING_AGE] = {"pushprof_oldest_pending_age_seconds",
                               "Age of the oldest push not yet exported."},

@@ -17,6 +17,7 @@ typedef enum metric_counter {
   M_CONNECTIONS,         /* pushprof_connections_total */
   M_PUSHES_DEDUPLICATED, /* pushprof_pushes_deduplicated_total: a second copy of a push */
   M_PUSHES_EMPTY,        /* pushprof_pushes_empty_total: no_samples pushes (counted only) */
+  M_CONN_THREADS,        /* pushprof_connection_threads_started_total */
   M_COUNTER_MAX
 } metric_counter;
 
@@ -24,6 +25,7 @@ typedef enum metric_gauge {
   G_SPOOL_BYTES,        /* pushprof_spool_bytes */
   G_SPOOL_FILES,        /* pushprof_spool_files */
   G_OPEN_CONNECTIONS,   /* pushprof_open_connections */
+  G_CONN_THREADS,       /* pushprof_connection_threads: serving or waiting for a connection */
   G_PENDING_BATCHES,    /* pushprof_pending_batches */
   G_OLDEST_PENDING_AGE, /* pushprof_oldest_pending_age_seconds */
   G_MEMORY_FRAMES,      /* pushprof_memory_frames_bytes: frames being read or handled */

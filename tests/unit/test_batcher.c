@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include "batch_test_util.h"
+#include "metrics_test_util.h"
 #include "batcher.h"
 #include "exporter.h"
 #include "exporter_backends.h"
@@ -124,18 +125,6 @@ static void push(batcher *b, spool *s, const char *service, int64_t value) {
     batcher_add(b, id, p);
 }
 
-static uint64_t counter_value(const char *name) {
-  char *m = metrics_render();
-  char key[128];
-  uint64_t v = 0;
-  snprintf(key, sizeof key, "\n%s ", name);
-  const char *p = m ? strstr(m, key) : NULL;
-  if (p)
-    v = strtoull(p + strlen(key), NULL, 10);
-  free(m);
-  return v;
-}
-
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -153,7 +142,7 @@ static void test_merges_pushes_of_one_service_into_one_object(void) {
     return;
   fake f;
   fake_init(&f, s);
-  uint64_t exported0 = counter_value("pushprof_batches_exported_total");
+  uint64_t exported0 = mtu_value("pushprof_batches_exported_total");
   batcher *b = batcher_new(&cfg60, &f.base, s);
   PP_CHECK(b != NULL);
   push(b, s, "api", 100);
@@ -190,7 +179,7 @@ static void test_merges_pushes_of_one_service_into_one_object(void) {
   }
   PP_CHECK_INT(spool_files(s), ==, 0);
   PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
-  PP_CHECK_INT(counter_value("pushprof_batches_exported_total"), ==, exported0 + 1);
+  PP_CHECK_INT(mtu_value("pushprof_batches_exported_total"), ==, exported0 + 1);
   fake_free(&f);
   teardown(s);
 }
@@ -230,9 +219,9 @@ static void test_keeps_services_apart(void) {
   push(b, s, "api", 1);
   push(b, s, "worker", 2);
   push(b, s, "api", 3);
-  PP_CHECK_INT(counter_value("pushprof_pending_batches"), ==, 2);
+  PP_CHECK_INT(mtu_value("pushprof_pending_batches"), ==, 2);
   batcher_shutdown(b, 5);
-  PP_CHECK_INT(counter_value("pushprof_pending_batches"), ==, 0);
+  PP_CHECK_INT(mtu_value("pushprof_pending_batches"), ==, 0);
   batcher_free(b);
   PP_CHECK_INT(f.nobj, ==, 2);
   int64_t api = -1, worker = -1;
@@ -265,8 +254,8 @@ static void test_retries_transient_failures_and_deletes_only_after_success(void)
   f.script[0] = EXPORT_RETRY;
   f.script[1] = EXPORT_RETRY;
   f.nscript = 2;
-  uint64_t retries0 = counter_value("pushprof_export_retries_total");
-  uint64_t failures0 = counter_value("pushprof_export_failures_total");
+  uint64_t retries0 = mtu_value("pushprof_export_retries_total");
+  uint64_t failures0 = mtu_value("pushprof_export_failures_total");
   setenv("PUSHPROF_TEST_BACKOFF_MS", "20", 1);
   batcher_config c = cfg60;
   c.window_s = 0;
@@ -284,8 +273,8 @@ static void test_retries_transient_failures_and_deletes_only_after_success(void)
   PP_CHECK_INT(f.spool_files_at_call[2], ==, 1);
   PP_CHECK_INT(spool_files(s), ==, 0);
   PP_CHECK_INT(f.nobj, ==, 1);
-  PP_CHECK_INT(counter_value("pushprof_export_retries_total"), ==, retries0 + 2);
-  PP_CHECK_INT(counter_value("pushprof_export_failures_total"), ==, failures0 + 2);
+  PP_CHECK_INT(mtu_value("pushprof_export_retries_total"), ==, retries0 + 2);
+  PP_CHECK_INT(mtu_value("pushprof_export_failures_total"), ==, failures0 + 2);
   batcher_shutdown(b, 1);
   batcher_free(b);
   fake_free(&f);
@@ -762,7 +751,7 @@ static void test_second_copy_of_a_push_is_exported_once(void) {
     return;
   fake f;
   fake_init(&f, s);
-  uint64_t d0 = counter_value("pushprof_pushes_deduplicated_total");
+  uint64_t d0 = mtu_value("pushprof_pushes_deduplicated_total");
   batcher *b = batcher_new(&cfg60, &f.base, s);
   push_seq(b, s, "api", 100, 1, NULL);
   push_seq(b, s, "api", 100, 1, NULL); /* the copy */
@@ -773,7 +762,7 @@ static void test_second_copy_of_a_push_is_exported_once(void) {
   PP_CHECK_INT(f.nobj, ==, 1);
   if (f.nobj == 1)
     PP_CHECK_INT(obj_total(&f, 0), ==, 321);
-  PP_CHECK_INT(counter_value("pushprof_pushes_deduplicated_total"), ==, d0 + 1);
+  PP_CHECK_INT(mtu_value("pushprof_pushes_deduplicated_total"), ==, d0 + 1);
   PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
   fake_free(&f);
   teardown(s);
@@ -838,13 +827,13 @@ static void test_copies_after_export_are_not_exported_again(void) {
   }
   fake f2;
   fake_init(&f2, s);
-  uint64_t d0 = counter_value("pushprof_pushes_deduplicated_total");
+  uint64_t d0 = mtu_value("pushprof_pushes_deduplicated_total");
   b = batcher_new(&cfg60, &f2.base, s);
   PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 3);
   batcher_shutdown(b, 5);
   batcher_free(b);
   PP_CHECK_INT(f2.calls, ==, 0);
-  PP_CHECK_INT(counter_value("pushprof_pushes_deduplicated_total"), ==, d0 + 3);
+  PP_CHECK_INT(mtu_value("pushprof_pushes_deduplicated_total"), ==, d0 + 3);
   PP_CHECK_INT(spool_files(s), ==, 0);
   PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
   fake_free(&f1);

@@ -20,6 +20,7 @@
 #include "http_metrics.h"
 #include "listener.h"
 #include "metrics.h"
+#include "metrics_test_util.h"
 #include "pp_client.h"
 #include "pp_frame.h"
 #include "pp_pprof.h"
@@ -27,6 +28,7 @@
 #include "spool.h"
 
 static char dir[64], sock_path[100], spool_dir[100], out_url[100];
+static int rig_worker_idle_ms; /* listener_config.worker_idle_ms of the next rig_up */
 
 typedef struct rig {
   spool *sp;
@@ -49,7 +51,8 @@ static int rig_up(rig *r, const uid_t *uids, size_t nuids, int max_conns, int ti
                         .max_connections = max_conns,
                         .read_timeout_ms = timeout_ms,
                         .allow_uids = uids,
-                        .n_allow_uids = nuids};
+                        .n_allow_uids = nuids,
+                        .worker_idle_ms = rig_worker_idle_ms};
   r->l = listener_open(&lc, err, sizeof err);
   if (!r->l)
     fprintf(stderr, "listener_open: %s\n", err);
@@ -153,6 +156,60 @@ static void test_listener_acks_concurrent_clients(void) {
   }
   PP_CHECK_INT(acked, ==, 40);
   rig_down(&r); /* exports the open batch */
+  free(frame);
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* A connection per push (as the SDK pushes) is served by a thread that is
+ * kept for the next connection, not by a new thread each time. The idle
+ * wait is a minute here: a connection handed to a waiting thread that
+ * missed its wake-up would stall past the clients' 10 s timeout, and a
+ * stop that did not wake the waiting threads would take that minute. */
+static void test_listener_serves_connections_on_kept_threads(void) {
+  rig r;
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_frame(&frame, &len, "svc"), ==, 0);
+  rig_worker_idle_ms = 60000;
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 16, 5000), ==, 0);
+  uint64_t started0 = mtu_value("pushprof_connection_threads_started_total");
+  int acked = 0;
+  for (int i = 0; i < 40; i++) {
+    pp_client_reply rep;
+    if (pp_client_push_frame(sock_path, frame, len, 10000, &rep) == PP_CLIENT_ACKED)
+      acked++;
+  }
+  PP_CHECK_INT(acked, ==, 40);
+  /* The next connection may come before the last one's thread is free. */
+  uint64_t started = mtu_value("pushprof_connection_threads_started_total") - started0;
+  PP_CHECK(started >= 1 && started <= 4);
+  PP_CHECK(mtu_value("pushprof_connection_threads") >= 1);
+  for (int round = 0; round < 5; round++) {
+    pthread_t t[6];
+    pusher p[6];
+    for (int i = 0; i < 6; i++) {
+      p[i] = (pusher){frame, len, 0};
+      PP_CHECK_INT(pthread_create(&t[i], NULL, push_many, &p[i]), ==, 0);
+    }
+    acked = 0;
+    for (int i = 0; i < 6; i++) {
+      pthread_join(t[i], NULL);
+      acked += p[i].acked;
+    }
+    PP_CHECK_INT(acked, ==, 60);
+  }
+  /* Never more threads than connections open at once (16 + evictions). */
+  PP_CHECK(mtu_value("pushprof_connection_threads") <= 32);
+  double t0 = mono_s();
+  rig_down(&r);
+  PP_CHECK(mono_s() - t0 < 30);
+  PP_CHECK_INT(mtu_value("pushprof_connection_threads"), ==, 0);
+  rig_worker_idle_ms = 0;
   free(frame);
 }
 
@@ -529,6 +586,7 @@ int main(void) {
     return 1;
   PP_RUN(test_listener_socket_is_0660_in_a_0750_dir);
   PP_RUN(test_listener_acks_concurrent_clients);
+  PP_RUN(test_listener_serves_connections_on_kept_threads);
   PP_RUN(test_listener_refuses_bad_frames_by_reason);
   PP_RUN(test_listener_checks_peer_uid_and_connection_limit);
   PP_RUN(test_listener_peek_sequence_reads_the_wire);
