@@ -48,6 +48,7 @@ typedef struct agg {
   int64_t truncated, leaf_only, oom;
   int64_t no_table; /* samples with a frame-pointer step where no CFI table was */
   int64_t deferred; /* samples walked later from a copy of their stack */
+  int64_t at_exit;  /* samples recorded as their thread ended (RING_F_AT_EXIT) */
 } agg;
 
 typedef struct pending_bounds {
@@ -165,7 +166,10 @@ static int agg_grow(agg *a) {
 
 static void agg_add(agg *a, const ring_record *r) {
   int64_t w = r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
-  a->signals++;
+  if (r->flags & RING_F_AT_EXIT)
+    a->at_exit += w;
+  else
+    a->signals++;
   a->samples += w;
   a->truncated += (r->flags & RING_F_TRUNCATED) ? w : 0;
   a->leaf_only += (r->flags & RING_F_LEAF_ONLY) ? w : 0;
@@ -503,7 +507,7 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return n;
 }
 
-#define NCOMMENTS 15
+#define NCOMMENTS 16
 #define COMMENT_LEN 200
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
@@ -567,8 +571,17 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
       l[nl++] = (pp_label){.key = "pushprof_stack", .str = "truncated"};
     else if (e->flags & RING_F_LEAF_ONLY)
       l[nl++] = (pp_label){.key = "pushprof_stack", .str = "leaf only"};
+    else if (e->flags & RING_F_AT_EXIT)
+      l[nl++] = (pp_label){.key = "pushprof_stack", .str = "thread end"};
     st[ns++] = (profbuild_stack){
-        .pcs = e->pcs, .depth = e->depth, .labels = l, .nlabels = nl, .count = e->count};
+        .pcs = e->pcs,
+        .depth = e->depth,
+        .labels = l,
+        .nlabels = nl,
+        .count = e->count,
+        /* Under the start routine, not in it: its code did not run then. */
+        .special =
+            (e->flags & RING_F_AT_EXIT) ? "[pushprof] thread ended before its sample" : NULL};
   }
   if (drops)
     st[ns++] = (profbuild_stack){.special = "[pushprof] ring full", .count = (int64_t)drops};
@@ -584,16 +597,16 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   const char *cp[NCOMMENTS];
   size_t nc = 0;
   double cpu_s = (double)(cpu1 - cpu0) / 1e9;
-  double eff = cpu_s > 0 ? (double)(a.signals + (int64_t)drops) / cpu_s : 0;
+  double eff = cpu_s > 0 ? (double)(a.signals + a.at_exit + (int64_t)drops) / cpu_s : 0;
   snprintf(comments[nc++], COMMENT_LEN,
            "pushprof: requested %d Hz; effective %.1f samples per CPU second (%" PRId64
            " signals in %.3f CPU s; the kernel tick caps the rate)",
            hz, eff, a.signals + (int64_t)drops, cpu_s);
-  if (a.samples > a.signals)
+  if (a.samples > a.signals + a.at_exit)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " timer overruns (expiries merged by the kernel) counted "
              "as samples of the stack that got the signal",
-             a.samples - a.signals);
+             a.samples - a.signals - a.at_exit);
   snprintf(comments[nc++], COMMENT_LEN, "pushprof: sampling with %s on signal %d",
            mode == COLLECTOR_MODE_ITIMER ? "setitimer(ITIMER_PROF), process-wide"
                                          : "per-thread CPU-time timers",
@@ -615,6 +628,12 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
              "pushprof: %" PRId64 " samples taken before the unwind tables they needed were "
              "built, unwound afterwards from a copy of their stack",
              a.deferred);
+  if (a.at_exit)
+    snprintf(comments[nc++], COMMENT_LEN,
+             "pushprof: %" PRId64 " samples due as their thread ended, not yet signalled (the "
+             "kernel checks CPU timers at its ticks): given to the thread's start routine "
+             "(label pushprof_stack=thread end)",
+             a.at_exit);
   if (a.leaf_only)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " samples with the leaf frame only: stack bounds not yet known "

@@ -65,7 +65,8 @@ static void *trampoline(void *p) {
 #endif
   trampoline_arg t = *(trampoline_arg *)p;
   free(p);
-  sampler_thread_register(); /* failure: the rescan still finds the thread */
+  /* Failure: the rescan still finds the thread. */
+  sampler_thread_started((uintptr_t)t.fn);
   return t.fn(t.arg);
 }
 

@@ -482,19 +482,19 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
   /* 1. distinct frames */
   size_t nframes = 0, maxdepth = 1;
   for (size_t i = 0; i < n; i++) {
-    if (stacks[i].special || !stacks[i].pcs)
+    if (!stacks[i].pcs)
       continue;
     nframes += stacks[i].depth;
     if (stacks[i].depth > maxdepth)
       maxdepth = stacks[i].depth;
   }
   keys = malloc((nframes ? nframes : 1) * sizeof *keys);
-  locs = malloc(maxdepth * sizeof *locs);
+  locs = malloc((maxdepth + 1) * sizeof *locs); /* + a pseudo leaf */
   if (!keys || !locs)
     goto done;
   size_t nk = 0;
   for (size_t i = 0; i < n; i++) {
-    if (stacks[i].special || !stacks[i].pcs)
+    if (!stacks[i].pcs)
       continue;
     for (uint32_t d = 0; d < stacks[i].depth; d++) {
       keys[nk].pc = (uint64_t)stacks[i].pcs[d];
@@ -563,7 +563,8 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
       if (locs[0] == 0)
         goto done;
       nlocs = 1;
-    } else {
+    }
+    if (s->pcs) {
       for (uint32_t d = 0; d < s->depth; d++) {
         frame_key k = {(uint64_t)s->pcs[d], d > 0};
         size_t idx;

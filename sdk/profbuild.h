@@ -14,9 +14,10 @@ typedef struct profbuild_stack {
   uint32_t depth;
   const pp_label *labels; /* per-sample string labels (trace_id, ...) */
   size_t nlabels;
-  int64_t count;       /* samples; cpu/nanoseconds = count * period */
-  const char *special; /* non-NULL: one pseudo-frame with this name, e.g.
-                          "[pushprof] ring full"; pcs are then ignored */
+  int64_t count; /* samples; cpu/nanoseconds = count * period */
+  /* Non-NULL: a pseudo-frame with this name, e.g. "[pushprof] ring full",
+   * as the leaf; pcs (may be NULL) are its callers. */
+  const char *special;
 } profbuild_stack;
 
 typedef struct profbuild_meta {

@@ -20,6 +20,11 @@
 #define RING_F_NO_TABLE 4u  /* a frame was in code with no unwind table yet */
 #define RING_F_DEFERRED 8u  /* only pcs[0]: the stack is in deferred slot rec->defer */
 #define RING_F_ALTSTACK 16u /* interrupted on its sigaltstack: sp says nothing of its bounds */
+/* Recorded at thread exit, not by the handler: the thread's CPU timer had
+ * expired but the kernel, which checks CPU timers only at its ticks, had not
+ * signalled it yet. pcs[0] is the thread's start routine (depth 0 if not
+ * known). */
+#define RING_F_AT_EXIT 32u
 
 typedef struct ring_record {
   uint32_t slot; /* thread-table slot index */

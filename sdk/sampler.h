@@ -52,6 +52,9 @@ void sampler_stop(void);
 /* Registers the calling thread (idempotent); called by the pthread_create
  * interposer in new threads and by pushprof_thread_register(). */
 int sampler_thread_register(void);
+/* The same from the pthread_create interposer, with the thread's start
+ * routine (a thread that ends with a sample due gets it there). */
+int sampler_thread_started(uintptr_t entry);
 
 /* 1 while started and not stopped. */
 int sampler_running(void);

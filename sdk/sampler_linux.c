@@ -233,6 +233,29 @@ out:
   errno = saved_errno;
 }
 
+/* A thread ends with its sample due but not yet signalled (threads_linux.c,
+ * timer_overdue): the sample it would have had, given to its start routine
+ * (the stack is gone by now) with its labels. Its timer is deleted, so no
+ * signal can record it twice; a signal of another kind (setitimer) taken
+ * meanwhile claims its own ring cell. */
+static void record_at_exit(uintptr_t entry) {
+  if (!atomic_load_explicit(&g_running, memory_order_acquire))
+    return;
+  uint64_t pos;
+  ring_record *rec = ring_reserve(&collector_ring, &pos);
+  if (!rec)
+    return; /* counted as a drop by the ring */
+  rec->pcs[0] = entry;
+  rec->depth = entry ? 1 : 0;
+  rec->flags = RING_F_AT_EXIT;
+  rec->slot = UINT32_MAX;
+  rec->gen = 0;
+  rec->sp = 0;
+  rec->weight = 1;
+  labels_snapshot(rec);
+  ring_commit(&collector_ring, pos);
+}
+
 static int install_handler(int signo, char *err, size_t errlen) {
   if (atomic_load(&g_installed[signo]))
     return 0;
@@ -300,6 +323,7 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
   }
   collector_init();
   pthread_once(&g_atfork_once, register_atfork);
+  threads_set_exit_owed_hook(record_at_exit);
   rc = install_handler(cfg->signo, err, errlen);
   if (rc < 0)
     goto out;
@@ -399,6 +423,11 @@ int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) 
 }
 
 int sampler_thread_register(void) {
+  return threads_register_self();
+}
+
+int sampler_thread_started(uintptr_t entry) {
+  threads_entry = entry;
   return threads_register_self();
 }
 

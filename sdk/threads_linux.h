@@ -50,6 +50,13 @@ void threads_disarm_all(void);
 /* Registers the calling thread (idempotent), arming it if sampling is on.
  * Deregisters itself at thread exit. 0 or a negative PUSHPROF_E* code. */
 int threads_register_self(void);
+/* The calling thread's start routine (set by the pthread_create interposer
+ * before it registers the thread), 0 if unknown. */
+extern __thread uintptr_t threads_entry __attribute__((tls_model("initial-exec")));
+/* Called in a registered thread as it ends, after its timer is deleted, when
+ * that timer had expired without a signal yet (see RING_F_AT_EXIT), with
+ * threads_entry. Set once by the sampler before it arms timers. */
+void threads_set_exit_owed_hook(void (*hook)(uintptr_t entry));
 /* The main thread's stack bounds from AT_EXECFN and the stack rlimit, with
  * no file read (see threads_linux.c); -1 if the caller is not on it. */
 int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi);

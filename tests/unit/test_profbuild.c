@@ -443,16 +443,17 @@ static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   profbuild_stack st[] = {
       {s1, 3, NULL, 0, 1, NULL},
       {NULL, 0, NULL, 0, 9, "[pushprof] ring full"},
-      {s1, 0, NULL, 0, 2, "[pushprof] truncated"}, /* pcs ignored */
+      {s1, 0, NULL, 0, 2, "[pushprof] truncated"}, /* depth 0: no callers */
+      {s1 + 2, 1, NULL, 0, 4, "[pushprof] thread ended before its sample"}, /* a caller */
   };
   profbuild_meta meta = {1000000, 1, 1, NULL, 0};
   PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
-  Profile *p = build_and_parse(pb, st, 3, &meta, NULL);
+  Profile *p = build_and_parse(pb, st, 4, &meta, NULL);
   PP_CHECK(p != NULL);
   if (!p)
     goto done;
   check_dense_ids(p);
-  PP_CHECK_INT(p->n_sample, ==, 3);
+  PP_CHECK_INT(p->n_sample, ==, 4);
   const Perftools__Profiles__Sample *a = NULL;
   for (size_t i = 0; i < p->n_sample; i++)
     if (p->sample[i]->n_location_id == 3)
@@ -477,6 +478,14 @@ static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   PP_CHECK(r != NULL);
   if (r)
     PP_CHECK_INT(r->n_location_id, ==, 1);
+  r = sample_with_leaf(p, "[pushprof] thread ended before its sample");
+  PP_CHECK(r != NULL);
+  if (r) { /* the pseudo-frame is the leaf, the pc its caller */
+    PP_CHECK_INT(r->n_location_id, ==, 2);
+    PP_CHECK_INT(r->value[0], ==, 4);
+    if (r->n_location_id == 2)
+      PP_CHECK_STR(frame_name(p, r->location_id[1]), "profbuild_probe_root");
+  }
   perftools__profiles__profile__free_unpacked(p, NULL);
 done:
   if (anon != MAP_FAILED)
