@@ -600,8 +600,8 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   double eff = cpu_s > 0 ? (double)(a.signals + a.at_exit + (int64_t)drops) / cpu_s : 0;
   snprintf(comments[nc++], COMMENT_LEN,
            "pushprof: requested %d Hz; effective %.1f samples per CPU second (%" PRId64
-           " signals in %.3f CPU s; the kernel tick caps the rate)",
-           hz, eff, a.signals + (int64_t)drops, cpu_s);
+           " signals in %.3f CPU s, %" PRId64 " at thread exit; the kernel tick caps the rate)",
+           hz, eff, a.signals + (int64_t)drops, cpu_s, a.at_exit);
   if (a.samples > a.signals + a.at_exit)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " timer overruns (expiries merged by the kernel) counted "
