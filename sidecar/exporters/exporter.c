@@ -1,7 +1,6 @@
-/* Picks the exporter for an --export URL by its scheme; shared helpers. */
+/* Picks the exporter for an --export URL by its scheme. */
 #include "exporter.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -60,27 +59,4 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
 void exporter_destroy(exporter *ex) {
   if (ex && ex->destroy)
     ex->destroy(ex);
-}
-
-const char *exporter_sanitize(const char *in, char *out, size_t outlen) {
-  if (!out || outlen == 0)
-    return "";
-  size_t o = 0;
-  if (in) {
-    for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < outlen; p++) {
-      unsigned char c = *p;
-      bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-      out[o++] = ok ? (char)c : '_';
-    }
-  }
-  out[o] = '\0';
-  /* Segments that would mean something to a path resolver. */
-  if (o == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) {
-    if (outlen >= 2) {
-      out[0] = '_';
-      out[1] = '\0';
-    }
-  }
-  return out;
 }
