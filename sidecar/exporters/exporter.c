@@ -6,21 +6,45 @@
 #include <strings.h>
 
 #include "exporter_backends.h"
+#include "http_module.h"
+
+/* file:// is built in; the others are in pushprof-sidecar-http.so. */
+enum backend_kind { BK_FILE, BK_S3, BK_GS, BK_PYROSCOPE, BK_OTLP };
 
 typedef struct backend {
   const char *scheme;
-  exporter *(*create)(const char *url, const exporter_options *opts, char *err, size_t errlen);
+  enum backend_kind kind;
 } backend;
 
 static const backend backends[] = {
-    {"file", exporter_file_create},
-    {"s3", exporter_s3_create},
-    {"gs", exporter_gcs_create},
-    {"pyroscope+http", exporter_pyroscope_create},
-    {"pyroscope+https", exporter_pyroscope_create},
-    {"otlp+http", exporter_otlp_create},
-    {"otlp+https", exporter_otlp_create},
+    {"file", BK_FILE},
+    {"s3", BK_S3},
+    {"gs", BK_GS},
+    {"pyroscope+http", BK_PYROSCOPE},
+    {"pyroscope+https", BK_PYROSCOPE},
+    {"otlp+http", BK_OTLP},
+    {"otlp+https", BK_OTLP},
 };
+
+static exporter *create(const backend *be, const char *url, const exporter_options *opts, char *err,
+                        size_t errlen) {
+  if (be->kind == BK_FILE)
+    return exporter_file_create(url, opts, err, errlen);
+  const http_module *m = http_module_get(be->scheme, err, errlen);
+  if (!m)
+    return NULL;
+  switch (be->kind) {
+  case BK_S3:
+    return m->s3(url, opts, err, errlen);
+  case BK_GS:
+    return m->gs(url, opts, err, errlen);
+  case BK_PYROSCOPE:
+    return m->pyroscope(url, opts, err, errlen);
+  case BK_OTLP:
+  default:
+    return m->otlp(url, opts, err, errlen);
+  }
+}
 
 #define SUPPORTED                                                                                  \
   "file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, pyroscope+http(s)://HOST:PORT, "           \
@@ -38,7 +62,7 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
     return NULL;
   }
   if (strcasecmp(url, "otlp") == 0)
-    return exporter_otlp_create(url, opts, err, errlen);
+    return create(&(const backend){"otlp", BK_OTLP}, url, opts, err, errlen);
   const char *sep = strstr(url, "://");
   if (!sep) {
     snprintf(err, errlen,
@@ -49,7 +73,7 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
   size_t slen = (size_t)(sep - url);
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
     if (strlen(backends[i].scheme) == slen && strncasecmp(url, backends[i].scheme, slen) == 0)
-      return backends[i].create(url, opts, err, errlen);
+      return create(&backends[i], url, opts, err, errlen);
   }
   snprintf(err, errlen, "unsupported export scheme \"%.*s\" in \"%.200s\"; supported: %s",
            (int)(slen > 32 ? 32 : slen), url, url, SUPPORTED);
