@@ -105,12 +105,10 @@ static void find_and_load(void) {
     char path[DIR_MAX + sizeof HTTP_MODULE_FILE + 1];
     if (snprintf(path, sizeof path, "%s/%s", dirs[i], HTTP_MODULE_FILE) >= (int)sizeof path)
       continue;
+    /* (Not logged when loaded: a sidecar refusing a bad URL at start says
+     * one line; /proc/PID/maps shows which module a sidecar uses.) */
     if (access(path, F_OK) == 0) {
       loaded = load(path, failure, sizeof failure);
-      if (loaded) {
-        char q[DIR_MAX + 64];
-        log_event(LOG_INFO, "HTTP exporters loaded", "module=%s", log_quote(path, q, sizeof q));
-      }
       return;
     }
     int w = snprintf(looked + o, sizeof looked - o, "%s%s", o ? ", " : "", dirs[i]);
