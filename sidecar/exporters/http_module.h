@@ -2,9 +2,9 @@
  * use (libcurl, libxml2, jansson, libssl) live in a module,
  * pushprof-sidecar-http.so, that pushprof-sidecar loads the first time an
  * --export URL needs it: a sidecar exporting to file:// maps none of them
- * (they were 3 MiB of its 10 MiB idle RSS).
+ * (4 of its 10.3 MiB idle RSS).
  *
- * The module is built from this tree only, for the sidecar beside it. It
+ * The module is built from this tree only, for the sidecar of its build. It
  * sees none of the sidecar's symbols (everything is built hidden): the
  * sidecar hands it the log and metrics functions in an http_module_host, and
  * gets back the exporters' constructors in an http_module. Both tables carry
