@@ -76,4 +76,7 @@ void exporter_destroy(exporter *ex);
 /* Replaces every byte outside [A-Za-z0-9._-] with '_', and "." / ".." /
  * "" with "_"; out always NUL-terminated. Used for path segments and keys. */
 const char *exporter_sanitize(const char *in, char *out, size_t outlen);
+/* Copies url to out without userinfo ("user:pass@") and without query or
+ * fragment, so it can go in a log line. */
+void exporter_redact_url(const char *url, char *out, size_t outlen);
 #endif

@@ -71,6 +71,13 @@ const char *log_quote(const char *s, char *buf, unsigned long buflen) {
 }
 
 void log_event(enum log_level level, const char *msg, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  log_vevent(level, msg, fmt, ap);
+  va_end(ap);
+}
+
+void log_vevent(enum log_level level, const char *msg, const char *fmt, va_list ap) {
   int saved = errno;
   char line[LOG_LINE_MAX];
   char qmsg[512];
@@ -93,10 +100,7 @@ void log_event(enum log_level level, const char *msg, const char *fmt, ...) {
   o = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
   if (fmt && *fmt && o + 2 < sizeof line) {
     line[o++] = ' ';
-    va_list ap;
-    va_start(ap, fmt);
     n = vsnprintf(line + o, sizeof line - o, fmt, ap);
-    va_end(ap);
     if (n < 0)
       n = 0;
     o += (size_t)n < sizeof line - o ? (size_t)n : sizeof line - o - 1;

@@ -3,11 +3,16 @@
  * Thread-safe (one write(2) per line). Never log credentials. */
 #ifndef SIDECAR_LOG_H
 #define SIDECAR_LOG_H
+#include <stdarg.h>
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 /* fmt is the key=value tail after msg; values with spaces must be quoted by
  * the caller (use log_quote). */
 void log_event(enum log_level level, const char *msg, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* log_event with the arguments in ap (pushprof-sidecar-http.so logs through it). */
+void log_vevent(enum log_level level, const char *msg, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* Quotes s for logfmt into buf (always NUL-terminated); returns buf. */
 const char *log_quote(const char *s, char *buf, unsigned long buflen);
 #endif

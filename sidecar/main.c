@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
     ex[i] = exporter_create(url, &eo, err, sizeof err);
     if (!ex[i]) {
       char shown[4200];
-      http_redact_url(url, shown, sizeof shown); /* no credentials on stderr either */
+      exporter_redact_url(url, shown, sizeof shown); /* no credentials on stderr either */
       fprintf(stderr, "pushprof-sidecar: --export %s: %s\n", shown, err);
       exit_code = 2;
       goto out;
@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
     any_otlp |= strncmp(ex[i]->scheme, "otlp", 4) == 0;
     if (!(target_names[i] = malloc(ul)))
       goto out;
-    http_redact_url(url, target_names[i], ul);
+    exporter_redact_url(url, target_names[i], ul);
   }
   if (cfg.otlp_headers.n && !any_otlp)
     log_event(LOG_WARN, "--otlp-header is set but no --export target is OTLP; ignored",

@@ -10,4 +10,5 @@ list(APPEND PUSHPROF_SIDECAR_BATCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/batcher.c)
 list(APPEND PUSHPROF_SIDECAR_BATCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/exporters/exporter.c
-  ${CMAKE_CURRENT_LIST_DIR}/exporters/exporter_file.c)
+  ${CMAKE_CURRENT_LIST_DIR}/exporters/exporter_file.c
+  ${CMAKE_CURRENT_LIST_DIR}/exporters/exporter_names.c)

@@ -38,7 +38,8 @@ set_tests_properties(it_sec_log_setup PROPERTIES LABELS integration
   FIXTURES_SETUP pushprof_test_logs)
 # The tests that hand the sidecar credentials (each secret holds SENTINEL).
 set(PUSHPROF_CREDENTIAL_TESTS it_s3_upload it_s3_creds it_s3_faults it_s3_tls it_gcs_upload
-  it_pyroscope_push it_pyroscope_ingest it_sec_names it_conserve it_otlp_export it_s3_outage)
+  it_pyroscope_push it_pyroscope_ingest it_sec_names it_conserve it_otlp_export it_s3_outage
+  it_sidecar_http_module)
 add_test(NAME it_sec_log_scan COMMAND python3 ${SEC_IT}/it_sec_log_scan.py
   --log-dir ${PUSHPROF_TEST_LOG_DIR} --credential-tests ${PUSHPROF_CREDENTIAL_TESTS})
 set_tests_properties(it_sec_log_scan PROPERTIES LABELS integration TIMEOUT 60

@@ -22,6 +22,10 @@ if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
     # 1,000 clients take both cores: beside another test, both time out.
     set_tests_properties(it_sidecar_burst PROPERTIES RUN_SERIAL TRUE)
   endif()
+  # file:// maps no HTTP library; s3:// loads pushprof-sidecar-http.so; a
+  # sidecar without it refuses HTTP targets with one clear line.
+  pushprof_script_test(NAME it_sidecar_http_module
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sidecar/it_sidecar_http_module.sh)
   # Mounts a tmpfs; without root/CAP_SYS_ADMIN it says why and skips.
   set_tests_properties(it_sidecar_disk_full PROPERTIES SKIP_RETURN_CODE 77)
   # Measures ack latency: alone, or the other tests' load is what it measures.

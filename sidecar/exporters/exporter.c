@@ -1,27 +1,50 @@
-/* Picks the exporter for an --export URL by its scheme; shared helpers. */
+/* Picks the exporter for an --export URL by its scheme. */
 #include "exporter.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "exporter_backends.h"
+#include "http_module.h"
+
+/* file:// is built in; the others are in pushprof-sidecar-http.so. */
+enum backend_kind { BK_FILE, BK_S3, BK_GS, BK_PYROSCOPE, BK_OTLP };
 
 typedef struct backend {
   const char *scheme;
-  exporter *(*create)(const char *url, const exporter_options *opts, char *err, size_t errlen);
+  enum backend_kind kind;
 } backend;
 
 static const backend backends[] = {
-    {"file", exporter_file_create},
-    {"s3", exporter_s3_create},
-    {"gs", exporter_gcs_create},
-    {"pyroscope+http", exporter_pyroscope_create},
-    {"pyroscope+https", exporter_pyroscope_create},
-    {"otlp+http", exporter_otlp_create},
-    {"otlp+https", exporter_otlp_create},
+    {"file", BK_FILE},
+    {"s3", BK_S3},
+    {"gs", BK_GS},
+    {"pyroscope+http", BK_PYROSCOPE},
+    {"pyroscope+https", BK_PYROSCOPE},
+    {"otlp+http", BK_OTLP},
+    {"otlp+https", BK_OTLP},
 };
+
+static exporter *create(const backend *be, const char *url, const exporter_options *opts, char *err,
+                        size_t errlen) {
+  if (be->kind == BK_FILE)
+    return exporter_file_create(url, opts, err, errlen);
+  const http_module *m = http_module_get(be->scheme, err, errlen);
+  if (!m)
+    return NULL;
+  switch (be->kind) {
+  case BK_S3:
+    return m->s3(url, opts, err, errlen);
+  case BK_GS:
+    return m->gs(url, opts, err, errlen);
+  case BK_PYROSCOPE:
+    return m->pyroscope(url, opts, err, errlen);
+  case BK_OTLP:
+  default:
+    return m->otlp(url, opts, err, errlen);
+  }
+}
 
 #define SUPPORTED                                                                                  \
   "file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, pyroscope+http(s)://HOST:PORT, "           \
@@ -39,7 +62,7 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
     return NULL;
   }
   if (strcasecmp(url, "otlp") == 0)
-    return exporter_otlp_create(url, opts, err, errlen);
+    return create(&(const backend){"otlp", BK_OTLP}, url, opts, err, errlen);
   const char *sep = strstr(url, "://");
   if (!sep) {
     snprintf(err, errlen,
@@ -50,7 +73,7 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
   size_t slen = (size_t)(sep - url);
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
     if (strlen(backends[i].scheme) == slen && strncasecmp(url, backends[i].scheme, slen) == 0)
-      return backends[i].create(url, opts, err, errlen);
+      return create(&backends[i], url, opts, err, errlen);
   }
   snprintf(err, errlen, "unsupported export scheme \"%.*s\" in \"%.200s\"; supported: %s",
            (int)(slen > 32 ? 32 : slen), url, url, SUPPORTED);
@@ -60,27 +83,4 @@ exporter *exporter_create(const char *url, const exporter_options *opts, char *e
 void exporter_destroy(exporter *ex) {
   if (ex && ex->destroy)
     ex->destroy(ex);
-}
-
-const char *exporter_sanitize(const char *in, char *out, size_t outlen) {
-  if (!out || outlen == 0)
-    return "";
-  size_t o = 0;
-  if (in) {
-    for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < outlen; p++) {
-      unsigned char c = *p;
-      bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-';
-      out[o++] = ok ? (char)c : '_';
-    }
-  }
-  out[o] = '\0';
-  /* Segments that would mean something to a path resolver. */
-  if (o == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) {
-    if (outlen >= 2) {
-      out[0] = '_';
-      out[1] = '\0';
-    }
-  }
-  return out;
 }

@@ -482,7 +482,7 @@ exporter *exporter_otlp_create(const char *url, const exporter_options *opts, ch
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  http_redact_url(oe->url, oe->shown_url, ul);
+  exporter_redact_url(oe->url, oe->shown_url, ul);
   if (otlp_parse_headers(getenv("OTEL_EXPORTER_OTLP_HEADERS"), "$OTEL_EXPORTER_OTLP_HEADERS", 0,
                          &oe->hdr, &oe->nhdr, err, errlen) != 0 ||
       otlp_parse_headers(getenv("OTEL_EXPORTER_OTLP_PROFILES_HEADERS"),

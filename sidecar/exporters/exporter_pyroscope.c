@@ -839,7 +839,7 @@ exporter *exporter_pyroscope_create(const char *url, const exporter_options *opt
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  http_redact_url(pe->base_url, pe->shown_url, strlen(pe->base_url) + 1);
+  exporter_redact_url(pe->base_url, pe->shown_url, strlen(pe->base_url) + 1);
   const char *api =
       opts && opts->pyroscope_api && *opts->pyroscope_api ? opts->pyroscope_api : "push";
   if (strcmp(api, "ingest") == 0) {

@@ -364,35 +364,6 @@ int http_parse_retry_after(const char *value, time_t now) {
   return t - now > HTTP_MAX_RETRY_AFTER_S ? HTTP_MAX_RETRY_AFTER_S : (int)(t - now);
 }
 
-void http_redact_url(const char *url, char *out, size_t outlen) {
-  if (!out || !outlen)
-    return;
-  out[0] = '\0';
-  if (!url)
-    return;
-  const char *p = url, *sep = strstr(url, "://");
-  size_t o = 0;
-  if (sep) {
-    size_t sl = (size_t)(sep - url) + 3;
-    o = sl < outlen - 1 ? sl : outlen - 1;
-    memcpy(out, url, o);
-    p = sep + 3;
-    /* userinfo ends at the last '@' before the path. */
-    size_t auth = strcspn(p, "/?#");
-    const char *at = NULL;
-    for (size_t i = 0; i < auth; i++)
-      if (p[i] == '@')
-        at = p + i;
-    if (at)
-      p = at + 1;
-  }
-  size_t rest = strcspn(p, "?#");
-  if (rest > outlen - 1 - o)
-    rest = outlen - 1 - o;
-  memcpy(out + o, p, rest);
-  out[o + rest] = '\0';
-}
-
 void http_scrub(char *s, const char *secret) {
   if (!s || !secret)
     return;
@@ -481,7 +452,7 @@ static void summarize_body(const http_response *rs, char *out, size_t outlen) {
 void http_describe(const char *method, const char *url, const http_response *rs, char *err,
                    size_t errlen) {
   char u[512], body[256];
-  http_redact_url(url, u, sizeof u);
+  exporter_redact_url(url, u, sizeof u);
   if (rs->transport_error || rs->status == 0) {
     snprintf(err, errlen, "%s %s: %s", method, u, rs->detail[0] ? rs->detail : "no answer");
     return;

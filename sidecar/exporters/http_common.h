@@ -82,10 +82,6 @@ void http_describe(const char *method, const char *url, const http_response *rs,
  * seconds, clamped to [0, HTTP_MAX_RETRY_AFTER_S]; -1 if unparsable. */
 int http_parse_retry_after(const char *value, time_t now);
 
-/* Copies url to out without userinfo ("user:pass@") and without query or
- * fragment, so it can go in a log line. */
-void http_redact_url(const char *url, char *out, size_t outlen);
-
 /* Replaces every occurrence of secret in s (in place) with "[redacted]"-like
  * stars; a no-op for NULL/short secrets. For any text echoed by a server. */
 void http_scrub(char *s, const char *secret);

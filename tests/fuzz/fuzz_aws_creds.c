@@ -5,10 +5,11 @@
  * header-safe and complete; refused ones must leave nothing behind. The input
  * is also an HTTP error body for http_describe (one printable line that never
  * shows the URL's password or query), its first line a URL for
- * http_redact_url and its second a secret for http_scrub. */
+ * exporter_redact_url and its second a secret for http_scrub. */
 #include <string.h>
 
 #include "aws_creds.h"
+#include "exporter.h"
 #include "fuzz_target.h"
 #include "http_common.h"
 
@@ -63,7 +64,7 @@ static void check_http(const uint8_t *data, size_t size) {
   FUZZ_CHECK(url != NULL, "out of memory");
   char out[256];
   memset(out, 'x', sizeof out);
-  http_redact_url(url, out, sizeof out);
+  exporter_redact_url(url, out, sizeof out);
   FUZZ_CHECK(strnlen(out, sizeof out) < sizeof out, "redacted URL unterminated");
   const char *sep = strstr(out, "://");
   if (sep && strstr(url, "://")) {

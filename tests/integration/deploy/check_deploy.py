@@ -44,6 +44,9 @@ import yaml
 BUILD = os.environ.get("PUSHPROF_BUILD_DIR", "build")
 SOURCE = os.environ.get("PUSHPROF_SOURCE_DIR", ".")
 SIDECAR_BIN = os.path.join(BUILD, "sidecar", "pushprof-sidecar")
+# The HTTP exporters, which the sidecar dlopen()s beside itself or from
+# ../lib/pushprof (sidecar/exporters/http_module.h).
+SIDECAR_HTTP_MODULE = os.path.join(BUILD, "sidecar", "pushprof-sidecar-http.so")
 PRELOAD_LIB = os.path.join(BUILD, "sdk", "libpushprof_preload.so")
 ROOT_HELPER_CAPS = {"CHOWN", "FOWNER"}  # all a one-shot root init container may add
 
@@ -626,8 +629,10 @@ class Checker:
             users = re.findall(r"^USER\s+(\S+)", text, re.M)
             if final_user_needed and (not users or users[-1].split(":")[0] in ("0", "root")):
                 self.err(name, "the final image does not switch to a non-root USER")
-            self.check_image_libraries(name, text, SIDECAR_BIN if name == "Dockerfile" else PRELOAD_LIB)
+            self.check_image_libraries(
+                name, text, [SIDECAR_BIN, SIDECAR_HTTP_MODULE] if name == "Dockerfile" else [PRELOAD_LIB])
             if name == "Dockerfile":
+                self.check_image_http_module(name, text)
                 if "cmake --build" not in text:
                     self.err(name, "does not build with cmake")
                 m = re.search(r"^CMD\s+(\[.*\])\s*$", text, re.M)
@@ -643,9 +648,33 @@ class Checker:
                 if not m or m.group(1) not in text.replace("LD_PRELOAD=" + m.group(1), ""):
                     self.err(name, "LD_PRELOAD is not set to the path the library is copied to")
 
-    def check_image_libraries(self, name, text, binary):
-        """The final stage installs the Debian package of every library BINARY
-        needs (DT_NEEDED), as found on this machine if it is Debian 12."""
+    def check_image_http_module(self, name, text):
+        """The final stage copies the sidecar's HTTP module where the sidecar
+        looks for it: beside the ENTRYPOINT binary or in ../lib/pushprof."""
+        final = re.split(r"^FROM\s", text, flags=re.M)[-1]
+        m = re.search(r"^ENTRYPOINT\s+\[\"([^\"]*)\"", final, re.M)
+        if not m:
+            return  # reported by the ENTRYPOINT check
+        bindir = os.path.dirname(m.group(1))
+        wanted = {os.path.normpath(bindir), os.path.normpath(os.path.join(bindir, "..", "lib", "pushprof"))}
+        module = os.path.basename(SIDECAR_HTTP_MODULE)
+        for c in re.finditer(r"^COPY\s+(.*)$", final, re.M):
+            words = [w for w in c.group(1).split() if not w.startswith("--")]
+            if len(words) < 2 or not any(os.path.basename(w) == module for w in words[:-1]):
+                continue
+            dest = words[-1]
+            dest = os.path.dirname(dest) if os.path.basename(dest) == module else dest
+            if os.path.normpath(dest) in wanted:
+                return
+            self.err(name, "%s is copied to %s; %s looks for it only in %s"
+                     % (module, dest, m.group(1), " or ".join(sorted(wanted))))
+            return
+        self.err(name, "the final stage does not copy %s (s3://, gs://, pyroscope and otlp exports "
+                 "would refuse to start)" % module)
+
+    def check_image_libraries(self, name, text, binaries):
+        """The final stage installs the Debian package of every library one of
+        BINARIES needs (DT_NEEDED), as found on this machine if it is Debian 12."""
         try:
             debian = open("/etc/debian_version").read().strip()
         except OSError:
@@ -653,22 +682,23 @@ class Checker:
         if not debian.startswith("12") or not shutil.which("dpkg") or not shutil.which("objdump"):
             self.notes.append("%s: runtime packages not checked (needs Debian 12 with dpkg and objdump)" % name)
             return
-        if not os.path.exists(binary):
-            self.err(name, "cannot check the runtime packages: %s not built" % binary)
-            return
         final = re.split(r"^FROM\s", text, flags=re.M)[-1]
         listed = set()
         for m in re.finditer(r"apt-get install([^&]*)", final):
             listed.update(t for t in m.group(1).split() if not t.startswith("-"))
-        needed = needed_packages(binary)
-        if not needed:
-            self.err(name, "objdump found no NEEDED libraries in %s" % binary)
-        for so, pkgs in sorted(needed.items()):
-            if not pkgs:
-                self.err(name, "%s needs %s, which no installed Debian package provides" % (binary, so))
-            elif not pkgs & (listed | {"libc6"}):
-                self.err(name, "%s needs %s (Debian package %s), not installed in the final stage"
-                         % (os.path.basename(binary), so, " or ".join(sorted(pkgs))))
+        for binary in binaries:
+            if not os.path.exists(binary):
+                self.err(name, "cannot check the runtime packages: %s not built" % binary)
+                continue
+            needed = needed_packages(binary)
+            if not needed:
+                self.err(name, "objdump found no NEEDED libraries in %s" % binary)
+            for so, pkgs in sorted(needed.items()):
+                if not pkgs:
+                    self.err(name, "%s needs %s, which no installed Debian package provides" % (binary, so))
+                elif not pkgs & (listed | {"libc6"}):
+                    self.err(name, "%s needs %s (Debian package %s), not installed in the final stage"
+                             % (os.path.basename(binary), so, " or ".join(sorted(pkgs))))
 
     # ----------------------------------------------------------- real binaries
     def help_flags(self):
@@ -957,6 +987,10 @@ BREAKAGES = [
     ("pushprof-sidecar.env", "--batch-window=60", "--batch-window=sixty", "did not start", True),
     ("Dockerfile", "USER 10002:10000", "USER root", "USER", False),
     ("Dockerfile", " libjansson4 ", " ", "libjansson", False),
+    ("Dockerfile", "/pushprof-sidecar-http.so /usr/local/lib/pushprof/",
+     "/pushprof-sidecar-http.so /usr/local/lib/", "looks for it only in", False),
+    ("Dockerfile", "COPY --from=build /opt/pushprof/lib/pushprof/pushprof-sidecar-http.so",
+     "RUN true /opt/pushprof/lib/pushprof/pushprof-sidecar-http.so", "does not copy", False),
     ("Dockerfile.app", " libelf1 ", " ", "libelf", False),
     # Harmless edits ("" = must still pass): the checks are not just failing.
     ("pod.yaml", "      volumes:\n", "      volumes:\n        - name: scratch\n          emptyDir: {}\n", "", False),
