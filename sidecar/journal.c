@@ -332,6 +332,13 @@ journal *journal_open(int dirfd, const char *dir, uint64_t size, journal_replay_
         close(fd);
         goto fail;
       }
+      /* The callback's copies are files in dirfd: their names must be
+       * durable before the new lap's header (below) drops the records. */
+      if (count && fsync(dirfd) != 0) {
+        snprintf(err, errlen, "fsync of the directory of %s failed: %s", j->path, strerror(errno));
+        close(fd);
+        goto fail;
+      }
       if (count)
         log_event(LOG_INFO, "spool journal replayed", "file=%s records=%d", j->path, count);
       /* Past every lap the previous run may have written: its head was at

@@ -35,8 +35,10 @@ typedef struct journal_rec {
 
 /* Called by journal_open for every live record a previous run left, oldest
  * first, with the frame bytes (crc checked; the push itself is not
- * validated). Return 0 once the push is durable elsewhere, -1 (errno set) to
- * fail the open. */
+ * validated). Return 0 once the push is durable elsewhere (a file in the
+ * journal's directory needs no directory fsync: journal_open syncs the
+ * directory once after the replay, before it drops the records), -1 (errno
+ * set) to fail the open. */
 typedef int (*journal_replay_cb)(void *arg, const char *id, const uint8_t *frame, size_t len);
 
 /* Opens or creates <dirfd>/journal of size bytes (created zero-filled, so

@@ -373,8 +373,6 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     if (!s->j)
       log_event(LOG_ERROR, "spool journal not used; acks wait for each push's own file", "why=%s",
                 log_quote(jerr, err, errlen));
-    else if (fsync(s->dirfd) != 0) /* the files a replay made */
-      log_event(LOG_WARN, "fsync of the spool directory failed", "dir=%s", s->dir);
   }
   remove_stale_temps(s);
   publish_gauges(s);
