@@ -1112,11 +1112,24 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
       full = false;
     }
   }
+  bool queued = false;
   if (!full) {
     c->slot = l->open++;
     l->conns[c->slot] = c;
     l->active++;
     metrics_set(G_OPEN_CONNECTIONS, l->active);
+    /* An idle worker takes it; else a new thread. */
+    queued = l->idle > l->queued;
+    if (queued) {
+      c->next = NULL;
+      *l->queue_tail = c;
+      l->queue_tail = &c->next;
+      l->queued++;
+      pthread_cond_signal(&l->work_cv);
+    } else {
+      l->workers++;
+      metrics_set(G_CONN_THREADS, l->workers);
+    }
   }
   pthread_mutex_unlock(&l->mu);
   if (ev.reason && reject_log_allowed())
@@ -1132,20 +1145,6 @@ static void admit(listener *l, linger_fd *lg, int *nlg, int fd) {
     refuse(l, lg, nlg, fd, RC_EXHAUSTED, "too_many_connections", why, &cr);
     return;
   }
-  /* An idle worker takes it; else a new thread. */
-  pthread_mutex_lock(&l->mu);
-  bool queued = l->idle > l->queued;
-  if (queued) {
-    c->next = NULL;
-    *l->queue_tail = c;
-    l->queue_tail = &c->next;
-    l->queued++;
-    pthread_cond_signal(&l->work_cv);
-  } else {
-    l->workers++;
-    metrics_set(G_CONN_THREADS, l->workers);
-  }
-  pthread_mutex_unlock(&l->mu);
   if (queued)
     return;
   pthread_attr_t attr;
