@@ -5,12 +5,19 @@
  * deregisters at exit (the thread table's key destructor). Threads made any
  * other way are found by the periodic rescan.
  * dlclose: before a library goes, its mappings and symbols are kept for the
- * next profiles, so samples taken in it keep their function names. */
+ * next profiles, so samples taken in it keep their function names.
+ * sigaction, signal: a program that sets its own action for our sampling
+ * signal after we start (GNU sort installs a cleanup handler for SIGPROF,
+ * which re-raises with the default action) would take our timers' signals
+ * and die of the first one; its action becomes the one our handler forwards
+ * other signals to instead (sampler_sigaction). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "collector.h"
 #include "sampler.h"
@@ -21,6 +28,7 @@
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*dlclose_fn)(void *);
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
 typedef struct trampoline_arg {
   void *(*fn)(void *);
@@ -32,7 +40,7 @@ typedef struct trampoline_arg {
 #endif
 } trampoline_arg;
 
-static _Atomic(void *) g_real_pthread_create, g_real_dlclose;
+static _Atomic(void *) g_real_pthread_create, g_real_dlclose, g_real_sigaction;
 
 /* The next definition of name (libc's, or a sanitizer's), looked up once. */
 static void *real_fn(_Atomic(void *) *slot, const char *name) {
@@ -103,4 +111,44 @@ __attribute__((visibility("default"))) int dlclose(void *handle) {
   int rc = real(handle);
   collector_after_dlclose(); /* its unwind table goes at once, not at the next drain */
   return rc;
+}
+
+/* Resolved before main: sigaction is called from signal handlers (ours
+ * resets SIG_DFL before a re-raise), where dlsym is not safe. */
+__attribute__((constructor(101))) static void resolve_real_sigaction(void) {
+  (void)real_fn(&g_real_sigaction, "sigaction");
+}
+
+static int real_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact) {
+  sigaction_fn real = (sigaction_fn)real_fn(&g_real_sigaction, "sigaction");
+  if (!real) {
+    errno = ENOSYS; /* cannot happen with a working libc */
+    return -1;
+  }
+  return real(signo, act, oldact);
+}
+
+__attribute__((visibility("default"))) int sigaction(int signo, const struct sigaction *act,
+                                                     struct sigaction *oldact) {
+  return sampler_sigaction(signo, act, oldact, real_sigaction);
+}
+
+/* glibc's signal() sets its action without calling sigaction through the
+ * PLT: the same BSD semantics (the signal blocked in its handler, restarted
+ * system calls) through ours. */
+__attribute__((visibility("default"))) sighandler_t signal(int signo, sighandler_t handler) {
+  if (handler == SIG_ERR) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  if (signo > 0 && sigaddset(&sa.sa_mask, signo) != 0)
+    return SIG_ERR;
+  if (sampler_sigaction(signo, &sa, &old, real_sigaction) != 0)
+    return SIG_ERR;
+  return old.sa_handler;
 }

@@ -411,7 +411,7 @@ static void *pusher_main(void *arg) {
       memset(&dfl, 0, sizeof dfl);
       dfl.sa_handler = SIG_DFL;
       sigemptyset(&dfl.sa_mask);
-      sigaction(term, &dfl, NULL);
+      sampler_own_sigaction(term, &dfl, NULL);
       sigset_t set;
       sigemptyset(&set);
       sigaddset(&set, term);
@@ -674,7 +674,7 @@ static void term_handler(int signo) {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    sigaction(signo, &dfl, NULL);
+    sampler_own_sigaction(signo, &dfl, NULL);
     raise(signo);
   }
   errno = saved;
@@ -684,7 +684,7 @@ void push_install_term_handlers(void) {
   static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
     struct sigaction old;
-    if (sigaction(sigs[i], NULL, &old) != 0)
+    if (sampler_own_sigaction(sigs[i], NULL, &old) != 0)
       continue;
     if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
       continue; /* the program handles (or ignores) it: not ours */
@@ -693,7 +693,7 @@ void push_install_term_handlers(void) {
     sa.sa_handler = term_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(sigs[i], &sa, NULL);
+    sampler_own_sigaction(sigs[i], &sa, NULL);
   }
 }
 

@@ -56,6 +56,19 @@ int sampler_thread_register(void);
  * routine (a thread that ends with a sample due gets it there). */
 int sampler_thread_started(uintptr_t entry);
 
+/* The interposed sigaction (interpose.c, .so files only) calls this with
+ * libc's. For a signal whose handler is ours it records the program's action
+ * as the one our handler forwards other senders' signals to, and answers
+ * oldact with the program's previous action, so a program that installs its
+ * own SIGPROF handler after we start neither replaces ours nor sees it;
+ * other signals (and the SDK's own calls) go to real. Async-signal-safe. */
+struct sigaction;
+int sampler_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact,
+                      int (*real)(int, const struct sigaction *, struct sigaction *));
+/* sigaction for the SDK's own changes (handler install, SIG_DFL before a
+ * re-raise): never captured by the interposer. Async-signal-safe. */
+int sampler_own_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact);
+
 /* 1 while started and not stopped. */
 int sampler_running(void);
 #endif

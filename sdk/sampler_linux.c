@@ -2,6 +2,7 @@
  * timers (or setitimer as a fallback) and drives the collector. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,8 +27,27 @@ static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_running; /* samples are recorded only while set */
 static _Atomic int g_itimer;  /* setitimer was used: SI_KERNEL SIGPROFs are ours */
-static struct sigaction g_prev[SIGNO_MAX];
 static _Atomic int g_installed[SIGNO_MAX];
+
+/* The program's action for a signal our handler took (see
+ * sampler_sigaction): what it installed before us, or since through the
+ * interposed sigaction/signal. g_view holds the whole struct for the
+ * program's reads (under g_sig_lock); the handler reads only the function
+ * and flags from g_fwd, a seqlock of atomics (odd seq: being written). */
+typedef struct fwd_action {
+  _Atomic unsigned seq;
+  _Atomic uintptr_t fn; /* sa_handler or sa_sigaction */
+  _Atomic int flags;
+} fwd_action;
+static fwd_action g_fwd[SIGNO_MAX];
+static struct sigaction g_view[SIGNO_MAX];
+/* Serializes every change of a signal's action that passes through us (the
+ * program's and the SDK's install), taken with all signals blocked so a
+ * handler can never wait for its own thread. */
+static atomic_flag g_sig_lock = ATOMIC_FLAG_INIT;
+/* Set around the SDK's own sigaction calls: they go to libc untouched
+ * (volatile: the compiler cannot see that sigaction reads it back). */
+static __thread volatile int g_own_sigaction __attribute__((tls_model("initial-exec")));
 static int g_started, g_mode; /* under g_api_mu */
 static _Atomic int g_force_itimer;
 
@@ -45,6 +65,87 @@ static int arm_threads(int signo, int64_t period_ns, char *why, size_t whylen) {
   return threads_arm_all(signo, period_ns, why, whylen);
 }
 
+int sampler_own_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact) {
+  sigset_t all, old;
+  sigfillset(&all);
+  /* No handler of the program runs on this thread while the flag is set. */
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  g_own_sigaction = 1;
+  int rc = sigaction(signo, act, oldact);
+  int saved = errno;
+  g_own_sigaction = 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = saved;
+  return rc;
+}
+
+static void sig_lock(sigset_t *old) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, old);
+  while (atomic_flag_test_and_set_explicit(&g_sig_lock, memory_order_acquire))
+    sched_yield();
+}
+
+static void sig_unlock(const sigset_t *old) {
+  atomic_flag_clear_explicit(&g_sig_lock, memory_order_release);
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Under g_sig_lock. */
+static void set_forward(int signo, const struct sigaction *a) {
+  fwd_action *f = &g_fwd[signo];
+  unsigned seq = atomic_load_explicit(&f->seq, memory_order_relaxed);
+  atomic_store_explicit(&f->seq, seq + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  uintptr_t fn = (a->sa_flags & SA_SIGINFO) ? (uintptr_t)a->sa_sigaction : (uintptr_t)a->sa_handler;
+  atomic_store_explicit(&f->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&f->flags, a->sa_flags, memory_order_relaxed);
+  atomic_store_explicit(&f->seq, seq + 2, memory_order_release);
+}
+
+/* The forward target as one consistent pair. A writer holds the seqlock for
+ * a few stores with its signals blocked; if it was preempted there, yield. */
+static void get_forward(int signo, uintptr_t *fn, int *flags) {
+  fwd_action *f = &g_fwd[signo];
+  for (unsigned i = 1;; i++) {
+    unsigned s1 = atomic_load_explicit(&f->seq, memory_order_acquire);
+    if (!(s1 & 1)) {
+      *fn = atomic_load_explicit(&f->fn, memory_order_relaxed);
+      *flags = atomic_load_explicit(&f->flags, memory_order_relaxed);
+      atomic_thread_fence(memory_order_acquire);
+      if (atomic_load_explicit(&f->seq, memory_order_relaxed) == s1)
+        return;
+    }
+    if (i % 64 == 0)
+      sched_yield();
+  }
+}
+
+int sampler_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact,
+                      int (*real)(int, const struct sigaction *, struct sigaction *)) {
+  if (g_own_sigaction || signo < 1 || signo >= SIGNO_MAX)
+    return real(signo, act, oldact);
+  sigset_t mask;
+  sig_lock(&mask);
+  int rc = 0, saved = errno;
+  if (!atomic_load(&g_installed[signo])) {
+    rc = real(signo, act, oldact);
+    saved = errno;
+  } else {
+    struct sigaction prev = g_view[signo];
+    if (act) {
+      g_view[signo] = *act;
+      set_forward(signo, act);
+    }
+    if (oldact)
+      *oldact = prev;
+  }
+  sig_unlock(&mask);
+  errno = saved;
+  return rc;
+}
+
 /* Emulates SIG_DFL for a signal that was not ours, exactly as if we had
  * never been installed: ignore-by-default signals are ignored, others get
  * their default action once the handler returns (the signal is blocked
@@ -56,20 +157,37 @@ static void default_action(int signo) {
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  sigaction(signo, &dfl, NULL);
+  sampler_own_sigaction(signo, &dfl, NULL);
   raise(signo);
 }
 
+/* A signal that is not ours goes where the program's action says, as the
+ * kernel would have sent it (SA_RESETHAND included; the action's sa_mask
+ * and SA_NODEFER are not emulated). */
 static void forward(int signo, siginfo_t *si, void *uc) {
-  const struct sigaction *p = &g_prev[signo];
-  if (p->sa_handler == SIG_IGN)
+  uintptr_t fn;
+  int flags;
+  get_forward(signo, &fn, &flags);
+  if (fn == (uintptr_t)SIG_IGN)
     return;
-  if (p->sa_handler == SIG_DFL)
+  if (fn == (uintptr_t)SIG_DFL) {
     default_action(signo);
-  else if (p->sa_flags & SA_SIGINFO)
-    p->sa_sigaction(signo, si, uc);
+    return;
+  }
+  if (flags & SA_RESETHAND) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigset_t mask;
+    sig_lock(&mask);
+    g_view[signo] = dfl;
+    set_forward(signo, &dfl);
+    sig_unlock(&mask);
+  }
+  if (flags & SA_SIGINFO)
+    ((void (*)(int, siginfo_t *, void *))fn)(signo, si, uc);
   else
-    p->sa_handler(signo);
+    ((void (*)(int))fn)(signo);
 }
 
 /* Whether sp lies on the thread's sigaltstack, as the kernel decides it
@@ -87,8 +205,9 @@ static int on_altstack(const void *uc, uintptr_t sp) {
  * - Which signals are ours: si_code == SI_TIMER and sival_ptr a cookie with
  *   our magic (threads_cookie: magic | slot generation | slot index); or, in
  *   setitimer fallback mode only, a SIGPROF with si_code == SI_KERNEL.
- *   Everything else goes to the handler installed before us (g_prev, written
- *   before we were installed and never changed after).
+ *   Everything else goes to the program's action (g_fwd): the one installed
+ *   before us, or the one it set since through the interposed sigaction or
+ *   signal (sampler_sigaction), which never displaces our handler.
  * - A cookie whose generation no longer matches its slot is a stale signal
  *   from a deleted timer: swallowed. So are our signals after sampler_stop
  *   (g_running == 0); the handler is never uninstalled, so a late timer
@@ -130,7 +249,9 @@ static int on_altstack(const void *uc, uintptr_t sp) {
  *   and that sample wakes the collector, which walks the copy at once
  *   (with the rows of just the FDEs it needs) and frees the slot.
  * - No locks, no malloc, no stdio; errno saved; work bounded by
- *   RING_MAX_DEPTH frames and the ring's retry cap. */
+ *   RING_MAX_DEPTH frames and the ring's retry cap. (A forwarded signal
+ *   whose action has SA_RESETHAND takes g_sig_lock to reset it: its holders
+ *   have every signal blocked, so they are never waiting on this thread.) */
 void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   int saved_errno = errno;
   threads_slot *slot = NULL;
@@ -264,16 +385,21 @@ static int install_handler(int signo, char *err, size_t errlen) {
   sa.sa_sigaction = sampler_handle_signal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  if (sigaction(signo, NULL, &old) != 0)
+  sigset_t mask;
+  sig_lock(&mask);
+  if (sampler_own_sigaction(signo, NULL, &old) != 0)
     goto fail;
-  g_prev[signo] = old; /* before we can run: the handler reads it */
+  g_view[signo] = old;
+  set_forward(signo, &old); /* before we can run: the handler reads it */
   atomic_store(&g_installed[signo], 1);
-  if (sigaction(signo, &sa, NULL) != 0) {
+  if (sampler_own_sigaction(signo, &sa, NULL) != 0) {
     atomic_store(&g_installed[signo], 0);
     goto fail;
   }
+  sig_unlock(&mask);
   return 0;
 fail:
+  sig_unlock(&mask);
   snprintf(err, errlen, "cannot install the handler for signal %d: %s", signo, strerror(errno));
   return PUSHPROF_ESYS;
 }
@@ -298,6 +424,7 @@ static void atfork_child(void) {
   collector_atfork_child();
   atomic_store(&g_running, 0);
   pthread_mutex_init(&g_api_mu, NULL);
+  atomic_flag_clear(&g_sig_lock); /* a thread that held it is gone */
   g_started = 0;
 }
 

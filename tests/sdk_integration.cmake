@@ -61,6 +61,8 @@ foreach(mode preload linked)
   pushprof_script_test(NAME it_sdk_short_threads_${mode}
     COMMAND bash ${IT}/it_sdk_short_threads.sh ${mode})
   pushprof_script_test(NAME it_sdk_ownsig_${mode} COMMAND bash ${IT}/it_sdk_ownsig.sh ${mode})
+  pushprof_script_test(NAME it_sdk_ownsig_late_${mode}
+    COMMAND bash ${IT}/it_sdk_ownsig.sh ${mode} SIGPROF late)
   pushprof_script_test(NAME it_sdk_cxx_${mode} COMMAND bash ${IT}/it_sdk_cxx.sh ${mode})
   # Share tolerances of +-2 points: run alone, so another test's CPU load
   # does not make the kernel merge timer expiries (seen flaky under -j2).
@@ -69,6 +71,7 @@ endforeach()
 pushprof_script_test(NAME it_sdk_threads8_static COMMAND bash ${IT}/it_sdk_threads8.sh static)
 pushprof_script_test(NAME it_sdk_ownsig_rtsignal
   COMMAND bash ${IT}/it_sdk_ownsig.sh preload SIGRTMIN+3)
+pushprof_script_test(NAME it_sdk_debian_sort COMMAND bash ${IT}/it_sdk_debian_sort.sh)
 pushprof_script_test(NAME it_sdk_config COMMAND bash ${IT}/it_sdk_config.sh)
 pushprof_script_test(NAME it_sdk_install COMMAND bash ${IT}/it_sdk_install.sh)
 # What the libraries make visible: only pushprof_* (and the interpositions),

@@ -5,12 +5,14 @@
 # export only pushprof_* plus the deliberate interpositions listed here:
 #   pthread_create  interposed so threads created later are sampled
 #   dlclose         interposed so a library's symbols outlive its unloading
+#   sigaction, signal  interposed so a program that sets the sampling
+#                   signal's action after start does not replace our handler
 #   exec*, _exit, _Exit (preload only): flush the last window before the
 #                   process replaces itself or skips atexit
 . "$(dirname "$0")/sdk_lib.sh"
 L=${1:-$B/sdk}
 api='^pushprof_[A-Za-z0-9_]+$'
-allowed_so='^(pthread_create|dlclose)$'
+allowed_so='^(pthread_create|dlclose|sigaction|signal)$'
 allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
 
 # must_export SYMS WHAT: the documented API is all there.
@@ -34,7 +36,9 @@ for so in libpushprof.so libpushprof_preload.so; do
   [ "$so" = libpushprof_preload.so ] && bad=$(grep -Ev "$allowed_preload" <<<"$bad" || true)
   [ -z "$bad" ] || fail "$so exports symbols outside the API: $(echo $bad)"
   must_export "$syms" "$so"
-  grep -qx pthread_create <<<"$syms" || fail "$so does not interpose pthread_create"
+  for fn in pthread_create sigaction signal; do
+    grep -qx "$fn" <<<"$syms" || fail "$so does not interpose $fn"
+  done
   echo "ok $so exports: $(echo $syms)"
 done
 echo pass

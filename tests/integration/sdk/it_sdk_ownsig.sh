@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A program that installed its own SIGPROF handler and ITIMER_PROF before
 # profiling started keeps receiving its own signals, never ours, and is
-# still profiled.
-#   it_sdk_ownsig.sh preload|linked [SIGNAL]
+# still profiled; with "late", the program installs them after profiling
+# started (as GNU sort installs its cleanup handlers): its handler must not
+# displace ours (the first of our signals would reach it), and it must see
+# the actions it set, as if no profiler were there.
+#   it_sdk_ownsig.sh preload|linked [SIGNAL] [late]
 # SIGNAL (default SIGPROF, i.e. sharing the program's signal) may name
 # another PUSHPROF_SIGNAL, e.g. SIGRTMIN+3.
 # Expected: 100 Hz of process CPU for the program's itimer, and 100 Hz per
@@ -15,9 +18,18 @@
 . "$(dirname "$0")/sdk_lib.sh"
 mode=$1
 sig=${2:-SIGPROF}
+late=${3:-}
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/ownsig-%p.pb.gz" PUSHPROF_SIGNAL=$sig
-run_workload "$mode" wl_ownsig 1.0
+if [ "$late" = late ]; then
+  WL_OWNSIG_LATE=1 run_workload "$mode" wl_ownsig 1.0
+  for kv in view_before=default signal_returned=own view_after=own; do
+    [ "$(out_value "${kv%%=*}")" = "${kv#*=}" ] ||
+      fail "SIGPROF's action as the program sees it: ${kv%%=*}=$(out_value "${kv%%=*}"), expected ${kv#*=}"
+  done
+else
+  run_workload "$mode" wl_ownsig 1.0
+fi
 cpu=$(out_value cpu_seconds)
 own=$(out_value own_signals)
 foreign=$(out_value foreign_signals)
@@ -28,4 +40,4 @@ python3 -c "import sys; sys.exit(0 if $own >= 0.3*$cpu*100 else 1)" ||
 prof=$(the_profile)
 "${CHECK[@]}" "$prof" --value samples/count --min-samples "$(calc "0.7*$cpu*100")" \
   --shares ownsig_spin --min-attributed 0.9 >"$T/report.json"
-echo "pass ($mode, $sig)"
+echo "pass ($mode, $sig${late:+, installed late})"

@@ -1,9 +1,10 @@
 /* A program with its own SIGPROF handler and ITIMER_PROF (installed by
- * libwl_ownsig_init.so before profiling starts) that must keep receiving
- * its own signals while pushprof samples it.
+ * libwl_ownsig_init.so before profiling starts, or with WL_OWNSIG_LATE=1
+ * after) that must keep receiving its own signals while pushprof samples it.
  *   wl_ownsig [CPU seconds per thread, default 1.0]
  * Prints cpu_seconds, own_signals and foreign_signals. */
 #include <pthread.h>
+#include <string.h>
 
 #include "wl_common.h"
 #include "wl_ownsig.h"
@@ -21,6 +22,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   wl_start();
+  const char *late = getenv("WL_OWNSIG_LATE");
+  if (late && strcmp(late, "1") == 0 && ownsig_install_late() != 0) {
+    fprintf(stderr, "wl_ownsig: setting SIGPROF's action failed\n");
+    return 1;
+  }
   pthread_t t[2];
   for (int i = 0; i < 2; i++)
     if (pthread_create(&t[i], NULL, worker, &seconds) != 0)

@@ -4,4 +4,5 @@
 __attribute__((visibility("default"))) long ownsig_own(void);
 __attribute__((visibility("default"))) long ownsig_foreign(void);
 __attribute__((visibility("default"))) void ownsig_disarm(void);
+__attribute__((visibility("default"))) int ownsig_install_late(void);
 #endif
