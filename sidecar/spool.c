@@ -936,11 +936,11 @@ static int cmp_names(const void *a, const void *b) {
 /* Reads a whole file below the spool dir (at most max bytes). */
 static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, size_t *len,
                         char *why, size_t whylen) {
-  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), e = EIO;
   uint8_t *buf = NULL;
   struct stat st;
   if (fd < 0) {
-    int e = errno;
+    e = errno;
     snprintf(why, whylen, "cannot open: %s", strerror(e));
     errno = e;
     return -1;
@@ -960,6 +960,7 @@ static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, 
   buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
   if (!buf) {
     snprintf(why, whylen, "out of memory");
+    e = ENOMEM;
     goto fail;
   }
   size_t got = 0;
@@ -982,7 +983,7 @@ static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, 
 fail:
   free(buf);
   close(fd);
-  errno = EIO; /* only a failed open may report ENOENT */
+  errno = e; /* only a failed open says ENOENT */
   return -1;
 }
 
@@ -1154,6 +1155,18 @@ int spool_claim(spool *s, const char *id) {
   publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   return rc;
+}
+
+int spool_read(spool *s, const char *id, uint8_t **out, size_t *len, char *why, size_t whylen) {
+  *out = NULL;
+  *len = 0;
+  if (!id_ok(id)) {
+    snprintf(why, whylen, "not a spool file name");
+    errno = EINVAL;
+    return -1;
+  }
+  return read_file_at(s->dirfd, id, (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, out, len,
+                      why, whylen);
 }
 
 int spool_scan(spool *s, spool_scan_cb cb, void *arg) {
