@@ -353,17 +353,20 @@ static int add_label_comments(pp_builder *pb, Pushprof__V1__Label *const *labels
   return 0;
 }
 
-static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req) {
+/* A group for req's service and labels. open: pushes are merged into it (a
+ * builder, label comments first); a batch recovered from its manifest has
+ * its payload already and gets neither. */
+static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req, bool open) {
   group *g = calloc(1, sizeof *g);
   if (!g)
     return NULL;
-  g->pb = pp_builder_new();
+  g->pb = open ? pp_builder_new() : NULL;
   g->service = strdup(req->service);
   if (req->n_labels) {
     g->label_store = calloc(req->n_labels, sizeof *g->label_store);
     g->labels = calloc(req->n_labels, sizeof *g->labels);
   }
-  if (!g->pb || !g->service || (req->n_labels && (!g->label_store || !g->labels)))
+  if ((open && !g->pb) || !g->service || (req->n_labels && (!g->label_store || !g->labels)))
     goto fail;
   for (size_t i = 0; i < req->n_labels; i++) {
     pushprof__v1__label__init(&g->label_store[i]);
@@ -374,7 +377,7 @@ static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushReques
     if (!g->label_store[i].key || !g->label_store[i].value)
       goto fail;
   }
-  if (add_label_comments(g->pb, g->labels, g->nlabels) != 0)
+  if (open && add_label_comments(g->pb, g->labels, g->nlabels) != 0)
     goto fail;
   g->key = key;
   g->keylen = keylen;
@@ -486,12 +489,10 @@ static void recover_cb(void *arg, manifest *m) {
   req.service = m->service;
   req.labels = lp;
   req.n_labels = m->nlabels;
-  g = group_new(NULL, 0, &req);
+  g = group_new(NULL, 0, &req, false);
   free(lp);
   if (!g || !(g->node = strdup(m->node)) || !(g->subdir = strdup(m->subdir)))
     goto oom;
-  pp_builder_free(g->pb);
-  g->pb = NULL;
   g->prepared = true;
   g->gzlen = m->gzlen; /* the bytes stay in the manifest (checked by manifest_load_all) */
   memcpy(g->hash, m->hash, sizeof g->hash);
@@ -772,7 +773,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
         memcpy(k, key, keylen);
         k[keylen] = '\0';
       }
-      g = k ? group_new(k, keylen, req) : NULL;
+      g = k ? group_new(k, keylen, req, true) : NULL;
       if (!g) {
         free(k);
         pthread_mutex_unlock(&b->mu);

@@ -92,6 +92,16 @@ static int fake_calls(fake *f) {
   return n;
 }
 
+/* ---- builders the batcher makes (linked with --wrap=pp_builder_new) ---- */
+
+pp_builder *__real_pp_builder_new(void);
+pp_builder *__wrap_pp_builder_new(void);
+static atomic_int builders_made;
+pp_builder *__wrap_pp_builder_new(void) {
+  atomic_fetch_add(&builders_made, 1);
+  return __real_pp_builder_new();
+}
+
 /* ---- helpers ---- */
 
 static spool *setup(void) {
@@ -713,7 +723,10 @@ static void test_restart_exports_pending_manifest_again_under_same_key(void) {
   }
   fake f2;
   fake_init(&f2, s);
+  int made0 = atomic_load(&builders_made);
   batcher *b = batcher_new(&cfg60, &f2.base, s);
+  /* The recovered batch has its payload: nothing to merge, no builder. */
+  PP_CHECK_INT(atomic_load(&builders_made), ==, made0);
   /* The recovered batch claimed its two members: the scan skips them. */
   PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 0);
   push_seq(b, s, "api", 1000, 3, id3);
