@@ -24,7 +24,9 @@
  * re-exports pending manifests byte for byte under the same key, and every
  * push is checked against the identities of the pushes held or recently
  * exported, so a second copy of one (lost ack, then an SDK retry or drop-in)
- * is deleted instead of exported again.
+ * is deleted instead of exported again. A manifest that becomes unreadable
+ * before its batch is exported is set aside and the batch rebuilt from its
+ * pushes (rebuild_group).
  *
  * Locking: b->mu guards the group list and each group's fields, except that
  * a sealed group marked busy is worked on by the batcher thread alone,
@@ -337,17 +339,34 @@ static char *label_comment(const char *k, const char *v) {
   return out;
 }
 
-static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req) {
+/* The batch's process labels travel in its profile too (one comment each,
+ * first), so a file or S3 object says which pod or version it is from:
+ * `go tool pprof -comments`. 0, or -1 on ENOMEM. */
+static int add_label_comments(pp_builder *pb, Pushprof__V1__Label *const *labels, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char *c = label_comment(labels[i]->key, labels[i]->value);
+    int rc = c ? pp_builder_add_comment(pb, c) : -1;
+    free(c);
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* A group for req's service and labels. open: pushes are merged into it (a
+ * builder, label comments first); a batch recovered from its manifest has
+ * its payload already and gets neither. */
+static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req, bool open) {
   group *g = calloc(1, sizeof *g);
   if (!g)
     return NULL;
-  g->pb = pp_builder_new();
+  g->pb = open ? pp_builder_new() : NULL;
   g->service = strdup(req->service);
   if (req->n_labels) {
     g->label_store = calloc(req->n_labels, sizeof *g->label_store);
     g->labels = calloc(req->n_labels, sizeof *g->labels);
   }
-  if (!g->pb || !g->service || (req->n_labels && (!g->label_store || !g->labels)))
+  if ((open && !g->pb) || !g->service || (req->n_labels && (!g->label_store || !g->labels)))
     goto fail;
   for (size_t i = 0; i < req->n_labels; i++) {
     pushprof__v1__label__init(&g->label_store[i]);
@@ -358,16 +377,8 @@ static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushReques
     if (!g->label_store[i].key || !g->label_store[i].value)
       goto fail;
   }
-  /* The batch's process labels travel in its profile too (one comment
-   * each, first), so a file or S3 object says which pod or version it is
-   * from: `go tool pprof -comments`. */
-  for (size_t i = 0; i < g->nlabels; i++) {
-    char *c = label_comment(g->labels[i]->key, g->labels[i]->value);
-    int rc = c ? pp_builder_add_comment(g->pb, c) : -1;
-    free(c);
-    if (rc != 0)
-      goto fail;
-  }
+  if (open && add_label_comments(g->pb, g->labels, g->nlabels) != 0)
+    goto fail;
   g->key = key;
   g->keylen = keylen;
   g->opened_mono = mono_ns();
@@ -478,12 +489,10 @@ static void recover_cb(void *arg, manifest *m) {
   req.service = m->service;
   req.labels = lp;
   req.n_labels = m->nlabels;
-  g = group_new(NULL, 0, &req);
+  g = group_new(NULL, 0, &req, false);
   free(lp);
   if (!g || !(g->node = strdup(m->node)) || !(g->subdir = strdup(m->subdir)))
     goto oom;
-  pp_builder_free(g->pb);
-  g->pb = NULL;
   g->prepared = true;
   g->gzlen = m->gzlen; /* the bytes stay in the manifest (checked by manifest_load_all) */
   memcpy(g->hash, m->hash, sizeof g->hash);
@@ -598,8 +607,10 @@ batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_
     if (!b->md)
       log_event(LOG_ERROR, "batch manifests disabled: a crash may export a batch twice", "err=%s",
                 log_quote(err, q, sizeof q));
-    else
+    else {
       manifest_load_all(b->md, recover_cb, b);
+      metrics_add(M_MANIFESTS_SET_ASIDE, manifest_set_aside_count(b->md));
+    }
   }
   b->next_prune_mono = mono_ns() + PRUNE_EVERY_NS;
   return b;
@@ -762,7 +773,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
         memcpy(k, key, keylen);
         k[keylen] = '\0';
       }
-      g = k ? group_new(k, keylen, req) : NULL;
+      g = k ? group_new(k, keylen, req, true) : NULL;
       if (!g) {
         free(k);
         pthread_mutex_unlock(&b->mu);
@@ -928,30 +939,42 @@ static void prepare_group(batcher *b, group *g) {
 }
 
 /* The gzip payload of a prepared group for one attempt: its own buffer
- * when kept in memory, else read back from the manifest (*owned set). */
-static const uint8_t *group_payload(batcher *b, group *g, uint8_t **owned, char *err,
-                                    size_t errlen) {
+ * when kept in memory, else read back from the manifest (*owned set). NULL
+ * with err: *unreadable when no retry can bring it back (the manifest is
+ * gone, cut short or corrupt), else out of memory. */
+static const uint8_t *group_payload(batcher *b, group *g, uint8_t **owned, bool *unreadable,
+                                    char *err, size_t errlen) {
   *owned = NULL;
+  *unreadable = false;
   if (g->gz)
     return g->gz;
   char why[512];
-  if (!b->md ||
-      manifest_read_payload(b->md, g->mf_name, g->gzlen, g->hash, owned, why, sizeof why) != 0) {
-    snprintf(err, errlen, "cannot read the batch back from its manifest: %s",
-             b->md ? why : "no manifest directory");
+  if (!b->md || !g->mf_name[0]) {
+    *unreadable = true;
+    snprintf(err, errlen, "the batch has neither a payload in memory nor a manifest");
+    return NULL;
+  }
+  if (manifest_read_payload(b->md, g->mf_name, g->gzlen, g->hash, owned, why, sizeof why) != 0) {
+    *unreadable = errno != ENOMEM;
+    snprintf(err, errlen, "cannot read the batch back from its manifest: %s", why);
     return NULL;
   }
   return *owned;
 }
+
+/* export_group's answer when the payload is gone for good: the batch is
+ * then rebuilt from its pushes (rebuild_group), no target is charged. */
+#define EXPORT_PAYLOAD_UNREADABLE (-100)
 
 /* Offers g to target t (batcher thread, b->mu NOT held, g busy and prepared). */
 static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen) {
   exporter *ex = b->ex[t];
   uint8_t *raw = NULL, *owned = NULL;
   size_t rawlen = 0;
-  const uint8_t *gz = group_payload(b, g, &owned, err, errlen);
+  bool unreadable;
+  const uint8_t *gz = group_payload(b, g, &owned, &unreadable, err, errlen);
   if (!gz)
-    return EXPORT_RETRY;
+    return unreadable ? EXPORT_PAYLOAD_UNREADABLE : EXPORT_RETRY;
   /* Only converting exporters (OTLP, Pyroscope) read the batch
    * uncompressed; file/s3/gs store the gzip bytes and skip the inflate. */
   if (ex->wants_pprof && pp_gunzip(gz, g->gzlen, PPROF_MAX_SIZE, &raw, &rawlen) != 0) {
@@ -1116,6 +1139,125 @@ static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *d
   retire_group(b, g, reasons);
 }
 
+/* A prepared group whose payload can no longer be read (its manifest cut
+ * short, corrupt or deleted after sealing): as at start, the manifest is set
+ * aside (counted, logged), and the batch is rebuilt from its member pushes,
+ * which it still owns in the spool, then prepared again (new manifest).
+ * Merging the same pushes in the same order gives the same bytes, hence
+ * the same object key; the targets' states are kept, so a target that
+ * already took the batch is not offered it again, and one that stored it
+ * with its answer lost gets the same key again. A member whose file is
+ * gone is dropped (counted, logged); one that no longer decodes goes to
+ * failed/: then the batch is a new object for the targets still owing it.
+ * b->mu held (dropped meanwhile), g busy; clears busy. */
+static void rebuild_group(batcher *b, group *g, const char *why) {
+  char name[MANIFEST_NAME_MAX], old_hash[65], q[600];
+  size_t n = g->nids, kept = 0;
+  memcpy(name, g->mf_name, sizeof name);
+  memcpy(old_hash, g->hash, sizeof old_hash);
+  g->mf_name[0] = '\0';
+  pthread_mutex_unlock(&b->mu);
+  if (name[0] && b->md) {
+    manifest_set_aside(b->md, name, why);
+    metrics_add(M_MANIFESTS_SET_ASIDE, 1);
+  }
+  log_event(LOG_WARN, "batch payload unreadable; rebuilding the batch from its pushes",
+            "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), n,
+            log_quote(why, q + 300, 300));
+  pp_builder *pb = pp_builder_new();
+  bool oom = !pb || add_label_comments(pb, g->labels, g->nlabels) != 0;
+  bool *lost = oom ? NULL : calloc(n ? n : 1, sizeof *lost);
+  oom |= !lost;
+  for (size_t i = 0; i < n && !oom; i++) {
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    char mwhy[256];
+    int code;
+    if (!b->sp || spool_read(b->sp, g->ids[i], &frame, &len, mwhy, sizeof mwhy) != 0) {
+      if (b->sp && errno == ENOMEM) {
+        oom = true;
+        break;
+      }
+      bool gone = !b->sp || errno == ENOENT;
+      lost[i] = true;
+      metrics_drop("batch_unreadable", 1);
+      log_event(LOG_ERROR, "push of an unreadable batch cannot be read again; dropped",
+                "id=%s reason=%s", g->ids[i], log_quote(b->sp ? mwhy : "no spool", q, 300));
+      if (gone) {
+        if (b->sp)
+          spool_remove(b->sp, g->ids[i]); /* no longer pending */
+      } else {
+        char reason[384];
+        snprintf(reason, sizeof reason,
+                 "cannot batch it again after its batch became unreadable: %s", mwhy);
+        spool_move_failed(b->sp, g->ids[i], reason); /* logged there */
+      }
+      continue;
+    }
+    uint32_t max_frame =
+        len > b->max_frame ? (len > UINT32_MAX ? UINT32_MAX : (uint32_t)len) : b->max_frame;
+    pp_push *p = pp_push_decode(frame, len, max_frame, &code, mwhy, sizeof mwhy);
+    free(frame);
+    const Perftools__Profiles__Profile *prof = p && p->prof ? pp_pprof_profile(p->prof) : NULL;
+    if (!prof || pp_merge_add(pb, prof, mwhy, sizeof mwhy) != 0) {
+      char reason[384];
+      lost[i] = true;
+      snprintf(reason, sizeof reason, "cannot batch it again after its batch became unreadable: %s",
+               p && !prof ? "no profile" : mwhy);
+      metrics_drop("batch_unreadable", 1);
+      spool_move_failed(b->sp, g->ids[i], reason); /* logged there */
+    }
+    pp_push_free(p);
+  }
+  pthread_mutex_lock(&b->mu);
+  for (size_t i = 0; i < n; i++) { /* the members lost leave the batch */
+    if (lost && lost[i]) {
+      dedup_erase(b->dx, &g->pids[i]);
+      continue;
+    }
+    if (kept != i) {
+      memcpy(g->ids[kept], g->ids[i], SPOOL_ID_MAX);
+      g->pids[kept] = g->pids[i];
+    }
+    kept++;
+  }
+  free(lost);
+  g->nids = kept;
+  if (oom) {
+    /* Try again later: the manifest is set aside, so the next attempt
+     * comes back here. */
+    pp_builder_free(pb);
+    log_event(LOG_ERROR, "out of memory rebuilding a batch; will retry", "service=%s",
+              log_quote(g->service, q, 300));
+    for (size_t t = 0; t < b->nex; t++)
+      if (!g->ts[t].done)
+        g->ts[t].next_attempt_mono = mono_ns() + b->backoff_base_ms * NS_PER_MS;
+    g->busy = false;
+    return;
+  }
+  if (kept == 0) {
+    pp_builder_free(pb);
+    log_event(LOG_ERROR, "batch given up: none of its pushes could be read again", "service=%s",
+              log_quote(g->service, q, 300));
+    unlink_group(b, g);
+    group_release(b, g);
+    return;
+  }
+  g->pb = pb;
+  account_builder(b, g);
+  g->prepared = false;
+  prepare_group(b, g);
+  g->busy = false;
+  if (!g->prepared)
+    return; /* out of memory packing: logged; the loop packs it again */
+  bool same = strcmp(g->hash, old_hash) == 0;
+  log_event(same ? LOG_INFO : LOG_WARN,
+            same ? "batch rebuilt from its pushes: same bytes, same object key"
+                 : "batch rebuilt from its pushes as a new object for the targets still owing it",
+            "service=%s pushes=%zu of=%zu manifest=%s", log_quote(g->service, q, 300), kept, n,
+            g->mf_name[0] ? g->mf_name : "none");
+}
+
 /* Drops groups older than max_age_s (lock held). */
 static void drop_expired(batcher *b, int64_t now_wall) {
   group **pp = &b->groups;
@@ -1206,6 +1348,10 @@ static void run_locked(batcher *b) {
       int rc = export_group(b, due, (size_t)due_t, err, sizeof err);
       const char *drop_reason = rc == EXPORT_PERMANENT ? b->ex[due_t]->drop_reason : NULL;
       pthread_mutex_lock(&b->mu);
+      if (rc == EXPORT_PAYLOAD_UNREADABLE) {
+        rebuild_group(b, due, err);
+        continue;
+      }
       finish_attempt(b, due, (size_t)due_t, rc, drop_reason, err, mono_ns());
       continue;
     }

@@ -585,11 +585,9 @@ static void handle_slot_put(listener *l) {
   pthread_mutex_unlock(&l->mu);
 }
 
-/* Handles one complete frame and frees it (*framep = NULL) as soon as it is
- * durable. Returns false if the connection must close. */
-/* A no_samples push: validated like any other, counted, never stored. The
- * client need not read the answer (it may be gone already). */
-/* A no_samples push (decoded and validated): counted, acked, nothing spooled. */
+/* A no_samples push (decoded and validated like any other): counted, acked,
+ * never stored. The client need not read the answer (it may be gone
+ * already). */
 static bool handle_empty(conn *c, pp_push *push, int64_t deadline) {
   const Pushprof__V1__PushRequest *req = push->req;
   metrics_add(M_PUSHES_EMPTY, 1);
@@ -604,39 +602,44 @@ static bool handle_empty(conn *c, pp_push *push, int64_t deadline) {
   return false; /* one notice per connection: the client has closed */
 }
 
+/* Whether a PushRequest payload says no_samples, before it is decoded. */
+static bool peek_no_samples(const uint8_t *payload, size_t len) {
+  enum { NO_SAMPLES_FIELD = 11 }; /* PushRequest.no_samples, pushprof.proto */
+  uint64_t v = 0;
+  return listener_peek_varint(payload, len, NO_SAMPLES_FIELD, &v) == 0 && v;
+}
+
+/* Handles one complete frame and frees it (*framep = NULL) as soon as it is
+ * durable. Returns false if the connection must close. */
 static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline) {
   listener *l = c->l;
   uint8_t *frame = *framep;
-  enum { NO_SAMPLES_FIELD = 11 }; /* PushRequest.no_samples, pushprof.proto */
-  uint64_t no_samples = 0;
-  bool empty = listener_peek_varint(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE,
-                                    NO_SAMPLES_FIELD, &no_samples) == 0 &&
-               no_samples;
   int code = RC_INTERNAL;
   char why[REASON_MAX];
   why[0] = 0;
   /* The disk writes the frame while we decode and validate it (once, here:
    * the batcher takes the decoded push); nothing is renamed into the spool
-   * (or acked) before the push proved valid. An empty push is not spooled. */
+   * (or acked) before the push proved valid. A push that says no_samples is
+   * not spooled at all; should the decode disagree with the peek, the
+   * decode wins. */
   spool_txn txn;
-  int rc = empty ? SPOOL_EIO : spool_begin(l->sp, frame, len, &txn);
+  bool spooling = !peek_no_samples(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE);
+  int rc = spooling ? spool_begin(l->sp, frame, len, &txn) : SPOOL_EIO;
   pp_push *push = pp_push_decode(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
+  bool empty = push && push->req->no_samples;
+  if ((!push || empty) && rc == SPOOL_OK) /* nothing of it is stored */
+    spool_abort(l->sp, &txn);
   if (!push) {
-    if (!empty && rc == SPOOL_OK)
-      spool_abort(l->sp, &txn);
     if (code == RC_OK)
       code = RC_INTERNAL;
     uint64_t seq = 0; /* echoed if the payload still shows it */
     listener_peek_sequence(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE, &seq);
     reject(c, code_reason(code), code, why[0] ? why : "frame did not decode", seq, deadline);
-    return !empty && code != RC_INVALID_FRAME;
-  }
-  if (push->req->no_samples) {
-    if (!empty && rc == SPOOL_OK) /* the peek and the decode disagree: the decode wins */
-      spool_abort(l->sp, &txn);
-    return handle_empty(c, push, deadline);
+    return spooling && code != RC_INVALID_FRAME;
   }
   if (empty)
+    return handle_empty(c, push, deadline);
+  if (!spooling)
     rc = spool_begin(l->sp, frame, len, &txn);
   const Pushprof__V1__PushRequest *req = push->req;
   uint64_t seq = req->sequence;

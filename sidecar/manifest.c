@@ -41,6 +41,7 @@ struct manifest_dir {
   int dfd;
   int failed_fd; /* <spool>/failed, or -1 */
   uint32_t counter;
+  uint64_t set_aside; /* manifests set aside so far */
 };
 
 /* ---- growable buffer ---- */
@@ -489,7 +490,9 @@ int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const
   file_name(name, false, fn, sizeof fn);
   int fd = openat(d->dfd, fn, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    snprintf(why, whylen, "cannot open %s/%s: %s", d->path, fn, strerror(errno));
+    int e = errno;
+    snprintf(why, whylen, "cannot open %s/%s: %s", d->path, fn, strerror(e));
+    errno = e;
     return -1;
   }
   if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < gzlen) {
@@ -499,7 +502,9 @@ int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const
   b = malloc(gzlen ? gzlen : 1);
   if (!b) {
     snprintf(why, whylen, "out of memory reading %zu bytes", gzlen);
-    goto fail;
+    close(fd);
+    errno = ENOMEM;
+    return -1;
   }
   if (fsutil_pread_all(fd, b, gzlen, st.st_size - (off_t)gzlen) != 0) {
     snprintf(why, whylen, "cannot read %s/%s: %s", d->path, fn, strerror(errno));
@@ -515,6 +520,7 @@ int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const
 fail:
   free(b);
   close(fd);
+  errno = EBADMSG; /* only out of memory may say ENOMEM */
   return -1;
 }
 
@@ -650,8 +656,19 @@ static void set_aside(manifest_dir *d, const char *name, const char *why) {
   snprintf(bad, sizeof bad, "%s%s", name, SUFFIX_BAD);
   if (renameat(d->dfd, name, d->dfd, bad) != 0)
     unlinkat(d->dfd, name, 0); /* never read it again either way */
+  d->set_aside++;
   log_event(LOG_ERROR, "unreadable batch manifest set aside; its pushes will be batched again",
             "file=%s/%s reason=%s", d->path, bad, log_quote(why, q, sizeof q));
+}
+
+void manifest_set_aside(manifest_dir *d, const char *name, const char *why) {
+  char fn[MANIFEST_NAME_MAX + 8];
+  file_name(name, false, fn, sizeof fn);
+  set_aside(d, fn, why);
+}
+
+uint64_t manifest_set_aside_count(const manifest_dir *d) {
+  return d->set_aside;
 }
 
 int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg) {

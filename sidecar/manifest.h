@@ -67,7 +67,9 @@ int manifest_hash_hex(const uint8_t *data, size_t len, char out[65]);
 int manifest_write(manifest_dir *d, manifest *m);
 /* Reads name.batch's payload back (its last gzlen bytes) into a malloc'ed
  * *out and checks it against hash: a pending batch's bytes live on disk,
- * not in memory, between attempts. 0, or -1 with why. */
+ * not in memory, between attempts. 0, or -1 with why and errno: ENOMEM
+ * (try again later), else the file no longer holds the payload (gone, cut
+ * short, corrupt, unreadable). */
 int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const char *hash,
                           uint8_t **out, char *why, size_t whylen);
 /* name.batch -> .name.done, directory fsync'ed, then the last gzlen bytes
@@ -78,9 +80,15 @@ int manifest_remove(manifest_dir *d, const char *name, bool done);
 /* Moves name.batch into <spool>/failed/ with a .reason file (it may hold
  * the only copy of its pushes). 0 or -1 (logged). */
 int manifest_move_failed(manifest_dir *d, const char *name, const char *reason);
+/* Renames name.batch to name.batch.bad (or deletes it) and logs why: its
+ * payload cannot be read, so it is never read again. */
+void manifest_set_aside(manifest_dir *d, const char *name, const char *why);
+/* Manifests d set aside so far (manifest_set_aside, manifest_load_all):
+ * the caller counts them in its metrics (this module links none). */
+uint64_t manifest_set_aside_count(const manifest_dir *d);
 /* Calls cb for each readable manifest, .batch (with payload) and .done
  * (without), oldest first; cb takes ownership. Unreadable or corrupt ones are
- * renamed to <name>.bad and logged: their members are then re-batched by the
+ * set aside (manifest_set_aside): their members are then re-batched by the
  * spool scan (at-least-once). Returns the number handed over. */
 typedef void (*manifest_cb)(void *arg, manifest *m);
 int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg);

@@ -39,6 +39,9 @@ static const metric_desc counter_desc[M_COUNTER_MAX] = {
     [M_CONN_THREADS] = {"pushprof_connection_threads_started_total",
                         "Threads started to serve connections (one serves connection after "
                         "connection while they keep coming)."},
+    [M_MANIFESTS_SET_ASIDE] = {"pushprof_batch_manifests_set_aside_total",
+                               "Batch manifests whose payload could not be read, set aside as "
+                               ".bad; their pushes were batched again."},
 };
 
 static const metric_desc gauge_desc[G_GAUGE_MAX] = {

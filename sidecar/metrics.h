@@ -18,6 +18,7 @@ typedef enum metric_counter {
   M_PUSHES_DEDUPLICATED, /* pushprof_pushes_deduplicated_total: a second copy of a push */
   M_PUSHES_EMPTY,        /* pushprof_pushes_empty_total: no_samples pushes (counted only) */
   M_CONN_THREADS,        /* pushprof_connection_threads_started_total */
+  M_MANIFESTS_SET_ASIDE, /* pushprof_batch_manifests_set_aside_total: unreadable, renamed .bad */
   M_COUNTER_MAX
 } metric_counter;
 

@@ -43,10 +43,13 @@
  * deleted inode of its group (recently_deleted, find_inode_bit); at hundreds
  * of pushes per second that was the biggest single cost of a push. Removed
  * files of at most RECYCLE_FILE_MAX bytes are renamed to ".recycled-<n>"
- * (ignored by scans: dot files, not *.push; removed by open and close), at
- * most RECYCLE_MAX of them, in FIFO order. One is overwritten only once the
- * rename that put it there is durable, so that a crash never brings back an
- * exported push's name holding another push. Their bytes count against
+ * (ignored by scans: dot files, not *.push), at most RECYCLE_MAX of them, in
+ * FIFO order. One is overwritten only once the rename that put it there is
+ * durable, so that a crash never brings back an exported push's name
+ * holding another push. They outlive a restart: deleting thousands of them
+ * at stop, then creating as many files at start, would pay the very cost
+ * they avoid, so open adopts a previous run's (after one directory fsync
+ * makes their names durable) and close leaves them. Their bytes count against
  * RECYCLE_BYTES_MAX: past it the directory is synced and they are truncated
  * (inodes kept, blocks freed), so they never hold much disk; with less
  * than RECYCLE_MIN_FREE or a tenth of the file system free, nothing is
@@ -236,8 +239,50 @@ static void quarantine_locked(spool *s, const char *name, const char *why) {
             log_quote(why, qwhy, sizeof qwhy), log_quote(strerror(e), qerr, sizeof qerr), s->dir);
 }
 
+static bool room_to_recycle(spool *s);
+static void trim_recycled(spool *s, bool all);
+
+/* A previous run's recycled file joins the ring (at open, no other thread
+ * yet): false if it is not ours to reuse (odd name, not a regular file,
+ * too big, ring full), and the caller deletes it. */
+static bool adopt_recycled(spool *s, const char *name) {
+  const char *num = name + strlen(RECYCLE_PREFIX);
+  char *end;
+  struct stat st;
+  errno = 0;
+  unsigned long n = strtoul(num, &end, 10);
+  if (!*num || *end || errno || n > UINT32_MAX || s->rc_count == RECYCLE_MAX ||
+      fstatat(s->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size > RECYCLE_FILE_MAX)
+    return false;
+  if (!s->recycle && !(s->recycle = calloc(RECYCLE_MAX, sizeof *s->recycle)))
+    return false;
+  /* seq 0: reusable once the directory fsync that follows the scan is done. */
+  s->recycle[(s->rc_head + s->rc_count) % RECYCLE_MAX] =
+      (struct recycled){.n = (uint32_t)n, .bytes = (uint64_t)st.st_size};
+  s->rc_count++;
+  s->rc_bytes += (uint64_t)st.st_size;
+  if (n >= s->rc_ctr)
+    s->rc_ctr = (uint32_t)n + 1; /* new names never replace an adopted one */
+  return true;
+}
+
+/* Forgets and deletes every recycled file (at open, no other thread yet). */
+static void drop_recycled(spool *s) {
+  for (size_t i = 0; i < s->rc_count; i++) {
+    char name[SPOOL_ID_MAX];
+    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32,
+             s->recycle[(s->rc_head + i) % RECYCLE_MAX].n);
+    unlinkat(s->dirfd, name, 0);
+  }
+  s->rc_head = s->rc_count = 0;
+  s->rc_bytes = 0;
+}
+
 /* Deletes dot temp files left by a crashed writer. Recent ones may belong to
- * a client writing a drop-in right now, so only stale ones go. */
+ * a client writing a drop-in right now, so only stale ones go. Adopts a
+ * previous run's recycled files (see RECYCLE_MAX), or deletes them when
+ * the file system is short of room. */
 static void remove_stale_temps(spool *s) {
   int fd = dup(s->dirfd);
   if (fd < 0)
@@ -248,13 +293,15 @@ static void remove_stale_temps(spool *s) {
     return;
   }
   time_t now = time(NULL);
+  bool adopt = room_to_recycle(s);
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     const char *n = de->d_name;
     if (n[0] != '.' || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
       continue;
     if (strncmp(n, RECYCLE_PREFIX, strlen(RECYCLE_PREFIX)) == 0) {
-      unlinkat(s->dirfd, n, 0); /* a previous run's, kept for reuse */
+      if (!adopt || !adopt_recycled(s, n))
+        unlinkat(s->dirfd, n, 0);
       continue;
     }
     if (!strstr(n, PP_SPOOL_SUFFIX))
@@ -268,6 +315,11 @@ static void remove_stale_temps(spool *s) {
       log_event(LOG_INFO, "removed stale spool temp file", "file=%s/%s", s->dir, n);
   }
   closedir(d);
+  /* The names a crash could still take back become durable before any
+   * adopted file is overwritten. */
+  if (s->rc_count && fsync(s->dirfd) != 0)
+    drop_recycled(s);
+  trim_recycled(s, false);
 }
 
 static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len);
@@ -387,13 +439,7 @@ void spool_close(spool *s) {
     return;
   journal_close(s->j); /* unsettled pushes stay in it for the next start */
   free(s->unsettled);
-  for (size_t i = 0; i < s->rc_count && s->dirfd >= 0; i++) {
-    char name[SPOOL_ID_MAX];
-    snprintf(name, sizeof name, RECYCLE_PREFIX "%" PRIu32,
-             s->recycle[(s->rc_head + i) % RECYCLE_MAX].n);
-    unlinkat(s->dirfd, name, 0);
-  }
-  free(s->recycle);
+  free(s->recycle); /* the files stay for the next start (see RECYCLE_MAX) */
   if (s->dirfd >= 0)
     close(s->dirfd);
   if (s->qfd >= 0)
@@ -936,11 +982,11 @@ static int cmp_names(const void *a, const void *b) {
 /* Reads a whole file below the spool dir (at most max bytes). */
 static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, size_t *len,
                         char *why, size_t whylen) {
-  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), e = EIO;
   uint8_t *buf = NULL;
   struct stat st;
   if (fd < 0) {
-    int e = errno;
+    e = errno;
     snprintf(why, whylen, "cannot open: %s", strerror(e));
     errno = e;
     return -1;
@@ -960,6 +1006,7 @@ static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, 
   buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
   if (!buf) {
     snprintf(why, whylen, "out of memory");
+    e = ENOMEM;
     goto fail;
   }
   size_t got = 0;
@@ -982,7 +1029,7 @@ static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, 
 fail:
   free(buf);
   close(fd);
-  errno = EIO; /* only a failed open may report ENOENT */
+  errno = e; /* only a failed open says ENOENT */
   return -1;
 }
 
@@ -1154,6 +1201,18 @@ int spool_claim(spool *s, const char *id) {
   publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   return rc;
+}
+
+int spool_read(spool *s, const char *id, uint8_t **out, size_t *len, char *why, size_t whylen) {
+  *out = NULL;
+  *len = 0;
+  if (!id_ok(id)) {
+    snprintf(why, whylen, "not a spool file name");
+    errno = EINVAL;
+    return -1;
+  }
+  return read_file_at(s->dirfd, id, (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, out, len,
+                      why, whylen);
 }
 
 int spool_scan(spool *s, spool_scan_cb cb, void *arg) {

@@ -70,6 +70,10 @@ int spool_scan(spool *s, spool_scan_cb cb, void *arg);
  * spool_remove or spool_move_failed. 0, or -1 if it is not a regular file
  * there (gone already) or on ENOMEM. */
 int spool_claim(spool *s, const char *id);
+/* Reads the spool file id (one a batch owns) into a malloc'ed *out. 0, or
+ * -1 with why and errno: ENOENT (gone), ENOMEM, EINVAL (not a spool file
+ * name), else EIO (unreadable, not a regular file, over the frame limit). */
+int spool_read(spool *s, const char *id, uint8_t **out, size_t *len, char *why, size_t whylen);
 /* Rescans for files that appeared since the last scan (SDK spool writes),
  * after retrying journaled pushes whose spool_settle failed. */
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);

@@ -10,7 +10,8 @@ add_executable(gen_pprof integration/sidecar/gen_pprof.c)
 target_link_libraries(gen_pprof PRIVATE pushprof_proto)
 
 if(TARGET pushprof-sidecar AND TARGET pushprof_cli)
-  foreach(t push bad_input durability security spool_full disk_full lock hostile torn)
+  foreach(t push bad_input durability security spool_full disk_full lock hostile torn
+      unreadable_batch)
     pushprof_script_test(NAME it_sidecar_${t}
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sidecar/it_sidecar_${t}.sh
       TIMEOUT 90)

@@ -38,6 +38,7 @@ typedef struct fake {
   char key[16][512];   /* the object key each call would write */
   bool store_on_retry; /* the answer of a retried call was lost, not the upload */
   spool *sp;
+  void (*hook)(struct fake *f, int call); /* run by each call, before it answers */
 } fake;
 
 static int fake_put(exporter *ex, const export_object *o, char *err, size_t errlen) {
@@ -61,6 +62,8 @@ static int fake_put(exporter *ex, const export_object *o, char *err, size_t errl
     f->nlabels[k] = o->nlabels;
   }
   pthread_mutex_unlock(&f->mu);
+  if (f->hook)
+    f->hook(f, i);
   if (rc != EXPORT_OK)
     snprintf(err, errlen, rc == EXPORT_RETRY ? "fake: try later" : "fake: refused for good");
   return rc;
@@ -87,6 +90,16 @@ static int fake_calls(fake *f) {
   int n = f->calls;
   pthread_mutex_unlock(&f->mu);
   return n;
+}
+
+/* ---- builders the batcher makes (linked with --wrap=pp_builder_new) ---- */
+
+pp_builder *__real_pp_builder_new(void);
+pp_builder *__wrap_pp_builder_new(void);
+static atomic_int builders_made;
+pp_builder *__wrap_pp_builder_new(void) {
+  atomic_fetch_add(&builders_made, 1);
+  return __real_pp_builder_new();
 }
 
 /* ---- helpers ---- */
@@ -710,7 +723,10 @@ static void test_restart_exports_pending_manifest_again_under_same_key(void) {
   }
   fake f2;
   fake_init(&f2, s);
+  int made0 = atomic_load(&builders_made);
   batcher *b = batcher_new(&cfg60, &f2.base, s);
+  /* The recovered batch has its payload: nothing to merge, no builder. */
+  PP_CHECK_INT(atomic_load(&builders_made), ==, made0);
   /* The recovered batch claimed its two members: the scan skips them. */
   PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 0);
   push_seq(b, s, "api", 1000, 3, id3);
@@ -926,8 +942,10 @@ static void test_corrupt_manifest_is_set_aside_and_members_batched_again(void) {
   }
   fake f2;
   fake_init(&f2, s);
+  uint64_t a0 = mtu_value("pushprof_batch_manifests_set_aside_total");
   batcher *b = batcher_new(&cfg60, &f2.base, s);
   PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 1);
+  PP_CHECK_INT(mtu_value("pushprof_batch_manifests_set_aside_total"), ==, a0 + 1);
   PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 2);
   batcher_shutdown(b, 5);
   batcher_free(b);
@@ -976,6 +994,178 @@ static void test_recovered_batch_refused_for_good_goes_to_failed(void) {
   teardown(s);
 }
 
+/* ---- a payload that becomes unreadable after sealing ---- */
+
+static char gone_member[SPOOL_ID_MAX]; /* a member file unreadable_hook deletes too */
+
+/* Applies to every pending manifest of the spool: cut (one byte off its
+ * end) or delete. Returns how many it touched. */
+static int spoil_manifests(bool delete) {
+  char bdir[128];
+  snprintf(bdir, sizeof bdir, "%s/%s", dir, MANIFEST_DIR);
+  DIR *d = opendir(bdir);
+  struct dirent *de;
+  int n = 0;
+  while (d && (de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (de->d_name[0] == '.' || l <= 6 || strcmp(de->d_name + l - 6, ".batch") != 0)
+      continue;
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", bdir, de->d_name);
+    if (delete ? unlink(p) == 0 : stat(p, &st) == 0 && truncate(p, st.st_size - 1) == 0)
+      n++;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+static int spoiled;
+static void cut_on_first_call(fake *f, int call) {
+  (void)f;
+  if (call == 0)
+    spoiled += spoil_manifests(false);
+}
+static void delete_on_first_call(fake *f, int call) {
+  (void)f;
+  if (call == 0)
+    spoiled += spoil_manifests(true);
+}
+static void delete_with_member_on_first_call(fake *f, int call) {
+  (void)f;
+  char p[256];
+  snprintf(p, sizeof p, "%s/%s", dir, gone_member);
+  if (call == 0)
+    spoiled += spoil_manifests(true) + (unlink(p) == 0);
+}
+
+/* Two pushes (values 100 and 7) in one batch exported to the targets
+ * until wait_calls(call counts) holds and the spool is empty, or 5 s. */
+static batcher *start_with_two_pushes(exporter *const *ex, size_t nex, spool *s, char *id2) {
+  setenv("PUSHPROF_TEST_BACKOFF_MS", "20", 1);
+  batcher_config c = cfg60;
+  c.window_s = 0;
+  batcher *b = batcher_new_multi(&c, ex, nex, s);
+  unsetenv("PUSHPROF_TEST_BACKOFF_MS");
+  PP_CHECK(b != NULL);
+  if (!b)
+    return NULL;
+  push_seq(b, s, "api", 100, 1, NULL); /* before the thread starts: one batch */
+  push_seq(b, s, "api", 7, 2, id2);
+  PP_CHECK_INT(batcher_start(b), ==, 0);
+  return b;
+}
+
+static void wait_drained(spool *s, fake *f, int calls) {
+  for (int i = 0; i < 500 && (fake_calls(f) < calls || spool_files(s) > 0); i++)
+    sleep_ms(10);
+}
+
+/* The manifest is cut short after the first (failed) attempt: the batch is
+ * rebuilt from its pushes, byte for byte, and the retry goes to the same
+ * key; the manifest is set aside (counted), the pushes leave after it. */
+static void test_unreadable_payload_is_rebuilt_under_the_same_key(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char bdir[128];
+  path_in(MANIFEST_DIR, bdir, sizeof bdir);
+  fake f;
+  fake_init(&f, s);
+  f.script[0] = EXPORT_RETRY;
+  f.nscript = 1;
+  f.store_on_retry = true; /* the first upload was stored, its answer lost */
+  f.hook = cut_on_first_call;
+  spoiled = 0;
+  uint64_t a0 = mtu_value("pushprof_batch_manifests_set_aside_total");
+  exporter *ex = &f.base;
+  batcher *b = start_with_two_pushes(&ex, 1, s, NULL);
+  wait_drained(s, &f, 2);
+  PP_CHECK_INT(spoiled, ==, 1);
+  PP_CHECK_INT(fake_calls(&f), ==, 2);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(f.nobj, ==, 2);
+  if (f.nobj == 2) {
+    PP_CHECK_STR(f.key[1], f.key[0]); /* one object in an object store */
+    PP_CHECK_STR(f.hash[1], f.hash[0]);
+    PP_CHECK(f.len[1] == f.len[0] && memcmp(f.data[1], f.data[0], f.len[0]) == 0);
+    PP_CHECK_INT(obj_total(&f, 1), ==, 321);
+  }
+  PP_CHECK_INT(mtu_value("pushprof_batch_manifests_set_aside_total"), ==, a0 + 1);
+  PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 1);
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
+  PP_CHECK_INT(btu_count(bdir, ".done"), ==, 1);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  fake_free(&f);
+  teardown(s);
+}
+
+/* Two targets: the first took the batch, then its manifest is deleted
+ * while the second is down. Only the second gets the rebuilt batch (the
+ * same object), then the pushes leave. */
+static void test_unreadable_payload_goes_only_to_targets_still_owing_it(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake up, flaky;
+  fake_init(&up, s);
+  fake_init(&flaky, s);
+  flaky.script[0] = EXPORT_RETRY;
+  flaky.nscript = 1;
+  flaky.hook = delete_on_first_call;
+  spoiled = 0;
+  exporter *ex[2] = {&up.base, &flaky.base};
+  batcher *b = start_with_two_pushes(ex, 2, s, NULL);
+  wait_drained(s, &flaky, 2);
+  PP_CHECK_INT(spoiled, ==, 1);
+  PP_CHECK_INT(fake_calls(&up), ==, 1);
+  PP_CHECK_INT(fake_calls(&flaky), ==, 2);
+  PP_CHECK_INT(up.nobj, ==, 1);
+  PP_CHECK_INT(flaky.nobj, ==, 1);
+  if (up.nobj == 1 && flaky.nobj == 1) {
+    PP_CHECK_STR(flaky.hash[0], up.hash[0]);
+    PP_CHECK_INT(obj_total(&flaky, 0), ==, 321);
+  }
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  fake_free(&up);
+  fake_free(&flaky);
+  teardown(s);
+}
+
+/* The manifest and one member file are deleted: the other push is
+ * exported in a new batch, the lost one counted as a drop. */
+static void test_unreadable_payload_with_a_member_gone_exports_the_rest(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  f.script[0] = EXPORT_RETRY;
+  f.nscript = 1;
+  f.hook = delete_with_member_on_first_call;
+  spoiled = 0;
+  uint64_t d0 = metrics_reason_value("drops", "batch_unreadable");
+  exporter *ex = &f.base;
+  batcher *b = start_with_two_pushes(&ex, 1, s, gone_member);
+  wait_drained(s, &f, 2);
+  PP_CHECK_INT(spoiled, ==, 2);
+  PP_CHECK_INT(fake_calls(&f), ==, 2);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  if (f.nobj == 1)
+    PP_CHECK_INT(obj_total(&f, 0), ==, 300); /* the push of value 100 alone */
+  PP_CHECK(strcmp(f.key[1], f.key[0]) != 0);
+  PP_CHECK_INT(metrics_reason_value("drops", "batch_unreadable"), ==, d0 + 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  fake_free(&f);
+  teardown(s);
+}
+
 int main(void) {
   PP_RUN(test_merges_pushes_of_one_service_into_one_object);
   PP_RUN(test_window_end_exports_without_shutdown);
@@ -995,5 +1185,8 @@ int main(void) {
   PP_RUN(test_corrupt_manifest_is_set_aside_and_members_batched_again);
   PP_RUN(test_recovered_batch_refused_for_good_goes_to_failed);
   PP_RUN(test_rescan_decodes_each_push_once);
+  PP_RUN(test_unreadable_payload_is_rebuilt_under_the_same_key);
+  PP_RUN(test_unreadable_payload_goes_only_to_targets_still_owing_it);
+  PP_RUN(test_unreadable_payload_with_a_member_gone_exports_the_rest);
   PP_DONE();
 }

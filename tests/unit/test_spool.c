@@ -654,7 +654,7 @@ static spool *open_journaled(void) {
 
 /* A removed push's file is kept as a dot file (never scanned), reused by a
  * later push once its rename is durable (same inode, cut to the new push's
- * length), and removed by the next open. */
+ * length), and kept across a restart. */
 static void test_removed_files_are_recycled_and_reused_whole(void) {
   setup();
   spool *s = open_journaled();
@@ -702,14 +702,91 @@ static void test_removed_files_are_recycled_and_reused_whole(void) {
     PP_CHECK_STR(got.services[i], "s");
     PP_CHECK_INT(got.bytes[i], ==, small_len);
   }
-  /* Removed again, then a restart: the recycled files do not outlive it. */
+  /* Removed again, then a stop: the recycled files stay for the next start
+   * (test_restart_adopts_recycled_files_and_never_scans_them). */
   for (int i = 0; s && i < got.n && i < 2; i++)
     PP_CHECK_INT(spool_remove(s, got.ids[i]), ==, SPOOL_OK);
   PP_CHECK_INT(recycled_files(&rb), ==, 2);
   spool_close(s);
-  PP_CHECK_INT(recycled_files(&rb), ==, 0);
+  PP_CHECK_INT(recycled_files(&rb), ==, 2);
   free(big);
   free(small);
+  btu_rmtree(dir);
+}
+
+/* Inode numbers of the ".recycled-N" files in dir (at most max). */
+static int recycled_inodes(ino_t *out, int max) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL && n < max) {
+    struct stat st;
+    if (strncmp(de->d_name, ".recycled-", 10) == 0 && stat(sub(de->d_name), &st) == 0)
+      out[n++] = st.st_ino;
+  }
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* A stop leaves the recycled files; the next start adopts them: no scan
+ * hands one over as a push, the next pushes reuse their inodes (cut to the
+ * new push), and new names never replace an adopted one. A file with an odd
+ * name or a symlink under the prefix is deleted, not reused. */
+static void test_restart_adopts_recycled_files_and_never_scans_them(void) {
+  setup();
+  spool *s = open_journaled();
+  PP_CHECK(s != NULL);
+  if (!s || !room_for_recycling()) {
+    spool_close(s);
+    btu_rmtree(dir);
+    return;
+  }
+  size_t len;
+  uint8_t *f = btu_frame("adopt", 5, &len);
+  PP_CHECK(f != NULL);
+  char ids[3][SPOOL_ID_MAX], id[SPOOL_ID_MAX];
+  for (int i = 0; i < 3; i++)
+    PP_CHECK_INT(spool_put(s, f, len, ids[i]), ==, SPOOL_OK);
+  for (int i = 0; i < 3; i++)
+    PP_CHECK_INT(spool_remove(s, ids[i]), ==, SPOOL_OK);
+  spool_close(s);
+  uint64_t rb;
+  PP_CHECK_INT(recycled_files(&rb), ==, 3);
+  PP_CHECK_INT(rb, ==, 3 * (uint64_t)len);
+  ino_t kept[3];
+  PP_CHECK_INT(recycled_inodes(kept, 3), ==, 3);
+  /* Not ours to reuse: deleted at start. */
+  PP_CHECK_INT(btu_write_file(sub(".recycled-x"), "junk", 4), ==, 0);
+  PP_CHECK_INT(btu_write_file(sub("target"), "keep", 4), ==, 0);
+  PP_CHECK_INT(symlink("target", sub(".recycled-99")), ==, 0);
+
+  s = open_journaled();
+  PP_CHECK(s != NULL);
+  if (!s) {
+    free(f);
+    btu_rmtree(dir);
+    return;
+  }
+  struct stat st;
+  PP_CHECK_INT(stat(sub(".recycled-x"), &st), ==, -1);
+  PP_CHECK_INT(lstat(sub(".recycled-99"), &st), ==, -1);
+  PP_CHECK_INT(stat(sub("target"), &st), ==, 0); /* the link went, not what it named */
+  seen got = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &got), ==, 0);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(recycled_files(&rb), ==, 3);
+  /* The first push after the start already reuses an adopted file. */
+  PP_CHECK_INT(journal_put(s, f, len, id), ==, SPOOL_OK);
+  PP_CHECK_INT(stat(sub(id), &st), ==, 0);
+  PP_CHECK(st.st_ino == kept[0] || st.st_ino == kept[1] || st.st_ino == kept[2]);
+  PP_CHECK_INT(st.st_size, ==, len);
+  PP_CHECK_INT(recycled_files(&rb), ==, 2);
+  /* A new recycling rename takes a fresh name: three files again. */
+  PP_CHECK_INT(spool_remove(s, id), ==, SPOOL_OK);
+  PP_CHECK_INT(recycled_files(&rb), ==, 3);
+  spool_close(s);
+  free(f);
   btu_rmtree(dir);
 }
 
@@ -744,7 +821,8 @@ static void test_recycled_files_are_truncated_past_16_mib(void) {
   PP_CHECK_INT(recycled_files(&rb), ==, 6);
   PP_CHECK_INT(rb, ==, 0);
   spool_close(s);
-  PP_CHECK_INT(recycled_files(&rb), ==, 0);
+  PP_CHECK_INT(recycled_files(&rb), ==, 6); /* kept for the next start, empty */
+  PP_CHECK_INT(rb, ==, 0);
   free(f);
   btu_rmtree(dir);
 }
@@ -765,5 +843,6 @@ int main(void) {
   PP_RUN(test_scan_quarantines_a_file_torn_at_every_offset);
   PP_RUN(test_removed_files_are_recycled_and_reused_whole);
   PP_RUN(test_recycled_files_are_truncated_past_16_mib);
+  PP_RUN(test_restart_adopts_recycled_files_and_never_scans_them);
   PP_DONE();
 }
