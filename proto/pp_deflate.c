@@ -1,28 +1,71 @@
-/* gzip compression with libdeflate (pp_deflate.h). */
+/* gzip compression with ISA-L's igzip (pp_deflate.h). */
 #include "pp_deflate.h"
 
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* libdeflate's fastest level; measured on a 100 KiB push profile: 0.48 ms
- * against 1.1 ms for zlib's level 1, 4% smaller. A compressor per call: its
- * allocation is under 1% of compressing 100 KiB, and no state outlives the
- * call (batcher and exporter threads gzip concurrently). */
-#define DEFLATE_LEVEL 1
+/* igzip's level 1. Measured on a merged batch of the sidecar bench (683 KB
+ * of pprof): 0.20 ms per 100 KiB against 0.63 for libdeflate's level 1 and
+ * ~1.3 for zlib's, output 5% larger than libdeflate's (0.56 of the input
+ * against 0.53). The stream and its level buffer (~360 KiB) are allocated
+ * per call: no state outlives it (batcher and exporter threads gzip
+ * concurrently), and their pages are a few percent of compressing a batch. */
+#define IGZIP_LEVEL 1
+#define IGZIP_LEVEL_BUF ISAL_DEF_LVL1_DEFAULT
 
 int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
-  struct libdeflate_compressor *c = libdeflate_alloc_compressor(DEFLATE_LEVEL);
-  if (!c)
-    return -1;
-  size_t cap = libdeflate_gzip_compress_bound(c, len);
-  uint8_t *buf = cap >= len ? malloc(cap) : NULL;
-  size_t n = buf ? libdeflate_gzip_compress(c, in, len, buf, cap) : 0;
-  libdeflate_free_compressor(c);
-  if (n == 0) { /* cannot happen with the bound's room, but never trust it */
-    free(buf);
-    return -1;
+  int rc = -1;
+  struct isal_zstream *s = malloc(sizeof *s);
+  uint8_t *lbuf = malloc(IGZIP_LEVEL_BUF);
+  /* Stored blocks at worst: 5 bytes per 64 KiB block, plus the header. */
+  size_t cap = len + len / 8192 + 1024;
+  uint8_t *buf = cap > len ? malloc(cap) : NULL;
+  if (!s || !lbuf || !buf)
+    goto out;
+  isal_deflate_init(s);
+  s->level = IGZIP_LEVEL;
+  s->level_buf = lbuf;
+  s->level_buf_size = IGZIP_LEVEL_BUF;
+  s->gzip_flag = IGZIP_GZIP;
+  s->end_of_stream = 1;
+  s->flush = NO_FLUSH;
+  /* avail_in/avail_out are 32-bit: feed and drain in slices. */
+  const uint8_t *ip = in;
+  size_t left = len, done = 0;
+  for (;;) {
+    uint32_t in_slice = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
+    s->next_in = (uint8_t *)ip;
+    s->avail_in = in_slice;
+    s->end_of_stream = left == in_slice;
+    if (cap - done < 64) { /* never trust the bound: grow */
+      size_t ncap = cap + cap / 2 + 1024;
+      uint8_t *nb = ncap > cap ? realloc(buf, ncap) : NULL;
+      if (!nb)
+        goto out;
+      buf = nb;
+      cap = ncap;
+    }
+    size_t room = cap - done;
+    s->next_out = buf + done;
+    s->avail_out = room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
+    uint32_t out_before = s->avail_out;
+    if (isal_deflate(s) != COMP_OK)
+      goto out;
+    done += out_before - s->avail_out;
+    size_t used = in_slice - s->avail_in;
+    ip += used;
+    left -= used;
+    if (s->internal_state.state == ZSTATE_END)
+      break;
   }
   *out = buf;
-  *outlen = n;
-  return 0;
+  *outlen = done;
+  buf = NULL;
+  rc = 0;
+out:
+  free(buf);
+  free(lbuf);
+  free(s);
+  return rc;
 }

@@ -8,7 +8,7 @@ set(PUSHPROF_PROTO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pp_gzip.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_client.c)
 # Reader side (pushprof_proto_convert; not in the SDK): push decoding, gzip
-# with libdeflate, conversions.
+# with igzip (ISA-L), conversions.
 set(PUSHPROF_PROTO_CONVERT_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pp_push.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_deflate.c

@@ -4,7 +4,7 @@
 # chromium (test-only): it_views_browser opens the flame graphs in it.
 # python3-protobuf (test-only): the OTLP receiver of tests/integration/otlp decodes with it.
 set -euo pipefail
-pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libdeflate-dev
+pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libisal-dev
   python3-protobuf
   libelf-dev libdw-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
   golang-go libgoogle-perftools-dev python3 python3-yaml clang clang-format libclang-rt-14-dev curl

@@ -63,7 +63,7 @@ pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
 # pprof -> OTLP: the converter and its generated code (pushprof_proto_convert).
 get_target_property(PP_FUZZ_CONVERT_SRCS pushprof_proto_convert SOURCES)
 pushprof_fuzz_target(NAME otlp SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_CONVERT_SRCS}
-  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBDEFLATE Threads::Threads
+  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads
   DEPENDS pushprof_proto pushprof_proto_convert)
 
 # The frame codec and the push decoder (pp_push.c, in pushprof_proto_convert).

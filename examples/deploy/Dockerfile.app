@@ -6,7 +6,7 @@
 FROM debian:bookworm AS pushprof
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      cmake make gcc pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libdeflate-dev \
+      cmake make gcc pkg-config protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libisal-dev \
       libelf-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev \
       libjansson-dev libxml2-dev \
  && rm -rf /var/lib/apt/lists/*
