@@ -107,6 +107,7 @@ int64_t pp_builder_string(pp_builder *b, const char *s) {
   }
   b->strs.v[b->strs.n] = copy;
   b->str_bytes += k.len + 1 + 2 * sizeof(size_t);
+  b->str_chars += k.len;
   return (int64_t)b->strs.n++;
 }
 

@@ -66,5 +66,6 @@ struct pp_builder {
   int64_t drop_frames, keep_frames, default_sample_type, doc_url;
   bool merge_started;
   size_t str_bytes; /* interned strings' bytes, with malloc's overhead */
+  size_t str_chars; /* the interned strings' lengths, summed (no NULs) */
 };
 #endif

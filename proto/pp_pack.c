@@ -1,8 +1,12 @@
 /* pp_builder_pack: the pprof wire format (profile.proto) written straight
- * from the builder's tables, without protobuf-c's structs. Two passes over
- * the tables: the first adds up the exact size (so one malloc holds the
- * output), the second writes. A nested message's length prefix comes from
- * the same size functions the first pass used, so the two cannot disagree.
+ * from the builder's tables, without protobuf-c's structs, in one pass into
+ * one malloc. The buffer's size is an upper bound computed from the tables'
+ * counts alone (pack_bound: every varint at its widest, ids and string
+ * indices at the width of the largest one), so it costs no pass over the
+ * data; the buffer is shrunk to the bytes written at the end. Each nested
+ * message is sized (exactly) just before it is written, for its length
+ * prefix and to check that it fits, so a bound that was wrong would fail
+ * the pack, never overrun the buffer.
  *
  * The bytes are the ones protobuf-c's pack makes of the same profile (the
  * unit test compares them with that reference): fields in field-number
@@ -12,6 +16,7 @@
  * here is at most 15, so each tag is one byte. */
 #include "pp_builder_tab.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,28 +152,33 @@ static size_t function_size(const bfunction *f, uint64_t id) {
          field_size((uint64_t)f->filename) + field_size((uint64_t)f->start_line);
 }
 
-static size_t profile_size(const pp_builder *b) {
-  size_t nst = b->sample_types.n / 2, n = 0, a, c;
-  for (size_t i = 0; i < nst; i++)
-    n += len_field_size(value_type_size(b->sample_types.v[2 * i], b->sample_types.v[2 * i + 1]));
-  for (size_t i = 0; i < b->samples.n; i++)
-    n += len_field_size(sample_size(b, &b->samples.v[i], nst, &a, &c));
-  for (size_t i = 0; i < b->maps.n; i++)
-    n += len_field_size(mapping_size(&b->maps.v[i], i + 1));
-  for (size_t i = 0; i < b->locs.n; i++)
-    n += len_field_size(location_size(b, &b->locs.v[i], i + 1));
-  for (size_t i = 0; i < b->funcs.n; i++)
-    n += len_field_size(function_size(&b->funcs.v[i], i + 1));
-  for (size_t i = 0; i < b->strs.n; i++)
-    n += len_field_size(strlen(b->strs.v[i]));
-  n += field_size((uint64_t)b->drop_frames) + field_size((uint64_t)b->keep_frames) +
-       field_size((uint64_t)b->time_nanos) + field_size((uint64_t)b->duration_nanos);
-  if (b->has_period_type)
-    n += len_field_size(value_type_size(b->period_type, b->period_unit));
-  n += field_size((uint64_t)b->period);
-  if (b->comments.n)
-    n += len_field_size(packed_i64_size(b->comments.v, b->comments.n));
-  n += field_size((uint64_t)b->default_sample_type) + field_size((uint64_t)b->doc_url);
+/* n += count * per, saturating at SIZE_MAX (then the malloc fails). */
+static void bound_add(size_t *n, size_t count, size_t per) {
+  size_t x;
+  if (__builtin_mul_overflow(count, per, &x) || __builtin_add_overflow(*n, x, n))
+    *n = SIZE_MAX;
+}
+
+/* At least the bytes pp_builder_pack writes. A nested message's or packed
+ * field's tag and length take at most 1 + 10 bytes (f), so does a scalar
+ * field, a packed element at most 10; a sample's location id is at most
+ * locs.n and a string index (a label's, a mapping's, a function's) below
+ * strs.n, as the builder checks when they are added (ix: tag and index). */
+static size_t pack_bound(const pp_builder *b) {
+  const size_t f = 11, ix = 1 + varint_size(b->strs.n), nst = b->sample_types.n / 2;
+  size_t n = 0;
+  bound_add(&n, nst, f + 2 * f);                 /* sample_type */
+  bound_add(&n, b->samples.n, 3 * f + nst * 10); /* sample, location_id, value */
+  bound_add(&n, b->sample_locs.n, varint_size(b->locs.n));
+  bound_add(&n, b->sample_labels.n, f + 3 * ix + f);    /* key, str, num, num_unit */
+  bound_add(&n, b->maps.n, f + 4 * f + 2 * ix + 4 * 2); /* 4 numbers, 2 strings, flags */
+  bound_add(&n, b->locs.n, f + 3 * f);                  /* id, mapping_id, address */
+  bound_add(&n, b->lines.n, f + 2 * f);                 /* function_id, line */
+  bound_add(&n, b->funcs.n, f + 2 * f + 3 * ix);        /* id, 3 strings, start_line */
+  bound_add(&n, b->strs.n, f);                          /* string_table, */
+  bound_add(&n, 1, b->str_chars);                       /* with its bytes */
+  bound_add(&n, 1, 7 * f + f + 2 * f + f);              /* scalars, period_type */
+  bound_add(&n, b->comments.n, 10);
   return n;
 }
 
@@ -180,9 +190,9 @@ static uint8_t *put_value_type(uint8_t *p, unsigned field, int64_t type, int64_t
   return put_field(p, 2, (uint64_t)unit);
 }
 
-static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, size_t nvalues) {
-  size_t locs_len, vals_len;
-  p = put_len(p, PROFILE_SAMPLE, sample_size(b, s, nvalues, &locs_len, &vals_len));
+static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, size_t nvalues,
+                           size_t body, size_t locs_len, size_t vals_len) {
+  p = put_len(p, PROFILE_SAMPLE, body);
   if (s->nlocs) {
     const uint64_t *v = &b->sample_locs.v[s->loc_off];
     p = put_len(p, 1, locs_len);
@@ -206,8 +216,8 @@ static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, si
   return p;
 }
 
-static uint8_t *put_mapping(uint8_t *p, const bmapping *m, uint64_t id) {
-  p = put_len(p, PROFILE_MAPPING, mapping_size(m, id));
+static uint8_t *put_mapping(uint8_t *p, const bmapping *m, uint64_t id, size_t body) {
+  p = put_len(p, PROFILE_MAPPING, body);
   p = put_field(p, 1, id);
   p = put_field(p, 2, m->start);
   p = put_field(p, 3, m->limit);
@@ -220,8 +230,9 @@ static uint8_t *put_mapping(uint8_t *p, const bmapping *m, uint64_t id) {
   return put_field(p, 10, (m->flags & PP_MAPPING_HAS_INLINE_FRAMES) != 0);
 }
 
-static uint8_t *put_location(uint8_t *p, const pp_builder *b, const blocation *l, uint64_t id) {
-  p = put_len(p, PROFILE_LOCATION, location_size(b, l, id));
+static uint8_t *put_location(uint8_t *p, const pp_builder *b, const blocation *l, uint64_t id,
+                             size_t body) {
+  p = put_len(p, PROFILE_LOCATION, body);
   p = put_field(p, 1, id);
   p = put_field(p, 2, l->mapping_id);
   p = put_field(p, 3, l->address);
@@ -234,8 +245,8 @@ static uint8_t *put_location(uint8_t *p, const pp_builder *b, const blocation *l
   return p;
 }
 
-static uint8_t *put_function(uint8_t *p, const bfunction *f, uint64_t id) {
-  p = put_len(p, PROFILE_FUNCTION, function_size(f, id));
+static uint8_t *put_function(uint8_t *p, const bfunction *f, uint64_t id, size_t body) {
+  p = put_len(p, PROFILE_FUNCTION, body);
   p = put_field(p, 1, id);
   p = put_field(p, 2, (uint64_t)f->name);
   p = put_field(p, 3, (uint64_t)f->system_name);
@@ -243,28 +254,63 @@ static uint8_t *put_function(uint8_t *p, const bfunction *f, uint64_t id) {
   return put_field(p, 5, (uint64_t)f->start_line);
 }
 
+/* Bytes of the fields after the string table. */
+static size_t tail_size(const pp_builder *b) {
+  size_t n = field_size((uint64_t)b->drop_frames) + field_size((uint64_t)b->keep_frames) +
+             field_size((uint64_t)b->time_nanos) + field_size((uint64_t)b->duration_nanos) +
+             field_size((uint64_t)b->period) + field_size((uint64_t)b->default_sample_type) +
+             field_size((uint64_t)b->doc_url);
+  if (b->has_period_type)
+    n += len_field_size(value_type_size(b->period_type, b->period_unit));
+  if (b->comments.n)
+    n += len_field_size(packed_i64_size(b->comments.v, b->comments.n));
+  return n;
+}
+
+/* Room at p (before end) for a field of body bytes with its tag and length. */
+#define ROOM(body) (len_field_size(body) <= (size_t)(end - p))
+
 int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
-  size_t size = profile_size(b), nst = b->sample_types.n / 2;
-  uint8_t *buf = malloc(size ? size : 1), *p = buf;
+  size_t bound = pack_bound(b), nst = b->sample_types.n / 2, body, a, c;
+  uint8_t *buf = bound < SIZE_MAX ? malloc(bound) : NULL, *p = buf, *end = buf + bound;
   if (!buf)
     return -1;
-  for (size_t i = 0; i < nst; i++)
-    p = put_value_type(p, PROFILE_SAMPLE_TYPE, b->sample_types.v[2 * i],
-                       b->sample_types.v[2 * i + 1]);
-  for (size_t i = 0; i < b->samples.n; i++)
-    p = put_sample(p, b, &b->samples.v[i], nst);
-  for (size_t i = 0; i < b->maps.n; i++)
-    p = put_mapping(p, &b->maps.v[i], i + 1);
-  for (size_t i = 0; i < b->locs.n; i++)
-    p = put_location(p, b, &b->locs.v[i], i + 1);
-  for (size_t i = 0; i < b->funcs.n; i++)
-    p = put_function(p, &b->funcs.v[i], i + 1);
-  for (size_t i = 0; i < b->strs.n; i++) {
-    size_t n = strlen(b->strs.v[i]);
-    p = put_len(p, PROFILE_STRING_TABLE, n);
-    memcpy(p, b->strs.v[i], n);
-    p += n;
+  for (size_t i = 0; i < nst; i++) {
+    int64_t type = b->sample_types.v[2 * i], unit = b->sample_types.v[2 * i + 1];
+    if (!ROOM(value_type_size(type, unit)))
+      goto overrun;
+    p = put_value_type(p, PROFILE_SAMPLE_TYPE, type, unit);
   }
+  for (size_t i = 0; i < b->samples.n; i++) {
+    const bsample *s = &b->samples.v[i];
+    if (!ROOM(body = sample_size(b, s, nst, &a, &c)))
+      goto overrun;
+    p = put_sample(p, b, s, nst, body, a, c);
+  }
+  for (size_t i = 0; i < b->maps.n; i++) {
+    if (!ROOM(body = mapping_size(&b->maps.v[i], i + 1)))
+      goto overrun;
+    p = put_mapping(p, &b->maps.v[i], i + 1, body);
+  }
+  for (size_t i = 0; i < b->locs.n; i++) {
+    if (!ROOM(body = location_size(b, &b->locs.v[i], i + 1)))
+      goto overrun;
+    p = put_location(p, b, &b->locs.v[i], i + 1, body);
+  }
+  for (size_t i = 0; i < b->funcs.n; i++) {
+    if (!ROOM(body = function_size(&b->funcs.v[i], i + 1)))
+      goto overrun;
+    p = put_function(p, &b->funcs.v[i], i + 1, body);
+  }
+  for (size_t i = 0; i < b->strs.n; i++) {
+    if (!ROOM(body = strlen(b->strs.v[i])))
+      goto overrun;
+    p = put_len(p, PROFILE_STRING_TABLE, body);
+    memcpy(p, b->strs.v[i], body);
+    p += body;
+  }
+  if (tail_size(b) > (size_t)(end - p))
+    goto overrun;
   p = put_field(p, PROFILE_DROP_FRAMES, (uint64_t)b->drop_frames);
   p = put_field(p, PROFILE_KEEP_FRAMES, (uint64_t)b->keep_frames);
   p = put_field(p, PROFILE_TIME_NANOS, (uint64_t)b->time_nanos);
@@ -279,11 +325,13 @@ int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
   }
   p = put_field(p, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)b->default_sample_type);
   p = put_field(p, PROFILE_DOC_URL, (uint64_t)b->doc_url);
-  if ((size_t)(p - buf) != size) { /* a size function disagrees with its writer: a bug */
-    free(buf);
-    return -1;
-  }
-  *out = buf;
-  *len = size;
+  size_t used = (size_t)(p - buf);
+  uint8_t *fit = realloc(buf, used); /* glibc shrinks in place */
+  *out = fit ? fit : buf;
+  *len = used;
   return 0;
+overrun: /* pack_bound is wrong: a bug */
+  assert(!"pp_pack: pack_bound too small");
+  free(buf);
+  return -1;
 }

@@ -270,9 +270,13 @@ static uint64_t rnd(uint64_t *s) { /* xorshift64* */
   return *s * 0x2545f4914f6cdd1dULL;
 }
 
+static bool edge_widest; /* edge_u64 returns only 10-byte varints */
+
 /* Mostly values at varint size boundaries (1, 2, 3, 9 and 10 bytes, the
  * extremes, negatives), sometimes any 64 bits. */
 static uint64_t edge_u64(uint64_t *s) {
+  if (edge_widest)
+    return rnd(s) | 1ULL << 63;
   static const uint64_t edges[] = {0,
                                    1,
                                    127,
@@ -403,6 +407,22 @@ static void test_pack_matches_protobuf_c_on_random_profiles(void) {
       check_pack_matches_ref(b, what);
     pp_builder_free(b);
   }
+}
+
+/* Every number at its widest: pp_pack.c's buffer bound must hold (ASan and
+ * the encoder's assert would see an overrun). */
+static void test_pack_matches_protobuf_c_on_widest_values(void) {
+  uint64_t seed = 0x2545f4914f6cdd1dULL;
+  char what[64];
+  edge_widest = true;
+  for (int i = 0; i < 100; i++) {
+    pp_builder *b = random_builder(&seed, i % 25 == 0 ? 150 : (size_t)i % 10);
+    snprintf(what, sizeof what, "widest profile %d", i);
+    if (b)
+      check_pack_matches_ref(b, what);
+    pp_builder_free(b);
+  }
+  edge_widest = false;
 }
 
 static void test_pack_matches_protobuf_c_on_empty_profiles(void) {
@@ -1044,6 +1064,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_builder_dedups_with_dense_ids);
   PP_RUN(test_pack_unpack_round_trip);
   PP_RUN(test_pack_matches_protobuf_c_on_random_profiles);
+  PP_RUN(test_pack_matches_protobuf_c_on_widest_values);
   PP_RUN(test_pack_matches_protobuf_c_on_empty_profiles);
   PP_RUN(test_pack_matches_protobuf_c_on_edge_values);
   PP_RUN(test_pack_matches_protobuf_c_on_merges);
