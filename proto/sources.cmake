@@ -3,6 +3,7 @@ set(PUSHPROF_PROTO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pp_frame.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_hash.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_builder.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_pack.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_validate.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_merge.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_gzip.c

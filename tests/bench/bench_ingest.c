@@ -3,11 +3,15 @@
  * (pp_push_decode: frame, PushRequest, pprof, validation) and merges it into
  * a batch (pp_merge_add), N times, a new batch every BATCH pushes (packed and
  * gzipped as the batcher does). Prints CPU microseconds per push for each
- * step as key=value.
+ * step as key=value (pack_us: the pack alone, within pack_gzip_us) and the
+ * mean size of a packed batch. With more files after BATCH, push i carries
+ * file i mod their count, so a batch merges distinct pushes instead of one
+ * push repeated (which dedups to one push's size).
  *
- *   bench_sidecar --dump /tmp/p.pb --size 102400
- *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)]
+ *   bench_sidecar --dump /tmp/p.pb --size 102400 [--dump-variant V]
+ *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)] [/tmp/p1.pb ...]
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +45,11 @@ static uint8_t *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-int main(int argc, char **argv) {
-  size_t plen = 0;
-  uint8_t *pprof = argc >= 2 ? read_file(argv[1], &plen) : NULL;
-  int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
-  if (!pprof || n < 1 || batch < 1) {
-    fprintf(stderr, "usage: bench_ingest PPROF_FILE [N] [BATCH]\n");
-    return 2;
-  }
+/* A push frame (header and PushRequest) carrying the pprof in path. */
+static uint8_t *make_frame(const char *path, size_t *flen, size_t *plen) {
+  uint8_t *pprof = read_file(path, plen);
+  if (!pprof)
+    return NULL;
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
   Pushprof__V1__Label lab = PUSHPROF__V1__LABEL__INIT, *labs[1] = {&lab};
   lab.key = "env";
@@ -58,23 +59,45 @@ int main(int argc, char **argv) {
   req.n_labels = 1;
   req.pid = 1;
   req.pprof.data = pprof;
-  req.pprof.len = plen;
+  req.pprof.len = *plen;
   size_t body = pushprof__v1__push_request__get_packed_size(&req);
   uint8_t *frame = malloc(PP_FRAME_HEADER_SIZE + body);
-  if (!frame)
-    return 2;
-  pp_frame_header_encode(frame, PP_FRAME_PUSH, (uint32_t)body);
-  pushprof__v1__push_request__pack(&req, frame + PP_FRAME_HEADER_SIZE);
-  size_t flen = PP_FRAME_HEADER_SIZE + body;
+  if (frame) {
+    pp_frame_header_encode(frame, PP_FRAME_PUSH, (uint32_t)body);
+    pushprof__v1__push_request__pack(&req, frame + PP_FRAME_HEADER_SIZE);
+    *flen = PP_FRAME_HEADER_SIZE + body;
+  }
+  free(pprof);
+  return frame;
+}
 
-  double t_dec = 0, t_merge = 0, t_pack = 0;
+#define MAX_FILES 64
+
+int main(int argc, char **argv) {
+  int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
+  int nfiles = argc >= 5 ? 1 + (argc - 4) : 1;
+  uint8_t *frames[MAX_FILES] = {0};
+  size_t flens[MAX_FILES] = {0}, plen = 0;
+  bool ok = argc >= 2 && n >= 1 && batch >= 1 && nfiles <= MAX_FILES;
+  for (int f = 0; ok && f < nfiles; f++) {
+    frames[f] = make_frame(f == 0 ? argv[1] : argv[3 + f], &flens[f], &plen);
+    ok = frames[f] != NULL;
+  }
+  if (!ok) {
+    fprintf(stderr, "usage: bench_ingest PPROF_FILE [N] [BATCH] [MORE_PPROF_FILES...]\n");
+    return 2;
+  }
+
+  double t_dec = 0, t_merge = 0, t_pack = 0, t_pack_only = 0, batch_bytes = 0;
+  int nbatches = 0;
   pp_builder *b = pp_builder_new();
   int in_batch = 0;
   for (int i = 0; i < n && b; i++) {
     char why[256];
     int code;
     double t0 = cpu_s();
-    pp_push *p = pp_push_decode(frame, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+    pp_push *p = pp_push_decode(frames[i % nfiles], flens[i % nfiles], PP_FRAME_MAX_DEFAULT, &code,
+                                why, sizeof why);
     double t1 = cpu_s();
     if (!p || !p->prof) {
       fprintf(stderr, "bench_ingest: the push does not decode: %s\n", why);
@@ -92,11 +115,16 @@ int main(int argc, char **argv) {
       uint8_t *raw = NULL, *gz = NULL;
       size_t rawlen = 0, gzlen = 0;
       double t3 = cpu_s();
-      if (pp_builder_pack(b, &raw, &rawlen) != 0 || pp_gzip_fast(raw, rawlen, &gz, &gzlen) != 0) {
+      int rc = pp_builder_pack(b, &raw, &rawlen);
+      double t4 = cpu_s();
+      if (rc != 0 || pp_gzip_fast(raw, rawlen, &gz, &gzlen) != 0) {
         fprintf(stderr, "bench_ingest: pack or gzip failed\n");
         return 2;
       }
       t_pack += cpu_s() - t3;
+      t_pack_only += t4 - t3;
+      batch_bytes += (double)rawlen;
+      nbatches++;
       free(raw);
       free(gz);
       pp_builder_free(b);
@@ -105,10 +133,11 @@ int main(int argc, char **argv) {
     }
   }
   pp_builder_free(b);
-  printf("bench_ingest pprof_bytes=%zu pushes=%d batch=%d decode_us=%.0f merge_us=%.0f "
-         "pack_gzip_us=%.0f\n",
-         plen, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6);
-  free(frame);
-  free(pprof);
+  printf("bench_ingest pprof_bytes=%zu files=%d pushes=%d batch=%d decode_us=%.0f merge_us=%.0f "
+         "pack_gzip_us=%.0f pack_us=%.1f batch_bytes=%.0f\n",
+         plen, nfiles, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6,
+         t_pack_only / n * 1e6, nbatches ? batch_bytes / nbatches : 0);
+  for (int f = 0; f < nfiles; f++)
+    free(frames[f]);
   return 0;
 }

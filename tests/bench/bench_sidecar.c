@@ -10,13 +10,15 @@
  *
  *   bench_sidecar --socket PATH [--size BYTES] [--clients N]
  *                 [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]
- *                 [--variants N] [--timeout-ms MS] [--dump FILE]
+ *                 [--variants N] [--timeout-ms MS] [--dump FILE [--dump-variant V]]
  *                 [--distinct-services] [--retry]
  *
  * --distinct-services gives every push its own service (so its own batch,
  * the worst case for the sidecar's memory); --retry sends a push the sidecar
  * refused or did not answer again (same sequence, after 10-100 ms) until it
- * is acked, as the SDK's backlog does, and counts the retries.
+ * is acked, as the SDK's backlog does, and counts the retries. --dump writes
+ * one payload (variant 0, or V: pushes of one binary with other samples) to
+ * FILE instead of pushing.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -54,8 +56,9 @@ typedef struct options {
   int variants;      /* distinct payloads per client */
   int timeout_ms;
   const char *dump;
-  bool distinct; /* --distinct-services */
-  bool retry;    /* --retry */
+  long dump_variant; /* --dump-variant */
+  bool distinct;     /* --distinct-services */
+  bool retry;        /* --retry */
 } options;
 
 typedef struct client {
@@ -389,7 +392,8 @@ static double pct(const double *v, size_t n, double p) {
 static void usage(FILE *f) {
   fprintf(f, "usage: bench_sidecar --socket PATH [--size BYTES] [--clients N]\n"
              "                     [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]\n"
-             "                     [--variants N] [--timeout-ms MS] [--dump FILE]\n"
+             "                     [--variants N] [--timeout-ms MS] [--dump FILE "
+             "[--dump-variant V]]\n"
              "                     [--distinct-services] [--retry]\n");
 }
 
@@ -403,6 +407,7 @@ static int parse_args(int argc, char **argv, options *o) {
                                            {"variants", required_argument, NULL, 'v'},
                                            {"timeout-ms", required_argument, NULL, 't'},
                                            {"dump", required_argument, NULL, 'o'},
+                                           {"dump-variant", required_argument, NULL, 'w'},
                                            {"distinct-services", no_argument, NULL, 'u'},
                                            {"retry", no_argument, NULL, 'y'},
                                            {"help", no_argument, NULL, 'h'},
@@ -441,6 +446,9 @@ static int parse_args(int argc, char **argv, options *o) {
     case 'o':
       o->dump = optarg;
       break;
+    case 'w':
+      o->dump_variant = strtol(optarg, &end, 10);
+      break;
     case 'u':
       o->distinct = true;
       break;
@@ -462,7 +470,7 @@ static int parse_args(int argc, char **argv, options *o) {
   if (optind != argc || (o->socket_path == NULL && o->dump == NULL) || o->size < 1024 ||
       o->size > PP_FRAME_MAX_DEFAULT - 4096 || o->clients < 1 || o->clients > 1024 ||
       o->variants < 1 || o->variants > 64 || o->timeout_ms < 1 || o->rate < 0 ||
-      o->duration_s < 0 || o->count < 0) {
+      o->duration_s < 0 || o->count < 0 || o->dump_variant < 0) {
     fprintf(stderr,
             "bench_sidecar: bad arguments (--socket is required; --size 1024..%u, "
             "--clients 1..1024, --variants 1..64)\n",
@@ -482,7 +490,7 @@ static int parse_args(int argc, char **argv, options *o) {
 static int dump_profile(const options *o) {
   uint8_t *buf = NULL;
   size_t len = 0;
-  if (build_profile(o->size, 0, &buf, &len) != 0) {
+  if (build_profile(o->size, (uint64_t)o->dump_variant, &buf, &len) != 0) {
     fprintf(stderr, "bench_sidecar: cannot build a profile (out of memory?)\n");
     return 2;
   }
