@@ -90,7 +90,11 @@ typedef struct group {
   int64_t opened_mono; /* window start */
   int64_t oldest_wall; /* oldest push it holds, for max_age and the age gauge */
   bool sealed, busy;
-  uint8_t *gz; /* in memory only when no manifest holds it */
+  /* In memory when no manifest holds it, or as a copy of the manifest's
+   * until the first failed attempt (gz_copy): a batch exported at once
+   * is not read back and hashed again. */
+  uint8_t *gz;
+  bool gz_copy;
   size_t gzlen;
   char hash[65];
   uint32_t pid;   /* the pushing process, while every member is one's */
@@ -916,11 +920,16 @@ static void prepare_group(batcher *b, group *g) {
   if (rc == 0 && b->md)
     write_manifest(b, g);
   bool on_disk = rc == 0 && g->mf_name[0];
-  if (on_disk) {
+  pthread_mutex_lock(&b->mu);
+  /* With its manifest written, the payload stays only as a copy for the
+   * first attempt, and only while such copies hold under half the soft
+   * limit (a target down frees them at its first failure). */
+  if (on_disk && b->mem_payload + g->gzlen <= b->merge_soft / 2) {
+    g->gz_copy = true;
+  } else if (on_disk) {
     free(g->gz);
     g->gz = NULL;
   }
-  pthread_mutex_lock(&b->mu);
   if (rc != 0) {
     /* Out of memory packing: keep the builder and try again later. */
     log_event(LOG_ERROR, "cannot encode a merged profile (out of memory?); will retry",
@@ -1071,6 +1080,16 @@ static void failed_reasons(const batcher *b, const group *g, char *out, size_t o
                             g->ts[t].failed);
 }
 
+/* A failed attempt: the next one reads the manifest (lock held). */
+static void drop_payload_copy(batcher *b, group *g) {
+  if (!g->gz_copy)
+    return;
+  b->mem_payload -= g->gzlen;
+  free(g->gz);
+  g->gz = NULL;
+  g->gz_copy = false;
+}
+
 /* Handles the outcome of one attempt on target t. b->mu held (dropped
  * meanwhile when the group is done), g busy. The group leaves (and its
  * pushes the spool) once every target is done with it: exported when all
@@ -1104,6 +1123,7 @@ static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *d
   } else {
     metrics_add(M_EXPORT_FAILURES, 1);
     metrics_target_add(tm, MT_EXPORT_FAILURES, 1);
+    drop_payload_copy(b, g);
     int64_t delay = backoff_ms(b, ts->attempts);
     /* The server's Retry-After is a floor under the jittered backoff. */
     if (ts->retry_after_s > 0 && (int64_t)ts->retry_after_s * 1000 > delay)

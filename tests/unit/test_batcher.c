@@ -1136,6 +1136,48 @@ static void test_unreadable_payload_goes_only_to_targets_still_owing_it(void) {
   teardown(s);
 }
 
+/* A batch's first attempt at each target uses the payload still in memory
+ * (a copy of its manifest's): the manifest cut during the first target's
+ * call is not read by the second target's first attempt, so nothing is
+ * set aside and both get the same bytes; the copy goes at the first failure
+ * (test_unreadable_payload_is_rebuilt_under_the_same_key reads the cut
+ * manifest on its retry). */
+static void test_first_attempts_use_the_payload_in_memory(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  char bdir[128];
+  path_in(MANIFEST_DIR, bdir, sizeof bdir);
+  fake first, second;
+  fake_init(&first, s);
+  fake_init(&second, s);
+  first.hook = cut_on_first_call;
+  spoiled = 0;
+  uint64_t a0 = mtu_value("pushprof_batch_manifests_set_aside_total");
+  exporter *ex[2] = {&first.base, &second.base};
+  batcher *b = start_with_two_pushes(ex, 2, s, NULL);
+  wait_drained(s, &second, 1);
+  PP_CHECK_INT(spoiled, ==, 1);
+  PP_CHECK_INT(fake_calls(&first), ==, 1);
+  PP_CHECK_INT(fake_calls(&second), ==, 1);
+  PP_CHECK_INT(first.nobj, ==, 1);
+  PP_CHECK_INT(second.nobj, ==, 1);
+  if (first.nobj == 1 && second.nobj == 1) {
+    PP_CHECK_STR(second.hash[0], first.hash[0]);
+    PP_CHECK(second.len[0] == first.len[0] &&
+             memcmp(second.data[0], first.data[0], first.len[0]) == 0);
+    PP_CHECK_INT(obj_total(&second, 0), ==, 321);
+  }
+  PP_CHECK_INT(mtu_value("pushprof_batch_manifests_set_aside_total"), ==, a0);
+  PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 0);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  fake_free(&first);
+  fake_free(&second);
+  teardown(s);
+}
+
 /* The manifest and one member file are deleted: the other push is
  * exported in a new batch, the lost one counted as a drop. */
 static void test_unreadable_payload_with_a_member_gone_exports_the_rest(void) {
@@ -1187,6 +1229,7 @@ int main(void) {
   PP_RUN(test_rescan_decodes_each_push_once);
   PP_RUN(test_unreadable_payload_is_rebuilt_under_the_same_key);
   PP_RUN(test_unreadable_payload_goes_only_to_targets_still_owing_it);
+  PP_RUN(test_first_attempts_use_the_payload_in_memory);
   PP_RUN(test_unreadable_payload_with_a_member_gone_exports_the_rest);
   PP_DONE();
 }
