@@ -7,6 +7,14 @@
  *
  *   bench_sidecar --dump /tmp/p.pb --size 102400
  *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)]
+ *
+ * One file repeated dedups a batch to one push's samples. The sidecar bench
+ * sends distinct payloads (every sample with its own trace_id), so a batch
+ * grows by every push: give several files, comma-separated, and push i is
+ * file i % count:
+ *
+ *   bench_sidecar --dump /tmp/v --dump-count 32 --size 102400
+ *   bench_ingest $(ls /tmp/v.* | paste -sd,) 300 10
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,14 +49,11 @@ static uint8_t *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-int main(int argc, char **argv) {
-  size_t plen = 0;
-  uint8_t *pprof = argc >= 2 ? read_file(argv[1], &plen) : NULL;
-  int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
-  if (!pprof || n < 1 || batch < 1) {
-    fprintf(stderr, "usage: bench_ingest PPROF_FILE [N] [BATCH]\n");
-    return 2;
-  }
+/* A push frame holding the pprof at path; NULL on error. */
+static uint8_t *make_frame(const char *path, size_t *flen, size_t *plen) {
+  uint8_t *pprof = read_file(path, plen);
+  if (!pprof)
+    return NULL;
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
   Pushprof__V1__Label lab = PUSHPROF__V1__LABEL__INIT, *labs[1] = {&lab};
   lab.key = "env";
@@ -58,14 +63,41 @@ int main(int argc, char **argv) {
   req.n_labels = 1;
   req.pid = 1;
   req.pprof.data = pprof;
-  req.pprof.len = plen;
+  req.pprof.len = *plen;
   size_t body = pushprof__v1__push_request__get_packed_size(&req);
   uint8_t *frame = malloc(PP_FRAME_HEADER_SIZE + body);
-  if (!frame)
+  if (frame) {
+    pp_frame_header_encode(frame, PP_FRAME_PUSH, (uint32_t)body);
+    pushprof__v1__push_request__pack(&req, frame + PP_FRAME_HEADER_SIZE);
+    *flen = PP_FRAME_HEADER_SIZE + body;
+  }
+  free(pprof);
+  return frame;
+}
+
+#define MAX_FILES 1024
+
+int main(int argc, char **argv) {
+  static uint8_t *frames[MAX_FILES];
+  static size_t flens[MAX_FILES];
+  size_t nfiles = 0, plen_sum = 0;
+  int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
+  char *list = argc >= 2 ? strdup(argv[1]) : NULL;
+  for (char *save = NULL, *f = list ? strtok_r(list, ",", &save) : NULL; f;
+       f = strtok_r(NULL, ",", &save)) {
+    size_t plen = 0;
+    if (nfiles == MAX_FILES || !(frames[nfiles] = make_frame(f, &flens[nfiles], &plen))) {
+      fprintf(stderr, "bench_ingest: cannot read %s (or more than %d files)\n", f, MAX_FILES);
+      return 2;
+    }
+    plen_sum += plen;
+    nfiles++;
+  }
+  free(list);
+  if (nfiles == 0 || n < 1 || batch < 1) {
+    fprintf(stderr, "usage: bench_ingest PPROF_FILE[,PPROF_FILE...] [N] [BATCH]\n");
     return 2;
-  pp_frame_header_encode(frame, PP_FRAME_PUSH, (uint32_t)body);
-  pushprof__v1__push_request__pack(&req, frame + PP_FRAME_HEADER_SIZE);
-  size_t flen = PP_FRAME_HEADER_SIZE + body;
+  }
 
   double t_dec = 0, t_merge = 0, t_pack = 0;
   pp_builder *b = pp_builder_new();
@@ -74,7 +106,8 @@ int main(int argc, char **argv) {
     char why[256];
     int code;
     double t0 = cpu_s();
-    pp_push *p = pp_push_decode(frame, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+    pp_push *p = pp_push_decode(frames[(size_t)i % nfiles], flens[(size_t)i % nfiles],
+                                PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
     double t1 = cpu_s();
     if (!p || !p->prof) {
       fprintf(stderr, "bench_ingest: the push does not decode: %s\n", why);
@@ -105,10 +138,10 @@ int main(int argc, char **argv) {
     }
   }
   pp_builder_free(b);
-  printf("bench_ingest pprof_bytes=%zu pushes=%d batch=%d decode_us=%.0f merge_us=%.0f "
-         "pack_gzip_us=%.0f\n",
-         plen, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6);
-  free(frame);
-  free(pprof);
+  printf("bench_ingest pprof_bytes=%zu files=%zu pushes=%d batch=%d decode_us=%.0f "
+         "merge_us=%.0f pack_gzip_us=%.0f\n",
+         plen_sum / nfiles, nfiles, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6);
+  for (size_t i = 0; i < nfiles; i++)
+    free(frames[i]);
   return 0;
 }
