@@ -1,6 +1,7 @@
 /* Hash index and id map for the pprof builder, validation and merge. */
 #include "pp_hash.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,17 @@ int pp_htab_insert(pp_htab *t, uint64_t h, uint32_t idx) {
   return 0;
 }
 
+int pp_htab_insert_at(pp_htab *t, size_t slot, uint64_t h, uint32_t idx) {
+  if ((t->count + 1) * 2 > t->mask + 1) /* it grows: the slot moves */
+    return pp_htab_insert(t, h, idx);
+  if (idx == UINT32_MAX)
+    return -1;
+  assert(slot <= t->mask && t->slots[slot].idx == 0);
+  t->slots[slot] = (pp_htab_slot){(uint32_t)(h >> 32), idx + 1};
+  t->count++;
+  return 0;
+}
+
 static bool id_eq(const void *ctx, uint32_t idx) {
   const uint64_t *k = ctx;
   return ((const uint64_t *)k[0])[idx] == k[1];
@@ -123,9 +135,7 @@ int pp_idmap_index(pp_idmap *m, uint64_t *bad) {
   return 0;
 }
 
-int64_t pp_idmap_find(const pp_idmap *m, uint64_t id) {
-  if (m->dense)
-    return id >= 1 && id <= m->n ? (int64_t)(id - 1) : -1;
+int64_t pp_idmap_find_sparse(const pp_idmap *m, uint64_t id) {
   uint64_t ctx[2] = {(uint64_t)(uintptr_t)m->keys, id};
   return pp_htab_find(&m->t, pp_hash_mix(id), id_eq, ctx);
 }
