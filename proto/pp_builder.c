@@ -50,8 +50,10 @@ fail:
 void pp_builder_free(pp_builder *b) {
   if (!b)
     return;
-  for (size_t i = 0; i < b->strs.n; i++)
-    free(b->strs.v[i]);
+  for (str_chunk *c = b->str_chunks, *next; c; c = next) {
+    next = c->next;
+    free(c);
+  }
   free(b->strs.v);
   pp_htab_free(&b->str_ix);
   free(b->maps.v);
@@ -78,35 +80,72 @@ void pp_builder_free(pp_builder *b) {
 typedef struct str_key {
   const pp_builder *b;
   const char *s;
-  size_t len;
+  uint32_t len;
 } str_key;
+
+static uint32_t stored_len(const char *t) {
+  uint32_t n;
+  memcpy(&n, t - sizeof n, sizeof n);
+  return n;
+}
 
 static bool str_eq(const void *ctx, uint32_t idx) {
   const str_key *k = ctx;
   const char *t = k->b->strs.v[idx];
-  return memcmp(t, k->s, k->len) == 0 && t[k->len] == '\0';
+  return stored_len(t) == k->len && memcmp(t, k->s, k->len) == 0;
+}
+
+/* A copy of s (len bytes, then a NUL) in the string chunks; NULL on ENOMEM. */
+static char *str_store(pp_builder *b, const char *s, uint32_t len) {
+  size_t need = sizeof len + (size_t)len + 1;
+  str_chunk *c = b->str_chunks;
+  if (!c || c->cap - c->used < need) {
+    size_t cap = b->str_next_cap ? b->str_next_cap : STR_CHUNK_FIRST;
+    bool own = need > cap; /* a long string gets a chunk of its own */
+    if (own)
+      cap = need;
+    if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap)))
+      return NULL;
+    c->used = 0;
+    c->cap = cap;
+    b->str_bytes += sizeof *c + cap;
+    if (own && b->str_chunks) { /* behind the head, which keeps filling */
+      c->next = b->str_chunks->next;
+      b->str_chunks->next = c;
+    } else {
+      c->next = b->str_chunks;
+      b->str_chunks = c;
+      if (!own)
+        b->str_next_cap = cap < STR_CHUNK_MAX ? cap * 2 : STR_CHUNK_MAX;
+    }
+  }
+  char *t = c->mem + c->used + sizeof len;
+  memcpy(t - sizeof len, &len, sizeof len);
+  memcpy(t, s, len);
+  t[len] = '\0';
+  c->used += need;
+  return t;
 }
 
 int64_t pp_builder_string(pp_builder *b, const char *s) {
   if (!s)
     s = "";
-  str_key k = {b, s, strlen(s)};
-  uint64_t h = pp_hash_bytes(s, k.len, 0x5157);
-  int64_t found = pp_htab_find(&b->str_ix, h, str_eq, &k);
+  size_t len = strlen(s);
+  if (len >= UINT32_MAX)
+    return -1;
+  str_key k = {b, s, (uint32_t)len};
+  uint64_t h = pp_hash_bytes(s, len, 0x5157);
+  size_t slot;
+  int64_t found = pp_htab_find_slot(&b->str_ix, h, str_eq, &k, &slot);
   if (found >= 0)
     return found;
-  if (RESERVE(b->strs, 1) != 0)
+  if (b->strs.n >= UINT32_MAX - 1 || RESERVE(b->strs, 1) != 0)
     return -1;
-  char *copy = malloc(k.len + 1);
-  if (!copy)
+  char *copy = str_store(b, s, k.len);
+  /* On failure the copy stays in its chunk unused, freed with the builder. */
+  if (!copy || pp_htab_insert_at(&b->str_ix, slot, h, (uint32_t)b->strs.n) != 0)
     return -1;
-  memcpy(copy, s, k.len + 1);
-  if (pp_htab_insert(&b->str_ix, h, (uint32_t)b->strs.n) != 0) {
-    free(copy);
-    return -1;
-  }
   b->strs.v[b->strs.n] = copy;
-  b->str_bytes += k.len + 1 + 2 * sizeof(size_t);
   b->str_chars += k.len;
   return (int64_t)b->strs.n++;
 }
@@ -418,7 +457,8 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
   sample_key k = {b, location_ids, nlocs, labels, nlabels};
   uint64_t h = pp_hash_bytes(location_ids, nlocs * sizeof *location_ids, 0x5a);
   h = pp_hash_bytes(labels, nlabels * sizeof *labels, h);
-  int64_t found = pp_htab_find(&b->sample_ix, h, sample_eq, &k);
+  size_t slot;
+  int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
   if (found >= 0) {
     int64_t *v = &b->sample_values.v[b->samples.v[found].val_off];
     for (size_t i = 0; i < nvalues; i++)
@@ -427,7 +467,7 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
   }
   if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_locs, nlocs) != 0 ||
       RESERVE(b->sample_labels, nlabels) != 0 || RESERVE(b->sample_values, nvalues) != 0 ||
-      pp_htab_insert(&b->sample_ix, h, (uint32_t)b->samples.n) != 0)
+      pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
     return -1;
   bsample *s = &b->samples.v[b->samples.n++];
   s->loc_off = b->sample_locs.n;

@@ -41,8 +41,21 @@ typedef struct bsample {
     size_t n, cap;                                                                                 \
   }
 
+/* Interned strings live in chunks (no malloc per string, and the strings
+ * added together sit together), each after its 4-byte length. */
+typedef struct str_chunk {
+  struct str_chunk *next;
+  size_t used, cap;
+  char mem[];
+} str_chunk;
+
+#define STR_CHUNK_FIRST ((size_t)1 << 10)
+#define STR_CHUNK_MAX ((size_t)64 << 10)
+
 struct pp_builder {
-  VEC(char *) strs;
+  VEC(char *) strs;      /* into str_chunks */
+  str_chunk *str_chunks; /* newest first */
+  size_t str_next_cap;
   pp_htab str_ix;
   VEC(bmapping) maps;
   pp_htab map_ix;
@@ -65,7 +78,7 @@ struct pp_builder {
   int64_t time_nanos, duration_nanos;
   int64_t drop_frames, keep_frames, default_sample_type, doc_url;
   bool merge_started;
-  size_t str_bytes; /* interned strings' bytes, with malloc's overhead */
+  size_t str_bytes; /* the string chunks' bytes */
   size_t str_chars; /* the interned strings' lengths, summed (no NULs) */
 };
 #endif

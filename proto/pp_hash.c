@@ -1,6 +1,7 @@
 /* Hash index and id map for the pprof builder, validation and merge. */
 #include "pp_hash.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,14 +9,31 @@ static inline uint64_t rotl64(uint64_t x, unsigned r) {
   return (x << r) | (x >> (64 - r));
 }
 
-/* Two independent lanes of one multiply per 8 bytes (a merge hashes every
+/* Independent lanes of one multiply per 8 bytes (a merge hashes every
  * sample's stack: this was its biggest cost with a full mix per word), and
- * a full mix of both at the end. Not keyed: the tables compare keys, so a
+ * a full mix at the end. Not keyed: the tables compare keys, so a
  * collision costs a probe, never a wrong answer. */
 uint64_t pp_hash_bytes(const void *data, size_t len, uint64_t seed) {
   const unsigned char *p = data;
   uint64_t a = seed ^ (len * 0x9e3779b97f4a7c15ULL), b = ~seed + len;
   uint64_t w0, w1;
+  if (len >= 64) { /* long keys (stacks): four lanes, folded into two */
+    uint64_t c = seed + 0x165667b19e3779f9ULL, d = seed ^ 0x27d4eb2f165667c5ULL, w2, w3;
+    do {
+      memcpy(&w0, p, 8);
+      memcpy(&w1, p + 8, 8);
+      memcpy(&w2, p + 16, 8);
+      memcpy(&w3, p + 24, 8);
+      a = rotl64((a ^ w0) * 0x9e3779b97f4a7c15ULL, 31);
+      b = rotl64((b ^ w1) * 0xc2b2ae3d27d4eb4fULL, 29);
+      c = rotl64((c ^ w2) * 0x9e3779b97f4a7c15ULL, 27);
+      d = rotl64((d ^ w3) * 0xc2b2ae3d27d4eb4fULL, 33);
+      p += 32;
+      len -= 32;
+    } while (len >= 32);
+    a ^= pp_hash_mix(c);
+    b ^= pp_hash_mix(d);
+  }
   while (len >= 16) {
     memcpy(&w0, p, 8);
     memcpy(&w1, p + 8, 8);
@@ -87,6 +105,17 @@ int pp_htab_insert(pp_htab *t, uint64_t h, uint32_t idx) {
   return 0;
 }
 
+int pp_htab_insert_at(pp_htab *t, size_t slot, uint64_t h, uint32_t idx) {
+  if ((t->count + 1) * 2 > t->mask + 1) /* it grows: the slot moves */
+    return pp_htab_insert(t, h, idx);
+  if (idx == UINT32_MAX)
+    return -1;
+  assert(slot <= t->mask && t->slots[slot].idx == 0);
+  t->slots[slot] = (pp_htab_slot){(uint32_t)(h >> 32), idx + 1};
+  t->count++;
+  return 0;
+}
+
 static bool id_eq(const void *ctx, uint32_t idx) {
   const uint64_t *k = ctx;
   return ((const uint64_t *)k[0])[idx] == k[1];
@@ -123,9 +152,7 @@ int pp_idmap_index(pp_idmap *m, uint64_t *bad) {
   return 0;
 }
 
-int64_t pp_idmap_find(const pp_idmap *m, uint64_t id) {
-  if (m->dense)
-    return id >= 1 && id <= m->n ? (int64_t)(id - 1) : -1;
+int64_t pp_idmap_find_sparse(const pp_idmap *m, uint64_t id) {
   uint64_t ctx[2] = {(uint64_t)(uintptr_t)m->keys, id};
   return pp_htab_find(&m->t, pp_hash_mix(id), id_eq, ctx);
 }

@@ -39,18 +39,32 @@ void pp_htab_free(pp_htab *t);
 int pp_htab_insert(pp_htab *t, uint64_t h, uint32_t idx);
 
 /* Returns the entry index for which eq(ctx, idx) holds among those stored
- * under h, or -1. */
-static inline int64_t pp_htab_find(const pp_htab *t, uint64_t h,
-                                   bool (*eq)(const void *ctx, uint32_t idx), const void *ctx) {
+ * under h, or -1 and in *slot the empty slot where h goes (for
+ * pp_htab_insert_at: one probe sequence instead of two). */
+static inline int64_t pp_htab_find_slot(const pp_htab *t, uint64_t h,
+                                        bool (*eq)(const void *ctx, uint32_t idx), const void *ctx,
+                                        size_t *slot) {
   uint32_t tag = (uint32_t)(h >> 32);
   for (size_t i = (size_t)tag & t->mask;; i = (i + 1) & t->mask) {
     const pp_htab_slot *s = &t->slots[i];
-    if (s->idx == 0)
+    if (s->idx == 0) {
+      *slot = i;
       return -1;
+    }
     if (s->tag == tag && eq(ctx, s->idx - 1))
       return (int64_t)(s->idx - 1);
   }
 }
+
+static inline int64_t pp_htab_find(const pp_htab *t, uint64_t h,
+                                   bool (*eq)(const void *ctx, uint32_t idx), const void *ctx) {
+  size_t slot;
+  return pp_htab_find_slot(t, h, eq, ctx, &slot);
+}
+
+/* pp_htab_insert at the slot pp_htab_find_slot gave for h, with no change to
+ * t since. 0 or -1. */
+int pp_htab_insert_at(pp_htab *t, size_t slot, uint64_t h, uint32_t idx);
 
 /* Maps the ids of a repeated pprof message (mappings, functions, locations)
  * to their positions. Fill keys[0..n) after init, then call index. */
@@ -64,7 +78,13 @@ typedef struct pp_idmap {
 int pp_idmap_init(pp_idmap *m, size_t n); /* 0 or -1 (ENOMEM) */
 /* 0 ok; -1 ENOMEM; 1 an id is zero; 2 an id repeats (*bad set to it). */
 int pp_idmap_index(pp_idmap *m, uint64_t *bad);
-/* Position of id, or -1 if absent. */
-int64_t pp_idmap_find(const pp_idmap *m, uint64_t id);
+int64_t pp_idmap_find_sparse(const pp_idmap *m, uint64_t id);
+/* Position of id, or -1 if absent (inline: validation and merge look up
+ * every location id of every sample, and builders' ids are dense). */
+static inline int64_t pp_idmap_find(const pp_idmap *m, uint64_t id) {
+  if (m->dense)
+    return id >= 1 && id <= m->n ? (int64_t)(id - 1) : -1;
+  return pp_idmap_find_sparse(m, id);
+}
 void pp_idmap_free(pp_idmap *m);
 #endif

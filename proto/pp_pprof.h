@@ -68,6 +68,13 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
                                 size_t whylen);
 const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p);
 size_t pp_pprof_mem(const pp_pprof *p); /* bytes of the arena in use */
+/* An empty arena of the same cached chunks (the first of at least
+ * first_cap bytes) for another protobuf-c unpack; NULL on ENOMEM. Its
+ * allocator fails (NULL) past ENOMEM; pp_pprof_arena_oom says whether it
+ * did. Free with pp_pprof_free. */
+pp_pprof *pp_pprof_arena_new(size_t first_cap);
+ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a);
+bool pp_pprof_arena_oom(const pp_pprof *a);
 /* Thread-safe: a few freed arenas are kept for reuse (their pages are
  * already faulted in); pp_pprof_cache_trim returns them to the system. */
 void pp_pprof_free(pp_pprof *p);

@@ -67,12 +67,29 @@ fail:
   return -1;
 }
 
+/* A malloc'ed copy of a request (re-encoded: small without its pprof),
+ * freed with pushprof__v1__push_request__free_unpacked(r, NULL); NULL on
+ * ENOMEM. */
+static Pushprof__V1__PushRequest *copy_request(const Pushprof__V1__PushRequest *r) {
+  size_t n = pushprof__v1__push_request__get_packed_size(r);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf)
+    return NULL;
+  Pushprof__V1__PushRequest *c = NULL;
+  if (pushprof__v1__push_request__pack(r, buf) == n)
+    c = pushprof__v1__push_request__unpack(NULL, n, buf);
+  free(buf);
+  return c;
+}
+
 pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, int *reply_code,
                         char *why, size_t whylen) {
   pp_push *p = NULL;
   pp_frame_header h;
   const char *hwhy = NULL;
   char pwhy[256];
+  pp_pprof *wire_arena = NULL;
+  Pushprof__V1__PushRequest *wire = NULL; /* in wire_arena */
 
   atomic_fetch_add_explicit(&decodes, 1, memory_order_relaxed);
   *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__OK;
@@ -92,28 +109,41 @@ pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, in
   if (!p)
     FAIL(INTERNAL, "out of memory decoding a push");
   p->frame_bytes = len;
-  p->req = pushprof__v1__push_request__unpack(NULL, h.length, frame + PP_FRAME_HEADER_SIZE);
-  if (!p->req)
+  /* The request is unpacked into an arena of cached chunks: its copy of the
+   * pprof bytes would otherwise be a fresh mmap (page faults, munmap) per
+   * push. Once the pprof is parsed, the rest of the request is copied out
+   * and the arena goes back to the cache. */
+  wire_arena = pp_pprof_arena_new(h.length);
+  if (!wire_arena)
+    FAIL(INTERNAL, "out of memory decoding a push");
+  ProtobufCAllocator al = pp_pprof_arena_allocator(wire_arena);
+  wire = pushprof__v1__push_request__unpack(&al, h.length, frame + PP_FRAME_HEADER_SIZE);
+  if (!wire && pp_pprof_arena_oom(wire_arena))
+    FAIL(INTERNAL, "out of memory decoding a push of %" PRIu32 " bytes", h.length);
+  if (!wire)
     FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
-  if (check_request(p->req, reply_code, why, whylen) != 0)
+  if (check_request(wire, reply_code, why, whylen) != 0)
     goto fail;
-  if (!p->req->no_samples) {
+  if (!wire->no_samples) {
     /* The pprof is uncompressed on the wire, but a gzipped one is accepted;
      * it may expand, so allow a generous multiple of the frame limit. */
     size_t max_pprof = (size_t)max_frame * 8u;
     if (max_pprof < (size_t)max_frame)
       max_pprof = SIZE_MAX;
     p->prof =
-        pp_pprof_parse_pooled(p->req->pprof.data, p->req->pprof.len, max_pprof, pwhy, sizeof pwhy);
+        pp_pprof_parse_pooled(wire->pprof.data, wire->pprof.len, max_pprof, pwhy, sizeof pwhy);
     if (!p->prof)
       FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
   }
   /* The parsed profile replaces the encoded bytes: no need to hold both. */
-  free(p->req->pprof.data);
-  p->req->pprof.data = NULL;
-  p->req->pprof.len = 0;
+  wire->pprof.data = NULL;
+  wire->pprof.len = 0;
+  if (!(p->req = copy_request(wire)))
+    FAIL(INTERNAL, "out of memory decoding a push");
+  pp_pprof_free(wire_arena);
   return p;
 fail:
+  pp_pprof_free(wire_arena);
   pp_push_free(p);
   return NULL;
 }

@@ -361,6 +361,22 @@ size_t pp_pprof_mem(const pp_pprof *p) {
   return used;
 }
 
+pp_pprof *pp_pprof_arena_new(size_t first_cap) {
+  pp_pprof *a = calloc(1, sizeof *a);
+  if (a)
+    a->next_cap =
+        first_cap < ARENA_FIRST_MAX - ARENA_SLACK ? first_cap + ARENA_SLACK : ARENA_FIRST_MAX;
+  return a;
+}
+
+ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a) {
+  return (ProtobufCAllocator){.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+}
+
+bool pp_pprof_arena_oom(const pp_pprof *a) {
+  return a->oom;
+}
+
 pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
                                 size_t whylen) {
   uint8_t *raw = NULL;
@@ -382,7 +398,7 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
   a->next_cap = len < (ARENA_FIRST_MAX - ARENA_SLACK) / ARENA_EXPANSION
                     ? len * ARENA_EXPANSION + ARENA_SLACK
                     : ARENA_FIRST_MAX;
-  ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+  ProtobufCAllocator al = pp_pprof_arena_allocator(a);
   a->prof = perftools__profiles__profile__unpack(&al, len, data);
   free(raw);
   raw = NULL;

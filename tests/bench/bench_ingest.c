@@ -3,15 +3,25 @@
  * (pp_push_decode: frame, PushRequest, pprof, validation) and merges it into
  * a batch (pp_merge_add), N times, a new batch every BATCH pushes (packed and
  * gzipped as the batcher does). Prints CPU microseconds per push for each
- * step as key=value (pack_us: the pack alone, within pack_gzip_us) and the
- * mean size of a packed batch. With more files after BATCH, push i carries
- * file i mod their count, so a batch merges distinct pushes instead of one
- * push repeated (which dedups to one push's size).
+ * step as key=value (pack_us: the pack alone, within pack_gzip_us).
  *
- *   bench_sidecar --dump /tmp/p.pb --size 102400 [--dump-variant V]
- *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)] [/tmp/p1.pb ...]
+ *   bench_sidecar --dump /tmp/p.pb --size 102400
+ *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)]
+ *
+ * One file repeated dedups a batch to one push's samples. The sidecar bench
+ * sends distinct payloads (every sample with its own trace_id), so a batch
+ * grows by every push: give several files, comma-separated, and push i is
+ * file i % count:
+ *
+ *   bench_sidecar --dump /tmp/v --dump-count 32 --size 102400
+ *   bench_ingest $(ls /tmp/v.* | paste -sd,) 300 10
+ *
+ * malloc is tuned as the sidecar's main tunes it (two arenas, blocks from
+ * 1 MiB mmap'ed), and after each batch the parse cache and free heap pages
+ * go back to the system as the sidecar's batcher does once a batch is
+ * exported: a batch's memory then costs fresh pages, as in the sidecar.
  */
-#include <stdbool.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +55,7 @@ static uint8_t *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-/* A push frame (header and PushRequest) carrying the pprof in path. */
+/* A push frame holding the pprof at path; NULL on error. */
 static uint8_t *make_frame(const char *path, size_t *flen, size_t *plen) {
   uint8_t *pprof = read_file(path, plen);
   if (!pprof)
@@ -71,33 +81,41 @@ static uint8_t *make_frame(const char *path, size_t *flen, size_t *plen) {
   return frame;
 }
 
-#define MAX_FILES 64
+#define MAX_FILES 1024
 
 int main(int argc, char **argv) {
+  static uint8_t *frames[MAX_FILES];
+  static size_t flens[MAX_FILES];
+  size_t nfiles = 0, plen_sum = 0;
   int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
-  int nfiles = argc >= 5 ? 1 + (argc - 4) : 1;
-  uint8_t *frames[MAX_FILES] = {0};
-  size_t flens[MAX_FILES] = {0}, plen = 0;
-  bool ok = argc >= 2 && n >= 1 && batch >= 1 && nfiles <= MAX_FILES;
-  for (int f = 0; ok && f < nfiles; f++) {
-    frames[f] = make_frame(f == 0 ? argv[1] : argv[3 + f], &flens[f], &plen);
-    ok = frames[f] != NULL;
+  if (mallopt(M_ARENA_MAX, 2) != 1 || mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1)
+    fprintf(stderr, "bench_ingest: mallopt failed; figures may differ from the sidecar's\n");
+  char *list = argc >= 2 ? strdup(argv[1]) : NULL;
+  for (char *save = NULL, *f = list ? strtok_r(list, ",", &save) : NULL; f;
+       f = strtok_r(NULL, ",", &save)) {
+    size_t plen = 0;
+    if (nfiles == MAX_FILES || !(frames[nfiles] = make_frame(f, &flens[nfiles], &plen))) {
+      fprintf(stderr, "bench_ingest: cannot read %s (or more than %d files)\n", f, MAX_FILES);
+      return 2;
+    }
+    plen_sum += plen;
+    nfiles++;
   }
-  if (!ok) {
-    fprintf(stderr, "usage: bench_ingest PPROF_FILE [N] [BATCH] [MORE_PPROF_FILES...]\n");
+  free(list);
+  if (nfiles == 0 || n < 1 || batch < 1) {
+    fprintf(stderr, "usage: bench_ingest PPROF_FILE[,PPROF_FILE...] [N] [BATCH]\n");
     return 2;
   }
 
-  double t_dec = 0, t_merge = 0, t_pack = 0, t_pack_only = 0, batch_bytes = 0;
-  int nbatches = 0;
+  double t_dec = 0, t_merge = 0, t_pack = 0, t_pack_only = 0;
   pp_builder *b = pp_builder_new();
   int in_batch = 0;
   for (int i = 0; i < n && b; i++) {
     char why[256];
     int code;
     double t0 = cpu_s();
-    pp_push *p = pp_push_decode(frames[i % nfiles], flens[i % nfiles], PP_FRAME_MAX_DEFAULT, &code,
-                                why, sizeof why);
+    pp_push *p = pp_push_decode(frames[(size_t)i % nfiles], flens[(size_t)i % nfiles],
+                                PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
     double t1 = cpu_s();
     if (!p || !p->prof) {
       fprintf(stderr, "bench_ingest: the push does not decode: %s\n", why);
@@ -123,21 +141,21 @@ int main(int argc, char **argv) {
       }
       t_pack += cpu_s() - t3;
       t_pack_only += t4 - t3;
-      batch_bytes += (double)rawlen;
-      nbatches++;
       free(raw);
       free(gz);
       pp_builder_free(b);
+      pp_pprof_cache_trim();
+      malloc_trim(0);
       b = pp_builder_new();
       in_batch = 0;
     }
   }
   pp_builder_free(b);
-  printf("bench_ingest pprof_bytes=%zu files=%d pushes=%d batch=%d decode_us=%.0f merge_us=%.0f "
-         "pack_gzip_us=%.0f pack_us=%.1f batch_bytes=%.0f\n",
-         plen, nfiles, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6,
-         t_pack_only / n * 1e6, nbatches ? batch_bytes / nbatches : 0);
-  for (int f = 0; f < nfiles; f++)
-    free(frames[f]);
+  printf("bench_ingest pprof_bytes=%zu files=%zu pushes=%d batch=%d decode_us=%.0f "
+         "merge_us=%.0f pack_gzip_us=%.0f pack_us=%.0f\n",
+         plen_sum / nfiles, nfiles, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6,
+         t_pack_only / n * 1e6);
+  for (size_t i = 0; i < nfiles; i++)
+    free(frames[i]);
   return 0;
 }

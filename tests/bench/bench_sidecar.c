@@ -10,15 +10,17 @@
  *
  *   bench_sidecar --socket PATH [--size BYTES] [--clients N]
  *                 [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]
- *                 [--variants N] [--timeout-ms MS] [--dump FILE [--dump-variant V]]
+ *                 [--variants N] [--timeout-ms MS] [--dump FILE [--dump-count K]]
  *                 [--distinct-services] [--retry]
  *
  * --distinct-services gives every push its own service (so its own batch,
  * the worst case for the sidecar's memory); --retry sends a push the sidecar
  * refused or did not answer again (same sequence, after 10-100 ms) until it
- * is acked, as the SDK's backlog does, and counts the retries. --dump writes
- * one payload (variant 0, or V: pushes of one binary with other samples) to
- * FILE instead of pushing.
+ * is acked, as the SDK's backlog does, and counts the retries.
+ *
+ * --dump FILE writes the first client's first payload to FILE and exits;
+ * with --dump-count K, the first K payloads the clients send (client by
+ * client, --variants each) to FILE.0 .. FILE.K-1, for bench_ingest.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -56,9 +58,9 @@ typedef struct options {
   int variants;      /* distinct payloads per client */
   int timeout_ms;
   const char *dump;
-  long dump_variant; /* --dump-variant */
-  bool distinct;     /* --distinct-services */
-  bool retry;        /* --retry */
+  int dump_count; /* with dump: how many payloads, as FILE.0 .. */
+  bool distinct;  /* --distinct-services */
+  bool retry;     /* --retry */
 } options;
 
 typedef struct client {
@@ -390,11 +392,11 @@ static double pct(const double *v, size_t n, double p) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: bench_sidecar --socket PATH [--size BYTES] [--clients N]\n"
-             "                     [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]\n"
-             "                     [--variants N] [--timeout-ms MS] [--dump FILE "
-             "[--dump-variant V]]\n"
-             "                     [--distinct-services] [--retry]\n");
+  fprintf(f,
+          "usage: bench_sidecar --socket PATH [--size BYTES] [--clients N]\n"
+          "                     [--duration SECONDS | --count PUSHES] [--rate PUSHES/S]\n"
+          "                     [--variants N] [--timeout-ms MS] [--dump FILE [--dump-count K]]\n"
+          "                     [--distinct-services] [--retry]\n");
 }
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -407,7 +409,7 @@ static int parse_args(int argc, char **argv, options *o) {
                                            {"variants", required_argument, NULL, 'v'},
                                            {"timeout-ms", required_argument, NULL, 't'},
                                            {"dump", required_argument, NULL, 'o'},
-                                           {"dump-variant", required_argument, NULL, 'w'},
+                                           {"dump-count", required_argument, NULL, 'k'},
                                            {"distinct-services", no_argument, NULL, 'u'},
                                            {"retry", no_argument, NULL, 'y'},
                                            {"help", no_argument, NULL, 'h'},
@@ -446,8 +448,8 @@ static int parse_args(int argc, char **argv, options *o) {
     case 'o':
       o->dump = optarg;
       break;
-    case 'w':
-      o->dump_variant = strtol(optarg, &end, 10);
+    case 'k':
+      o->dump_count = (int)strtol(optarg, &end, 10);
       break;
     case 'u':
       o->distinct = true;
@@ -470,10 +472,11 @@ static int parse_args(int argc, char **argv, options *o) {
   if (optind != argc || (o->socket_path == NULL && o->dump == NULL) || o->size < 1024 ||
       o->size > PP_FRAME_MAX_DEFAULT - 4096 || o->clients < 1 || o->clients > 1024 ||
       o->variants < 1 || o->variants > 64 || o->timeout_ms < 1 || o->rate < 0 ||
-      o->duration_s < 0 || o->count < 0 || o->dump_variant < 0) {
+      o->duration_s < 0 || o->count < 0 || o->dump_count < 0 || o->dump_count > 1024 ||
+      (o->dump_count && !o->dump)) {
     fprintf(stderr,
             "bench_sidecar: bad arguments (--socket is required; --size 1024..%u, "
-            "--clients 1..1024, --variants 1..64)\n",
+            "--clients 1..1024, --variants 1..64, --dump-count 1..1024 with --dump)\n",
             PP_FRAME_MAX_DEFAULT - 4096);
     usage(stderr);
     return -1;
@@ -487,21 +490,40 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-static int dump_profile(const options *o) {
+/* Writes the payload of seed variant to path. 0 or 2. */
+static int dump_one(const options *o, uint64_t variant, const char *path) {
   uint8_t *buf = NULL;
   size_t len = 0;
-  if (build_profile(o->size, (uint64_t)o->dump_variant, &buf, &len) != 0) {
+  if (build_profile(o->size, variant, &buf, &len) != 0) {
     fprintf(stderr, "bench_sidecar: cannot build a profile (out of memory?)\n");
     return 2;
   }
-  FILE *f = fopen(o->dump, "wb");
+  FILE *f = fopen(path, "wb");
   if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
-    fprintf(stderr, "bench_sidecar: cannot write %s: %s\n", o->dump, strerror(errno));
+    fprintf(stderr, "bench_sidecar: cannot write %s: %s\n", path, strerror(errno));
     free(buf);
     return 2;
   }
   free(buf);
-  printf("bench_sidecar dumped=%s payload_bytes=%zu\n", o->dump, len);
+  printf("bench_sidecar dumped=%s payload_bytes=%zu\n", path, len);
+  return 0;
+}
+
+static int dump_profile(const options *o) {
+  if (o->dump_count == 0)
+    return dump_one(o, 0, o->dump);
+  for (int k = 0; k < o->dump_count; k++) {
+    /* The seeds main() gives client k / variants, variant k % variants. */
+    uint64_t variant = (uint64_t)(k / o->variants) * 1000 + (uint64_t)(k % o->variants);
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s.%d", o->dump, k) >= (int)sizeof path) {
+      fprintf(stderr, "bench_sidecar: --dump path too long\n");
+      return 2;
+    }
+    int rc = dump_one(o, variant, path);
+    if (rc != 0)
+      return rc;
+  }
   return 0;
 }
 

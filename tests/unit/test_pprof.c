@@ -3,7 +3,7 @@
  * "--write-merged FILE" it writes a gzipped merge of two test profiles, with
  * "--write-edge FILE" the edge profile below (used by it_proto_pprof_raw.sh
  * to check them with `go tool pprof -raw`). */
-#include "pp_builder_int.h"
+#include "pp_builder_int.h" /* string_at, string_count */
 #include "pp_deflate.h"
 #include "pp_pack_ref.h"
 #include "pp_pprof.h"
@@ -159,6 +159,69 @@ static void test_builder_interns_strings_with_empty_first(void) {
     snprintf(many, sizeof many, "s%d", i);
     PP_CHECK_INT(pp_builder_string(b, many), ==, 3 + i);
   }
+  pp_builder_free(b);
+}
+
+/* Strings of every length 0..299 (each a prefix of the next), more than fill
+ * the string chunks, and long ones past a chunk's size: each interned once,
+ * found again by content, and packed intact. */
+static void test_builder_strings_across_chunks_and_prefixes(void) {
+  enum { NSHORT = 300, NLONG = 3, LONG_LEN = 70000, NFIXED = NSHORT + 2 * NLONG };
+  pp_builder *b = pp_builder_new();
+  char *text = malloc(LONG_LEN + 1), buf[NSHORT + 1];
+  PP_CHECK(b != NULL && text != NULL);
+  if (!b || !text)
+    return;
+  for (int i = 0; i < NSHORT; i++)
+    buf[i] = (char)('a' + i % 26);
+  int64_t ix[NSHORT + NLONG];
+  for (int round = 0; round < 2; round++) { /* the second round finds them all */
+    for (int n = 1; n < NSHORT; n++) {
+      buf[n] = '\0';
+      int64_t got = pp_builder_string(b, buf);
+      buf[n] = (char)('a' + n % 26);
+      if (round == 0)
+        ix[n] = got;
+      PP_CHECK_INT(got, ==, n); /* "" is 0, and the prefix of length n comes n-th */
+    }
+    for (int k = 0; k < NLONG; k++) {
+      memset(text, 'x', LONG_LEN);
+      text[LONG_LEN - 1 - k] = '\0'; /* three lengths, each a prefix of the first */
+      int64_t got = pp_builder_string(b, text);
+      if (round == 0)
+        ix[NSHORT + k] = got;
+      PP_CHECK_INT(got, ==, NSHORT + 2 * k);
+      /* A short one after each long one (which has a chunk of its own). */
+      char mid[16];
+      snprintf(mid, sizeof mid, "mid%d", k);
+      PP_CHECK_INT(pp_builder_string(b, mid), ==, NSHORT + 2 * k + 1);
+    }
+  }
+  for (int k = 0; k < NLONG; k++) {
+    char mid[16];
+    snprintf(mid, sizeof mid, "mid%d", k);
+    PP_CHECK_STR(pp_builder_string_at(b, NSHORT + 2 * k + 1), mid);
+  }
+  char tail[16];
+  for (int i = 0; i < 20000; i++) { /* many more chunks and table growths */
+    snprintf(tail, sizeof tail, "t%d", i);
+    PP_CHECK_INT(pp_builder_string(b, tail), ==, NFIXED + i);
+  }
+  PP_CHECK_INT(pp_builder_string_count(b), ==, NFIXED + 20000);
+  PP_CHECK_STR(pp_builder_string_at(b, 0), "");
+  Perftools__Profiles__Profile *p = pack_unpack(b);
+  PP_CHECK_INT(p->n_string_table, ==, NFIXED + 20000);
+  for (int n = 1; n < NSHORT && ix[n] >= 0 && ix[n] < (int64_t)p->n_string_table; n++) {
+    PP_CHECK_INT(strlen(p->string_table[ix[n]]), ==, n);
+    PP_CHECK_INT(strncmp(p->string_table[ix[n]], buf, (size_t)n), ==, 0);
+  }
+  for (int k = 0; k < NLONG && ix[NSHORT + k] >= 0 && ix[NSHORT + k] < (int64_t)p->n_string_table;
+       k++)
+    PP_CHECK_INT(strlen(p->string_table[ix[NSHORT + k]]), ==, LONG_LEN - 1 - k);
+  if (p->n_string_table == NFIXED + 20000)
+    PP_CHECK_STR(p->string_table[NFIXED + 19999], "t19999");
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  free(text);
   pp_builder_free(b);
 }
 
@@ -1026,6 +1089,55 @@ static void test_merge_many_is_linear(void) {
   pp_builder_free(m);
 }
 
+/* The sidecar's case: every sample has its own trace_id, so each merge adds
+ * new strings and samples to a growing builder; merging the first profile
+ * again adds nothing new and doubles its samples' values. */
+static void test_merge_distinct_labels_across_growth(void) {
+  enum { K = 12, N = 400 };
+  pp_builder *m = pp_builder_new();
+  Perftools__Profiles__Profile *first = NULL;
+  char why[256] = "", trace[32], key[64];
+  for (int k = 0; k < K; k++) {
+    pp_builder *b = typed_builder();
+    uint64_t f[3], l[3];
+    for (int j = 0; j < 3; j++) {
+      snprintf(key, sizeof key, "fn%d", (j + k) % 4);
+      f[j] = pp_builder_function(b, key, key, "x.c", 0);
+      l[j] = pp_builder_location(b, 0, (uint64_t)((j + k) % 4) * 16, &f[j], NULL, 1);
+    }
+    for (int i = 0; i < N; i++) {
+      snprintf(trace, sizeof trace, "%08x%08x", (unsigned)k * 2654435761u, (unsigned)i);
+      pp_label labels[2] = {{"trace_id", trace, 0, NULL}, {"route", i % 2 ? "/a" : "/b", 0, NULL}};
+      uint64_t stack[3] = {l[i % 3], l[(i + 1) % 3], l[(i + 2) % 3]};
+      PP_CHECK_INT(pp_builder_sample(b, stack, 3, (int64_t[]){i + 1, k}, 2, labels, 2), ==, 0);
+    }
+    Perftools__Profiles__Profile *p = pack_unpack(b);
+    PP_CHECK_INT(pp_merge_add(m, p, why, sizeof why), ==, 0);
+    if (k == 0)
+      first = p;
+    else
+      perftools__profiles__profile__free_unpacked(p, NULL);
+    pp_builder_free(b);
+  }
+  PP_CHECK_INT(pp_builder_sample_count(m), ==, K * N);
+  PP_CHECK_INT(pp_merge_add(m, first, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_builder_sample_count(m), ==, K * N);
+  Perftools__Profiles__Profile *p = pack_unpack(m);
+  PP_CHECK_INT(p->n_sample, ==, K * N);
+  char want[160];
+  for (int k = 0; k < K; k += 5)
+    for (int i = 0; i < N; i += 97) {
+      snprintf(want, sizeof want, "fn%d;fn%d;fn%d|route=%s,trace_id=%08x%08x", (i % 3 + k) % 4,
+               ((i + 1) % 3 + k) % 4, ((i + 2) % 3 + k) % 4, i % 2 ? "/a" : "/b",
+               (unsigned)k * 2654435761u, (unsigned)i);
+      PP_CHECK_INT(value_of(p, want, 0), ==, (k == 0 ? 2 : 1) * (i + 1));
+      PP_CHECK_INT(value_of(p, want, 1), ==, k == 0 ? 0 : k);
+    }
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  perftools__profiles__profile__free_unpacked(first, NULL);
+  pp_builder_free(m);
+}
+
 static int write_merged(const char *path) {
   Perftools__Profiles__Profile *a = profile_a(), *bp = profile_b();
   pp_builder *m = pp_builder_new();
@@ -1081,6 +1193,7 @@ int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--write-edge") == 0)
     return write_edge(argv[2]);
   PP_RUN(test_builder_interns_strings_with_empty_first);
+  PP_RUN(test_builder_strings_across_chunks_and_prefixes);
   PP_RUN(test_builder_dedups_with_dense_ids);
   PP_RUN(test_pack_unpack_round_trip);
   PP_RUN(test_pack_matches_protobuf_c_on_random_profiles);
@@ -1102,5 +1215,6 @@ int main(int argc, char **argv) {
   PP_RUN(test_merge_sums_values_and_keeps_labels);
   PP_RUN(test_merge_rejects_mismatched_types_and_period);
   PP_RUN(test_merge_many_is_linear);
+  PP_RUN(test_merge_distinct_labels_across_growth);
   PP_DONE();
 }

@@ -196,6 +196,67 @@ static void test_decode_hands_over_parsed_pprof(void) {
   free(p);
 }
 
+/* The decoded request keeps every field but the pprof, in memory of its
+ * own: nothing points into the frame, which the caller may reuse. */
+static void test_decode_keeps_every_request_field(void) {
+  size_t plen = 0, flen = 0;
+  uint8_t *pprof = btu_pprof(5, "leaf", &plen);
+  PP_CHECK(pprof != NULL);
+  if (!pprof)
+    return;
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  Pushprof__V1__Label l1 = PUSHPROF__V1__LABEL__INIT, l2 = PUSHPROF__V1__LABEL__INIT;
+  Pushprof__V1__Label *labels[2] = {&l1, &l2};
+  l1.key = "env";
+  l1.value = "prod";
+  l2.key = "zone";
+  l2.value = "";
+  req.service = "api";
+  req.labels = labels;
+  req.n_labels = 2;
+  req.pid = 4242;
+  req.hostname = "host-7";
+  req.start_time_nanos = 1000;
+  req.end_time_nanos = 61000;
+  req.sequence = 77;
+  req.pprof.data = pprof;
+  req.pprof.len = plen;
+  req.process_start_time_nanos = 12;
+  req.dropped_profiles = 3;
+  uint8_t *f = frame_with(&req, &flen);
+  char why[256] = "";
+  int code = -1;
+  pp_push *p = pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  memset(f, 0, flen); /* the decoded push must not need the frame */
+  PP_CHECK(p != NULL);
+  if (p) {
+    const Pushprof__V1__PushRequest *r = p->req;
+    PP_CHECK_STR(r->service, "api");
+    PP_CHECK_INT(r->n_labels, ==, 2);
+    if (r->n_labels == 2) {
+      PP_CHECK_STR(r->labels[0]->key, "env");
+      PP_CHECK_STR(r->labels[0]->value, "prod");
+      PP_CHECK_STR(r->labels[1]->key, "zone");
+      PP_CHECK_STR(r->labels[1]->value, "");
+    }
+    PP_CHECK_INT(r->pid, ==, 4242);
+    PP_CHECK_STR(r->hostname, "host-7");
+    PP_CHECK_INT(r->start_time_nanos, ==, 1000);
+    PP_CHECK_INT(r->end_time_nanos, ==, 61000);
+    PP_CHECK_INT(r->sequence, ==, 77);
+    PP_CHECK_INT(r->process_start_time_nanos, ==, 12);
+    PP_CHECK_INT(r->dropped_profiles, ==, 3);
+    PP_CHECK_INT(r->no_samples, ==, 0);
+    PP_CHECK_INT(r->pprof.len, ==, 0);
+    PP_CHECK(p->prof != NULL);
+    if (p->prof)
+      PP_CHECK_INT(btu_total(pp_pprof_profile(p->prof)), ==, 3 * 5);
+  }
+  pp_push_free(p);
+  free(f);
+  free(pprof);
+}
+
 /* A no_samples push carries no pprof: decoded without a profile, and one
  * that says no_samples but holds a pprof is refused. */
 static void test_no_samples_push_has_no_profile(void) {
@@ -242,6 +303,7 @@ static void test_decode_count_counts_every_call(void) {
 int main(void) {
   PP_RUN(test_decode_frame_validates_every_layer);
   PP_RUN(test_decode_hands_over_parsed_pprof);
+  PP_RUN(test_decode_keeps_every_request_field);
   PP_RUN(test_no_samples_push_has_no_profile);
   PP_RUN(test_decode_count_counts_every_call);
   PP_DONE();
