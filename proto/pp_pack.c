@@ -88,7 +88,9 @@ static inline uint8_t *put_len(uint8_t *p, unsigned field, size_t len) {
   return put_varint(p, len);
 }
 
-/* ---- message sizes (bodies, without their own tag and length) ---- */
+/* ---- message sizes (bodies, without their own tag and length) ----
+ * A pool (sample_locs, lines, ...) is NULL until something is added to it,
+ * so an offset into one is taken only for a count above 0. */
 
 static size_t value_type_size(int64_t type, int64_t unit) {
   return field_size((uint64_t)type) + field_size((uint64_t)unit);
@@ -117,13 +119,13 @@ static size_t packed_i64_size(const int64_t *v, size_t n) {
 static size_t sample_size(const pp_builder *b, const bsample *s, size_t nvalues, size_t *locs_len,
                           size_t *vals_len) {
   size_t n = 0;
-  *locs_len = packed_u64_size(&b->sample_locs.v[s->loc_off], s->nlocs);
-  *vals_len = packed_i64_size(&b->sample_values.v[s->val_off], nvalues);
+  *locs_len = s->nlocs ? packed_u64_size(&b->sample_locs.v[s->loc_off], s->nlocs) : 0;
+  *vals_len = nvalues ? packed_i64_size(&b->sample_values.v[s->val_off], nvalues) : 0;
   if (s->nlocs)
     n += len_field_size(*locs_len);
   if (nvalues)
     n += len_field_size(*vals_len);
-  const pp_ilabel *l = &b->sample_labels.v[s->lab_off];
+  const pp_ilabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
   for (size_t i = 0; i < s->nlabels; i++)
     n += len_field_size(label_size(&l[i]));
   return n;
@@ -141,7 +143,7 @@ static size_t line_size(const bline *l) {
 
 static size_t location_size(const pp_builder *b, const blocation *l, uint64_t id) {
   size_t n = field_size(id) + field_size(l->mapping_id) + field_size(l->address);
-  const bline *ln = &b->lines.v[l->line_off];
+  const bline *ln = l->nlines ? &b->lines.v[l->line_off] : NULL;
   for (size_t i = 0; i < l->nlines; i++)
     n += len_field_size(line_size(&ln[i]));
   return n;
@@ -205,7 +207,7 @@ static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, si
     for (size_t i = 0; i < nvalues; i++)
       p = put_varint(p, (uint64_t)v[i]);
   }
-  const pp_ilabel *l = &b->sample_labels.v[s->lab_off];
+  const pp_ilabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
   for (size_t i = 0; i < s->nlabels; i++) {
     p = put_len(p, 3, label_size(&l[i]));
     p = put_field(p, 1, (uint64_t)l[i].key);
@@ -236,7 +238,7 @@ static uint8_t *put_location(uint8_t *p, const pp_builder *b, const blocation *l
   p = put_field(p, 1, id);
   p = put_field(p, 2, l->mapping_id);
   p = put_field(p, 3, l->address);
-  const bline *ln = &b->lines.v[l->line_off];
+  const bline *ln = l->nlines ? &b->lines.v[l->line_off] : NULL;
   for (size_t i = 0; i < l->nlines; i++) {
     p = put_len(p, 4, line_size(&ln[i]));
     p = put_field(p, 1, ln[i].function_id);
