@@ -56,9 +56,11 @@ function(pushprof_fuzz_target)
   set_tests_properties(fuzz_${F_NAME}_corpus PROPERTIES LABELS fuzz TIMEOUT 120)
 endfunction()
 
+# With the test-only protobuf-c encoder (unit/pp_pack_ref.c) as pp_pack.c's reference.
 pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
-  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads
-  DEPENDS pushprof_proto)
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_pack_ref.c
+  INCLUDES ${PP_FUZZ_PROTO_INCS} ${CMAKE_CURRENT_SOURCE_DIR}/unit
+  LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)
 
 # pprof -> OTLP: the converter and its generated code (pushprof_proto_convert).
 get_target_property(PP_FUZZ_CONVERT_SRCS pushprof_proto_convert SOURCES)

@@ -4,11 +4,13 @@
  * twice into a builder (once as each parser decoded it), packed, parsed again
  * and must validate, keep its sample types and period, and hold exactly
  * twice the value sums of the input (merging neither loses nor
- * double-counts samples). */
+ * double-counts samples). The pack's bytes must be the ones protobuf-c makes
+ * of the same builder (pp_pack_ref.c). */
 #include <inttypes.h>
 #include <string.h>
 
 #include "fuzz_target.h"
+#include "pp_pack_ref.h"
 #include "pp_pprof.h"
 
 #define MAX_UNPACKED (1u << 20) /* gunzip limit: keeps gzip bombs cheap */
@@ -55,6 +57,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *out = NULL;
   size_t outlen = 0;
   FUZZ_CHECK(pp_builder_pack(b, &out, &outlen) == 0, "pack failed");
+  uint8_t *ref = NULL;
+  size_t reflen = 0;
+  FUZZ_CHECK(pp_builder_pack_pbc(b, &ref, &reflen) == 0, "protobuf-c pack failed");
+  FUZZ_CHECK(reflen == outlen && memcmp(ref, out, outlen) == 0,
+             "pack wrote %zu bytes other than protobuf-c's %zu", outlen, reflen);
+  free(ref);
   pp_builder_free(b);
 
   /* The merge output may be larger than the input; allow for it. */
