@@ -1,6 +1,8 @@
-/* pprof builder, validation, parse, merge and gzip.
- * With "--write-merged FILE" it writes a gzipped merge of two test profiles
- * (used by it_proto_pprof_raw.sh to check it with `go tool pprof -raw`). */
+/* pprof builder, its encoder (pp_pack.c, byte for byte against protobuf-c's
+ * in pp_pack_ref.c), validation, parse, merge and gzip. With
+ * "--write-merged FILE" it writes a gzipped merge of two test profiles, with
+ * "--write-edge FILE" the edge profile below (used by it_proto_pprof_raw.sh
+ * to check them with `go tool pprof -raw`). */
 #include "pp_builder_int.h"
 #include "pp_deflate.h"
 #include "pp_pack_ref.h"
