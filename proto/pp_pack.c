@@ -51,10 +51,8 @@ enum {
 
 /* Bytes of v as a varint: 1 to 10 (an int64 below 0 takes 10). */
 static inline size_t varint_size(uint64_t v) {
-  if (v < 0x80)
-    return 1;
-  unsigned bits = 64u - (unsigned)__builtin_clzll(v);
-  return (bits * 9 + 64) / 64; /* ceil(bits / 7) for bits 1..64 */
+  unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1); /* no branch: ids mix widths */
+  return (bits * 9 + 64) / 64;                            /* ceil(bits / 7) for bits 1..64 */
 }
 
 /* A scalar field's bytes, 0 when it is left out (zero). */
@@ -68,6 +66,12 @@ static inline size_t len_field_size(size_t len) {
 }
 
 static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  if (v < 0x4000) { /* ids and string indices: one or two bytes */
+    size_t two = v >= 0x80;
+    p[0] = (uint8_t)(v | two << 7);
+    p[two] = (uint8_t)(v >> (7 * two));
+    return p + 1 + two;
+  }
   while (v >= 0x80) {
     *p++ = (uint8_t)(v | 0x80);
     v >>= 7;
