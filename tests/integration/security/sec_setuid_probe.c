@@ -61,11 +61,23 @@ static int preload_mapped(void) {
   return found;
 }
 
+/* The kernel's view (SigCgt in /proc/self/status), not sigaction's: the
+ * SDK's sigaction interposer shows a program the actions it set itself. */
 static int sigprof_caught(void) {
-  struct sigaction sa;
-  if (sigaction(SIGPROF, NULL, &sa) != 0)
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f)
     return -1;
-  return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
+  char line[256];
+  int caught = -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long mask;
+    if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
+      caught = (int)((mask >> (SIGPROF - 1)) & 1);
+      break;
+    }
+  }
+  fclose(f);
+  return caught;
 }
 
 int main(int argc, char **argv) {

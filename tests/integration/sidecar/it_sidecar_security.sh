@@ -54,8 +54,14 @@ umask 000
 start_sidecar spoolfile --batch-window 60
 umask 022
 "$CLI" push "$W/p.pb" --socket "$SOCK" >/dev/null || fail "push to spoolfile"
-f=$(find "$W/spool" -maxdepth 1 -type f -name '*.push' | head -1)
-[ -n "$f" ] || fail "no push file in the spool: $(ls -la "$W/spool")"
+# The ack follows the journal's sync; the push's own file comes just after.
+f=
+for _ in $(seq 50); do
+  f=$(find "$W/spool" -maxdepth 1 -type f -name '*.push' | head -1)
+  [ -n "$f" ] && break
+  sleep 0.1
+done
+[ -n "$f" ] || fail "no push file in the spool after 5 s: $(ls -la "$W/spool")"
 bad=$(find "$W/spool" \( -type f ! -perm 0640 \) -o \( -type d ! -perm 0750 \) -printf '%m %p\n')
 [ -z "$bad" ] || fail "spool modes (want files 640, dirs 750): $bad"
 kill9_sidecar
