@@ -407,11 +407,7 @@ static void *pusher_main(void *arg) {
        * were not here. */
       if (P.on_term)
         P.on_term();
-      struct sigaction dfl;
-      memset(&dfl, 0, sizeof dfl);
-      dfl.sa_handler = SIG_DFL;
-      sigemptyset(&dfl.sa_mask);
-      sampler_own_sigaction(term, &dfl, NULL);
+      sampler_own_default(term);
       sigset_t set;
       sigemptyset(&set);
       sigaddset(&set, term);
@@ -671,10 +667,7 @@ static void term_handler(int signo) {
     sampler_wake_from_signal(); /* its tick starts the pusher if it is not running */
   } else {
     /* Nobody to flush: behave exactly as the default action would. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sampler_own_sigaction(signo, &dfl, NULL);
+    sampler_own_default(signo);
     raise(signo);
   }
   errno = saved;

@@ -68,6 +68,8 @@ int sampler_sigaction(int signo, const struct sigaction *act, struct sigaction *
 /* sigaction for the SDK's own changes (handler install, SIG_DFL before a
  * re-raise): never captured by the interposer. Async-signal-safe. */
 int sampler_own_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact);
+/* The same, setting signo's action to SIG_DFL (before a re-raise). */
+int sampler_own_default(int signo);
 
 /* 1 while started and not stopped. */
 int sampler_running(void);

@@ -79,6 +79,13 @@ int sampler_own_sigaction(int signo, const struct sigaction *act, struct sigacti
   return rc;
 }
 
+/* SIG_DFL, an empty mask, no flags (all-zero on Linux). */
+static const struct sigaction g_dfl = {.sa_handler = SIG_DFL};
+
+int sampler_own_default(int signo) {
+  return sampler_own_sigaction(signo, &g_dfl, NULL);
+}
+
 static void sig_lock(sigset_t *old) {
   sigset_t all;
   sigfillset(&all);
@@ -153,11 +160,7 @@ int sampler_sigaction(int signo, const struct sigaction *act, struct sigaction *
 static void default_action(int signo) {
   if (signo == SIGCHLD || signo == SIGURG || signo == SIGWINCH || signo == SIGCONT)
     return;
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sampler_own_sigaction(signo, &dfl, NULL);
+  sampler_own_default(signo);
   raise(signo);
 }
 
@@ -175,13 +178,10 @@ static void forward(int signo, siginfo_t *si, void *uc) {
     return;
   }
   if (flags & SA_RESETHAND) {
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
     sigset_t mask;
     sig_lock(&mask);
-    g_view[signo] = dfl;
-    set_forward(signo, &dfl);
+    g_view[signo] = g_dfl;
+    set_forward(signo, &g_dfl);
     sig_unlock(&mask);
   }
   if (flags & SA_SIGINFO)
