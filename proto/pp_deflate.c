@@ -2,6 +2,7 @@
 #include "pp_deflate.h"
 
 #include <isa-l/igzip_lib.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +29,17 @@ int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
   s->level_buf = lbuf;
   s->level_buf_size = IGZIP_LEVEL_BUF;
   s->gzip_flag = IGZIP_GZIP;
-  s->end_of_stream = 1;
   s->flush = NO_FLUSH;
   /* avail_in/avail_out are 32-bit: feed and drain in slices. */
   const uint8_t *ip = in;
   size_t left = len, done = 0;
+  bool stalled = false;
   for (;;) {
     uint32_t in_slice = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
     s->next_in = (uint8_t *)ip;
     s->avail_in = in_slice;
     s->end_of_stream = left == in_slice;
-    if (cap - done < 64) { /* never trust the bound: grow */
+    if (cap - done < 64 || stalled) { /* never trust the bound: grow */
       size_t ncap = cap + cap / 2 + 1024;
       uint8_t *nb = ncap > cap ? realloc(buf, ncap) : NULL;
       if (!nb)
@@ -52,12 +53,13 @@ int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
     uint32_t out_before = s->avail_out;
     if (isal_deflate(s) != COMP_OK)
       goto out;
-    done += out_before - s->avail_out;
-    size_t used = in_slice - s->avail_in;
+    size_t made = out_before - s->avail_out, used = in_slice - s->avail_in;
+    done += made;
     ip += used;
     left -= used;
     if (s->internal_state.state == ZSTATE_END)
       break;
+    stalled = made == 0 && used == 0; /* it wants more room than is left */
   }
   *out = buf;
   *outlen = done;

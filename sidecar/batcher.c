@@ -90,11 +90,10 @@ typedef struct group {
   int64_t opened_mono; /* window start */
   int64_t oldest_wall; /* oldest push it holds, for max_age and the age gauge */
   bool sealed, busy;
-  /* In memory when no manifest holds it, or as a copy of the manifest's
-   * until the first failed attempt (gz_copy): a batch exported at once
-   * is not read back and hashed again. */
+  /* In memory when no manifest holds it, or (with mf_name set) as a copy
+   * of the manifest's until the first failed attempt: a batch exported at
+   * once is not read back and hashed again. */
   uint8_t *gz;
-  bool gz_copy;
   size_t gzlen;
   char hash[65];
   uint32_t pid;   /* the pushing process, while every member is one's */
@@ -924,9 +923,7 @@ static void prepare_group(batcher *b, group *g) {
   /* With its manifest written, the payload stays only as a copy for the
    * first attempt, and only while such copies hold under half the soft
    * limit (a target down frees them at its first failure). */
-  if (on_disk && b->mem_payload + g->gzlen <= b->merge_soft / 2) {
-    g->gz_copy = true;
-  } else if (on_disk) {
+  if (on_disk && b->mem_payload + g->gzlen > b->merge_soft / 2) {
     free(g->gz);
     g->gz = NULL;
   }
@@ -1082,12 +1079,11 @@ static void failed_reasons(const batcher *b, const group *g, char *out, size_t o
 
 /* A failed attempt: the next one reads the manifest (lock held). */
 static void drop_payload_copy(batcher *b, group *g) {
-  if (!g->gz_copy)
-    return;
+  if (!g->gz || !g->mf_name[0])
+    return; /* none, or the only copy (no manifest) */
   b->mem_payload -= g->gzlen;
   free(g->gz);
   g->gz = NULL;
-  g->gz_copy = false;
 }
 
 /* Handles the outcome of one attempt on target t. b->mu held (dropped
