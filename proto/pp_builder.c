@@ -71,6 +71,8 @@ void pp_builder_free(pp_builder *b) {
   free(b->sample_types.v);
   free(b->comments.v);
   free(b->scratch_labels.v);
+  free(b->scratch_blabels.v);
+  free(b->scratch_locs.v);
   free(b->scratch_lines.v);
   free(b);
 }
@@ -161,7 +163,7 @@ size_t pp_builder_mem(const pp_builder *b) {
          VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_locs) +
          VEC_MEM(b->sample_labels) + VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) +
          VEC_MEM(b->sample_types) + VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) +
-         VEC_MEM(b->scratch_lines);
+         VEC_MEM(b->scratch_blabels) + VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
 }
 
 size_t pp_builder_string_count(const pp_builder *b) {
@@ -375,7 +377,7 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
   int64_t found = pp_htab_find(&b->loc_ix, h, location_eq, &k);
   if (found >= 0)
     return (uint64_t)found + 1;
-  if (RESERVE(b->locs, 1) != 0 || RESERVE(b->lines, nlines) != 0 ||
+  if (b->locs.n >= UINT32_MAX - 1 || RESERVE(b->locs, 1) != 0 || RESERVE(b->lines, nlines) != 0 ||
       pp_htab_insert(&b->loc_ix, h, (uint32_t)b->locs.n) != 0)
     return 0;
   blocation *l = &b->locs.v[b->locs.n++];
@@ -393,9 +395,9 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
 
 typedef struct sample_key {
   const pp_builder *b;
-  const uint64_t *locs;
+  const uint32_t *locs;
   size_t nlocs;
-  const pp_ilabel *labels;
+  const blabel *labels;
   size_t nlabels;
 } sample_key;
 
@@ -449,13 +451,22 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
                               const int64_t *values, size_t nvalues, size_t nlabels) {
   if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (nlocs && !location_ids))
     return -1; /* go tool pprof rejects samples in a profile without sample types */
-  for (size_t i = 0; i < nlocs; i++)
+  if (RESERVE(b->scratch_locs, nlocs) != 0 || RESERVE(b->scratch_blabels, nlabels) != 0)
+    return -1;
+  uint32_t *locs = b->scratch_locs.v;
+  for (size_t i = 0; i < nlocs; i++) {
     if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
       return -1;
-  pp_ilabel *labels = b->scratch_labels.v;
-  sort_labels(labels, nlabels);
-  sample_key k = {b, location_ids, nlocs, labels, nlabels};
-  uint64_t h = pp_hash_bytes(location_ids, nlocs * sizeof *location_ids, 0x5a);
+    locs[i] = (uint32_t)location_ids[i]; /* locs.n stays below UINT32_MAX */
+  }
+  sort_labels(b->scratch_labels.v, nlabels);
+  blabel *labels = b->scratch_blabels.v;
+  for (size_t i = 0; i < nlabels; i++) { /* string indices stay below UINT32_MAX */
+    const pp_ilabel *l = &b->scratch_labels.v[i];
+    labels[i] = (blabel){l->num, (uint32_t)l->key, (uint32_t)l->str, (uint32_t)l->num_unit, 0};
+  }
+  sample_key k = {b, locs, nlocs, labels, nlabels};
+  uint64_t h = pp_hash_bytes(locs, nlocs * sizeof *locs, 0x5a);
   h = pp_hash_bytes(labels, nlabels * sizeof *labels, h);
   size_t slot;
   int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
@@ -465,18 +476,22 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
       v[i] = add_wrap(v[i], values[i]);
     return 0;
   }
+  /* Offsets and counts are 32-bit (see bsample). */
+  if (b->samples.n >= UINT32_MAX || nlocs > UINT32_MAX - b->sample_locs.n ||
+      nlabels > UINT32_MAX - b->sample_labels.n || nvalues > UINT32_MAX - b->sample_values.n)
+    return -1;
   if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_locs, nlocs) != 0 ||
       RESERVE(b->sample_labels, nlabels) != 0 || RESERVE(b->sample_values, nvalues) != 0 ||
       pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
     return -1;
   bsample *s = &b->samples.v[b->samples.n++];
-  s->loc_off = b->sample_locs.n;
-  s->nlocs = nlocs;
-  s->lab_off = b->sample_labels.n;
-  s->nlabels = nlabels;
-  s->val_off = b->sample_values.n;
+  s->loc_off = (uint32_t)b->sample_locs.n;
+  s->nlocs = (uint32_t)nlocs;
+  s->lab_off = (uint32_t)b->sample_labels.n;
+  s->nlabels = (uint32_t)nlabels;
+  s->val_off = (uint32_t)b->sample_values.n;
   if (nlocs)
-    memcpy(&b->sample_locs.v[s->loc_off], location_ids, nlocs * sizeof *location_ids);
+    memcpy(&b->sample_locs.v[s->loc_off], locs, nlocs * sizeof *locs);
   if (nlabels)
     memcpy(&b->sample_labels.v[s->lab_off], labels, nlabels * sizeof *labels);
   if (nvalues)

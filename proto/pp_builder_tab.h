@@ -29,10 +29,18 @@ typedef struct blocation {
   size_t nlines;
 } blocation;
 
+/* Samples are most of a merged batch's memory, so their parts are stored
+ * compact: offsets, counts, location ids and string indices in 32 bits (the
+ * builder refuses to grow past them), a label in 24 bytes. */
 typedef struct bsample {
-  size_t loc_off, lab_off, val_off;
-  size_t nlocs, nlabels;
+  uint32_t loc_off, lab_off, val_off;
+  uint32_t nlocs, nlabels;
 } bsample;
+
+typedef struct blabel { /* a stored pp_ilabel; pad is 0, so labels compare as bytes */
+  int64_t num;
+  uint32_t key, str, num_unit, pad;
+} blabel;
 
 /* A growable array: n used, cap allocated, of elements of one size. */
 #define VEC(T)                                                                                     \
@@ -65,13 +73,15 @@ struct pp_builder {
   VEC(bline) lines;
   pp_htab loc_ix;
   VEC(bsample) samples;
-  VEC(uint64_t) sample_locs;
-  VEC(pp_ilabel) sample_labels;
+  VEC(uint32_t) sample_locs;
+  VEC(blabel) sample_labels;
   VEC(int64_t) sample_values;
   pp_htab sample_ix;
   VEC(int64_t) sample_types; /* type, unit pairs */
   VEC(int64_t) comments;
   VEC(pp_ilabel) scratch_labels;
+  VEC(blabel) scratch_blabels;
+  VEC(uint32_t) scratch_locs;
   VEC(bline) scratch_lines;
   int64_t period_type, period_unit, period;
   bool has_period_type;

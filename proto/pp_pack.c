@@ -100,12 +100,12 @@ static size_t value_type_size(int64_t type, int64_t unit) {
   return field_size((uint64_t)type) + field_size((uint64_t)unit);
 }
 
-static size_t label_size(const pp_ilabel *l) {
+static size_t label_size(const blabel *l) {
   return field_size((uint64_t)l->key) + field_size((uint64_t)l->str) +
          field_size((uint64_t)l->num) + field_size((uint64_t)l->num_unit);
 }
 
-static size_t packed_u64_size(const uint64_t *v, size_t n) {
+static size_t packed_u32_size(const uint32_t *v, size_t n) {
   size_t s = 0;
   for (size_t i = 0; i < n; i++)
     s += varint_size(v[i]);
@@ -123,13 +123,13 @@ static size_t packed_i64_size(const int64_t *v, size_t n) {
 static size_t sample_size(const pp_builder *b, const bsample *s, size_t nvalues, size_t *locs_len,
                           size_t *vals_len) {
   size_t n = 0;
-  *locs_len = s->nlocs ? packed_u64_size(&b->sample_locs.v[s->loc_off], s->nlocs) : 0;
+  *locs_len = s->nlocs ? packed_u32_size(&b->sample_locs.v[s->loc_off], s->nlocs) : 0;
   *vals_len = nvalues ? packed_i64_size(&b->sample_values.v[s->val_off], nvalues) : 0;
   if (s->nlocs)
     n += len_field_size(*locs_len);
   if (nvalues)
     n += len_field_size(*vals_len);
-  const pp_ilabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
+  const blabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
   for (size_t i = 0; i < s->nlabels; i++)
     n += len_field_size(label_size(&l[i]));
   return n;
@@ -200,7 +200,7 @@ static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, si
                            size_t body, size_t locs_len, size_t vals_len) {
   p = put_len(p, PROFILE_SAMPLE, body);
   if (s->nlocs) {
-    const uint64_t *v = &b->sample_locs.v[s->loc_off];
+    const uint32_t *v = &b->sample_locs.v[s->loc_off];
     p = put_len(p, 1, locs_len);
     for (size_t i = 0; i < s->nlocs; i++)
       p = put_varint(p, v[i]);
@@ -211,7 +211,7 @@ static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, si
     for (size_t i = 0; i < nvalues; i++)
       p = put_varint(p, (uint64_t)v[i]);
   }
-  const pp_ilabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
+  const blabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
   for (size_t i = 0; i < s->nlabels; i++) {
     p = put_len(p, 3, label_size(&l[i]));
     p = put_field(p, 1, (uint64_t)l[i].key);

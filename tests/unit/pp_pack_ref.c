@@ -26,9 +26,13 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
   Perftools__Profiles__Sample **sp = calloc(b->samples.n + 1, sizeof *sp);
   Perftools__Profiles__Label *lb = calloc(b->sample_labels.n + 1, sizeof *lb);
   Perftools__Profiles__Label **lbp = calloc(b->sample_labels.n + 1, sizeof *lbp);
+  uint64_t *locs = calloc(b->sample_locs.n + 1, sizeof *locs); /* stored as 32 bits */
   uint8_t *buf = NULL;
-  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !lb || !lbp)
+  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !lb ||
+      !lbp || !locs)
     goto fail;
+  for (size_t i = 0; i < b->sample_locs.n; i++)
+    locs[i] = b->sample_locs.v[i];
 
   for (size_t i = 0; i < nst; i++) {
     perftools__profiles__value_type__init(&st[i]);
@@ -78,7 +82,7 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
     lp[i] = &l[i];
   }
   for (size_t i = 0; i < b->sample_labels.n; i++) {
-    const pp_ilabel *il = &b->sample_labels.v[i];
+    const blabel *il = &b->sample_labels.v[i];
     perftools__profiles__label__init(&lb[i]);
     lb[i].key = il->key;
     lb[i].str = il->str;
@@ -90,7 +94,7 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
     const bsample *bs = &b->samples.v[i];
     perftools__profiles__sample__init(&s[i]);
     s[i].n_location_id = bs->nlocs;
-    s[i].location_id = bs->nlocs ? &b->sample_locs.v[bs->loc_off] : NULL;
+    s[i].location_id = bs->nlocs ? &locs[bs->loc_off] : NULL;
     s[i].n_value = nst;
     s[i].value = nst ? &b->sample_values.v[bs->val_off] : NULL;
     s[i].n_label = bs->nlabels;
@@ -137,6 +141,7 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
   rc = 0;
 fail:
   free(buf);
+  free(locs);
   free(st);
   free(stp);
   free(m);
