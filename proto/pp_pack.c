@@ -276,11 +276,11 @@ static size_t tail_size(const pp_builder *b) {
 /* Room at p (before end) for a field of body bytes with its tag and length. */
 #define ROOM(body) (len_field_size(body) <= (size_t)(end - p))
 
-int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
-  size_t bound = pack_bound(b), nst = b->sample_types.n / 2, body, a, c;
-  uint8_t *buf = bound < SIZE_MAX ? malloc(bound) : NULL, *p = buf, *end = buf + bound;
-  if (!buf)
-    return -1;
+/* Encodes b into buf, of at least pack_bound(b) bytes; the length, or
+ * SIZE_MAX if the bound was wrong (a bug). */
+static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
+  size_t nst = b->sample_types.n / 2, body, a, c;
+  uint8_t *p = buf, *end = buf + bound;
   for (size_t i = 0; i < nst; i++) {
     int64_t type = b->sample_types.v[2 * i], unit = b->sample_types.v[2 * i + 1];
     if (!ROOM(value_type_size(type, unit)))
@@ -331,13 +331,41 @@ int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
   }
   p = put_field(p, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)b->default_sample_type);
   p = put_field(p, PROFILE_DOC_URL, (uint64_t)b->doc_url);
-  size_t used = (size_t)(p - buf);
+  return (size_t)(p - buf);
+overrun: /* pack_bound is wrong: a bug */
+  assert(!"pp_pack: pack_bound too small");
+  return SIZE_MAX;
+}
+
+int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len) {
+  size_t bound = pack_bound(b), used;
+  uint8_t *buf = bound < SIZE_MAX ? malloc(bound) : NULL;
+  if (!buf)
+    return -1;
+  if ((used = pack_into(b, buf, bound)) == SIZE_MAX) {
+    free(buf);
+    return -1;
+  }
   uint8_t *fit = realloc(buf, used); /* glibc shrinks in place */
   *out = fit ? fit : buf;
   *len = used;
   return 0;
-overrun: /* pack_bound is wrong: a bug */
-  assert(!"pp_pack: pack_bound too small");
-  free(buf);
-  return -1;
+}
+
+int pp_builder_pack_reuse(pp_builder *b, uint8_t **buf, size_t *cap, size_t *len) {
+  size_t bound = pack_bound(b);
+  if (bound == SIZE_MAX)
+    return -1;
+  if (!*buf || *cap < bound) {
+    free(*buf);
+    *cap = 0;
+    if (!(*buf = malloc(bound)))
+      return -1;
+    *cap = bound;
+  }
+  size_t used = pack_into(b, *buf, *cap);
+  if (used == SIZE_MAX)
+    return -1;
+  *len = used;
+  return 0;
 }

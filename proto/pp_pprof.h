@@ -48,6 +48,10 @@ size_t pp_builder_sample_count(const pp_builder *b);
 size_t pp_builder_mem(const pp_builder *b);
 /* Serializes (uncompressed). *out is malloc'ed, caller frees. 0 or -1. */
 int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len);
+/* The same into *buf (*cap bytes; NULL/0 at first), which is replaced by a
+ * larger malloc'ed one when too small: a caller packing batch after batch
+ * keeps one buffer whose pages stay mapped. *buf stays the caller's. */
+int pp_builder_pack_reuse(pp_builder *b, uint8_t **buf, size_t *cap, size_t *len);
 
 /* Validation: 0 if p is a profile go tool pprof accepts, else -1 with a
  * one-line reason written to why. */

@@ -131,6 +131,11 @@ struct batcher {
   uint64_t merge_soft, merge_hard; /* seal early beyond; no room beyond */
   uint64_t mem_merge;              /* sum of pbmem */
   uint64_t mem_payload;            /* gz bytes held in memory */
+  /* The encoder's buffer, kept from one batch to the next while batches
+   * come (its pages stay mapped), freed when none is open; counted in the
+   * memory gauge, taken (NULL) while a pack uses it. */
+  uint8_t *pack_buf;
+  size_t pack_cap;
 };
 
 static int64_t mono_ns(void) {
@@ -453,7 +458,7 @@ static void publish_gauges(batcher *b, int64_t now_wall) {
   }
   metrics_set(G_PENDING_BATCHES, n);
   metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
-  metrics_set(G_MEMORY_BATCHES, (int64_t)(b->mem_merge + b->mem_payload + index));
+  metrics_set(G_MEMORY_BATCHES, (int64_t)(b->mem_merge + b->mem_payload + index + b->pack_cap));
   for (size_t t = 0; t < b->nex; t++) {
     int64_t owed = 0;
     for (group *g = b->groups; g; g = g->next)
@@ -856,15 +861,32 @@ out:
 
 /* ---- export ---- */
 
+/* Gives the encoder's buffer back; past the soft limit (a batch that big
+ * is rare) or with one already kept, it is freed. */
+static void keep_pack_buf(batcher *b, uint8_t *buf, size_t cap) {
+  pthread_mutex_lock(&b->mu);
+  if (buf && !b->pack_buf && cap <= b->merge_soft) {
+    b->pack_buf = buf;
+    b->pack_cap = cap;
+    buf = NULL;
+  }
+  pthread_mutex_unlock(&b->mu);
+  free(buf);
+}
+
 /* Packs, gzips and hashes a sealed group once (batcher thread, no lock, g
  * busy); the builder is freed by the caller under the lock (accounting). */
-static int group_pack(group *g) {
-  uint8_t *raw = NULL;
-  size_t rawlen = 0;
-  if (pp_builder_pack(g->pb, &raw, &rawlen) != 0)
-    return -1;
-  int rc = pp_gzip_fast(raw, rawlen, &g->gz, &g->gzlen);
-  free(raw);
+static int group_pack(batcher *b, group *g) {
+  pthread_mutex_lock(&b->mu);
+  uint8_t *raw = b->pack_buf;
+  size_t cap = b->pack_cap, rawlen = 0;
+  b->pack_buf = NULL;
+  b->pack_cap = 0;
+  pthread_mutex_unlock(&b->mu);
+  int rc = pp_builder_pack_reuse(g->pb, &raw, &cap, &rawlen);
+  if (rc == 0)
+    rc = pp_gzip_fast(raw, rawlen, &g->gz, &g->gzlen);
+  keep_pack_buf(b, raw, cap);
   if (rc != 0 || manifest_hash_hex(g->gz, g->gzlen, g->hash) != 0) {
     free(g->gz);
     g->gz = NULL;
@@ -915,7 +937,7 @@ static void write_manifest(batcher *b, group *g) {
  * caller; drops the lock meanwhile. */
 static void prepare_group(batcher *b, group *g) {
   pthread_mutex_unlock(&b->mu);
-  int rc = group_pack(g);
+  int rc = group_pack(b, g);
   if (rc == 0 && b->md)
     write_manifest(b, g);
   bool on_disk = rc == 0 && g->mf_name[0];
@@ -1350,6 +1372,11 @@ static void run_locked(batcher *b) {
           wake = next;
       }
     }
+    if (!b->groups && b->pack_buf) { /* the load is gone: so is its buffer */
+      free(b->pack_buf);
+      b->pack_buf = NULL;
+      b->pack_cap = 0;
+    }
     publish_gauges(b, now_wall);
     if (prep) {
       prep->busy = true;
@@ -1462,6 +1489,7 @@ void batcher_free(batcher *b) {
     b->groups = g->next;
     group_free(g);
   }
+  free(b->pack_buf);
   free(b->node);
   free(b->subdir);
   dedup_free(b->dx);

@@ -103,7 +103,8 @@ static void hex_id(const dedup_id *id, char out[33]) {
     snprintf(out + 2 * i, 3, "%02x", id->b[i]);
 }
 
-uint8_t *manifest_encode(const manifest *m, size_t *len, size_t *hdrlen) {
+/* The text before the payload, ending "payload N\n" (N = m->gzlen). */
+static uint8_t *encode_header(const manifest *m, size_t *len) {
   buf b = {0};
   char idhex[33];
   buf_printf(&b, "%s\nservice", MAGIC_LINE);
@@ -130,17 +131,27 @@ uint8_t *manifest_encode(const manifest *m, size_t *len, size_t *hdrlen) {
     }
   }
   buf_printf(&b, "\npayload %zu\n", m->gzlen);
-  size_t h = b.len;
-  if (m->gzlen)
-    buf_put(&b, m->gz, m->gzlen);
   if (b.oom) {
     free(b.p);
     return NULL;
   }
   *len = b.len;
-  if (hdrlen)
-    *hdrlen = h;
   return b.p;
+}
+
+uint8_t *manifest_encode(const manifest *m, size_t *len, size_t *hdrlen) {
+  size_t h;
+  uint8_t *hdr = encode_header(m, &h), *p = NULL;
+  if (hdr && h <= SIZE_MAX - m->gzlen && (p = realloc(hdr, h + m->gzlen)) != NULL) {
+    if (m->gzlen)
+      memcpy(p + h, m->gz, m->gzlen);
+    *len = h + m->gzlen;
+    if (hdrlen)
+      *hdrlen = h;
+    return p;
+  }
+  free(hdr);
+  return NULL;
 }
 
 /* ---- decoding ---- */
@@ -436,9 +447,11 @@ static void file_name(const char *name, bool done, char *out, size_t outlen) {
 
 int manifest_write(manifest_dir *d, manifest *m) {
   char final[MANIFEST_NAME_MAX + 8], tmp[MANIFEST_NAME_MAX + 9], q[128];
-  size_t len = 0, hdr = 0;
+  size_t hdrlen = 0;
   int fd = -1, e = 0;
-  uint8_t *data = manifest_encode(m, &len, &hdr);
+  /* The header, then the payload from where it is: a batch's payload is
+   * megabytes, not worth a copy. */
+  uint8_t *data = encode_header(m, &hdrlen);
   if (!data) {
     errno = ENOMEM;
     goto fail;
@@ -448,7 +461,8 @@ int manifest_write(manifest_dir *d, manifest *m) {
   file_name(m->name, false, final, sizeof final);
   snprintf(tmp, sizeof tmp, ".%s", final);
   fd = openat(d->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd < 0 || fsutil_write_all(fd, data, len) != 0 || fsync(fd) != 0)
+  if (fd < 0 || fsutil_write_all(fd, data, hdrlen) != 0 ||
+      (m->gzlen && fsutil_write_all(fd, m->gz, m->gzlen) != 0) || fsync(fd) != 0)
     goto fail;
   if (close(fd) != 0) {
     fd = -1;
