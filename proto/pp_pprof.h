@@ -75,6 +75,9 @@ size_t pp_pprof_mem(const pp_pprof *p); /* bytes of the arena in use */
 pp_pprof *pp_pprof_arena_new(size_t first_cap);
 ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a);
 bool pp_pprof_arena_oom(const pp_pprof *a);
+/* size bytes (16-byte aligned, uninitialized) from arena a, freed with it;
+ * NULL (and the oom flag set) on ENOMEM. */
+void *pp_pprof_arena_alloc(pp_pprof *a, size_t size);
 /* Thread-safe: a few freed arenas are kept for reuse (their pages are
  * already faulted in); pp_pprof_cache_trim returns them to the system. */
 void pp_pprof_free(pp_pprof *p);

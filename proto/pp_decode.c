@@ -1,0 +1,664 @@
+/* A decoder for profile.proto specialised by hand: it fills the same
+ * protobuf-c structs as perftools__profiles__profile__unpack, in a pp_pprof
+ * arena, several times faster than protobuf-c's descriptor-driven unpack.
+ *
+ * The contract is protobuf-c 1.4's (protobuf-c.c, protobuf_c_message_unpack
+ * and what it calls), input for input, so that a profile decodes the same
+ * whichever decoder a reader uses (tests/unit/test_pprof_decode.c and
+ * tests/fuzz/fuzz_pprof.c compare the two):
+ *  - a tag is at most 5 bytes; a first byte without tag bits is an error, but
+ *    a longer encoding of tag 0 is just an unknown field; wire types 3, 4
+ *    (groups), 6 and 7 are errors, known field or not;
+ *  - a varint is at most 10 bytes (the bits past 64 are dropped); a length
+ *    prefix at most 5 bytes and at most INT_MAX, and it must fit;
+ *  - a known scalar field with another wire type than its own is an error,
+ *    except a bool, which protobuf-c reads as "any of the field's bytes after
+ *    the tag has a bit other than 0x80 set" whatever the wire type (prefix
+ *    bytes included);
+ *  - repeated scalars may come packed, unpacked or both, in any order;
+ *  - a repeated non-packed scalar or sub-message repeats; a singular scalar
+ *    given twice keeps the last; a singular sub-message given twice
+ *    (period_type) keeps the last whole: protobuf-c "merges" the two, but
+ *    for proto3 scalars its merge reads the message's first word as a has
+ *    flag, which is never zero, so the earlier fields are never taken;
+ *  - strings are copied with a NUL appended (embedded NULs kept);
+ *  - at most 2^27 - 16 fields per message (protobuf-c's slabs).
+ * Unknown fields are checked like known ones and skipped: nothing reads them
+ * (protobuf-c keeps them; base.n_unknown_fields is 0 here).
+ * The message depth is fixed (Profile > Sample > Label, Profile > Location >
+ * Line), so nothing recurses. Each message is read twice: once to count its
+ * repeated fields, once to fill arrays carved from the arena. */
+#include "pp_decode.h"
+
+#include <limits.h>
+#include <string.h>
+
+#define WT_VARINT 0
+#define WT_64BIT 1
+#define WT_LEN 2
+#define WT_32BIT 5
+#define MAX_FIELDS (((size_t)1 << 27) - 16)
+
+typedef struct fld {
+  uint32_t num;
+  unsigned wt;
+  uint64_t v;         /* WT_VARINT: the value */
+  const uint8_t *raw; /* what follows the tag, rawlen bytes (a bool reads it) */
+  size_t rawlen;
+  const uint8_t *data; /* WT_LEN: the payload */
+  size_t len;
+} fld;
+
+/* Reads the field at *pp (< end) and moves *pp past it; false if malformed.
+ * Inlined: it is most of the work, and the callers' switch follows it. */
+static inline __attribute__((always_inline)) bool next_field(const uint8_t **pp, const uint8_t *end,
+                                                             fld *f) {
+  const uint8_t *p = *pp;
+  size_t rem = (size_t)(end - p);
+  uint32_t b = *p++;
+  if ((b & 0xf8) == 0)
+    return false;
+  f->wt = b & 7;
+  uint32_t tag = (b & 0x7f) >> 3;
+  if (b & 0x80) {
+    size_t max = rem < 5 ? rem : 5; /* tag bytes, the first included */
+    unsigned shift = 4;
+    for (size_t i = 1;; i++) {
+      if (i >= max)
+        return false;
+      uint32_t c = *p++;
+      tag |= (c & 0x7f) << shift;
+      if (!(c & 0x80))
+        break;
+      shift += 7;
+    }
+  }
+  f->num = tag;
+  rem = (size_t)(end - p);
+  f->raw = p;
+  switch (f->wt) {
+  case WT_VARINT: {
+    if (rem > 0 && p[0] < 0x80) {
+      f->v = p[0];
+      f->rawlen = 1;
+      break;
+    }
+    size_t max = rem < 10 ? rem : 10;
+    uint64_t v = 0;
+    size_t i = 0;
+    for (;; i++) {
+      if (i >= max)
+        return false;
+      v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+      if (!(p[i] & 0x80))
+        break;
+    }
+    f->v = v;
+    f->rawlen = i + 1;
+    break;
+  }
+  case WT_64BIT:
+    if (rem < 8)
+      return false;
+    f->rawlen = 8;
+    break;
+  case WT_32BIT:
+    if (rem < 4)
+      return false;
+    f->rawlen = 4;
+    break;
+  case WT_LEN: {
+    size_t max = rem < 5 ? rem : 5;
+    uint64_t v = 0;
+    size_t i = 0;
+    for (;; i++) {
+      if (i >= max)
+        return false;
+      v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+      if (!(p[i] & 0x80))
+        break;
+    }
+    size_t hdr = i + 1;
+    if (v > INT_MAX || v > rem - hdr)
+      return false;
+    f->data = p + hdr;
+    f->len = (size_t)v;
+    f->rawlen = hdr + (size_t)v;
+    break;
+  }
+  default:
+    return false;
+  }
+  *pp = p + f->rawlen;
+  return true;
+}
+
+/* protobuf-c's parse_boolean over the field's bytes after the tag. */
+static bool field_bool(const fld *f) {
+  for (size_t i = 0; i < f->rawlen; i++)
+    if (f->raw[i] & 0x7f)
+      return true;
+  return false;
+}
+
+#define HIGH_BITS 0x8080808080808080ull
+
+/* Elements in a packed varint run: its bytes without the continuation bit
+ * (exact once the run has decoded without error). */
+static size_t packed_count(const uint8_t *p, size_t len) {
+  size_t n = len, i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    /* The continuation bits as 0/1 bytes, summed into the top byte. */
+    n -= (size_t)((((w & HIGH_BITS) >> 7) * 0x0101010101010101ull) >> 56);
+  }
+  for (; i < len; i++)
+    n -= p[i] >> 7;
+  return n;
+}
+
+/* The value of the varint whose bytes are the low bytes of x (the rest 0),
+ * at most 8 of them. */
+static inline uint64_t varint_bits(uint64_t x) {
+  if (x <= 0xffff) /* ids: predictable */
+    return (x & 0x7f) | (x >> 1 & 0x3f80);
+  return (x & 0x7f) | (x >> 1 & 0x7f << 7) | (x >> 2 & 0x7full << 14) | (x >> 3 & 0x7full << 21) |
+         (x >> 4 & 0x7full << 28) | (x >> 5 & 0x7full << 35) | (x >> 6 & 0x7full << 42) |
+         (x >> 7 & 0x7full << 49);
+}
+
+/* Appends the packed varints of p[0..len) to out (room counted beforehand).
+ * Eight bytes at a time where it can: each stop bit (a byte < 0x80) ends one
+ * value, so the values of a word are independent of each other, and the
+ * only chain from one word to the next is its last stop. */
+static bool packed_u64(const uint8_t *p, size_t len, uint64_t *out, size_t *n) {
+  const uint8_t *end = p + len;
+  size_t k = *n;
+  while (p < end) {
+    if (end - p >= 8) {
+      uint64_t w;
+      memcpy(&w, p, 8);
+      uint64_t stops = ~w & HIGH_BITS;
+      if (stops) {
+        unsigned start = 0; /* bit where the next value starts */
+        do {
+          out[k++] = varint_bits((w & (stops ^ (stops - 1))) >> start);
+          start = (unsigned)__builtin_ctzll(stops) + 1;
+          stops &= stops - 1;
+        } while (stops);
+        p += start >> 3;
+        continue;
+      }
+    }
+    /* Near the end, or a value of more than 8 bytes. */
+    size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10;
+    uint64_t v = 0;
+    size_t i = 0;
+    for (;; i++) {
+      if (i >= max)
+        return false;
+      v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+      if (!(p[i] & 0x80))
+        break;
+    }
+    out[k++] = v;
+    p += i + 1;
+  }
+  *n = k;
+  return true;
+}
+
+/* A repeated varint field (packed or not) into out[*n...]. */
+static inline bool repeated_u64(const fld *f, uint64_t *out, size_t *n) {
+  if (f->wt == WT_VARINT) {
+    out[(*n)++] = f->v;
+    return true;
+  }
+  return f->wt == WT_LEN && packed_u64(f->data, f->len, out, n);
+}
+
+/* What the counting pass adds for a repeated varint field. */
+static inline size_t repeated_u64_count(const fld *f) {
+  return f->wt == WT_LEN ? packed_count(f->data, f->len) : 1;
+}
+
+#define VARINT_OR_FAIL(f, dst, type)                                                               \
+  do {                                                                                             \
+    if ((f).wt != WT_VARINT)                                                                       \
+      return false;                                                                                \
+    (dst) = (type)(f).v;                                                                           \
+  } while (0)
+
+static void *alloc(pp_pprof *a, size_t n) {
+  return pp_pprof_arena_alloc(a, n);
+}
+
+/* n * size, or SIZE_MAX when that would overflow (the arena then fails). */
+static size_t array_bytes(size_t n, size_t size) {
+  return n > SIZE_MAX / size ? SIZE_MAX : n * size;
+}
+
+/* Pointer array and element array of n messages in one allocation. */
+static bool carve(pp_pprof *a, size_t n, size_t size, void ***ptrs, unsigned char **elems) {
+  if (n == 0)
+    return true;
+  size_t pb = array_bytes(n, sizeof(void *)), eb = array_bytes(n, size);
+  unsigned char *mem = pb <= SIZE_MAX - eb ? alloc(a, pb + eb) : NULL;
+  if (!mem)
+    return false;
+  *ptrs = (void **)mem;
+  *elems = mem + pb;
+  return true;
+}
+
+static bool dec_value_type(const uint8_t *p, size_t len, Perftools__Profiles__ValueType *m) {
+  static const Perftools__Profiles__ValueType init = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+  const uint8_t *end = p + len;
+  size_t nf = 0;
+  fld f = {0};
+  *m = init;
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    switch (f.num) {
+    case 1:
+      VARINT_OR_FAIL(f, m->type, int64_t);
+      break;
+    case 2:
+      VARINT_OR_FAIL(f, m->unit, int64_t);
+      break;
+    }
+  }
+  return true;
+}
+
+static bool dec_label(const uint8_t *p, size_t len, Perftools__Profiles__Label *m) {
+  static const Perftools__Profiles__Label init = PERFTOOLS__PROFILES__LABEL__INIT;
+  const uint8_t *end = p + len;
+  size_t nf = 0;
+  fld f = {0};
+  *m = init;
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    switch (f.num) {
+    case 1:
+      VARINT_OR_FAIL(f, m->key, int64_t);
+      break;
+    case 2:
+      VARINT_OR_FAIL(f, m->str, int64_t);
+      break;
+    case 3:
+      VARINT_OR_FAIL(f, m->num, int64_t);
+      break;
+    case 4:
+      VARINT_OR_FAIL(f, m->num_unit, int64_t);
+      break;
+    }
+  }
+  return true;
+}
+
+static bool dec_line(const uint8_t *p, size_t len, Perftools__Profiles__Line *m) {
+  static const Perftools__Profiles__Line init = PERFTOOLS__PROFILES__LINE__INIT;
+  const uint8_t *end = p + len;
+  size_t nf = 0;
+  fld f = {0};
+  *m = init;
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    switch (f.num) {
+    case 1:
+      VARINT_OR_FAIL(f, m->function_id, uint64_t);
+      break;
+    case 2:
+      VARINT_OR_FAIL(f, m->line, int64_t);
+      break;
+    case 3:
+      VARINT_OR_FAIL(f, m->column, int64_t);
+      break;
+    }
+  }
+  return true;
+}
+
+static bool dec_function(const uint8_t *p, size_t len, Perftools__Profiles__Function *m) {
+  static const Perftools__Profiles__Function init = PERFTOOLS__PROFILES__FUNCTION__INIT;
+  const uint8_t *end = p + len;
+  size_t nf = 0;
+  fld f = {0};
+  *m = init;
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    switch (f.num) {
+    case 1:
+      VARINT_OR_FAIL(f, m->id, uint64_t);
+      break;
+    case 2:
+      VARINT_OR_FAIL(f, m->name, int64_t);
+      break;
+    case 3:
+      VARINT_OR_FAIL(f, m->system_name, int64_t);
+      break;
+    case 4:
+      VARINT_OR_FAIL(f, m->filename, int64_t);
+      break;
+    case 5:
+      VARINT_OR_FAIL(f, m->start_line, int64_t);
+      break;
+    }
+  }
+  return true;
+}
+
+static bool dec_mapping(const uint8_t *p, size_t len, Perftools__Profiles__Mapping *m) {
+  static const Perftools__Profiles__Mapping init = PERFTOOLS__PROFILES__MAPPING__INIT;
+  const uint8_t *end = p + len;
+  size_t nf = 0;
+  fld f = {0};
+  *m = init;
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    switch (f.num) {
+    case 1:
+      VARINT_OR_FAIL(f, m->id, uint64_t);
+      break;
+    case 2:
+      VARINT_OR_FAIL(f, m->memory_start, uint64_t);
+      break;
+    case 3:
+      VARINT_OR_FAIL(f, m->memory_limit, uint64_t);
+      break;
+    case 4:
+      VARINT_OR_FAIL(f, m->file_offset, uint64_t);
+      break;
+    case 5:
+      VARINT_OR_FAIL(f, m->filename, int64_t);
+      break;
+    case 6:
+      VARINT_OR_FAIL(f, m->build_id, int64_t);
+      break;
+    case 7:
+      m->has_functions = field_bool(&f);
+      break;
+    case 8:
+      m->has_filenames = field_bool(&f);
+      break;
+    case 9:
+      m->has_line_numbers = field_bool(&f);
+      break;
+    case 10:
+      m->has_inline_frames = field_bool(&f);
+      break;
+    }
+  }
+  return true;
+}
+
+static bool dec_location(pp_pprof *a, const uint8_t *p, size_t len,
+                         Perftools__Profiles__Location *m) {
+  static const Perftools__Profiles__Location init = PERFTOOLS__PROFILES__LOCATION__INIT;
+  const uint8_t *q = p, *end = p + len;
+  size_t nf = 0, nline = 0;
+  fld f = {0};
+  *m = init;
+  while (q < end) {
+    if (!next_field(&q, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    nline += f.num == 4;
+  }
+  Perftools__Profiles__Line *lines = NULL;
+  if (!carve(a, nline, sizeof *lines, (void ***)&m->line, (unsigned char **)&lines))
+    return false;
+  while (p < end) {
+    if (!next_field(&p, end, &f)) /* checked by the counting pass */
+      return false;
+    switch (f.num) {
+    case 1:
+      VARINT_OR_FAIL(f, m->id, uint64_t);
+      break;
+    case 2:
+      VARINT_OR_FAIL(f, m->mapping_id, uint64_t);
+      break;
+    case 3:
+      VARINT_OR_FAIL(f, m->address, uint64_t);
+      break;
+    case 4: {
+      if (f.wt != WT_LEN)
+        return false;
+      Perftools__Profiles__Line *l = &lines[m->n_line];
+      if (!dec_line(f.data, f.len, l))
+        return false;
+      m->line[m->n_line++] = l;
+      break;
+    }
+    case 5:
+      m->is_folded = field_bool(&f);
+      break;
+    }
+  }
+  return true;
+}
+
+static bool dec_sample(pp_pprof *a, const uint8_t *p, size_t len, Perftools__Profiles__Sample *m) {
+  static const Perftools__Profiles__Sample init = PERFTOOLS__PROFILES__SAMPLE__INIT;
+  const uint8_t *q = p, *end = p + len;
+  size_t nf = 0, nloc = 0, nval = 0, nlab = 0;
+  fld f = {0};
+  *m = init;
+  while (q < end) {
+    if (!next_field(&q, end, &f) || ++nf > MAX_FIELDS)
+      return false;
+    switch (f.num) {
+    case 1:
+      nloc += repeated_u64_count(&f);
+      break;
+    case 2:
+      nval += repeated_u64_count(&f);
+      break;
+    case 3:
+      nlab++;
+      break;
+    }
+  }
+  /* Counts are at most len (< 2^31), so the sizes cannot overflow. */
+  size_t total = (nloc + nval + nlab) * 8 + nlab * sizeof(Perftools__Profiles__Label);
+  Perftools__Profiles__Label *labels = NULL;
+  if (total) {
+    unsigned char *mem = alloc(a, total);
+    if (!mem)
+      return false;
+    if (nloc)
+      m->location_id = (uint64_t *)mem;
+    if (nval)
+      m->value = (int64_t *)(mem + nloc * 8);
+    if (nlab) {
+      m->label = (Perftools__Profiles__Label **)(mem + (nloc + nval) * 8);
+      labels = (Perftools__Profiles__Label *)(mem + (nloc + nval + nlab) * 8);
+    }
+  }
+  while (p < end) {
+    if (!next_field(&p, end, &f))
+      return false;
+    switch (f.num) {
+    case 1:
+      if (!repeated_u64(&f, m->location_id, &m->n_location_id))
+        return false;
+      break;
+    case 2:
+      if (!repeated_u64(&f, (uint64_t *)m->value, &m->n_value))
+        return false;
+      break;
+    case 3: {
+      if (f.wt != WT_LEN)
+        return false;
+      Perftools__Profiles__Label *l = &labels[m->n_label];
+      if (!dec_label(f.data, f.len, l))
+        return false;
+      m->label[m->n_label++] = l;
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+/* The arrays pass 2 fills, sized by pass 1. */
+typedef struct profile_room {
+  Perftools__Profiles__ValueType *st;
+  Perftools__Profiles__Sample *s;
+  Perftools__Profiles__Mapping *mp;
+  Perftools__Profiles__Location *lo;
+  Perftools__Profiles__Function *fn;
+  char *strs;
+} profile_room;
+
+static bool fill_profile(pp_pprof *a, const uint8_t *p, const uint8_t *end, profile_room *r,
+                         Perftools__Profiles__Profile *m) {
+  fld f = {0};
+  while (p < end) {
+    if (!next_field(&p, end, &f)) /* checked by the counting pass */
+      return false;
+    switch (f.num) {
+    case 1: {
+      Perftools__Profiles__ValueType *e = r->st + m->n_sample_type;
+      if (f.wt != WT_LEN || !dec_value_type(f.data, f.len, e))
+        return false;
+      m->sample_type[m->n_sample_type++] = e;
+      break;
+    }
+    case 2: {
+      Perftools__Profiles__Sample *e = r->s + m->n_sample;
+      if (f.wt != WT_LEN || !dec_sample(a, f.data, f.len, e))
+        return false;
+      m->sample[m->n_sample++] = e;
+      break;
+    }
+    case 3: {
+      Perftools__Profiles__Mapping *e = r->mp + m->n_mapping;
+      if (f.wt != WT_LEN || !dec_mapping(f.data, f.len, e))
+        return false;
+      m->mapping[m->n_mapping++] = e;
+      break;
+    }
+    case 4: {
+      Perftools__Profiles__Location *e = r->lo + m->n_location;
+      if (f.wt != WT_LEN || !dec_location(a, f.data, f.len, e))
+        return false;
+      m->location[m->n_location++] = e;
+      break;
+    }
+    case 5: {
+      Perftools__Profiles__Function *e = r->fn + m->n_function;
+      if (f.wt != WT_LEN || !dec_function(f.data, f.len, e))
+        return false;
+      m->function[m->n_function++] = e;
+      break;
+    }
+    case 6:
+      if (f.wt != WT_LEN)
+        return false;
+      memcpy(r->strs, f.data, f.len);
+      r->strs[f.len] = '\0';
+      m->string_table[m->n_string_table++] = r->strs;
+      r->strs += f.len + 1;
+      break;
+    case 7:
+      VARINT_OR_FAIL(f, m->drop_frames, int64_t);
+      break;
+    case 8:
+      VARINT_OR_FAIL(f, m->keep_frames, int64_t);
+      break;
+    case 9:
+      VARINT_OR_FAIL(f, m->time_nanos, int64_t);
+      break;
+    case 10:
+      VARINT_OR_FAIL(f, m->duration_nanos, int64_t);
+      break;
+    case 11:
+      /* The last one wins whole (see the top of the file); each must decode. */
+      if (f.wt != WT_LEN)
+        return false;
+      if (!m->period_type && !(m->period_type = alloc(a, sizeof *m->period_type)))
+        return false;
+      if (!dec_value_type(f.data, f.len, m->period_type))
+        return false;
+      break;
+    case 12:
+      VARINT_OR_FAIL(f, m->period, int64_t);
+      break;
+    case 13:
+      if (!repeated_u64(&f, (uint64_t *)m->comment, &m->n_comment))
+        return false;
+      break;
+    case 14:
+      VARINT_OR_FAIL(f, m->default_sample_type, int64_t);
+      break;
+    case 15:
+      VARINT_OR_FAIL(f, m->doc_url, int64_t);
+      break;
+    }
+  }
+  return true;
+}
+
+Perftools__Profiles__Profile *pp_pprof_decode(pp_pprof *a, const uint8_t *data, size_t len) {
+  static const Perftools__Profiles__Profile init = PERFTOOLS__PROFILES__PROFILE__INIT;
+  const uint8_t *p = data, *end = data + len;
+  size_t nf = 0, nst = 0, ns = 0, nm = 0, nl = 0, nfn = 0, nstr = 0, strbytes = 0, ncom = 0;
+  fld f = {0};
+
+  /* Pass 1: check the fields' framing, count the repeated ones. */
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return NULL;
+    switch (f.num) {
+    case 1:
+      nst++;
+      break;
+    case 2:
+      ns++;
+      break;
+    case 3:
+      nm++;
+      break;
+    case 4:
+      nl++;
+      break;
+    case 5:
+      nfn++;
+      break;
+    case 6:
+      nstr++;
+      strbytes += (f.wt == WT_LEN ? f.len : 0) + 1; /* at most 2 * len */
+      break;
+    case 13:
+      ncom += repeated_u64_count(&f);
+      break;
+    }
+  }
+
+  Perftools__Profiles__Profile *m = alloc(a, sizeof *m);
+  if (!m)
+    return NULL;
+  *m = init;
+  profile_room r = {0};
+  if (!carve(a, nst, sizeof *r.st, (void ***)&m->sample_type, (unsigned char **)&r.st) ||
+      !carve(a, ns, sizeof *r.s, (void ***)&m->sample, (unsigned char **)&r.s) ||
+      !carve(a, nm, sizeof *r.mp, (void ***)&m->mapping, (unsigned char **)&r.mp) ||
+      !carve(a, nl, sizeof *r.lo, (void ***)&m->location, (unsigned char **)&r.lo) ||
+      !carve(a, nfn, sizeof *r.fn, (void ***)&m->function, (unsigned char **)&r.fn))
+    return NULL;
+  if (nstr && (!(m->string_table = alloc(a, array_bytes(nstr, sizeof *m->string_table))) ||
+               !(r.strs = alloc(a, strbytes))))
+    return NULL;
+  if (ncom && !(m->comment = alloc(a, array_bytes(ncom, sizeof *m->comment))))
+    return NULL;
+
+  /* Pass 2: decode into the arrays. */
+  return fill_profile(a, data, end, &r, m) ? m : NULL;
+}

@@ -1,0 +1,15 @@
+/* Internal to the proto library: the hand-written profile.proto decoder
+ * (pp_decode.c) that pp_pprof_parse_pooled uses instead of protobuf-c's
+ * generic unpack. Exposed for the tests that compare the two. */
+#ifndef PP_DECODE_H
+#define PP_DECODE_H
+#include "pp_pprof.h"
+
+/* Decodes data[0..len) (an uncompressed, unvalidated pprof) into arena a,
+ * accepting exactly what perftools__profiles__profile__unpack (protobuf-c
+ * 1.4) accepts and yielding the same field values; unknown fields are
+ * skipped, not kept. The profile lives in a (freed with it). NULL if the
+ * bytes are not a Profile, or on ENOMEM (then pp_pprof_arena_oom(a)).
+ * Thread-safe for distinct arenas. */
+Perftools__Profiles__Profile *pp_pprof_decode(pp_pprof *a, const uint8_t *data, size_t len);
+#endif
