@@ -49,6 +49,37 @@ typedef struct fld {
   size_t len;
 } fld;
 
+/* The varint at p of at most max bytes (rem bytes readable): its length,
+ * or 0 if it does not end in time. Values of 1 and 2 bytes are read inline. */
+static __attribute__((noinline)) size_t varint_slow(const uint8_t *p, size_t rem, size_t max,
+                                                    uint64_t *out) {
+  if (max > rem)
+    max = rem;
+  uint64_t v = 0;
+  for (size_t i = 0; i < max; i++) {
+    v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+    if (!(p[i] & 0x80)) {
+      *out = v;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+/* A varint of at most max bytes: its length, or 0 (malformed). */
+static inline __attribute__((always_inline)) size_t varint(const uint8_t *p, size_t rem, size_t max,
+                                                           uint64_t *v) {
+  if (rem >= 1 && p[0] < 0x80) {
+    *v = p[0];
+    return 1;
+  }
+  if (rem >= 2 && p[1] < 0x80) { /* p[0] >= 0x80 */
+    *v = (p[0] & 0x7f) | (uint64_t)p[1] << 7;
+    return 2;
+  }
+  return varint_slow(p, rem, max, v);
+}
+
 /* Reads the field at *pp (< end) and moves *pp past it; false if malformed.
  * Inlined: it is most of the work, and the callers' switch follows it. */
 static inline __attribute__((always_inline)) bool next_field(const uint8_t **pp, const uint8_t *end,
@@ -76,57 +107,26 @@ static inline __attribute__((always_inline)) bool next_field(const uint8_t **pp,
   f->num = tag;
   rem = (size_t)(end - p);
   f->raw = p;
-  switch (f->wt) {
-  case WT_VARINT: {
-    if (rem > 0 && p[0] < 0x80) {
-      f->v = p[0];
-      f->rawlen = 1;
-      break;
-    }
-    size_t max = rem < 10 ? rem : 10;
-    uint64_t v = 0;
-    size_t i = 0;
-    for (;; i++) {
-      if (i >= max)
-        return false;
-      v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-      if (!(p[i] & 0x80))
-        break;
-    }
-    f->v = v;
-    f->rawlen = i + 1;
-    break;
-  }
-  case WT_64BIT:
-    if (rem < 8)
+  if (f->wt == WT_VARINT) {
+    if (!(f->rawlen = varint(p, rem, 10, &f->v)))
       return false;
-    f->rawlen = 8;
-    break;
-  case WT_32BIT:
-    if (rem < 4)
-      return false;
-    f->rawlen = 4;
-    break;
-  case WT_LEN: {
-    size_t max = rem < 5 ? rem : 5;
-    uint64_t v = 0;
-    size_t i = 0;
-    for (;; i++) {
-      if (i >= max)
-        return false;
-      v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-      if (!(p[i] & 0x80))
-        break;
-    }
-    size_t hdr = i + 1;
-    if (v > INT_MAX || v > rem - hdr)
+  } else if (f->wt == WT_LEN) {
+    uint64_t v;
+    size_t hdr = varint(p, rem, 5, &v);
+    if (!hdr || v > INT_MAX || v > rem - hdr)
       return false;
     f->data = p + hdr;
     f->len = (size_t)v;
     f->rawlen = hdr + (size_t)v;
-    break;
-  }
-  default:
+  } else if (f->wt == WT_64BIT) {
+    if (rem < 8)
+      return false;
+    f->rawlen = 8;
+  } else if (f->wt == WT_32BIT) {
+    if (rem < 4)
+      return false;
+    f->rawlen = 4;
+  } else {
     return false;
   }
   *pp = p + f->rawlen;
@@ -171,14 +171,19 @@ static inline uint64_t varint_bits(uint64_t x) {
 /* Appends the packed varints of p[0..len) to out (room counted beforehand).
  * Eight bytes at a time where it can: each stop bit (a byte < 0x80) ends one
  * value, so the values of a word are independent of each other, and the
- * only chain from one word to the next is its last stop. */
-static bool packed_u64(const uint8_t *p, size_t len, uint64_t *out, size_t *n) {
+ * only chain from one word to the next is its last stop. lim is the end of
+ * the whole input: a run's last bytes are read as a word too where lim
+ * allows, the bytes past the run marked as continuations (never a stop). */
+static bool packed_u64(const uint8_t *p, size_t len, const uint8_t *lim, uint64_t *out, size_t *n) {
   const uint8_t *end = p + len;
   size_t k = *n;
   while (p < end) {
-    if (end - p >= 8) {
+    if (lim - p >= 8) {
       uint64_t w;
       memcpy(&w, p, 8);
+      size_t rem = (size_t)(end - p);
+      if (rem < 8)
+        w |= HIGH_BITS & ~((1ull << (8 * rem)) - 1);
       uint64_t stops = ~w & HIGH_BITS;
       if (stops) {
         unsigned start = 0; /* bit where the next value starts */
@@ -191,7 +196,7 @@ static bool packed_u64(const uint8_t *p, size_t len, uint64_t *out, size_t *n) {
         continue;
       }
     }
-    /* Near the end, or a value of more than 8 bytes. */
+    /* Near the input's end, or a value of more than 8 bytes. */
     size_t rem = (size_t)(end - p), max = rem < 10 ? rem : 10;
     uint64_t v = 0;
     size_t i = 0;
@@ -210,12 +215,12 @@ static bool packed_u64(const uint8_t *p, size_t len, uint64_t *out, size_t *n) {
 }
 
 /* A repeated varint field (packed or not) into out[*n...]. */
-static inline bool repeated_u64(const fld *f, uint64_t *out, size_t *n) {
+static inline bool repeated_u64(const fld *f, const uint8_t *lim, uint64_t *out, size_t *n) {
   if (f->wt == WT_VARINT) {
     out[(*n)++] = f->v;
     return true;
   }
-  return f->wt == WT_LEN && packed_u64(f->data, f->len, out, n);
+  return f->wt == WT_LEN && packed_u64(f->data, f->len, lim, out, n);
 }
 
 /* What the counting pass adds for a repeated varint field. */
@@ -229,6 +234,12 @@ static inline size_t repeated_u64_count(const fld *f) {
       return false;                                                                                \
     (dst) = (type)(f).v;                                                                           \
   } while (0)
+
+/* What the message decoders share: the arena, and the input's end. */
+typedef struct dec {
+  pp_pprof *a;
+  const uint8_t *lim;
+} dec;
 
 static void *alloc(pp_pprof *a, size_t n) {
   return pp_pprof_arena_alloc(a, n);
@@ -399,7 +410,7 @@ static bool dec_mapping(const uint8_t *p, size_t len, Perftools__Profiles__Mappi
   return true;
 }
 
-static bool dec_location(pp_pprof *a, const uint8_t *p, size_t len,
+static bool dec_location(const dec *d, const uint8_t *p, size_t len,
                          Perftools__Profiles__Location *m) {
   static const Perftools__Profiles__Location init = PERFTOOLS__PROFILES__LOCATION__INIT;
   const uint8_t *q = p, *end = p + len;
@@ -412,7 +423,7 @@ static bool dec_location(pp_pprof *a, const uint8_t *p, size_t len,
     nline += f.num == 4;
   }
   Perftools__Profiles__Line *lines = NULL;
-  if (!carve(a, nline, sizeof *lines, (void ***)&m->line, (unsigned char **)&lines))
+  if (!carve(d->a, nline, sizeof *lines, (void ***)&m->line, (unsigned char **)&lines))
     return false;
   while (p < end) {
     if (!next_field(&p, end, &f)) /* checked by the counting pass */
@@ -444,12 +455,104 @@ static bool dec_location(pp_pprof *a, const uint8_t *p, size_t len,
   return true;
 }
 
-static bool dec_sample(pp_pprof *a, const uint8_t *p, size_t len, Perftools__Profiles__Sample *m) {
-  static const Perftools__Profiles__Sample init = PERFTOOLS__PROFILES__SAMPLE__INIT;
+/* Most samples fit in these: decoded in one pass, then copied. */
+#define SCRATCH_IDS 1024
+#define SCRATCH_VALUES 64
+#define SCRATCH_LABELS 32
+
+/* The room a sample's arrays need, carved from one allocation. */
+static bool sample_room(pp_pprof *a, size_t nloc, size_t nval, size_t nlab,
+                        Perftools__Profiles__Sample *m, Perftools__Profiles__Label **labels) {
+  /* Counts are at most len (< 2^31), so the sizes cannot overflow. */
+  size_t total = (nloc + nval + nlab) * 8 + nlab * sizeof(Perftools__Profiles__Label);
+  if (!total)
+    return true;
+  unsigned char *mem = alloc(a, total);
+  if (!mem)
+    return false;
+  if (nloc)
+    m->location_id = (uint64_t *)mem;
+  if (nval)
+    m->value = (int64_t *)(mem + nloc * 8);
+  if (nlab) {
+    m->label = (Perftools__Profiles__Label **)(mem + (nloc + nval) * 8);
+    *labels = (Perftools__Profiles__Label *)(mem + (nloc + nval + nlab) * 8);
+  }
+  return true;
+}
+
+/* A repeated varint field into scratch[*n...], at most cap in all: 1 if
+ * done, 0 if it does not fit, -1 if malformed. */
+static int scratch_u64(const fld *f, const uint8_t *lim, uint64_t *scratch, size_t *n, size_t cap) {
+  if (f->wt == WT_VARINT) {
+    if (*n == cap)
+      return 0;
+    scratch[(*n)++] = f->v;
+    return 1;
+  }
+  if (f->wt != WT_LEN)
+    return -1;
+  if (f->len > cap - *n) /* a packed value takes at least one byte */
+    return 0;
+  return packed_u64(f->data, f->len, lim, scratch, n) ? 1 : -1;
+}
+
+/* A sample in one pass through scratch arrays: 1 if decoded, 0 if it is too
+ * large for them (m is then as dec_sample_2pass wants it), -1 if malformed
+ * or out of memory. */
+static int dec_sample_1pass(const dec *d, const uint8_t *p, size_t len,
+                            Perftools__Profiles__Sample *m) {
+  uint64_t ids[SCRATCH_IDS], vals[SCRATCH_VALUES];
+  Perftools__Profiles__Label labs[SCRATCH_LABELS];
+  const uint8_t *end = p + len;
+  size_t nf = 0, nloc = 0, nval = 0, nlab = 0;
+  int rc;
+  fld f = {0};
+  while (p < end) {
+    if (!next_field(&p, end, &f) || ++nf > MAX_FIELDS)
+      return -1;
+    switch (f.num) {
+    case 1:
+      if ((rc = scratch_u64(&f, d->lim, ids, &nloc, SCRATCH_IDS)) != 1)
+        return rc;
+      break;
+    case 2:
+      if ((rc = scratch_u64(&f, d->lim, vals, &nval, SCRATCH_VALUES)) != 1)
+        return rc;
+      break;
+    case 3:
+      if (f.wt != WT_LEN)
+        return -1;
+      if (nlab == SCRATCH_LABELS)
+        return 0;
+      if (!dec_label(f.data, f.len, &labs[nlab++]))
+        return -1;
+      break;
+    }
+  }
+  Perftools__Profiles__Label *labels = NULL;
+  if (!sample_room(d->a, nloc, nval, nlab, m, &labels))
+    return -1;
+  if (nloc)
+    memcpy(m->location_id, ids, nloc * sizeof *ids);
+  if (nval)
+    memcpy(m->value, vals, nval * sizeof *vals);
+  if (nlab)
+    memcpy(labels, labs, nlab * sizeof *labs);
+  for (size_t i = 0; i < nlab; i++)
+    m->label[i] = &labels[i];
+  m->n_location_id = nloc;
+  m->n_value = nval;
+  m->n_label = nlab;
+  return 1;
+}
+
+/* Any sample: one pass to count, one to fill. */
+static bool dec_sample_2pass(const dec *d, const uint8_t *p, size_t len,
+                             Perftools__Profiles__Sample *m) {
   const uint8_t *q = p, *end = p + len;
   size_t nf = 0, nloc = 0, nval = 0, nlab = 0;
   fld f = {0};
-  *m = init;
   while (q < end) {
     if (!next_field(&q, end, &f) || ++nf > MAX_FIELDS)
       return false;
@@ -465,32 +568,19 @@ static bool dec_sample(pp_pprof *a, const uint8_t *p, size_t len, Perftools__Pro
       break;
     }
   }
-  /* Counts are at most len (< 2^31), so the sizes cannot overflow. */
-  size_t total = (nloc + nval + nlab) * 8 + nlab * sizeof(Perftools__Profiles__Label);
   Perftools__Profiles__Label *labels = NULL;
-  if (total) {
-    unsigned char *mem = alloc(a, total);
-    if (!mem)
-      return false;
-    if (nloc)
-      m->location_id = (uint64_t *)mem;
-    if (nval)
-      m->value = (int64_t *)(mem + nloc * 8);
-    if (nlab) {
-      m->label = (Perftools__Profiles__Label **)(mem + (nloc + nval) * 8);
-      labels = (Perftools__Profiles__Label *)(mem + (nloc + nval + nlab) * 8);
-    }
-  }
+  if (!sample_room(d->a, nloc, nval, nlab, m, &labels))
+    return false;
   while (p < end) {
     if (!next_field(&p, end, &f))
       return false;
     switch (f.num) {
     case 1:
-      if (!repeated_u64(&f, m->location_id, &m->n_location_id))
+      if (!repeated_u64(&f, d->lim, m->location_id, &m->n_location_id))
         return false;
       break;
     case 2:
-      if (!repeated_u64(&f, (uint64_t *)m->value, &m->n_value))
+      if (!repeated_u64(&f, d->lim, (uint64_t *)m->value, &m->n_value))
         return false;
       break;
     case 3: {
@@ -507,6 +597,13 @@ static bool dec_sample(pp_pprof *a, const uint8_t *p, size_t len, Perftools__Pro
   return true;
 }
 
+static bool dec_sample(const dec *d, const uint8_t *p, size_t len, Perftools__Profiles__Sample *m) {
+  static const Perftools__Profiles__Sample init = PERFTOOLS__PROFILES__SAMPLE__INIT;
+  *m = init;
+  int rc = dec_sample_1pass(d, p, len, m);
+  return rc > 0 || (rc == 0 && dec_sample_2pass(d, p, len, m));
+}
+
 /* The arrays pass 2 fills, sized by pass 1. */
 typedef struct profile_room {
   Perftools__Profiles__ValueType *st;
@@ -517,7 +614,7 @@ typedef struct profile_room {
   char *strs;
 } profile_room;
 
-static bool fill_profile(pp_pprof *a, const uint8_t *p, const uint8_t *end, profile_room *r,
+static bool fill_profile(const dec *d, const uint8_t *p, const uint8_t *end, profile_room *r,
                          Perftools__Profiles__Profile *m) {
   fld f = {0};
   while (p < end) {
@@ -533,7 +630,7 @@ static bool fill_profile(pp_pprof *a, const uint8_t *p, const uint8_t *end, prof
     }
     case 2: {
       Perftools__Profiles__Sample *e = r->s + m->n_sample;
-      if (f.wt != WT_LEN || !dec_sample(a, f.data, f.len, e))
+      if (f.wt != WT_LEN || !dec_sample(d, f.data, f.len, e))
         return false;
       m->sample[m->n_sample++] = e;
       break;
@@ -547,7 +644,7 @@ static bool fill_profile(pp_pprof *a, const uint8_t *p, const uint8_t *end, prof
     }
     case 4: {
       Perftools__Profiles__Location *e = r->lo + m->n_location;
-      if (f.wt != WT_LEN || !dec_location(a, f.data, f.len, e))
+      if (f.wt != WT_LEN || !dec_location(d, f.data, f.len, e))
         return false;
       m->location[m->n_location++] = e;
       break;
@@ -583,7 +680,7 @@ static bool fill_profile(pp_pprof *a, const uint8_t *p, const uint8_t *end, prof
       /* The last one wins whole (see the top of the file); each must decode. */
       if (f.wt != WT_LEN)
         return false;
-      if (!m->period_type && !(m->period_type = alloc(a, sizeof *m->period_type)))
+      if (!m->period_type && !(m->period_type = alloc(d->a, sizeof *m->period_type)))
         return false;
       if (!dec_value_type(f.data, f.len, m->period_type))
         return false;
@@ -592,7 +689,7 @@ static bool fill_profile(pp_pprof *a, const uint8_t *p, const uint8_t *end, prof
       VARINT_OR_FAIL(f, m->period, int64_t);
       break;
     case 13:
-      if (!repeated_u64(&f, (uint64_t *)m->comment, &m->n_comment))
+      if (!repeated_u64(&f, d->lim, (uint64_t *)m->comment, &m->n_comment))
         return false;
       break;
     case 14:
@@ -660,5 +757,6 @@ Perftools__Profiles__Profile *pp_pprof_decode(pp_pprof *a, const uint8_t *data, 
     return NULL;
 
   /* Pass 2: decode into the arrays. */
-  return fill_profile(a, data, end, &r, m) ? m : NULL;
+  dec d = {a, end};
+  return fill_profile(&d, data, end, &r, m) ? m : NULL;
 }
