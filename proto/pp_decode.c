@@ -161,8 +161,6 @@ static size_t packed_count(const uint8_t *p, size_t len) {
 /* The value of the varint whose bytes are the low bytes of x (the rest 0),
  * at most 8 of them. */
 static inline uint64_t varint_bits(uint64_t x) {
-  if (x <= 0xffff) /* ids: predictable */
-    return (x & 0x7f) | (x >> 1 & 0x3f80);
   return (x & 0x7f) | (x >> 1 & 0x7f << 7) | (x >> 2 & 0x7full << 14) | (x >> 3 & 0x7full << 21) |
          (x >> 4 & 0x7full << 28) | (x >> 5 & 0x7full << 35) | (x >> 6 & 0x7full << 42) |
          (x >> 7 & 0x7full << 49);
@@ -186,12 +184,21 @@ static bool packed_u64(const uint8_t *p, size_t len, const uint8_t *lim, uint64_
         w |= HIGH_BITS & ~((1ull << (8 * rem)) - 1);
       uint64_t stops = ~w & HIGH_BITS;
       if (stops) {
-        unsigned start = 0; /* bit where the next value starts */
-        do {
-          out[k++] = varint_bits((w & (stops ^ (stops - 1))) >> start);
-          start = (unsigned)__builtin_ctzll(stops) + 1;
-          stops &= stops - 1;
-        } while (stops);
+        unsigned start = 0;              /* bit where the next value starts */
+        if (!(w & w << 8 & HIGH_BITS)) { /* no value of 3 bytes or more: ids */
+          do {
+            uint64_t x = (w & (stops ^ (stops - 1))) >> start;
+            out[k++] = (x & 0x7f) | (x >> 1 & 0x3f80);
+            start = (unsigned)__builtin_ctzll(stops) + 1;
+            stops &= stops - 1;
+          } while (stops);
+        } else {
+          do {
+            out[k++] = varint_bits((w & (stops ^ (stops - 1))) >> start);
+            start = (unsigned)__builtin_ctzll(stops) + 1;
+            stops &= stops - 1;
+          } while (stops);
+        }
         p += start >> 3;
         continue;
       }
@@ -284,7 +291,8 @@ static bool dec_value_type(const uint8_t *p, size_t len, Perftools__Profiles__Va
   return true;
 }
 
-static bool dec_label(const uint8_t *p, size_t len, Perftools__Profiles__Label *m) {
+static inline __attribute__((always_inline)) bool dec_label(const uint8_t *p, size_t len,
+                                                            Perftools__Profiles__Label *m) {
   static const Perftools__Profiles__Label init = PERFTOOLS__PROFILES__LABEL__INIT;
   const uint8_t *end = p + len;
   size_t nf = 0;
@@ -311,7 +319,8 @@ static bool dec_label(const uint8_t *p, size_t len, Perftools__Profiles__Label *
   return true;
 }
 
-static bool dec_line(const uint8_t *p, size_t len, Perftools__Profiles__Line *m) {
+static inline __attribute__((always_inline)) bool dec_line(const uint8_t *p, size_t len,
+                                                           Perftools__Profiles__Line *m) {
   static const Perftools__Profiles__Line init = PERFTOOLS__PROFILES__LINE__INIT;
   const uint8_t *end = p + len;
   size_t nf = 0;
