@@ -769,3 +769,11 @@ Perftools__Profiles__Profile *pp_pprof_decode(pp_pprof *a, const uint8_t *data, 
   dec d = {a, end};
   return fill_profile(&d, data, end, &r, m) ? m : NULL;
 }
+
+bool pp_wire_next(const uint8_t **p, const uint8_t *end, pp_wire_field *out) {
+  fld f = {0};
+  if (!next_field(p, end, &f))
+    return false;
+  *out = (pp_wire_field){f.num, f.wt, f.data, f.len};
+  return true;
+}

@@ -59,9 +59,10 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
 Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, size_t max_size,
                                              char *why, size_t whylen);
 
-/* The same as pp_pprof_parse, but the decoded profile lives in one arena:
- * protobuf-c unpacking is mostly small mallocs, and one arena makes it
- * several times cheaper and returns the memory in a few large blocks.
+/* The same as pp_pprof_parse, but the decoded profile lives in one arena
+ * (a few large blocks instead of many small mallocs), and it is decoded by
+ * a hand-written profile.proto decoder (pp_decode.c) that accepts what
+ * protobuf-c accepts and yields the same structs, several times faster.
  * NULL with why set on failure. Free with pp_pprof_free (NULL is fine). */
 typedef struct pp_pprof pp_pprof;
 pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
