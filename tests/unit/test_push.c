@@ -319,7 +319,8 @@ static void put_pprof(uint8_t *buf, size_t *at, const uint8_t *p, size_t n) {
     v >>= 7;
   }
   buf[(*at)++] = (uint8_t)v;
-  memcpy(buf + *at, p, n);
+  if (n)
+    memcpy(buf + *at, p, n);
   *at += n;
 }
 
