@@ -24,10 +24,16 @@
  *  - strings are copied with a NUL appended (embedded NULs kept);
  *  - at most 2^27 - 16 fields per message (protobuf-c's slabs).
  * Unknown fields are checked like known ones and skipped: nothing reads them
- * (protobuf-c keeps them; base.n_unknown_fields is 0 here).
+ * (protobuf-c keeps them; base.n_unknown_fields is 0 here). One corner is
+ * not copied: protobuf-c keeps a repeated field's count in an unsigned int
+ * while it allocates, which would go wrong past 2^32 elements; those need
+ * over 4 GiB of input, far past any limit a caller sets.
  * The message depth is fixed (Profile > Sample > Label, Profile > Location >
- * Line), so nothing recurses. Each message is read twice: once to count its
- * repeated fields, once to fill arrays carved from the arena. */
+ * Line), so nothing recurses. A message is read twice: once to check its
+ * framing and count its repeated fields, once to fill arrays carved from
+ * the arena; a sample (most of a profile) is read once into scratch arrays
+ * and copied, unless it does not fit them. Allocation failures return NULL
+ * with the arena's oom flag set. */
 #include "pp_decode.h"
 
 #include <limits.h>
