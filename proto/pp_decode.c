@@ -38,7 +38,7 @@
 
 #include <limits.h>
 #include <string.h>
-#ifdef __SSE2__
+#if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
 #include <emmintrin.h>
 #endif
 
@@ -175,7 +175,7 @@ static inline uint64_t varint_bits(uint64_t x) {
          (x >> 7 & 0x7full << 49);
 }
 
-#ifdef __SSE2__
+#if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
 /* Sixteen bytes at *pp (readable; rem of them in the run) as values of one
  * or two bytes, the common case of ids: the value that would end at each
  * byte is computed for all sixteen at once, then the stops pick theirs.
@@ -225,7 +225,7 @@ static bool packed_u64(const uint8_t *p, size_t len, const uint8_t *lim, uint64_
   const uint8_t *end = p + len;
   size_t k = *n;
   while (p < end) {
-#ifdef __SSE2__
+#if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
     if (lim - p >= 16 && short16(p, (size_t)(end - p), out, &k, &p))
       continue;
 #endif

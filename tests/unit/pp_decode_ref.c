@@ -197,6 +197,22 @@ int pp_decode_ref_check(const uint8_t *data, size_t len, char *why, size_t whyle
   } else {
     rc = pp_decode_ref_compare(ref, got, why, whylen) == 0 ? 1 : -1;
   }
+  /* The portable paths must decide and decode the same. */
+  pp_pprof *b = rc >= 0 ? pp_pprof_arena_new(len * 4) : NULL;
+  if (b) {
+    const Perftools__Profiles__Profile *s = pp_pprof_decode_scalar(b, data, len);
+    if (!s && pp_pprof_arena_oom(b)) {
+      snprintf(why, whylen, "the scalar decoder ran out of memory on %zu bytes", len);
+      rc = -2;
+    } else if (!s != !got) {
+      snprintf(why, whylen, "the scalar decoder %s %zu bytes, the SSE2 one %s them",
+               s ? "accepts" : "rejects", len, got ? "accepts" : "rejects");
+      rc = -1;
+    } else if (s && pp_decode_ref_compare(got, s, why, whylen) != 0) {
+      rc = -1;
+    }
+    pp_pprof_free(b);
+  }
   pp_pprof_free(a);
   perftools__profiles__profile__free_unpacked(ref, NULL);
   return rc;
