@@ -46,7 +46,7 @@
 #define WT_64BIT 1
 #define WT_LEN 2
 #define WT_32BIT 5
-#define MAX_FIELDS (((size_t)1 << 27) - 16)
+#define MAX_FIELDS PP_WIRE_MAX_FIELDS
 
 typedef struct fld {
   uint32_t num;

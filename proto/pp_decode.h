@@ -13,6 +13,9 @@
  * Thread-safe for distinct arenas. */
 Perftools__Profiles__Profile *pp_pprof_decode(pp_pprof *a, const uint8_t *data, size_t len);
 
+/* The most fields (known or not) protobuf-c 1.4 unpacks in one message. */
+#define PP_WIRE_MAX_FIELDS (((size_t)1 << 27) - 16)
+
 /* One field of any message, framed as protobuf-c 1.4's unpack frames it
  * before it decodes anything: tag, wire type, length. */
 typedef struct pp_wire_field {

@@ -87,19 +87,19 @@ static void oom_free(void *data, void *p) {
  * where the pprof is in the payload: the last field 8, as protobuf-c takes
  * it, not copied. Every field is framed as protobuf-c frames it, and a
  * field 8 must be length-delimited, so protobuf-c accepts the payload if
- * and only if it accepts it without its field 8s. (It also refuses
- * messages of more than 2^27 - 16 fields, which a frame cannot hold.)
+ * and only if it accepts it without its field 8s, and has at most
+ * PP_WIRE_MAX_FIELDS fields, counting them.
  * 0, -1 if the payload is not a PushRequest, -2 on ENOMEM. */
 static int unpack_without_pprof(const uint8_t *payload, size_t len, Pushprof__V1__PushRequest **req,
                                 const uint8_t **pprof, size_t *pprof_len) {
   const uint8_t *q = payload, *end = payload + len, *start;
-  size_t strip = 0;
+  size_t strip = 0, nf = 0;
   pp_wire_field f;
   *pprof = NULL;
   *pprof_len = 0;
   while (q < end) {
     start = q;
-    if (!pp_wire_next(&q, end, &f))
+    if (!pp_wire_next(&q, end, &f) || ++nf > PP_WIRE_MAX_FIELDS)
       return -1;
     if (f.num == 8) {
       if (f.wire_type != 2)
