@@ -70,11 +70,10 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
 const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p);
 size_t pp_pprof_mem(const pp_pprof *p); /* bytes of the arena in use */
 /* An empty arena of the same cached chunks (the first of at least
- * first_cap bytes) for another protobuf-c unpack; NULL on ENOMEM. Its
- * allocator fails (NULL) past ENOMEM; pp_pprof_arena_oom says whether it
+ * first_cap bytes), for pp_pprof_arena_alloc; NULL on ENOMEM. Its
+ * allocations fail (NULL) past ENOMEM; pp_pprof_arena_oom says whether one
  * did. Free with pp_pprof_free. */
 pp_pprof *pp_pprof_arena_new(size_t first_cap);
-ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a);
 bool pp_pprof_arena_oom(const pp_pprof *a);
 /* size bytes (16-byte aligned, uninitialized) from arena a, freed with it;
  * NULL (and the oom flag set) on ENOMEM. */

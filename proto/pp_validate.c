@@ -1,5 +1,5 @@
 /* pprof validation with the rules `go tool pprof` applies when it reads a
- * profile, and parsing (gunzip, unpack, validate). */
+ * profile, and parsing (gunzip, decode with pp_decode.c, validate). */
 #include "pp_builder_int.h"
 #include "pp_decode.h"
 #include "pp_hash.h"
@@ -333,15 +333,6 @@ void *pp_pprof_arena_alloc(pp_pprof *a, size_t size) {
   return p;
 }
 
-static void *arena_alloc(void *data, size_t size) {
-  return pp_pprof_arena_alloc(data, size);
-}
-
-static void arena_free(void *data, void *ptr) {
-  (void)data; /* everything goes at once, in pp_pprof_free */
-  (void)ptr;
-}
-
 void pp_pprof_free(pp_pprof *p) {
   if (!p)
     return;
@@ -371,10 +362,6 @@ pp_pprof *pp_pprof_arena_new(size_t first_cap) {
     a->next_cap =
         first_cap < ARENA_FIRST_MAX - ARENA_SLACK ? first_cap + ARENA_SLACK : ARENA_FIRST_MAX;
   return a;
-}
-
-ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a) {
-  return (ProtobufCAllocator){.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
 }
 
 bool pp_pprof_arena_oom(const pp_pprof *a) {
