@@ -80,22 +80,40 @@ static int adopt_types(pp_builder *b, const Perftools__Profiles__Profile *src, c
   return 0;
 }
 
+/* a + b, clamped to int64_t (times come from untrusted profiles). */
+static int64_t add_clamped(int64_t a, int64_t b) {
+  if (b > 0 && a > INT64_MAX - b)
+    return INT64_MAX;
+  if (b < 0 && a < INT64_MIN - b)
+    return INT64_MIN;
+  return a + b;
+}
+
+/* a - b, clamped to int64_t. */
+static int64_t sub_clamped(int64_t a, int64_t b) {
+  if (b < 0 && a > INT64_MAX + b)
+    return INT64_MAX;
+  if (b > 0 && a < INT64_MIN + b)
+    return INT64_MIN;
+  return a - b;
+}
+
 static void merge_time(pp_builder *b, const Perftools__Profiles__Profile *src) {
   if (src->time_nanos == 0 && src->duration_nanos == 0)
     return; /* unknown: does not widen the window */
   pp_builder_meta m;
   pp_builder_get_meta(b, &m);
   int64_t s_start = src->time_nanos;
-  int64_t s_end = s_start + (src->duration_nanos > 0 ? src->duration_nanos : 0);
+  int64_t s_end = add_clamped(s_start, src->duration_nanos > 0 ? src->duration_nanos : 0);
   if (m.time_nanos == 0 && m.duration_nanos == 0) {
-    pp_builder_set_time(b, s_start, s_end - s_start);
+    pp_builder_set_time(b, s_start, sub_clamped(s_end, s_start));
     return;
   }
-  int64_t end = m.time_nanos + m.duration_nanos;
+  int64_t end = add_clamped(m.time_nanos, m.duration_nanos);
   int64_t start = s_start < m.time_nanos ? s_start : m.time_nanos;
   if (s_end > end)
     end = s_end;
-  pp_builder_set_time(b, start, end - start);
+  pp_builder_set_time(b, start, sub_clamped(end, start));
 }
 
 static bool in_range(const Perftools__Profiles__Profile *p, int64_t ix) {

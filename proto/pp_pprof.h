@@ -63,9 +63,10 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
 Perftools__Profiles__Profile *pp_pprof_parse(const uint8_t *data, size_t len, size_t max_size,
                                              char *why, size_t whylen);
 
-/* The same as pp_pprof_parse, but the decoded profile lives in one arena:
- * protobuf-c unpacking is mostly small mallocs, and one arena makes it
- * several times cheaper and returns the memory in a few large blocks.
+/* The same as pp_pprof_parse, but the decoded profile lives in one arena
+ * (a few large blocks instead of many small mallocs), and it is decoded by
+ * a hand-written profile.proto decoder (pp_decode.c) that accepts what
+ * protobuf-c accepts and yields the same structs, several times faster.
  * NULL with why set on failure. Free with pp_pprof_free (NULL is fine). */
 typedef struct pp_pprof pp_pprof;
 pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size, char *why,
@@ -73,12 +74,14 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
 const Perftools__Profiles__Profile *pp_pprof_profile(const pp_pprof *p);
 size_t pp_pprof_mem(const pp_pprof *p); /* bytes of the arena in use */
 /* An empty arena of the same cached chunks (the first of at least
- * first_cap bytes) for another protobuf-c unpack; NULL on ENOMEM. Its
- * allocator fails (NULL) past ENOMEM; pp_pprof_arena_oom says whether it
+ * first_cap bytes), for pp_pprof_arena_alloc; NULL on ENOMEM. Its
+ * allocations fail (NULL) past ENOMEM; pp_pprof_arena_oom says whether one
  * did. Free with pp_pprof_free. */
 pp_pprof *pp_pprof_arena_new(size_t first_cap);
-ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a);
 bool pp_pprof_arena_oom(const pp_pprof *a);
+/* size bytes (16-byte aligned, uninitialized) from arena a, freed with it;
+ * NULL (and the oom flag set) on ENOMEM. */
+void *pp_pprof_arena_alloc(pp_pprof *a, size_t size);
 /* Thread-safe: a few freed arenas are kept for reuse (their pages are
  * already faulted in); pp_pprof_cache_trim returns them to the system. */
 void pp_pprof_free(pp_pprof *p);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pp_decode.h"
 #include "pp_frame.h"
 
 static atomic_uint_fast64_t decodes;
@@ -30,9 +31,10 @@ void pp_push_free(pp_push *p) {
     goto fail;                                                                                     \
   } while (0)
 
-/* The PushRequest's own fields against PROTOCOL.md's limits. */
-static int check_request(const Pushprof__V1__PushRequest *req, int *reply_code, char *why,
-                         size_t whylen) {
+/* The PushRequest's own fields against PROTOCOL.md's limits; its pprof
+ * (pprof_len bytes) was taken out of req before it was unpacked. */
+static int check_request(const Pushprof__V1__PushRequest *req, size_t pprof_len, int *reply_code,
+                         char *why, size_t whylen) {
   size_t slen = req->service ? strlen(req->service) : 0;
   if (slen == 0)
     FAIL(INVALID_PUSH, "service is empty (set a service name)");
@@ -57,29 +59,79 @@ static int check_request(const Pushprof__V1__PushRequest *req, int *reply_code, 
   if (req->end_time_nanos < req->start_time_nanos)
     FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
          req->end_time_nanos, req->start_time_nanos);
-  if (req->no_samples && req->pprof.len != 0)
+  if (req->no_samples && pprof_len != 0)
     FAIL(INVALID_PUSH, "no_samples is set but pprof holds %zu bytes: send one or the other",
-         req->pprof.len);
-  if (!req->no_samples && (req->pprof.len == 0 || !req->pprof.data))
+         pprof_len);
+  if (!req->no_samples && pprof_len == 0)
     FAIL(INVALID_PUSH, "pprof is missing");
   return 0;
 fail:
   return -1;
 }
 
-/* A malloc'ed copy of a request (re-encoded: small without its pprof),
- * freed with pushprof__v1__push_request__free_unpacked(r, NULL); NULL on
- * ENOMEM. */
-static Pushprof__V1__PushRequest *copy_request(const Pushprof__V1__PushRequest *r) {
-  size_t n = pushprof__v1__push_request__get_packed_size(r);
-  uint8_t *buf = malloc(n ? n : 1);
-  if (!buf)
-    return NULL;
-  Pushprof__V1__PushRequest *c = NULL;
-  if (pushprof__v1__push_request__pack(r, buf) == n)
-    c = pushprof__v1__push_request__unpack(NULL, n, buf);
-  free(buf);
-  return c;
+/* malloc for protobuf-c that remembers a failure (ENOMEM is INTERNAL, not a
+ * bad push); what it allocates is freed with free_unpacked(r, NULL). */
+static void *oom_malloc(void *data, size_t size) {
+  void *p = malloc(size);
+  if (!p)
+    *(bool *)data = true;
+  return p;
+}
+
+static void oom_free(void *data, void *p) {
+  (void)data;
+  free(p);
+}
+
+/* The request without its pprof (field 8), unpacked by protobuf-c, and
+ * where the pprof is in the payload: the last field 8, as protobuf-c takes
+ * it, not copied. Every field is framed as protobuf-c frames it, and a
+ * field 8 must be length-delimited, so protobuf-c accepts the payload if
+ * and only if it accepts it without its field 8s, and has at most
+ * PP_WIRE_MAX_FIELDS fields, counting them.
+ * 0, -1 if the payload is not a PushRequest, -2 on ENOMEM. */
+static int unpack_without_pprof(const uint8_t *payload, size_t len, Pushprof__V1__PushRequest **req,
+                                const uint8_t **pprof, size_t *pprof_len) {
+  const uint8_t *q = payload, *end = payload + len, *start;
+  size_t strip = 0, nf = 0;
+  pp_wire_field f;
+  *pprof = NULL;
+  *pprof_len = 0;
+  while (q < end) {
+    start = q;
+    if (!pp_wire_next(&q, end, &f) || ++nf > PP_WIRE_MAX_FIELDS)
+      return -1;
+    if (f.num == 8) {
+      if (f.wire_type != 2)
+        return -1;
+      *pprof = f.data;
+      *pprof_len = f.len;
+      strip += (size_t)(q - start);
+    }
+  }
+  uint8_t *rest = NULL; /* the payload without its field 8s */
+  if (strip) {
+    if (!(rest = malloc(len - strip + 1)))
+      return -2;
+    size_t n = 0;
+    for (q = payload; q < end;) {
+      start = q;
+      pp_wire_next(&q, end, &f); /* framed above */
+      if (f.num != 8) {
+        memcpy(rest + n, start, (size_t)(q - start));
+        n += (size_t)(q - start);
+      }
+    }
+    payload = rest;
+    len = n;
+  }
+  bool oom = false;
+  ProtobufCAllocator al = {.alloc = oom_malloc, .free = oom_free, .allocator_data = &oom};
+  *req = pushprof__v1__push_request__unpack(&al, len, payload);
+  free(rest);
+  if (!*req)
+    return oom ? -2 : -1;
+  return 0;
 }
 
 pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, int *reply_code,
@@ -88,8 +140,8 @@ pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, in
   pp_frame_header h;
   const char *hwhy = NULL;
   char pwhy[256];
-  pp_pprof *wire_arena = NULL;
-  Pushprof__V1__PushRequest *wire = NULL; /* in wire_arena */
+  const uint8_t *pprof = NULL; /* in the frame */
+  size_t pprof_len = 0;
 
   atomic_fetch_add_explicit(&decodes, 1, memory_order_relaxed);
   *reply_code = PUSHPROF__V1__PUSH_REPLY__CODE__OK;
@@ -109,41 +161,30 @@ pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, in
   if (!p)
     FAIL(INTERNAL, "out of memory decoding a push");
   p->frame_bytes = len;
-  /* The request is unpacked into an arena of cached chunks: its copy of the
-   * pprof bytes would otherwise be a fresh mmap (page faults, munmap) per
-   * push. Once the pprof is parsed, the rest of the request is copied out
-   * and the arena goes back to the cache. */
-  wire_arena = pp_pprof_arena_new(h.length);
-  if (!wire_arena)
-    FAIL(INTERNAL, "out of memory decoding a push");
-  ProtobufCAllocator al = pp_pprof_arena_allocator(wire_arena);
-  wire = pushprof__v1__push_request__unpack(&al, h.length, frame + PP_FRAME_HEADER_SIZE);
-  if (!wire && pp_pprof_arena_oom(wire_arena))
+  /* The pprof is parsed where it is in the frame: no copy of its bytes. */
+  switch (
+      unpack_without_pprof(frame + PP_FRAME_HEADER_SIZE, h.length, &p->req, &pprof, &pprof_len)) {
+  case 0:
+    break;
+  case -2:
     FAIL(INTERNAL, "out of memory decoding a push of %" PRIu32 " bytes", h.length);
-  if (!wire)
+  default:
     FAIL(INVALID_PUSH, "payload is not a valid PushRequest protobuf");
-  if (check_request(wire, reply_code, why, whylen) != 0)
+  }
+  if (check_request(p->req, pprof_len, reply_code, why, whylen) != 0)
     goto fail;
-  if (!wire->no_samples) {
+  if (!p->req->no_samples) {
     /* The pprof is uncompressed on the wire, but a gzipped one is accepted;
      * it may expand, so allow a generous multiple of the frame limit. */
     size_t max_pprof = (size_t)max_frame * 8u;
     if (max_pprof < (size_t)max_frame)
       max_pprof = SIZE_MAX;
-    p->prof =
-        pp_pprof_parse_pooled(wire->pprof.data, wire->pprof.len, max_pprof, pwhy, sizeof pwhy);
+    p->prof = pp_pprof_parse_pooled(pprof, pprof_len, max_pprof, pwhy, sizeof pwhy);
     if (!p->prof)
       FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
   }
-  /* The parsed profile replaces the encoded bytes: no need to hold both. */
-  wire->pprof.data = NULL;
-  wire->pprof.len = 0;
-  if (!(p->req = copy_request(wire)))
-    FAIL(INTERNAL, "out of memory decoding a push");
-  pp_pprof_free(wire_arena);
   return p;
 fail:
-  pp_pprof_free(wire_arena);
   pp_push_free(p);
   return NULL;
 }

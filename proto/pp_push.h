@@ -25,10 +25,12 @@ typedef struct pp_push {
  * checks every limit: header (magic, version, type, length == len - header,
  * length <= max_frame), service 1..PP_SERVICE_MAX bytes, hostname, labels,
  * times, and the pprof (pp_pprof_parse_pooled, up to 8 * max_frame bytes
- * once gunzipped). A no_samples push must carry no pprof. Returns the push
- * (free with pp_push_free), or NULL with *reply_code set to the
- * PushReply code to answer (INVALID_FRAME, INVALID_PUSH, INVALID_PPROF) and
- * a one-line reason in why. */
+ * once gunzipped), parsed where it lies in the frame: the request is
+ * unpacked without it, and the result does not point into frame. A
+ * no_samples push must carry no pprof. Returns the push (free with
+ * pp_push_free), or NULL with *reply_code set to the PushReply code to
+ * answer (INVALID_FRAME, INVALID_PUSH, INVALID_PPROF) and a one-line reason
+ * in why. */
 pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, int *reply_code,
                         char *why, size_t whylen);
 void pp_push_free(pp_push *p); /* NULL is fine */

@@ -1,6 +1,7 @@
 /* pprof validation with the rules `go tool pprof` applies when it reads a
- * profile, and parsing (gunzip, unpack, validate). */
+ * profile, and parsing (gunzip, decode with pp_decode.c, validate). */
 #include "pp_builder_int.h"
+#include "pp_decode.h"
 #include "pp_hash.h"
 
 #include <inttypes.h>
@@ -306,8 +307,7 @@ void pp_pprof_cache_trim(void) {
   }
 }
 
-static void *arena_alloc(void *data, size_t size) {
-  pp_pprof *a = data;
+void *pp_pprof_arena_alloc(pp_pprof *a, size_t size) {
   if (size > SIZE_MAX - ARENA_ALIGN) {
     a->oom = true;
     return NULL;
@@ -331,11 +331,6 @@ static void *arena_alloc(void *data, size_t size) {
   void *p = c->mem + c->used;
   c->used += size;
   return p;
-}
-
-static void arena_free(void *data, void *ptr) {
-  (void)data; /* everything goes at once, in pp_pprof_free */
-  (void)ptr;
 }
 
 void pp_pprof_free(pp_pprof *p) {
@@ -369,10 +364,6 @@ pp_pprof *pp_pprof_arena_new(size_t first_cap) {
   return a;
 }
 
-ProtobufCAllocator pp_pprof_arena_allocator(pp_pprof *a) {
-  return (ProtobufCAllocator){.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
-}
-
 bool pp_pprof_arena_oom(const pp_pprof *a) {
   return a->oom;
 }
@@ -398,8 +389,7 @@ pp_pprof *pp_pprof_parse_pooled(const uint8_t *data, size_t len, size_t max_size
   a->next_cap = len < (ARENA_FIRST_MAX - ARENA_SLACK) / ARENA_EXPANSION
                     ? len * ARENA_EXPANSION + ARENA_SLACK
                     : ARENA_FIRST_MAX;
-  ProtobufCAllocator al = pp_pprof_arena_allocator(a);
-  a->prof = perftools__profiles__profile__unpack(&al, len, data);
+  a->prof = pp_pprof_decode(a, data, len);
   free(raw);
   raw = NULL;
   if (!a->prof) {

@@ -5,6 +5,7 @@ set(PUSHPROF_PROTO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/pp_builder.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_pack.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_validate.c
+  ${CMAKE_CURRENT_LIST_DIR}/pp_decode.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_merge.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_gzip.c
   ${CMAKE_CURRENT_LIST_DIR}/pp_client.c)

@@ -1,6 +1,9 @@
-/* pprof parse/validate/merge: any bytes go through pp_pprof_parse and the
- * arena-backed pp_pprof_parse_pooled (the sidecar's path), which must agree
- * on what they accept and on what it holds. The accepted profile is merged
+/* pprof parse/validate/merge: any bytes go through pp_pprof_parse
+ * (protobuf-c's unpack) and the arena-backed pp_pprof_parse_pooled (the
+ * sidecar's path, the hand-written decoder of pp_decode.c), which must agree
+ * on what they accept and on what it holds, field by field. Before
+ * validation, the two decoders must also agree on the raw bytes (gunzipped
+ * if they are gzip): accept/reject, and the whole tree. The accepted profile is merged
  * twice into a builder (once as each parser decoded it), packed, parsed again
  * and must validate, keep its sample types and period, and hold exactly
  * twice the value sums of the input (merging neither loses nor
@@ -10,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz_target.h"
+#include "pp_decode_ref.h"
 #include "pp_pack_ref.h"
 #include "pp_pprof.h"
 
@@ -29,8 +33,24 @@ static const char *str_at(const Perftools__Profiles__Profile *p, int64_t ix) {
   return ix >= 0 && (uint64_t)ix < p->n_string_table ? p->string_table[ix] : "<out of range>";
 }
 
+/* The hand decoder against protobuf-c on bytes that are not validated. */
+static void check_decoders_agree(const uint8_t *data, size_t size) {
+  char why[256] = "";
+  uint8_t *raw = NULL;
+  size_t rawlen = 0;
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b &&
+      pp_gunzip(data, size, MAX_UNPACKED, &raw, &rawlen) == 0) {
+    data = raw;
+    size = rawlen;
+  }
+  int rc = pp_decode_ref_check(data, size, why, sizeof why);
+  FUZZ_CHECK(rc != -1, "the decoders disagree: %s", why);
+  free(raw);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[256] = "", pwhy[256] = "";
+  check_decoders_agree(data, size);
   Perftools__Profiles__Profile *p = pp_pprof_parse(data, size, MAX_UNPACKED, why, sizeof why);
   pp_pprof *pooled = pp_pprof_parse_pooled(data, size, MAX_UNPACKED, pwhy, sizeof pwhy);
   FUZZ_CHECK((p != NULL) == (pooled != NULL), "the parsers disagree: \"%s\" vs \"%s\"", why, pwhy);
@@ -41,10 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(pp_pprof_validate(p, why, sizeof why) == 0, "parse accepted what validate refuses: %s",
              why);
   const Perftools__Profiles__Profile *pp = pp_pprof_profile(pooled);
-  FUZZ_CHECK(pp->n_sample == p->n_sample && pp->n_location == p->n_location &&
-                 pp->n_function == p->n_function && pp->n_mapping == p->n_mapping &&
-                 pp->n_string_table == p->n_string_table && pp->period == p->period,
-             "the pooled decode differs");
+  FUZZ_CHECK(pp_decode_ref_compare(p, pp, why, sizeof why) == 0, "the pooled decode differs: %s",
+             why);
 
   pp_builder *b = pp_builder_new();
   FUZZ_CHECK(b != NULL, "out of memory");

@@ -1032,6 +1032,31 @@ static void test_merge_sums_values_and_keeps_labels(void) {
   perftools__profiles__profile__free_unpacked(bp, NULL);
 }
 
+/* Times at the ends of int64 (untrusted profiles) merge without overflow:
+ * the window is clamped (found by fuzz_pprof). */
+static void test_merge_clamps_extreme_times(void) {
+  pp_builder *m = pp_builder_new();
+  PP_CHECK(m != NULL);
+  if (!m)
+    return;
+  Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+  char *strings[] = {""};
+  p.string_table = strings;
+  p.n_string_table = 1;
+  char why[256] = "";
+  p.time_nanos = INT64_MAX - 10;
+  p.duration_nanos = 80;
+  PP_CHECK_INT(pp_merge_add(m, &p, why, sizeof why), ==, 0);
+  p.time_nanos = INT64_MIN;
+  p.duration_nanos = INT64_MAX;
+  PP_CHECK_INT(pp_merge_add(m, &p, why, sizeof why), ==, 0);
+  pp_builder_meta meta;
+  pp_builder_get_meta(m, &meta);
+  PP_CHECK(meta.time_nanos == INT64_MIN);
+  PP_CHECK(meta.duration_nanos == INT64_MAX);
+  pp_builder_free(m);
+}
+
 static void test_merge_rejects_mismatched_types_and_period(void) {
   Perftools__Profiles__Profile *a = profile_a();
   pp_builder *m = pp_builder_new();
@@ -1213,6 +1238,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_parse_plain_gzip_and_garbage);
   PP_RUN(test_parse_survives_corruption_and_merge_accepts_what_it_accepts);
   PP_RUN(test_merge_sums_values_and_keeps_labels);
+  PP_RUN(test_merge_clamps_extreme_times);
   PP_RUN(test_merge_rejects_mismatched_types_and_period);
   PP_RUN(test_merge_many_is_linear);
   PP_RUN(test_merge_distinct_labels_across_growth);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "batch_test_util.h"
+#include "pp_decode_ref.h"
 #include "pp_push.h"
 #include "pp_test.h"
 
@@ -300,11 +301,234 @@ static void test_decode_count_counts_every_call(void) {
   PP_CHECK_INT(pp_push_decode_count(), ==, n0 + 1);
 }
 
+/* A frame of payload bytes written by hand (the header made to match). */
+static uint8_t *frame_of(const uint8_t *payload, size_t n, size_t *len) {
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n + 1);
+  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
+  memcpy(f + PP_FRAME_HEADER_SIZE, payload, n);
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
+}
+
+/* Appends field 8 (pprof) holding p[0..n) to buf at *at. */
+static void put_pprof(uint8_t *buf, size_t *at, const uint8_t *p, size_t n) {
+  buf[(*at)++] = 0x42;
+  size_t v = n;
+  while (v >= 0x80) {
+    buf[(*at)++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  buf[(*at)++] = (uint8_t)v;
+  if (n)
+    memcpy(buf + *at, p, n);
+  *at += n;
+}
+
+/* The request with a hand-placed pprof: given twice (the last counts, as
+ * protobuf-c takes it), between other fields, empty, missing, as a varint,
+ * gzipped. */
+static void test_decode_finds_the_pprof_where_protobuf_c_would(void) {
+  size_t plen = 0, glen = 0, flen = 0, at;
+  uint8_t *pprof = btu_pprof(7, "leaf", &plen), *gz = NULL;
+  PP_CHECK(pprof != NULL);
+  if (!pprof)
+    return;
+  PP_CHECK_INT(pp_gzip(pprof, plen, &gz, &glen), ==, 0);
+  static const uint8_t svc[] = {0x0a, 0x03, 's', 'v', 'c'}, seq[] = {0x38, 0x05};
+  static const uint8_t junk[] = {0x0a, 0x05, 'j', 'u', 'n', 'k'};
+  uint8_t *buf = malloc(2 * plen + glen + 64), *f;
+  char why[256];
+  int code;
+  pp_push *p;
+
+  /* junk, then the profile: the profile counts; service after the pprof. */
+  at = 0;
+  put_pprof(buf, &at, junk, sizeof junk);
+  put_pprof(buf, &at, pprof, plen);
+  memcpy(buf + at, svc, sizeof svc);
+  at += sizeof svc;
+  memcpy(buf + at, seq, sizeof seq);
+  at += sizeof seq;
+  f = frame_of(buf, at, &flen);
+  p = pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (p) {
+    PP_CHECK_STR(p->req->service, "svc");
+    PP_CHECK_INT(p->req->sequence, ==, 5);
+    PP_CHECK(p->req->pprof.data == NULL && p->req->pprof.len == 0);
+    PP_CHECK_INT(btu_total(pp_pprof_profile(p->prof)), ==, 3 * 7);
+  }
+  pp_push_free(p);
+  free(f);
+
+  /* The profile, then junk: the junk counts. */
+  at = 0;
+  memcpy(buf + at, svc, sizeof svc);
+  at += sizeof svc;
+  put_pprof(buf, &at, pprof, plen);
+  put_pprof(buf, &at, junk, sizeof junk);
+  f = frame_of(buf, at, &flen);
+  PP_CHECK_INT(decode_code(f, flen, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
+  PP_CHECK(strncmp(why, "invalid pprof: ", 15) == 0);
+  free(f);
+
+  /* The profile, then an empty one: missing. No pprof at all: missing. */
+  at = 0;
+  memcpy(buf + at, svc, sizeof svc);
+  at += sizeof svc;
+  put_pprof(buf, &at, pprof, plen);
+  put_pprof(buf, &at, NULL, 0);
+  f = frame_of(buf, at, &flen);
+  PP_CHECK_INT(decode_code(f, flen, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_STR(why, "pprof is missing");
+  free(f);
+  f = frame_of(svc, sizeof svc, &flen);
+  PP_CHECK_INT(decode_code(f, flen, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_STR(why, "pprof is missing");
+  free(f);
+
+  /* pprof as a varint, or cut short: not a PushRequest. */
+  static const uint8_t as_varint[] = {0x0a, 0x01, 's', 0x40, 0x01};
+  static const uint8_t cut[] = {0x0a, 0x01, 's', 0x42, 0x09, 0x01};
+  f = frame_of(as_varint, sizeof as_varint, &flen);
+  PP_CHECK_INT(decode_code(f, flen, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_STR(why, "payload is not a valid PushRequest protobuf");
+  free(f);
+  f = frame_of(cut, sizeof cut, &flen);
+  PP_CHECK_INT(decode_code(f, flen, why, sizeof why), ==,
+               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  PP_CHECK_STR(why, "payload is not a valid PushRequest protobuf");
+  free(f);
+
+  /* gzipped */
+  at = 0;
+  put_pprof(buf, &at, gz, glen);
+  memcpy(buf + at, svc, sizeof svc);
+  at += sizeof svc;
+  f = frame_of(buf, at, &flen);
+  p = pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (p)
+    PP_CHECK_INT(btu_total(pp_pprof_profile(p->prof)), ==, 3 * 7);
+  pp_push_free(p);
+  free(f);
+  free(buf);
+  free(gz);
+  free(pprof);
+}
+
+static uint64_t rnd(uint64_t *s) { /* xorshift64* */
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545f4914f6cdd1dULL;
+}
+
+static const char *or_empty(const char *s) {
+  return s ? s : "";
+}
+
+/* Mutated payloads: pp_push_decode must refuse as "not a PushRequest"
+ * exactly what protobuf-c's unpack of the whole payload refuses, and
+ * otherwise decode the same fields and the same profile. */
+static void test_decode_agrees_with_protobuf_c_on_mutated_payloads(void) {
+  size_t plen = 0;
+  uint8_t *pprof = btu_pprof(3, "leaf", &plen);
+  PP_CHECK(pprof != NULL);
+  if (!pprof)
+    return;
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  Pushprof__V1__Label l1 = PUSHPROF__V1__LABEL__INIT, *labels[1] = {&l1};
+  l1.key = "env";
+  l1.value = "prod";
+  req.service = "api";
+  req.labels = labels;
+  req.n_labels = 1;
+  req.hostname = "h";
+  req.end_time_nanos = 10;
+  req.sequence = 3;
+  req.pprof.data = pprof;
+  req.pprof.len = plen;
+  size_t n = pushprof__v1__push_request__get_packed_size(&req);
+  uint8_t *good = malloc(n), *mut = malloc(n + 16);
+  pushprof__v1__push_request__pack(&req, good);
+  uint64_t seed = 7;
+  int ok = 0, not_push = 0, other = 0;
+  char why[256], pwhy[256];
+  for (int i = 0; i < 20000; i++) {
+    size_t m = n;
+    memcpy(mut, good, n);
+    for (int k = 1 + (int)(rnd(&seed) % 2); k > 0 && m > 0; k--) {
+      size_t at = rnd(&seed) % m;
+      if (rnd(&seed) % 4 == 0)
+        m = at; /* truncate */
+      else
+        mut[at] ^= (uint8_t)(1u << rnd(&seed) % 8);
+    }
+    size_t flen;
+    uint8_t *f = frame_of(mut, m, &flen);
+    int code = -1;
+    pp_push *p = pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+    Pushprof__V1__PushRequest *ref = pushprof__v1__push_request__unpack(NULL, m, mut);
+    if (!ref) {
+      not_push++;
+      PP_CHECK(p == NULL);
+      PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+      PP_CHECK_STR(why, "payload is not a valid PushRequest protobuf");
+    } else if (!p) {
+      other++;
+      PP_CHECK(strcmp(why, "payload is not a valid PushRequest protobuf") != 0);
+      if (code == PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF) {
+        pp_pprof *q = pp_pprof_parse_pooled(ref->pprof.data, ref->pprof.len,
+                                            8u * PP_FRAME_MAX_DEFAULT, pwhy, sizeof pwhy);
+        PP_CHECK(q == NULL);
+        PP_CHECK(strstr(why, pwhy) != NULL);
+        pp_pprof_free(q);
+      }
+    } else {
+      ok++;
+      const Pushprof__V1__PushRequest *r = p->req;
+      PP_CHECK_STR(or_empty(r->service), or_empty(ref->service));
+      PP_CHECK_STR(or_empty(r->hostname), or_empty(ref->hostname));
+      PP_CHECK_INT(r->n_labels, ==, ref->n_labels);
+      for (size_t j = 0; j < r->n_labels && j < ref->n_labels; j++) {
+        PP_CHECK_STR(or_empty(r->labels[j]->key), or_empty(ref->labels[j]->key));
+        PP_CHECK_STR(or_empty(r->labels[j]->value), or_empty(ref->labels[j]->value));
+      }
+      PP_CHECK(r->pid == ref->pid && r->start_time_nanos == ref->start_time_nanos &&
+               r->end_time_nanos == ref->end_time_nanos && r->sequence == ref->sequence &&
+               r->process_start_time_nanos == ref->process_start_time_nanos &&
+               r->dropped_profiles == ref->dropped_profiles && r->no_samples == ref->no_samples);
+      Perftools__Profiles__Profile *rp =
+          perftools__profiles__profile__unpack(NULL, ref->pprof.len, ref->pprof.data);
+      PP_CHECK(rp != NULL && p->prof != NULL);
+      if (rp && p->prof)
+        PP_CHECK(pp_decode_ref_compare(rp, pp_pprof_profile(p->prof), why, sizeof why) == 0);
+      perftools__profiles__profile__free_unpacked(rp, NULL);
+    }
+    pushprof__v1__push_request__free_unpacked(ref, NULL);
+    pp_push_free(p);
+    free(f);
+  }
+  fprintf(stderr, "  decoded %d, refused as not a PushRequest %d, refused otherwise %d\n", ok,
+          not_push, other);
+  PP_CHECK(ok > 1000 && not_push > 1000 && other > 1000);
+  free(good);
+  free(mut);
+  free(pprof);
+}
+
 int main(void) {
   PP_RUN(test_decode_frame_validates_every_layer);
   PP_RUN(test_decode_hands_over_parsed_pprof);
   PP_RUN(test_decode_keeps_every_request_field);
   PP_RUN(test_no_samples_push_has_no_profile);
   PP_RUN(test_decode_count_counts_every_call);
+  PP_RUN(test_decode_finds_the_pprof_where_protobuf_c_would);
+  PP_RUN(test_decode_agrees_with_protobuf_c_on_mutated_payloads);
   PP_DONE();
 }

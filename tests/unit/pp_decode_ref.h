@@ -1,0 +1,25 @@
+/* Test-only: the hand-written profile decoder (proto/pp_decode.c) against
+ * protobuf-c's perftools__profiles__profile__unpack (tests/unit/pp_decode_ref.c),
+ * shared by test_pprof_decode and the pprof fuzz target. */
+#ifndef PP_DECODE_REF_H
+#define PP_DECODE_REF_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp_pprof.h"
+
+/* Compares two decoded profiles field by field (every field profile.proto
+ * knows; unknown fields are not compared). 0 if equal, else -1 with the
+ * first difference in why. */
+int pp_decode_ref_compare(const Perftools__Profiles__Profile *a,
+                          const Perftools__Profiles__Profile *b, char *why, size_t whylen);
+
+/* pp_pprof_decode without its SSE2 path (pp_decode_scalar.c). */
+Perftools__Profiles__Profile *pp_pprof_decode_scalar(pp_pprof *a, const uint8_t *data, size_t len);
+
+/* Decodes data with both decoders (the hand one twice: with and without
+ * SSE2). Returns 1 if both accept it and the
+ * trees are equal, 0 if both reject it, -1 if they disagree (why says how),
+ * -2 if the hand decoder ran out of memory. */
+int pp_decode_ref_check(const uint8_t *data, size_t len, char *why, size_t whylen);
+#endif
