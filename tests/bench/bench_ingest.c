@@ -108,6 +108,7 @@ int main(int argc, char **argv) {
   }
 
   double t_dec = 0, t_merge = 0, t_pack = 0, t_pack_only = 0;
+  size_t raw_sum = 0, gz_sum = 0; /* batch bytes before and after gzip */
   pp_builder *b = pp_builder_new();
   int in_batch = 0;
   for (int i = 0; i < n && b; i++) {
@@ -141,6 +142,8 @@ int main(int argc, char **argv) {
       }
       t_pack += cpu_s() - t3;
       t_pack_only += t4 - t3;
+      raw_sum += rawlen;
+      gz_sum += gzlen;
       free(raw);
       free(gz);
       pp_builder_free(b);
@@ -152,9 +155,9 @@ int main(int argc, char **argv) {
   }
   pp_builder_free(b);
   printf("bench_ingest pprof_bytes=%zu files=%zu pushes=%d batch=%d decode_us=%.0f "
-         "merge_us=%.0f pack_gzip_us=%.0f pack_us=%.0f\n",
+         "merge_us=%.0f pack_gzip_us=%.0f pack_us=%.0f gzip_ratio=%.3f\n",
          plen_sum / nfiles, nfiles, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6,
-         t_pack_only / n * 1e6);
+         t_pack_only / n * 1e6, raw_sum ? (double)gz_sum / (double)raw_sum : 0.0);
   for (size_t i = 0; i < nfiles; i++)
     free(frames[i]);
   return 0;
