@@ -488,6 +488,23 @@ static int few_begin(symsink *s) {
   return 0;
 }
 
+/* Hand-written assembly often names its entry points with no .type
+ * (STT_NOTYPE): ISA-L's deflate, OpenSSL's and glibc's string routines in
+ * places. Such a symbol names code when it is global or weak and defined
+ * in an executable section; local ones are left out (assemblers' labels
+ * and mapping symbols). Without it, their samples took the name of the
+ * typed function before them (libisal's deflate showed as crc32_gzip_*). */
+static bool notype_code(Elf *elf, const GElf_Sym *s) {
+  int bind = GELF_ST_BIND(s->st_info);
+  if ((bind != STB_GLOBAL && bind != STB_WEAK) || s->st_shndx == SHN_UNDEF ||
+      s->st_shndx >= SHN_LORESERVE)
+    return false;
+  GElf_Shdr sh;
+  Elf_Scn *scn = elf_getscn(elf, s->st_shndx);
+  return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) &&
+         sh.sh_type == SHT_PROGBITS;
+}
+
 static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, symsink *sink) {
   Elf_Data *data = elf_getdata(scn, NULL);
   if (!data || sh->sh_entsize == 0)
@@ -513,7 +530,7 @@ static int load_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, symsink *sin
     else if (!gelf_getsym(data, (int)i, &s))
       break;
     int type = GELF_ST_TYPE(s.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC)
+    if (type != STT_FUNC && type != STT_GNU_IFUNC && !(type == STT_NOTYPE && notype_code(elf, &s)))
       continue;
     if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
       continue;
@@ -947,6 +964,26 @@ static bool loaded_readable(const loaded_obj *o, uintptr_t addr, size_t len) {
 }
 
 /* glibc relocates most d_ptr entries in place; some ports do not. */
+/* A defined function, or a global/weak untyped symbol (see notype_code)
+ * inside an executable segment: section headers are not mapped. */
+static bool loaded_code_sym(const loaded_obj *o, const ElfW(Sym) * s) {
+  int type = ELF64_ST_TYPE(s->st_info), bind = ELF64_ST_BIND(s->st_info);
+  if (s->st_shndx == SHN_UNDEF || s->st_value == 0)
+    return false;
+  if (type == STT_FUNC || type == STT_GNU_IFUNC)
+    return true;
+  if (type != STT_NOTYPE || (bind != STB_GLOBAL && bind != STB_WEAK) ||
+      s->st_shndx >= SHN_LORESERVE)
+    return false;
+  for (int i = 0; i < o->info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &o->info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && s->st_value >= ph->p_vaddr &&
+        s->st_value - ph->p_vaddr < ph->p_memsz)
+      return true;
+  }
+  return false;
+}
+
 static uintptr_t loaded_ptr(const loaded_obj *o, ElfW(Addr) p) {
   return p < o->info->dlpi_addr ? o->info->dlpi_addr + p : p;
 }
@@ -1052,9 +1089,7 @@ static int loaded_symbols(const loaded_obj *o, elfsym_image *img) {
   const char *strs = (const char *)strtab;
   size_t ntmp = 0, nnames = 1, cap = 1;
   for (size_t i = 0; i < n; i++) { /* sizes first: one allocation each */
-    int type = ELF64_ST_TYPE(syms[i].st_info);
-    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[i].st_shndx == SHN_UNDEF ||
-        syms[i].st_value == 0 || syms[i].st_name == 0 || syms[i].st_name >= strsz)
+    if (!loaded_code_sym(o, &syms[i]) || syms[i].st_name == 0 || syms[i].st_name >= strsz)
       continue;
     const char *nm = strs + syms[i].st_name;
     size_t len = strnlen(nm, strsz - syms[i].st_name);
@@ -1072,9 +1107,7 @@ static int loaded_symbols(const loaded_obj *o, elfsym_image *img) {
   names[0] = '\0';
   ntmp = 0;
   for (size_t i = 0; i < n; i++) {
-    int type = ELF64_ST_TYPE(syms[i].st_info);
-    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[i].st_shndx == SHN_UNDEF ||
-        syms[i].st_value == 0 || syms[i].st_name == 0 || syms[i].st_name >= strsz)
+    if (!loaded_code_sym(o, &syms[i]) || syms[i].st_name == 0 || syms[i].st_name >= strsz)
       continue;
     const char *nm = strs + syms[i].st_name;
     size_t len = strnlen(nm, strsz - syms[i].st_name);

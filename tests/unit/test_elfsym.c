@@ -39,6 +39,17 @@ __asm__(".text\n"
 void elfsym_outer_asm(void);
 void elfsym_inner_asm(void);
 
+/* An entry point with no .type (STT_NOTYPE), as hand-written assembly
+ * often has (ISA-L's deflate), right after a typed function without a
+ * size: its bytes must get its own name, not the function's before it. */
+__asm__(".text\n"
+        ".globl elfsym_typed_before_asm\n.hidden elfsym_typed_before_asm\n"
+        ".type elfsym_typed_before_asm,@function\nelfsym_typed_before_asm:\n nop\n ret\n"
+        ".globl elfsym_notype_asm\n.hidden elfsym_notype_asm\n"
+        "elfsym_notype_asm:\n nop\n nop\n nop\n ret\n");
+void elfsym_typed_before_asm(void);
+void elfsym_notype_asm(void);
+
 static char g_tmpdir[PATH_MAX];
 
 /* The executable file mapping holding pc, from /proc/self/maps. */
@@ -128,6 +139,42 @@ static void test_elfsym_finds_outer_symbol_past_inner_entry(void) {
   PP_CHECK_STR(symbolize(c, outer + 1, &sym, NULL), "elfsym_outer_asm");
   PP_CHECK_STR(symbolize(c, outer + 3, &sym, NULL), "elfsym_inner_asm");
   PP_CHECK_STR(symbolize(c, outer + 6, &sym, NULL), "elfsym_outer_asm");
+  elfsym_cache_free(c);
+}
+
+static void test_elfsym_names_untyped_assembly_entries(void) {
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_symbol sym;
+  uint64_t pc = (uint64_t)(uintptr_t)&elfsym_notype_asm;
+  PP_CHECK_STR(symbolize(c, (uint64_t)(uintptr_t)&elfsym_typed_before_asm, &sym, NULL),
+               "elfsym_typed_before_asm");
+  PP_CHECK_STR(symbolize(c, pc + 2, &sym, NULL), "elfsym_notype_asm");
+
+  /* A Debian library nobody here wrote: ISA-L's deflate body is untyped
+   * and sits after crc32_gzip_refl_by16_10 (a typed, sizeless function):
+   * from its file and from memory, the name is its own. */
+  void *isal = dlopen("libisal.so.2", RTLD_NOW | RTLD_LOCAL);
+  void *fn = isal ? dlsym(isal, "isal_deflate_icf_body_hash_hist_04") : NULL;
+  if (!fn) {
+    fprintf(stderr, "libisal.so.2 or its AVX-512 deflate body not found: skipping that part\n");
+  } else {
+    uint64_t at = (uint64_t)(uintptr_t)fn + 16;
+    PP_CHECK_STR(symbolize(c, at, &sym, NULL), "isal_deflate_icf_body_hash_hist_04");
+    procmaps m;
+    const procmaps_entry *e;
+    PP_CHECK_INT(mapping_of(at, &m, &e), ==, 0);
+    elfsym_image *img = elfsym_image_from_loaded(at);
+    PP_CHECK(img != NULL);
+    uint64_t vaddr;
+    if (img && elfsym_pc_to_vaddr(img, e->start, e->offset, at, &vaddr)) {
+      PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
+      PP_CHECK_STR(sym.name, "isal_deflate_icf_body_hash_hist_04");
+    }
+    elfsym_image_free(img);
+    procmaps_free(&m);
+  }
+  if (isal)
+    dlclose(isal);
   elfsym_cache_free(c);
 }
 
@@ -845,6 +892,7 @@ int main(void) {
   PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
   PP_RUN(test_elfsym_reads_loaded_object_from_memory);
   PP_RUN(test_elfsym_reads_vdso_from_memory);
+  PP_RUN(test_elfsym_names_untyped_assembly_entries);
   rmdir(g_tmpdir);
   PP_DONE();
 }
