@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <isa-l/crc.h>
 #include <zlib.h>
 
 #include "fsutil.h"
@@ -87,19 +88,15 @@ static uint64_t align_up(uint64_t n) {
   return (n + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
 }
 
+/* The record's CRC-32 is zlib's crc32 (the gzip polynomial, reflected),
+ * computed with ISA-L's crc32_gzip_refl, which gives the same values
+ * (test_journal checks it against zlib) several times faster: it runs over
+ * every pushed byte once. */
 static uint32_t rec_crc(const rec_hdr *h, const uint8_t *frame, size_t len) {
-  uLong c = crc32(0L, Z_NULL, 0);
-  c = crc32(c, (const Bytef *)&h->gen, sizeof h->gen);
-  c = crc32(c, (const Bytef *)&h->len, sizeof h->len);
-  c = crc32(c, (const Bytef *)h->id, sizeof h->id);
-  /* crc32 takes a uInt length: feed big frames in pieces. */
-  while (len > 0) {
-    uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
-    c = crc32(c, frame, n);
-    frame += n;
-    len -= n;
-  }
-  return (uint32_t)c;
+  uint32_t c = crc32_gzip_refl(0, (const unsigned char *)&h->gen, sizeof h->gen);
+  c = crc32_gzip_refl(c, (const unsigned char *)&h->len, sizeof h->len);
+  c = crc32_gzip_refl(c, (const unsigned char *)h->id, sizeof h->id);
+  return crc32_gzip_refl(c, frame, len);
 }
 
 static uint32_t slot_crc(const hdr_slot *s) {

@@ -98,7 +98,7 @@ pushprof_fuzz_target(NAME manifest SOURCES ${PP_FUZZ_MANIFEST_SRCS}
   LIBS pushprof_proto OpenSSL::Crypto Threads::Threads DEPENDS pushprof_proto)
 
 pushprof_fuzz_target(NAME journal SOURCES ${PP_FUZZ_SIDECAR}/journal.c ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c
-  INCLUDES ${PP_FUZZ_SIDECAR} LIBS ZLIB::ZLIB Threads::Threads)
+  INCLUDES ${PP_FUZZ_SIDECAR} LIBS ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads)
 
 # The sidecar library supplies log.c and the libraries (curl, jansson, libxml2).
 if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c)
