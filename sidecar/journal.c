@@ -33,7 +33,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <isa-l/crc.h>
-#include <zlib.h>
 
 #include "fsutil.h"
 #include "log.h"
@@ -88,10 +87,10 @@ static uint64_t align_up(uint64_t n) {
   return (n + REC_ALIGN - 1) / REC_ALIGN * REC_ALIGN;
 }
 
-/* The record's CRC-32 is zlib's crc32 (the gzip polynomial, reflected),
- * computed with ISA-L's crc32_gzip_refl, which gives the same values
- * (test_journal checks it against zlib) several times faster: it runs over
- * every pushed byte once. */
+/* Records and header slots carry zlib's CRC-32 (the gzip polynomial,
+ * reflected), computed with ISA-L's crc32_gzip_refl, which gives the same
+ * values (test_journal checks it against zlib) several times faster: it
+ * runs over every pushed byte once. */
 static uint32_t rec_crc(const rec_hdr *h, const uint8_t *frame, size_t len) {
   uint32_t c = crc32_gzip_refl(0, (const unsigned char *)&h->gen, sizeof h->gen);
   c = crc32_gzip_refl(c, (const unsigned char *)&h->len, sizeof h->len);
@@ -100,7 +99,7 @@ static uint32_t rec_crc(const rec_hdr *h, const uint8_t *frame, size_t len) {
 }
 
 static uint32_t slot_crc(const hdr_slot *s) {
-  return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)s, offsetof(hdr_slot, crc));
+  return crc32_gzip_refl(0, (const unsigned char *)s, offsetof(hdr_slot, crc));
 }
 
 /* Logs once and refuses every later append: after a failed write or sync the
