@@ -137,10 +137,6 @@ struct batcher {
    * the memory gauge, taken (NULL) while a pack uses it. */
   uint8_t *pack_buf;
   size_t pack_cap;
-  /* An add sealed or opened a group: the batcher thread has work (an add
-   * that only merged wakes nobody: a wake per push was two context
-   * switches and a scan of every group). */
-  bool kick;
   bool trim_due; /* a batch's memory was freed since the last trim */
 };
 
@@ -664,8 +660,9 @@ bool batcher_has_room(batcher *b) {
 
 /* Seals the largest open groups while their builders are over the soft
  * limit; the batcher thread packs them into their manifests and frees the
- * builders. Lock held. */
-static void seal_for_memory(batcher *b) {
+ * builders. True if it sealed one. Lock held. */
+static bool seal_for_memory(batcher *b) {
+  bool sealed = false;
   uint64_t open_mem = 0;
   for (group *g = b->groups; g; g = g->next)
     if (!g->sealed)
@@ -676,12 +673,13 @@ static void seal_for_memory(batcher *b) {
       if (!g->sealed && (!big || g->pbmem > big->pbmem))
         big = g;
     if (!big)
-      return;
+      break;
     big->sealed = true;
     group_due_now(big);
-    b->kick = true;
+    sealed = true;
     open_mem -= big->pbmem;
   }
+  return sealed;
 }
 
 static void prepare_group(batcher *b, group *g);
@@ -736,6 +734,10 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
   char *key = NULL;
   size_t keylen = 0;
   const char *drop = NULL;
+  /* The add opened or sealed a group: the batcher thread has work. An add
+   * that only merged wakes nobody (a wake per push was two context switches
+   * and a scan of every group). */
+  bool kick = false;
 
   if (!b || !id || !req || !prof)
     goto out;
@@ -797,7 +799,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
       }
       g->next = b->groups;
       b->groups = g;
-      b->kick = true;
+      kick = true;
     }
     if (pp_merge_add(g->pb, prof, why, sizeof why) == 0)
       break;
@@ -815,7 +817,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     account_builder(b, g);
     g->sealed = true;
     group_due_now(g);
-    b->kick = true;
+    kick = true;
     g = NULL;
   }
   if (!g) {
@@ -848,15 +850,14 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
   if (g->bytes >= GROUP_MAX_BYTES) {
     g->sealed = true;
     group_due_now(g);
-    b->kick = true;
+    kick = true;
   }
-  seal_for_memory(b);
+  if (seal_for_memory(b))
+    kick = true;
   help_pack_locked(b); /* wakes adds waiting for room when it frees some */
   publish_gauges(b, now_wall);
-  if (b->kick) {
-    b->kick = false;
+  if (kick)
     pthread_cond_broadcast(&b->cv); /* the batcher thread */
-  }
   pthread_mutex_unlock(&b->mu);
   goto out;
 
