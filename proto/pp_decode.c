@@ -827,6 +827,6 @@ bool pp_wire_next(const uint8_t **p, const uint8_t *end, pp_wire_field *out) {
   fld f = {0};
   if (!next_field(p, end, &f))
     return false;
-  *out = (pp_wire_field){f.num, f.wt, f.data, f.len};
+  *out = (pp_wire_field){f.num, f.wt, f.v, f.data, f.len};
   return true;
 }

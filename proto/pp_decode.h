@@ -1,6 +1,7 @@
-/* Internal to the proto library: the hand-written profile.proto decoder
- * (pp_decode.c) that pp_pprof_parse_pooled uses instead of protobuf-c's
- * generic unpack. Exposed for the tests that compare the two. */
+/* The hand-written profile.proto decoder (pp_decode.c) that
+ * pp_pprof_parse_pooled uses instead of protobuf-c's generic unpack
+ * (exposed for the tests that compare the two), and its field reader,
+ * which pp_push.c and the listener's peeks at a payload use too. */
 #ifndef PP_DECODE_H
 #define PP_DECODE_H
 #include "pp_pprof.h"
@@ -21,6 +22,7 @@ Perftools__Profiles__Profile *pp_pprof_decode(pp_pprof *a, const uint8_t *data, 
 typedef struct pp_wire_field {
   uint32_t num;
   unsigned wire_type;  /* 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32 */
+  uint64_t v;          /* varint: the value */
   const uint8_t *data; /* length-delimited: the payload, len bytes */
   size_t len;
 } pp_wire_field;

@@ -40,6 +40,7 @@
 #include "lockfile.h"
 #include "log.h"
 #include "metrics.h"
+#include "pp_decode.h"
 #include "pp_frame.h"
 #include "pp_push.h"
 #include "pushprof.pb-c.h"
@@ -346,19 +347,6 @@ fail_early:
 
 /* ---- replies ---- */
 
-static bool wire_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *v) {
-  *v = 0;
-  for (unsigned shift = 0; shift < 64; shift += 7) {
-    if (*i >= len)
-      return false;
-    uint8_t b = p[(*i)++];
-    *v |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80))
-      return true;
-  }
-  return false;
-}
-
 int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq) {
   enum { SEQUENCE_FIELD = 7 }; /* PushRequest.sequence, pushprof.proto */
   return listener_peek_varint(payload, len, SEQUENCE_FIELD, seq);
@@ -366,37 +354,14 @@ int listener_peek_sequence(const uint8_t *payload, size_t len, uint64_t *seq) {
 
 int listener_peek_varint(const uint8_t *payload, size_t len, unsigned field, uint64_t *out) {
   int found = -1;
-  size_t i = 0;
-  while (i < len) {
-    uint64_t key, v;
-    if (!wire_varint(payload, len, &i, &key) || key >> 3 == 0)
-      break;
-    switch (key & 7) {
-    case 0:
-      if (!wire_varint(payload, len, &i, &v))
-        return found;
-      if (key >> 3 == field) {
-        *out = v; /* the last one wins, as in protobuf */
-        found = 0;
-      }
-      continue;
-    case 1:
-      v = 8;
-      break;
-    case 2:
-      if (!wire_varint(payload, len, &i, &v))
-        return found;
-      break;
-    case 5:
-      v = 4;
-      break;
-    default:
-      return found;
+  const uint8_t *p = payload, *end = payload + len;
+  pp_wire_field f;
+  /* Up to the first field protobuf-c could not frame; the last one wins. */
+  while (p < end && pp_wire_next(&p, end, &f))
+    if (f.wire_type == 0 && f.num == field) {
+      *out = f.v;
+      found = 0;
     }
-    if (v > len - i)
-      break;
-    i += (size_t)v;
-  }
   return found;
 }
 
