@@ -19,21 +19,24 @@
  * the index of pending batches).
  *
  * Exactly-once in effect (see manifest.h, dedup.h): before a group is first
- * offered to the exporter its manifest (members + payload) is made durable;
- * after success it becomes a tombstone, then the member files go. A restart
- * re-exports pending manifests byte for byte under the same key, and every
- * push is checked against the identities of the pushes held or recently
- * exported, so a second copy of one (lost ack, then an SDK retry or drop-in)
- * is deleted instead of exported again. A manifest that becomes unreadable
- * before its batch is exported is set aside and the batch rebuilt from its
- * pushes (rebuild_group).
+ * offered to the exporter its manifest (members + payload) is made durable,
+ * and from then on it is the batch's only copy: its pushes leave the spool
+ * (their journal records released, their files deleted), so most pushes
+ * never cost a file of their own. After success the manifest becomes a
+ * tombstone. A restart re-exports pending manifests byte for byte under the
+ * same key, and every push is checked against the identities of the pushes
+ * held or recently exported, so a second copy of one (lost ack, then an SDK
+ * retry or drop-in; a journal record whose release a crash cut short) is
+ * deleted instead of exported again. A manifest that becomes unreadable
+ * before its batch is exported is set aside and its pushes counted as
+ * dropped (drop_unreadable); one refused for good moves to failed/.
  *
  * Locking: b->mu guards the group list and each group's fields, except that
  * a sealed group marked busy is worked on by the batcher thread alone,
  * without the lock (adds never touch sealed groups). Spool calls are made
  * without b->mu held, or with it held but never the other way round (the
- * spool calls back into batcher_add_spooled only from scans, without its own
- * lock). */
+ * spool calls back into batcher_add_spooled only from scans, and into
+ * drop_oldest_batch from a full spool's put, both without its own lock). */
 #include "batcher.h"
 
 #include <errno.h>
@@ -86,6 +89,10 @@ typedef struct group {
   char *node, *subdir;             /* recorded in a recovered manifest; NULL: the batcher's */
   char mf_name[MANIFEST_NAME_MAX]; /* its manifest, "" while none */
   bool recovered;                  /* read back from a manifest at start */
+  /* Its manifest is durable and the only copy of its pushes: they left the
+   * spool (spool_release), and the manifest's bytes count there instead
+   * (spool_account). */
+  bool released;
   uint64_t bytes;
   int64_t start_ns, end_ns;
   int64_t opened_mono; /* window start */
@@ -524,10 +531,16 @@ static void recover_cb(void *arg, manifest *m) {
                 "batch=%s file=%s", m->name, m->members[i].id);
     if (dedup_put(b->dx, &pid, dedup_file_tag(m->members[i].id), 0) != 0)
       goto oom;
-    /* The spool's scan then neither reads nor decodes it again. */
-    if (b->sp)
-      spool_claim(b->sp, m->members[i].id);
   }
+  /* The manifest holds the batch: copies of its pushes a crash left in the
+   * spool (a journal record not yet released, replayed into a file; a
+   * manifest of an older version, whose pushes stayed until the export)
+   * go, so the spool's scan never batches them again. */
+  if (b->sp) {
+    spool_release(b->sp, (const char(*)[SPOOL_ID_MAX])g->ids, g->nids);
+    spool_account(b->sp, (int64_t)g->gzlen, (int64_t)g->nids);
+  }
+  g->released = true;
   g->next = b->groups;
   b->groups = g;
   log_event(LOG_INFO, "pending batch recovered from its manifest; exporting it again",
@@ -542,6 +555,9 @@ oom:
   group_free(g);
   manifest_free(m);
 }
+
+static void settle_ids(batcher *b, group *g, bool done);
+static bool drop_oldest_batch(void *arg);
 
 /* ---- public: new / add ---- */
 
@@ -621,6 +637,7 @@ batcher *batcher_new_multi(const batcher_config *cfg, exporter *const *ex, size_
       manifest_load_all(b->md, recover_cb, b);
       metrics_add(M_MANIFESTS_SET_ASIDE, manifest_set_aside_count(b->md));
     }
+    spool_set_drop_batch(sp, drop_oldest_batch, b);
   }
   b->next_prune_mono = mono_ns() + PRUNE_EVERY_NS;
   return b;
@@ -645,6 +662,38 @@ int batcher_add_spooled(void *arg, const char *id, const uint8_t *frame, size_t 
   }
   batcher_add(b, id, p);
   return 0;
+}
+
+/* The spool is full and may drop the oldest (spool_set_drop_batch): the
+ * pending batch holding the oldest pushes goes (counted, logged), if one
+ * is released to its manifest and not being worked on. */
+static bool drop_oldest_batch(void *arg) {
+  batcher *b = arg;
+  char q[300];
+  pthread_mutex_lock(&b->mu);
+  group *old = NULL;
+  for (group *g = b->groups; g; g = g->next)
+    if (g->released && !g->busy && (!old || g->oldest_wall < old->oldest_wall))
+      old = g;
+  if (!old) {
+    pthread_mutex_unlock(&b->mu);
+    return false;
+  }
+  unlink_group(b, old);
+  settle_ids(b, old, false);
+  pthread_mutex_unlock(&b->mu);
+  if (old->mf_name[0] && b->md)
+    manifest_remove(b->md, old->mf_name, false);
+  spool_account(b->sp, -(int64_t)old->gzlen, -(int64_t)old->nids);
+  metrics_drop("spool_full_drop_oldest", old->nids);
+  log_event(LOG_WARN, "spool full: dropped the oldest pending batch",
+            "service=%s pushes=%zu bytes=%zu", log_quote(old->service, q, sizeof q), old->nids,
+            old->gzlen);
+  pthread_mutex_lock(&b->mu);
+  group_release(b, old);
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+  return true;
 }
 
 static bool over_budget_locked(const batcher *b) {
@@ -955,6 +1004,13 @@ static void prepare_group(batcher *b, group *g) {
   if (rc == 0 && b->md)
     write_manifest(b, g);
   bool on_disk = rc == 0 && g->mf_name[0];
+  if (on_disk && b->sp) {
+    /* The manifest is durable: the pushes leave the spool now, not at the
+     * export (a held journal record costs the ring, not a file each). */
+    spool_release(b->sp, (const char(*)[SPOOL_ID_MAX])g->ids, g->nids);
+    spool_account(b->sp, (int64_t)g->gzlen, (int64_t)g->nids);
+    g->released = true;
+  }
   pthread_mutex_lock(&b->mu);
   /* With its manifest written, the payload stays only as a copy for the
    * first attempt, and only while such copies hold under half the soft
@@ -1005,7 +1061,7 @@ static const uint8_t *group_payload(batcher *b, group *g, uint8_t **owned, bool 
 }
 
 /* export_group's answer when the payload is gone for good: the batch is
- * then rebuilt from its pushes (rebuild_group), no target is charged. */
+ * then given up (drop_unreadable), no target is charged. */
 #define EXPORT_PAYLOAD_UNREADABLE (-100)
 
 /* Offers g to target t (batcher thread, b->mu NOT held, g busy and prepared). */
@@ -1070,17 +1126,17 @@ static void retire_group(batcher *b, group *g, const char *reason) {
   if (g->mf_name[0] && b->md) {
     if (!reason)
       manifest_mark_done(b->md, g->mf_name, g->gzlen);
-    else if (g->recovered) /* its members may be gone: it holds the data */
+    else if (g->released) /* the only copy of its pushes */
       manifest_move_failed(b->md, g->mf_name, reason);
     else
       manifest_remove(b->md, g->mf_name, false);
   }
-  for (size_t i = 0; b->sp && i < g->nids; i++) {
-    if (reason)
-      spool_move_failed(b->sp, g->ids[i], reason);
-    else
-      spool_remove(b->sp, g->ids[i]);
-  }
+  if (g->released && b->sp)
+    spool_account(b->sp, -(int64_t)g->gzlen, -(int64_t)g->nids);
+  else if (b->sp && !reason)
+    spool_release(b->sp, (const char(*)[SPOOL_ID_MAX])g->ids, g->nids);
+  for (size_t i = 0; b->sp && !g->released && reason && i < g->nids; i++)
+    spool_move_failed(b->sp, g->ids[i], reason);
   group_free(g);
   /* While a load lasts, freed memory the heap keeps for the next batch is
    * bounded: past TRIM_SLACK (many small batches leave fragments) it goes
@@ -1194,122 +1250,29 @@ static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *d
 }
 
 /* A prepared group whose payload can no longer be read (its manifest cut
- * short, corrupt or deleted after sealing): as at start, the manifest is set
- * aside (counted, logged), and the batch is rebuilt from its member pushes,
- * which it still owns in the spool, then prepared again (new manifest).
- * Merging the same pushes in the same order gives the same bytes, hence
- * the same object key; the targets' states are kept, so a target that
- * already took the batch is not offered it again, and one that stored it
- * with its answer lost gets the same key again. A member whose file is
- * gone is dropped (counted, logged); one that no longer decodes goes to
- * failed/: then the batch is a new object for the targets still owing it.
- * b->mu held (dropped meanwhile), g busy; clears busy. */
-static void rebuild_group(batcher *b, group *g, const char *why) {
-  char name[MANIFEST_NAME_MAX], old_hash[65], q[600];
-  size_t n = g->nids, kept = 0;
-  memcpy(name, g->mf_name, sizeof name);
-  memcpy(old_hash, g->hash, sizeof old_hash);
-  g->mf_name[0] = '\0';
+ * short, corrupt or deleted after it was written). The manifest was the only
+ * copy of its pushes (they left the spool once it was durable), so the batch
+ * is given up: the manifest is set aside (as at start), and its pushes are
+ * counted as dropped (batch_unreadable) and logged. b->mu held (dropped
+ * meanwhile), g busy. */
+static void drop_unreadable(batcher *b, group *g, const char *why) {
+  char q[600];
+  unlink_group(b, g);
+  settle_ids(b, g, false);
   pthread_mutex_unlock(&b->mu);
-  if (name[0] && b->md) {
-    manifest_set_aside(b->md, name, why);
+  if (g->mf_name[0] && b->md) {
+    manifest_set_aside(b->md, g->mf_name, why);
     metrics_add(M_MANIFESTS_SET_ASIDE, 1);
   }
-  log_event(LOG_WARN, "batch payload unreadable; rebuilding the batch from its pushes",
-            "service=%s pushes=%zu reason=%s", log_quote(g->service, q, 300), n,
-            log_quote(why, q + 300, 300));
-  pp_builder *pb = pp_builder_new();
-  bool oom = !pb || add_label_comments(pb, g->labels, g->nlabels) != 0;
-  bool *lost = oom ? NULL : calloc(n ? n : 1, sizeof *lost);
-  oom |= !lost;
-  for (size_t i = 0; i < n && !oom; i++) {
-    uint8_t *frame = NULL;
-    size_t len = 0;
-    char mwhy[256];
-    int code;
-    if (!b->sp || spool_read(b->sp, g->ids[i], &frame, &len, mwhy, sizeof mwhy) != 0) {
-      if (b->sp && errno == ENOMEM) {
-        oom = true;
-        break;
-      }
-      bool gone = !b->sp || errno == ENOENT;
-      lost[i] = true;
-      metrics_drop("batch_unreadable", 1);
-      log_event(LOG_ERROR, "push of an unreadable batch cannot be read again; dropped",
-                "id=%s reason=%s", g->ids[i], log_quote(b->sp ? mwhy : "no spool", q, 300));
-      if (gone) {
-        if (b->sp)
-          spool_remove(b->sp, g->ids[i]); /* no longer pending */
-      } else {
-        char reason[384];
-        snprintf(reason, sizeof reason,
-                 "cannot batch it again after its batch became unreadable: %s", mwhy);
-        spool_move_failed(b->sp, g->ids[i], reason); /* logged there */
-      }
-      continue;
-    }
-    uint32_t max_frame =
-        len > b->max_frame ? (len > UINT32_MAX ? UINT32_MAX : (uint32_t)len) : b->max_frame;
-    pp_push *p = pp_push_decode(frame, len, max_frame, &code, mwhy, sizeof mwhy);
-    free(frame);
-    const Perftools__Profiles__Profile *prof = p && p->prof ? pp_pprof_profile(p->prof) : NULL;
-    if (!prof || pp_merge_add(pb, prof, mwhy, sizeof mwhy) != 0) {
-      char reason[384];
-      lost[i] = true;
-      snprintf(reason, sizeof reason, "cannot batch it again after its batch became unreadable: %s",
-               p && !prof ? "no profile" : mwhy);
-      metrics_drop("batch_unreadable", 1);
-      spool_move_failed(b->sp, g->ids[i], reason); /* logged there */
-    }
-    pp_push_free(p);
-  }
+  if (g->released && b->sp)
+    spool_account(b->sp, -(int64_t)g->gzlen, -(int64_t)g->nids);
+  metrics_drop("batch_unreadable", g->nids);
+  log_event(LOG_ERROR, "batch dropped: its manifest, the only copy of its pushes, is unreadable",
+            "service=%s pushes=%zu reason=%s%s", log_quote(g->service, q, 300), g->nids,
+            log_quote(why, q + 300, 300),
+            g->released ? "" : " (its pushes stay in the spool for the next start)");
   pthread_mutex_lock(&b->mu);
-  for (size_t i = 0; i < n; i++) { /* the members lost leave the batch */
-    if (lost && lost[i]) {
-      dedup_erase(b->dx, &g->pids[i]);
-      continue;
-    }
-    if (kept != i) {
-      memcpy(g->ids[kept], g->ids[i], SPOOL_ID_MAX);
-      g->pids[kept] = g->pids[i];
-    }
-    kept++;
-  }
-  free(lost);
-  g->nids = kept;
-  if (oom) {
-    /* Try again later: the manifest is set aside, so the next attempt
-     * comes back here. */
-    pp_builder_free(pb);
-    log_event(LOG_ERROR, "out of memory rebuilding a batch; will retry", "service=%s",
-              log_quote(g->service, q, 300));
-    for (size_t t = 0; t < b->nex; t++)
-      if (!g->ts[t].done)
-        g->ts[t].next_attempt_mono = mono_ns() + b->backoff_base_ms * NS_PER_MS;
-    g->busy = false;
-    return;
-  }
-  if (kept == 0) {
-    pp_builder_free(pb);
-    log_event(LOG_ERROR, "batch given up: none of its pushes could be read again", "service=%s",
-              log_quote(g->service, q, 300));
-    unlink_group(b, g);
-    group_release(b, g);
-    return;
-  }
-  g->pb = pb;
-  account_builder(b, g);
-  g->prepared = false;
-  prepare_group(b, g);
-  g->busy = false;
-  if (!g->prepared)
-    return; /* out of memory packing: logged; the loop packs it again */
-  bool same = strcmp(g->hash, old_hash) == 0;
-  log_event(same ? LOG_INFO : LOG_WARN,
-            same ? "batch rebuilt from its pushes: same bytes, same object key"
-                 : "batch rebuilt from its pushes as a new object for the targets still owing it",
-            "service=%s pushes=%zu of=%zu manifest=%s", log_quote(g->service, q, 300), kept, n,
-            g->mf_name[0] ? g->mf_name : "none");
+  group_release(b, g);
 }
 
 /* Drops groups older than max_age_s (lock held). */
@@ -1329,8 +1292,10 @@ static void drop_expired(batcher *b, int64_t now_wall) {
       settle_ids(b, g, false);
       if (g->mf_name[0] && b->md)
         manifest_remove(b->md, g->mf_name, false);
-      for (size_t i = 0; b->sp && i < g->nids; i++)
-        spool_remove(b->sp, g->ids[i]);
+      if (g->released && b->sp)
+        spool_account(b->sp, -(int64_t)g->gzlen, -(int64_t)g->nids);
+      else if (b->sp)
+        spool_release(b->sp, (const char(*)[SPOOL_ID_MAX])g->ids, g->nids);
       group_release(b, g);
       continue;
     }
@@ -1424,7 +1389,7 @@ static void run_locked(batcher *b) {
       const char *drop_reason = rc == EXPORT_PERMANENT ? b->ex[due_t]->drop_reason : NULL;
       pthread_mutex_lock(&b->mu);
       if (rc == EXPORT_PAYLOAD_UNREADABLE) {
-        rebuild_group(b, due, err);
+        drop_unreadable(b, due, err);
         continue;
       }
       finish_attempt(b, due, (size_t)due_t, rc, drop_reason, err, mono_ns());
@@ -1521,6 +1486,8 @@ void batcher_free(batcher *b) {
     b->groups = g->next;
     group_free(g);
   }
+  if (b->sp)
+    spool_set_drop_batch(b->sp, NULL, NULL);
   free(b->pack_buf);
   free(b->node);
   free(b->subdir);

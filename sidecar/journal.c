@@ -495,7 +495,7 @@ int journal_append(journal *j, const char *id, const uint8_t *frame, size_t len,
   r->rseq = 0;
   if (strnlen(id, JOURNAL_ID_MAX) >= JOURNAL_ID_MAX || len > UINT32_MAX ||
       need > (j->size - HDR_BLOCK) / 4) {
-    errno = ENOSPC; /* big frames take the spool-file path */
+    errno = EFBIG; /* big frames take the spool-file path */
     return -1;
   }
   uint32_t gen = 0;
@@ -647,11 +647,22 @@ void journal_abort(journal *j, journal_rec *r) {
 }
 
 int journal_release(journal *j, journal_rec *r) {
-  if (!r->rseq)
-    return 0;
-  uint64_t m = mark_dead(j, r);
-  if (m == 0 || sync_until(j, 0, m) != 0)
+  return journal_release_many(j, r, 1);
+}
+
+int journal_release_many(journal *j, journal_rec *r, size_t n) {
+  uint64_t last = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r[i].rseq && (last = mark_dead(j, &r[i])) == 0)
+      return -1; /* the journal is broken: all stay live, a restart replays them */
+  if (last && sync_until(j, 0, last) != 0)
     return -1; /* stays live: a restart replays it and finds its copy */
-  finish(j, r);
+  for (size_t i = 0; i < n; i++)
+    if (r[i].rseq)
+      finish(j, &r[i]);
   return 0;
+}
+
+uint64_t journal_size(const journal *j) {
+  return j->size;
 }

@@ -4,10 +4,11 @@
  * metadata change, so the sync is one data write plus a cache flush, not the
  * two journal commits of creating, renaming and syncing a new file.
  *
- * After the ack the spool copies the record into its own file (the form the
- * batcher, scans and drop-ins use) and releases it: the record is marked dead
- * and that mark made durable before the push is handed on, so a replay after
- * a crash never brings back a push that was already exported.
+ * After the ack the record stays until the push is safe elsewhere (its
+ * batch's manifest is durable, or the spool copied it into a file of its own
+ * to free the ring), then it is released: marked dead, and the mark made
+ * durable, so a replay after a crash never brings back a push that is
+ * already in a batch.
  *
  * Records are acknowledged in order of reservation: a sync covers a record
  * only once every record reserved before it is fully written, so after a
@@ -48,7 +49,8 @@ journal *journal_open(int dirfd, const char *dir, uint64_t size, journal_replay_
                       char *err, size_t errlen);
 void journal_close(journal *j);
 /* Reserves space and writes the record. 0, or -1 when it does not fit now
- * (ENOSPC: too big or the ring is full) or the journal is broken (EIO): the
+ * (ENOSPC: the ring is full up to its oldest unreleased record), never
+ * (EFBIG: over a quarter of the ring) or the journal is broken (EIO): the
  * caller writes a spool file directly instead. */
 int journal_append(journal *j, const char *id, const uint8_t *frame, size_t len, journal_rec *r);
 /* Waits until r is durable (group commit). 0, or -1 on a failed sync (the
@@ -61,6 +63,11 @@ void journal_abort(journal *j, journal_rec *r);
  * 0, or -1 if the mark could not be made durable (then the caller must not
  * let the copy be deleted before a restart replays the record). */
 int journal_release(journal *j, journal_rec *r);
+/* journal_release of n records with one sync for all their marks (records
+ * with rseq 0 are skipped). 0, or -1: none is released. */
+int journal_release_many(journal *j, journal_rec *r, size_t n);
+/* The ring's size in bytes. */
+uint64_t journal_size(const journal *j);
 int journal_fd(const journal *j);
 /* Bytes held by unreleased records (for tests and metrics). */
 uint64_t journal_used(journal *j);

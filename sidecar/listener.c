@@ -662,12 +662,10 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
    * the first place they can be seen. */
   if (req->dropped_profiles)
     metrics_drop("sdk_backlog_full", req->dropped_profiles);
-  /* Durable now. Once it has its own spool file the batcher owns it whether
-   * or not the ack arrived; if that copy fails a rescan retries it. */
-  if (spool_settle(l->sp, &txn) == SPOOL_OK)
-    batcher_add(l->b, id, push);
-  else
-    pp_push_free(push);
+  /* Durable now (held in the journal, or a file): the batcher owns it
+   * whether or not the ack arrived, and releases it from the spool once its
+   * batch's manifest is durable. */
+  batcher_add(l->b, id, push);
   return delivered;
 }
 

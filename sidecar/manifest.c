@@ -671,7 +671,7 @@ static void set_aside(manifest_dir *d, const char *name, const char *why) {
   if (renameat(d->dfd, name, d->dfd, bad) != 0)
     unlinkat(d->dfd, name, 0); /* never read it again either way */
   d->set_aside++;
-  log_event(LOG_ERROR, "unreadable batch manifest set aside; its pushes will be batched again",
+  log_event(LOG_ERROR, "unreadable batch manifest set aside; its pushes are lost (counted)",
             "file=%s/%s reason=%s", d->path, bad, log_quote(why, q, sizeof q));
 }
 

@@ -88,8 +88,8 @@ void manifest_set_aside(manifest_dir *d, const char *name, const char *why);
 uint64_t manifest_set_aside_count(const manifest_dir *d);
 /* Calls cb for each readable manifest, .batch (with payload) and .done
  * (without), oldest first; cb takes ownership. Unreadable or corrupt ones are
- * set aside (manifest_set_aside): their members are then re-batched by the
- * spool scan (at-least-once). Returns the number handed over. */
+ * set aside (manifest_set_aside, counted): a manifest is its batch's only
+ * copy, so its pushes are lost. Returns the number handed over. */
 typedef void (*manifest_cb)(void *arg, manifest *m);
 int manifest_load_all(manifest_dir *d, manifest_cb cb, void *arg);
 /* Deletes tombstones last modified before before_wall_ns. */

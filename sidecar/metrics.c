@@ -41,12 +41,17 @@ static const metric_desc counter_desc[M_COUNTER_MAX] = {
                         "connection while they keep coming)."},
     [M_MANIFESTS_SET_ASIDE] = {"pushprof_batch_manifests_set_aside_total",
                                "Batch manifests whose payload could not be read, set aside as "
-                               ".bad; their pushes were batched again."},
+                               ".bad; a manifest is its batch's only copy, so their pushes "
+                               "were lost."},
 };
 
 static const metric_desc gauge_desc[G_GAUGE_MAX] = {
-    [G_SPOOL_BYTES] = {"pushprof_spool_bytes", "Bytes of pending pushes in the spool."},
-    [G_SPOOL_FILES] = {"pushprof_spool_files", "Pending push files in the spool."},
+    [G_SPOOL_BYTES] = {"pushprof_spool_bytes",
+                       "Bytes counted against --max-spool-bytes: pending pushes (journal "
+                       "records and files) and pending batches' manifests."},
+    [G_SPOOL_FILES] = {"pushprof_spool_files",
+                       "Pushes not yet exported: held in the journal, in files, or in "
+                       "pending batches' manifests."},
     [G_OPEN_CONNECTIONS] = {"pushprof_open_connections", "Client connections open now."},
     [G_CONN_THREADS] = {"pushprof_connection_threads",
                         "Threads serving a connection or waiting for the next one."},

@@ -1,6 +1,11 @@
-/* The durable spool. Every pending push is one file <dir>/<id>, where id is
+/* The durable spool. A pending push is either a record held in the journal
+ * (acked from there, and kept there until its batch's manifest is durable:
+ * most pushes never get a file) or one file <dir>/<id>, where id is
  * "<20-digit ns timestamp>-<10-digit counter>.push" for our own writes (so
- * names sort oldest first) or any "*.push" name a client dropped in.
+ * names sort oldest first) or any "*.push" name a client dropped in. Held
+ * records get a file of their own (spill) only when the ring runs short
+ * (batches held open longer than the ring lasts) or before they move to
+ * failed/.
  *
  * Locking: one mutex guards the table of known files and the byte count.
  * The slow parts (writing + fsync of a new file, reading + decoding a file
@@ -62,9 +67,16 @@
  * the recycled ones truncated, as on a full disk every block counts). */
 #define RECYCLE_MIN_FREE ((uint64_t)1 << 30)
 
+/* A held record's state: spill sets SPILLING while it writes the file
+ * (without the lock); a release meanwhile sets GONE and the spill then
+ * removes what it made. */
+enum { HELD_LIVE, HELD_SPILLING, HELD_GONE };
+
 typedef struct spool_entry {
   char id[SPOOL_ID_MAX];
   uint64_t bytes;
+  journal_rec rec; /* held records only */
+  int state;       /* held records only */
 } spool_entry;
 
 typedef struct name_set { /* sorted by strcmp */
@@ -80,7 +92,14 @@ struct spool {
   bool drop_oldest;
   uint64_t bytes; /* pending files + reservations of puts in flight */
   name_set pending;
-  name_set bad; /* files we could neither read nor quarantine: never retried */
+  name_set bad;  /* files we could neither read nor quarantine: never retried */
+  name_set held; /* acked journal records not yet safe elsewhere (rec, state) */
+  /* Pending batches' manifests (spool_account): their bytes count against
+   * max_bytes and their pushes in the pending gauge. */
+  uint64_t batch_bytes, batch_pushes;
+  spool_drop_batch_fn drop_batch;
+  void *drop_arg;
+  pthread_mutex_t spill_mu; /* one spill at a time; taken before mu */
   uint32_t counter;
   uint64_t renamed; /* puts renamed into place so far (guarded by mu) */
   /* Group commit of the directory fsync (guarded by sync_mu): a put may ack
@@ -93,10 +112,6 @@ struct spool {
   uint64_t fail_lo, fail_hi; /* the last failed fsync covered renames in (lo, hi] */
   int fail_errno;
   journal *j; /* NULL: no journal */
-  /* Journaled pushes whose spool_settle failed, retried by rescans
-   * (guarded by mu). */
-  spool_txn *unsettled;
-  size_t n_unsettled, cap_unsettled;
   /* Files to reuse (guarded by mu), a ring of RECYCLE_MAX, oldest first. */
   struct recycled {
     uint32_t n;     /* its name: RECYCLE_PREFIX<n> */
@@ -133,6 +148,12 @@ static bool set_has(const name_set *s, const char *id) {
   bool found;
   set_lower(s, id, &found);
   return found;
+}
+
+static spool_entry *set_find(name_set *s, const char *id) {
+  bool found;
+  size_t i = s->n ? set_lower(s, id, &found) : 0;
+  return s->n && found ? &s->v[i] : NULL;
 }
 
 static int set_insert(name_set *s, const char *id, uint64_t bytes) {
@@ -172,9 +193,15 @@ static bool set_erase(name_set *s, const char *id, uint64_t *bytes) {
 
 /* ---- helpers ---- */
 
+/* What counts against max_bytes: pushes in files and in the journal,
+ * reservations of puts in flight, pending batches' manifests. Lock held. */
+static uint64_t used_locked(const spool *s) {
+  return s->bytes + s->batch_bytes;
+}
+
 static void publish_gauges(spool *s) {
-  metrics_set(G_SPOOL_BYTES, (int64_t)s->bytes);
-  metrics_set(G_SPOOL_FILES, (int64_t)s->pending.n);
+  metrics_set(G_SPOOL_BYTES, (int64_t)used_locked(s));
+  metrics_set(G_SPOOL_FILES, (int64_t)(s->pending.n + s->held.n + s->batch_pushes));
 }
 
 static bool has_suffix(const char *name, const char *suffix) {
@@ -240,6 +267,8 @@ static void quarantine_locked(spool *s, const char *name, const char *why) {
 }
 
 static bool room_to_recycle(spool *s);
+static size_t spill(spool *s, const char *only);
+static int remove_file(spool *s, const char *id);
 static void trim_recycled(spool *s, bool all);
 
 /* A previous run's recycled file joins the ring (at open, no other thread
@@ -350,8 +379,16 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     free(s);
     return NULL;
   }
+  if (pthread_mutex_init(&s->spill_mu, NULL) != 0) {
+    snprintf(err, errlen, "cannot init spool mutex");
+    pthread_mutex_destroy(&s->sync_mu);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return NULL;
+  }
   if (pthread_cond_init(&s->sync_cv, NULL) != 0) {
     snprintf(err, errlen, "cannot init spool condition variable");
+    pthread_mutex_destroy(&s->spill_mu);
     pthread_mutex_destroy(&s->sync_mu);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -425,6 +462,22 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     if (!s->j)
       log_event(LOG_ERROR, "spool journal not used; acks wait for each push's own file", "why=%s",
                 log_quote(jerr, err, errlen));
+  } else {
+    /* No journal now, but a previous run's may still hold acked pushes:
+     * replayed into files, then deleted. */
+    struct stat st;
+    if (fstatat(s->dirfd, JOURNAL_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      char jerr[256];
+      journal *old =
+          journal_open(s->dirfd, s->dir, (uint64_t)st.st_size, replay_cb, s, jerr, sizeof jerr);
+      journal_close(old);
+      if (!old)
+        log_event(LOG_ERROR, "cannot replay the journal a previous run left; it stays",
+                  "file=%s/%s why=%s", s->dir, JOURNAL_NAME, log_quote(jerr, err, errlen));
+      else if (unlinkat(s->dirfd, JOURNAL_NAME, 0) == 0)
+        log_event(LOG_INFO, "journal off: the previous run's journal was replayed and removed",
+                  "file=%s/%s", s->dir, JOURNAL_NAME);
+    }
   }
   remove_stale_temps(s);
   publish_gauges(s);
@@ -437,8 +490,8 @@ fail:
 void spool_close(spool *s) {
   if (!s)
     return;
-  journal_close(s->j); /* unsettled pushes stay in it for the next start */
-  free(s->unsettled);
+  journal_close(s->j); /* held pushes stay in it for the next start */
+  free(s->held.v);
   free(s->recycle); /* the files stay for the next start (see RECYCLE_MAX) */
   if (s->dirfd >= 0)
     close(s->dirfd);
@@ -450,6 +503,7 @@ void spool_close(spool *s) {
   free(s->bad.v);
   free(s->dir);
   pthread_cond_destroy(&s->sync_cv);
+  pthread_mutex_destroy(&s->spill_mu);
   pthread_mutex_destroy(&s->sync_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);
@@ -457,33 +511,73 @@ void spool_close(spool *s) {
 
 /* ---- put ---- */
 
-/* Makes room for len bytes, deleting the oldest pending files if allowed.
- * Lock held. Returns SPOOL_OK (bytes reserved) or SPOOL_FULL. */
-static int reserve_locked(spool *s, uint64_t len) {
-  if (s->max_bytes == 0)
-    goto ok;
-  if (len > s->max_bytes)
-    return SPOOL_FULL;
-  while (s->bytes + len > s->max_bytes) {
-    if (!s->drop_oldest || s->pending.n == 0)
-      return SPOOL_FULL;
+/* Drops the oldest pending push file, or else the oldest held record, to
+ * make room (--spool-drop-oldest; counted, logged): its push, if a batch
+ * still merges it in memory, is then exported without a durable copy.
+ * False if there is none to drop. Takes the lock. */
+static bool drop_oldest_push(spool *s) {
+  char q[128];
+  pthread_mutex_lock(&s->mu);
+  if (s->pending.n) {
     spool_entry victim = s->pending.v[0];
     if (unlinkat(s->dirfd, victim.id, 0) != 0 && errno != ENOENT) {
-      char q[128];
       log_event(LOG_ERROR, "cannot delete oldest spool file to make room", "file=%s/%s err=%s",
                 s->dir, victim.id, log_quote(strerror(errno), q, sizeof q));
-      return SPOOL_FULL;
+      pthread_mutex_unlock(&s->mu);
+      return false;
     }
     set_erase(&s->pending, victim.id, NULL);
     s->bytes -= victim.bytes;
+    publish_gauges(s);
+    pthread_mutex_unlock(&s->mu);
     metrics_drop("spool_full_drop_oldest", 1);
     log_event(LOG_WARN, "spool full: dropped oldest push",
               "file=%s bytes=%" PRIu64 " max_bytes=%" PRIu64, victim.id, victim.bytes,
               s->max_bytes);
+    return true;
   }
-ok:
-  s->bytes += len;
-  return SPOOL_OK;
+  for (size_t i = 0; i < s->held.n; i++) {
+    if (s->held.v[i].state != HELD_LIVE)
+      continue;
+    spool_entry victim = s->held.v[i];
+    set_erase(&s->held, victim.id, NULL);
+    s->bytes -= victim.bytes;
+    publish_gauges(s);
+    pthread_mutex_unlock(&s->mu);
+    if (journal_release(s->j, &victim.rec) != 0)
+      log_event(LOG_ERROR, "cannot release a dropped push's journal record; a restart replays it",
+                "id=%s", victim.id);
+    metrics_drop("spool_full_drop_oldest", 1);
+    log_event(LOG_WARN, "spool full: dropped oldest push",
+              "id=%s bytes=%" PRIu64 " max_bytes=%" PRIu64, victim.id, victim.bytes, s->max_bytes);
+    return true;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return false;
+}
+
+/* Reserves len bytes if they fit (SPOOL_OK), else SPOOL_FULL; with
+ * may_drop and --spool-drop-oldest, first drops the oldest pending batch
+ * (the batcher's drop_batch: batches hold the oldest pushes), then the
+ * oldest push, until they fit. Takes the lock; calls drop_batch without. */
+static int reserve(spool *s, uint64_t len, bool may_drop) {
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    if (s->max_bytes == 0 || used_locked(s) + len <= s->max_bytes) {
+      s->bytes += len;
+      publish_gauges(s);
+      pthread_mutex_unlock(&s->mu);
+      return SPOOL_OK;
+    }
+    bool batches = s->batch_bytes > 0 && s->drop_batch;
+    pthread_mutex_unlock(&s->mu);
+    if (!may_drop || !s->drop_oldest || len > s->max_bytes)
+      return SPOOL_FULL;
+    if (batches && s->drop_batch(s->drop_arg))
+      continue;
+    if (!drop_oldest_push(s))
+      return SPOOL_FULL;
+  }
 }
 
 /* Returns once a directory fsync that started after rename number seq has
@@ -538,12 +632,11 @@ static bool nospace_log_allowed(void) {
 /* Undoes a failed write: removes the file, gives its bytes back, logs. */
 static int put_failed(spool *s, spool_txn *t, bool renamed) {
   int e = errno;
-  char tmp[SPOOL_ID_MAX + 1], q[128];
+  char q[128];
   if (t->fd >= 0)
     close(t->fd);
   t->fd = -1;
-  snprintf(tmp, sizeof tmp, ".%s", t->name);
-  unlinkat(s->dirfd, renamed ? t->name : tmp, 0);
+  unlinkat(s->dirfd, renamed ? t->name : t->tmp, 0);
   pthread_mutex_lock(&s->mu);
   s->bytes -= t->len;
   publish_gauges(s);
@@ -563,18 +656,14 @@ static int reserve_name(spool *s, size_t len, spool_txn *t, bool may_drop) {
 
   t->fd = -1;
   t->len = len;
-  t->name[0] = '\0';
+  t->name[0] = t->tmp[0] = '\0';
   t->jrec.rseq = 0;
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
     return SPOOL_EIO;
+  /* Without may_drop the caller decides after validating the push. */
+  rc = reserve(s, len, may_drop);
   pthread_mutex_lock(&s->mu);
-  if (!may_drop && s->max_bytes && s->bytes + len > s->max_bytes)
-    rc = SPOOL_FULL; /* the caller decides after validating the push */
-  else
-    rc = reserve_locked(s, len);
   uint32_t ctr = s->counter++;
-  if (rc == SPOOL_OK)
-    publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   if (rc == SPOOL_OK)
     snprintf(t->name, sizeof t->name, "%020" PRIu64 "-%010" PRIu32 "%s",
@@ -582,12 +671,18 @@ static int reserve_name(spool *s, size_t len, spool_txn *t, bool may_drop) {
   return rc;
 }
 
-/* Writes the reserved push to its temp file. */
+static int take_recycled(spool *s, char *tmp, size_t tmplen);
+
+/* Writes the reserved push to its temp file: a recycled one (see
+ * RECYCLE_MAX) overwritten and cut to the push, else a new one. */
 static int write_temp(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
-  char tmp[SPOOL_ID_MAX + 1];
-  snprintf(tmp, sizeof tmp, ".%s", t->name);
-  t->fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (t->fd < 0 || fsutil_write_all(t->fd, frame, len) != 0)
+  bool reused = (t->fd = take_recycled(s, t->tmp, sizeof t->tmp)) >= 0;
+  if (!reused) {
+    snprintf(t->tmp, sizeof t->tmp, ".%s", t->name);
+    t->fd = openat(s->dirfd, t->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+  }
+  if (t->fd < 0 || fsutil_write_all(t->fd, frame, len) != 0 ||
+      (reused && ftruncate(t->fd, (off_t)len) != 0))
     return put_failed(s, t, false);
   return SPOOL_OK;
 }
@@ -596,9 +691,14 @@ int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
   int rc = reserve_name(s, len, t, false);
   if (rc != SPOOL_OK)
     return rc;
-  /* The journal is the fast way to durable; without room there (or for a
-   * frame too big for it) the push gets its own file right away. */
+  /* The journal is the fast way to durable. A ring full up to a record
+   * still held (its batch not sealed yet) gets room by spilling the oldest
+   * held records to files; a frame too big for it, or no room even then,
+   * gets its own file right away. */
   if (s->j && journal_append(s->j, t->name, frame, len, &t->jrec) == 0)
+    return SPOOL_OK;
+  if (s->j && errno == ENOSPC && spill(s, NULL) > 0 &&
+      journal_append(s->j, t->name, frame, len, &t->jrec) == 0)
     return SPOOL_OK;
   rc = write_temp(s, frame, len, t);
   /* Only a hint that lets the disk work while the caller validates; the
@@ -617,7 +717,6 @@ static void unreserve(spool *s, size_t len) {
 }
 
 void spool_abort(spool *s, spool_txn *t) {
-  char tmp[SPOOL_ID_MAX + 1];
   if (t->jrec.rseq) {
     journal_abort(s->j, &t->jrec);
     unreserve(s, t->len);
@@ -627,29 +726,41 @@ void spool_abort(spool *s, spool_txn *t) {
     return;
   close(t->fd);
   t->fd = -1;
-  snprintf(tmp, sizeof tmp, ".%s", t->name);
-  if (unlinkat(s->dirfd, tmp, 0) != 0 && errno != ENOENT) {
+  if (unlinkat(s->dirfd, t->tmp, 0) != 0 && errno != ENOENT) {
     char q[128];
-    log_event(LOG_WARN, "cannot remove spool temp file", "file=%s/%s err=%s", s->dir, tmp,
+    log_event(LOG_WARN, "cannot remove spool temp file", "file=%s/%s err=%s", s->dir, t->tmp,
               log_quote(strerror(errno), q, sizeof q));
   }
   unreserve(s, t->len);
 }
 
 int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
-  char tmp[SPOOL_ID_MAX + 1];
   if (t->jrec.rseq) {
     if (journal_sync(s->j, &t->jrec) != 0) {
       journal_abort(s->j, &t->jrec);
       unreserve(s, t->len);
       return SPOOL_EIO; /* logged by the journal; the client retries */
     }
+    /* Held until spool_release: its reservation becomes its bytes. */
+    pthread_mutex_lock(&s->mu);
+    spool_entry *e = NULL;
+    if (set_insert(&s->held, t->name, t->len) == 0 && (e = set_find(&s->held, t->name))) {
+      e->rec = t->jrec;
+      e->state = HELD_LIVE;
+      publish_gauges(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!e) {
+      journal_abort(s->j, &t->jrec);
+      unreserve(s, t->len);
+      log_event(LOG_ERROR, "out of memory holding a journaled push; refused", "id=%s", t->name);
+      return SPOOL_EIO;
+    }
     memcpy(id, t->name, SPOOL_ID_MAX);
     return SPOOL_OK;
   }
   if (t->fd < 0)
     return SPOOL_EIO;
-  snprintf(tmp, sizeof tmp, ".%s", t->name);
   if (fsync(t->fd) != 0)
     return put_failed(s, t, false);
   int fd = t->fd;
@@ -657,7 +768,7 @@ int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
   if (close(fd) != 0)
     return put_failed(s, t, false);
   pthread_mutex_lock(&s->mu);
-  if (renameat(s->dirfd, tmp, s->dirfd, t->name) != 0) {
+  if (renameat(s->dirfd, t->tmp, s->dirfd, t->name) != 0) {
     pthread_mutex_unlock(&s->mu);
     return put_failed(s, t, false);
   }
@@ -864,93 +975,96 @@ static int write_spool_file(spool *s, const char *name, const uint8_t *buf, uint
   return -1;
 }
 
-/* A journaled push gets its own durable file, then its record is released.
- * 0; -1: nothing changed (retry later); -2: the file exists but the record
- * could not be released, so the file must not be exported before a restart
- * (claim: it stays pending and unexported; else it was removed again). */
-static int settle_one(spool *s, spool_txn *t, bool claim) {
-  uint64_t seq = 0;
-  char q[128];
-  if (write_spool_file(s, t->name, NULL, t->jrec.off, t->len, claim, &seq) != 0)
-    goto fail;
-  if (sync_dir_after(s, seq) != 0) {
-    int e = errno;
-    unlinkat(s->dirfd, t->name, 0);
-    if (claim) {
-      pthread_mutex_lock(&s->mu);
-      set_erase(&s->pending, t->name, NULL);
-      pthread_mutex_unlock(&s->mu);
-    }
-    errno = e;
-    goto fail;
-  }
-  if (journal_release(s->j, &t->jrec) != 0) {
-    if (!claim)
-      unlinkat(s->dirfd, t->name, 0);
-    log_event(LOG_ERROR, "push kept back until restart: its journal record cannot be released",
-              "file=%s/%s fix=\"check the disk, then restart the sidecar\"", s->dir, t->name);
-    return -2;
-  }
-  return 0;
-fail:
-  log_event(LOG_WARN, "cannot copy a journaled push to its spool file; will retry",
-            "file=%s/%s err=%s fix=\"free disk space in %s\"", s->dir, t->name,
-            log_quote(strerror(errno), q, sizeof q), s->dir);
-  return -1;
-}
+/* Records moved per spill: with the ring's quarter as the other bound. */
+#define SPILL_MAX 256
 
-/* Remembers a push spool_settle could not copy, for the next rescan. */
-static void keep_unsettled(spool *s, const spool_txn *t) {
+typedef struct spilled {
+  char id[SPOOL_ID_MAX];
+  journal_rec rec;
+  uint64_t seq;
+} spilled;
+
+/* Gives held records files of their own (temp file, fsync, rename, one
+ * directory fsync for all) and releases them from the journal: the oldest,
+ * up to a quarter of the ring, when the ring is full (a batch held open
+ * longer than the ring lasts must not keep every later push out of it), or
+ * only the record `only` (before it moves to failed/). One spill at a time:
+ * without `only` a thread that finds one running returns at once. Returns
+ * how many records became files. */
+static size_t spill(spool *s, const char *only) {
+  if (only)
+    pthread_mutex_lock(&s->spill_mu);
+  else if (pthread_mutex_trylock(&s->spill_mu) != 0)
+    return 0;
+  spilled *v = calloc(only ? 1 : SPILL_MAX, sizeof *v);
+  size_t n = 0, ok = 0;
+  if (!v)
+    goto out;
+  uint64_t budget = journal_size(s->j) / 4, took = 0;
   pthread_mutex_lock(&s->mu);
-  if (s->n_unsettled == s->cap_unsettled) {
-    size_t ncap = s->cap_unsettled ? 2 * s->cap_unsettled : 16;
-    spool_txn *nv = realloc(s->unsettled, ncap * sizeof *nv);
-    if (nv) {
-      s->unsettled = nv;
-      s->cap_unsettled = ncap;
-    }
-  }
-  if (s->n_unsettled < s->cap_unsettled)
-    s->unsettled[s->n_unsettled++] = *t;
-  else
-    log_event(LOG_ERROR, "out of memory: journaled push kept back until restart", "file=%s",
-              t->name);
-  pthread_mutex_unlock(&s->mu);
-}
-
-int spool_settle(spool *s, spool_txn *t) {
-  if (!t->jrec.rseq)
-    return SPOOL_OK;
-  int r = settle_one(s, t, true);
-  if (r == 0)
-    return SPOOL_OK;
-  if (r == -1)
-    keep_unsettled(s, t);
-  t->jrec.rseq = 0;
-  return SPOOL_EIO;
-}
-
-/* Rescans retry the pushes spool_settle could not copy (a full disk, say);
- * the scan that follows picks their files up. */
-static void retry_unsettled(spool *s) {
-  pthread_mutex_lock(&s->mu);
-  spool_txn *v = s->unsettled;
-  size_t n = s->n_unsettled;
-  s->unsettled = NULL;
-  s->n_unsettled = s->cap_unsettled = 0;
-  pthread_mutex_unlock(&s->mu);
-  for (size_t i = 0; i < n; i++) {
-    int r = settle_one(s, &v[i], false);
-    if (r == -1) {
-      keep_unsettled(s, &v[i]);
+  for (size_t i = 0; i < s->held.n && n < (only ? 1 : SPILL_MAX) && took < budget; i++) {
+    spool_entry *e = &s->held.v[i];
+    if (e->state != HELD_LIVE || (only && strcmp(e->id, only) != 0))
       continue;
-    }
-    /* Settled: the scan accounts for the file itself. Kept back: its bytes
-     * stay reserved until the restart. */
-    if (r == 0)
-      unreserve(s, v[i].len);
+    e->state = HELD_SPILLING;
+    memcpy(v[n].id, e->id, SPOOL_ID_MAX);
+    v[n++].rec = e->rec;
+    took += e->bytes;
   }
+  pthread_mutex_unlock(&s->mu);
+  for (; ok < n; ok++)
+    if (write_spool_file(s, v[ok].id, NULL, v[ok].rec.off, v[ok].rec.len, true, &v[ok].seq) != 0)
+      break;
+  if (ok && sync_dir_after(s, v[ok - 1].seq) != 0) {
+    /* Not durable: the records stay where they are. */
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < ok; i++) {
+      unlinkat(s->dirfd, v[i].id, 0);
+      set_erase(&s->pending, v[i].id, NULL);
+    }
+    pthread_mutex_unlock(&s->mu);
+    ok = 0;
+  }
+  if (ok < n) {
+    char q[128];
+    log_event(LOG_WARN, "cannot move held pushes from the journal to files; they stay there",
+              "dir=%s err=%s fix=\"free disk space in %s\"", s->dir,
+              log_quote(strerror(errno), q, sizeof q), s->dir);
+  }
+  for (size_t i = 0; i < ok; i++) {
+    /* The files are durable: a replay would find them and skip the records. */
+    if (journal_release(s->j, &v[i].rec) != 0)
+      log_event(LOG_ERROR, "cannot release a journal record after copying it to a file",
+                "file=%s/%s", s->dir, v[i].id);
+  }
+  /* Settle each record's state; one released meanwhile (GONE) goes now. */
+  for (size_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&s->mu);
+    spool_entry *e = set_find(&s->held, v[i].id);
+    bool gone = e && e->state == HELD_GONE;
+    if (i < ok) {
+      set_erase(&s->held, v[i].id, NULL); /* its bytes now belong to the file */
+    } else if (gone) {
+      s->bytes -= e->bytes;
+      set_erase(&s->held, v[i].id, NULL);
+    } else if (e) {
+      e->state = HELD_LIVE;
+    }
+    publish_gauges(s);
+    pthread_mutex_unlock(&s->mu);
+    if (gone && i < ok)
+      remove_file(s, v[i].id);
+    else if (gone && journal_release(s->j, &v[i].rec) != 0)
+      log_event(LOG_ERROR, "cannot release a journal record; a restart replays it", "id=%s",
+                v[i].id);
+  }
+  if (ok && !only)
+    log_event(LOG_INFO, "spool journal full: oldest held pushes moved to files",
+              "pushes=%zu bytes=%" PRIu64, ok, took);
+out:
   free(v);
+  pthread_mutex_unlock(&s->spill_mu);
+  return ok;
 }
 
 /* Journal replay at open: a push a previous run acked but had not copied
@@ -1186,52 +1300,20 @@ static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
   return handed;
 }
 
-int spool_claim(spool *s, const char *id) {
-  struct stat st;
-  if (strlen(id) >= SPOOL_ID_MAX || strchr(id, '/') ||
-      fstatat(s->dirfd, id, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-    return -1;
-  pthread_mutex_lock(&s->mu);
-  int rc = 0;
-  if (!set_has(&s->pending, id)) {
-    rc = set_insert(&s->pending, id, (uint64_t)st.st_size);
-    if (rc == 0)
-      s->bytes += (uint64_t)st.st_size;
-  }
-  publish_gauges(s);
-  pthread_mutex_unlock(&s->mu);
-  return rc;
-}
-
-int spool_read(spool *s, const char *id, uint8_t **out, size_t *len, char *why, size_t whylen) {
-  *out = NULL;
-  *len = 0;
-  if (!id_ok(id)) {
-    snprintf(why, whylen, "not a spool file name");
-    errno = EINVAL;
-    return -1;
-  }
-  return read_file_at(s->dirfd, id, (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, out, len,
-                      why, whylen);
-}
-
 int spool_scan(spool *s, spool_scan_cb cb, void *arg) {
   return scan_new(s, cb, arg);
 }
 
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg) {
-  if (s->j)
-    retry_unsettled(s);
   return scan_new(s, cb, arg);
 }
 
 /* ---- remove / fail ---- */
 
-int spool_remove(spool *s, const char *id) {
+/* Deletes (or recycles) the pending file id and forgets it. */
+static int remove_file(spool *s, const char *id) {
   uint64_t b = 0;
   int rc = SPOOL_OK;
-  if (!id_ok(id))
-    return SPOOL_EIO;
   /* Small files are kept for reuse (see RECYCLE_MAX): renamed away under
    * the lock, so the name is gone when it is forgotten. */
   bool room = room_to_recycle(s);
@@ -1267,12 +1349,86 @@ int spool_remove(spool *s, const char *id) {
   return rc;
 }
 
+#define RELEASE_CHUNK 64
+
+int spool_release(spool *s, const char (*ids)[SPOOL_ID_MAX], size_t n) {
+  int rc = SPOOL_OK;
+  for (size_t lo = 0; lo < n; lo += RELEASE_CHUNK) {
+    size_t hi = n - lo < RELEASE_CHUNK ? n : lo + RELEASE_CHUNK, k = 0;
+    journal_rec recs[RELEASE_CHUNK];
+    bool file[RELEASE_CHUNK];
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = lo; i < hi; i++) {
+      spool_entry *e = set_find(&s->held, ids[i]);
+      file[i - lo] = !e;
+      if (!e)
+        continue;
+      if (e->state != HELD_LIVE) { /* being spilled: the spill removes its file */
+        e->state = HELD_GONE;
+        continue;
+      }
+      recs[k++] = e->rec;
+      s->bytes -= e->bytes;
+      set_erase(&s->held, ids[i], NULL);
+    }
+    publish_gauges(s);
+    pthread_mutex_unlock(&s->mu);
+    /* One sync for the chunk's dead marks. On failure they stay live: a
+     * restart replays them, and the batches' identities tell them apart. */
+    if (k && journal_release_many(s->j, recs, k) != 0) {
+      log_event(LOG_ERROR, "cannot release journal records of pushes already in a batch",
+                "records=%zu fix=\"check the disk; a restart replays them as duplicates, which "
+                "are recognised and deleted\"",
+                k);
+      rc = SPOOL_EIO;
+    }
+    for (size_t i = lo; i < hi; i++)
+      if (file[i - lo] && id_ok(ids[i]) && remove_file(s, ids[i]) != SPOOL_OK)
+        rc = SPOOL_EIO;
+  }
+  return rc;
+}
+
+int spool_remove(spool *s, const char *id) {
+  char one[1][SPOOL_ID_MAX];
+  if (!id_ok(id))
+    return SPOOL_EIO;
+  snprintf(one[0], sizeof one[0], "%s", id);
+  return spool_release(s, (const char(*)[SPOOL_ID_MAX])one, 1);
+}
+
+void spool_account(spool *s, int64_t bytes, int64_t pushes) {
+  pthread_mutex_lock(&s->mu);
+  s->batch_bytes = bytes < 0 && (uint64_t)-bytes > s->batch_bytes ? 0 : s->batch_bytes + bytes;
+  s->batch_pushes =
+      pushes < 0 && (uint64_t)-pushes > s->batch_pushes ? 0 : s->batch_pushes + pushes;
+  publish_gauges(s);
+  pthread_mutex_unlock(&s->mu);
+}
+
+void spool_set_drop_batch(spool *s, spool_drop_batch_fn fn, void *arg) {
+  pthread_mutex_lock(&s->mu);
+  s->drop_batch = fn;
+  s->drop_arg = arg;
+  pthread_mutex_unlock(&s->mu);
+}
+
 int spool_move_failed(spool *s, const char *id, const char *reason) {
   uint64_t b = 0;
   int rc = SPOOL_OK;
   char q[512], qe[128];
   if (!id_ok(id))
     return SPOOL_EIO;
+  /* A held push gets its file first; if it cannot, it stays in the journal
+   * (a restart replays it, and it fails again). */
+  pthread_mutex_lock(&s->mu);
+  bool held = set_find(&s->held, id) != NULL;
+  pthread_mutex_unlock(&s->mu);
+  if (held && spill(s, id) != 1) {
+    log_event(LOG_ERROR, "cannot move a journaled push to failed/; it stays in the journal",
+              "id=%s", id);
+    return SPOOL_EIO;
+  }
   pthread_mutex_lock(&s->mu);
   if (set_erase(&s->pending, id, &b))
     s->bytes -= b;
@@ -1301,14 +1457,14 @@ const char *spool_path(const spool *s) {
 
 uint64_t spool_bytes(spool *s) {
   pthread_mutex_lock(&s->mu);
-  uint64_t b = s->bytes;
+  uint64_t b = used_locked(s);
   pthread_mutex_unlock(&s->mu);
   return b;
 }
 
 size_t spool_files(spool *s) {
   pthread_mutex_lock(&s->mu);
-  size_t n = s->pending.n;
+  size_t n = s->pending.n + s->held.n + (size_t)s->batch_pushes;
   pthread_mutex_unlock(&s->mu);
   return n;
 }

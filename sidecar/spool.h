@@ -1,6 +1,7 @@
-/* The durable spool: one file per acknowledged push, holding the push frame
- * exactly as received (PROTOCOL.md), so an SDK can also drop a frame file in
- * directly. Writes are temp file + fsync + rename + fsync(dir). The spool
+/* The durable spool: an acknowledged push is a record of the write-ahead
+ * journal (journal.h) or a file of its own, holding the push frame exactly
+ * as received (PROTOCOL.md), so an SDK can also drop a frame file in
+ * directly. File writes are temp file + fsync + rename + fsync(dir). The spool
  * stores and replays bytes only; files its scan callback cannot decode are
  * moved to <dir>/quarantine/; batches refused permanently
  * go to <dir>/failed/ with a .reason file beside them. Thread-safe. */
@@ -41,20 +42,19 @@ int spool_put(spool *s, const uint8_t *frame, size_t len, char id[SPOOL_ID_MAX])
  * writes a temp file) and starts its writeback (never drops old files:
  * SPOOL_FULL when they would have to go; then validate and use spool_put);
  * then spool_commit (journal sync, or fsync + rename + directory fsync:
- * durable, ack it; or SPOOL_EIO with nothing left) or spool_abort. After the
- * ack, spool_settle gives a journaled push its own spool file (the form
- * batches and scans use) and frees its journal space: only on SPOOL_OK may
- * the push be handed on under its id; otherwise it stays in the journal and
- * spool_rescan_new retries it (a restart replays it). */
+ * durable, ack it; or SPOOL_EIO with nothing left) or spool_abort. A
+ * journaled push stays held in the journal under its id, with no file of
+ * its own, until spool_release (a restart replays it into a file); the
+ * spool copies held pushes into files only when the journal runs short. */
 typedef struct spool_txn {
   int fd;
   size_t len;
   char name[SPOOL_ID_MAX];
-  journal_rec jrec; /* jrec.rseq != 0: the frame is in the journal */
+  char tmp[SPOOL_ID_MAX + 1]; /* the file's name until the commit renames it */
+  journal_rec jrec;           /* jrec.rseq != 0: the frame is in the journal */
 } spool_txn;
 int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t);
 int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]);
-int spool_settle(spool *s, spool_txn *t);
 void spool_abort(spool *s, spool_txn *t);
 /* Calls cb for every pending file not handed over yet (oldest first) with
  * its bytes, which the spool neither decodes nor keeps: frame is borrowed
@@ -65,22 +65,30 @@ void spool_abort(spool *s, spool_txn *t);
 typedef int (*spool_scan_cb)(void *arg, const char *id, const uint8_t *frame, size_t len, char *why,
                              size_t whylen);
 int spool_scan(spool *s, spool_scan_cb cb, void *arg);
-/* Marks the pending file id as already owned (a recovered batch holds it):
- * scans neither read nor hand it over; it is accounted as pending until
- * spool_remove or spool_move_failed. 0, or -1 if it is not a regular file
- * there (gone already) or on ENOMEM. */
-int spool_claim(spool *s, const char *id);
-/* Reads the spool file id (one a batch owns) into a malloc'ed *out. 0, or
- * -1 with why and errno: ENOENT (gone), ENOMEM, EINVAL (not a spool file
- * name), else EIO (unreadable, not a regular file, over the frame limit). */
-int spool_read(spool *s, const char *id, uint8_t **out, size_t *len, char *why, size_t whylen);
-/* Rescans for files that appeared since the last scan (SDK spool writes),
- * after retrying journaled pushes whose spool_settle failed. */
+/* Rescans for files that appeared since the last scan (SDK spool writes). */
 int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg);
+/* The pushes ids are safe elsewhere (in a batch's durable manifest, or
+ * exported, or duplicates): held records are released (one journal sync
+ * for many) and files deleted. SPOOL_OK, or SPOOL_EIO (logged) if some
+ * could not be: a held record then comes back at the next start, as a
+ * duplicate the batcher recognises. */
+int spool_release(spool *s, const char (*ids)[SPOOL_ID_MAX], size_t n);
 int spool_remove(spool *s, const char *id);
+/* A pending batch's manifest holds bytes and pushes released from the
+ * spool: the batcher adds them when the manifest is written and takes them
+ * off when it goes, so they count against max_bytes and in the pending
+ * gauge. */
+void spool_account(spool *s, int64_t bytes, int64_t pushes);
+/* With drop_oldest, a full spool first calls fn (without spool locks) to
+ * drop the oldest pending batch: true if it dropped one. */
+typedef bool (*spool_drop_batch_fn)(void *arg);
+void spool_set_drop_batch(spool *s, spool_drop_batch_fn fn, void *arg);
 int spool_move_failed(spool *s, const char *id, const char *reason);
 /* The spool directory as configured (owned by s). */
 const char *spool_path(const spool *s);
+/* What counts against max_bytes (pushes, reservations, pending batches). */
 uint64_t spool_bytes(spool *s);
+/* Pushes not yet exported: held in the journal, in files, in pending
+ * batches' manifests (spool_account). */
 size_t spool_files(spool *s);
 #endif

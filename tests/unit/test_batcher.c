@@ -376,9 +376,11 @@ static void test_two_targets_one_refusal_moves_pushes_to_failed(void) {
   PP_CHECK_INT(fake_calls(&up), ==, 1);
   PP_CHECK_INT(up.nobj, ==, 1);
   PP_CHECK_INT(spool_files(s), ==, 0);
+  /* The manifest, the batch's only copy, goes to failed/ with the reason. */
   char failed[128];
   snprintf(failed, sizeof failed, "%s/failed", dir);
-  PP_CHECK_INT(btu_count(failed, ".push"), ==, 1);
+  PP_CHECK_INT(btu_count(failed, ".batch"), ==, 1);
+  PP_CHECK_INT(btu_count(failed, ".reason"), ==, 1);
   PP_CHECK_INT(metrics_reason_value("drops", "export_permanent"), ==, d0 + 1);
   fake_free(&up);
   fake_free(&no);
@@ -405,8 +407,8 @@ static void test_permanent_refusal_moves_pushes_to_failed(void) {
   PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
   char failed[128];
   snprintf(failed, sizeof failed, "%s/failed", dir);
-  PP_CHECK_INT(btu_count(failed, ".push"), ==, 2);
-  PP_CHECK_INT(btu_count(failed, ".reason"), ==, 2);
+  PP_CHECK_INT(btu_count(failed, ".batch"), ==, 1); /* both pushes, merged */
+  PP_CHECK_INT(btu_count(failed, ".reason"), ==, 1);
   PP_CHECK_INT(metrics_reason_value("drops", "export_permanent"), ==, d0 + 2);
   fake_free(&f);
   teardown(s);
@@ -435,8 +437,12 @@ static void test_shutdown_leaves_unexported_pushes_in_spool(void) {
   double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   PP_CHECK(took < 3.0);          /* the grace period bounds it */
   PP_CHECK(fake_calls(&f) >= 2); /* each open batch was tried */
+  /* Both pushes wait in their batches' manifests for the next start. */
   PP_CHECK_INT(spool_files(s), ==, 2);
-  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+  char bdir[128];
+  snprintf(bdir, sizeof bdir, "%s/%s", dir, MANIFEST_DIR);
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 2);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
   fake_free(&f);
   teardown(s);
 }
@@ -720,7 +726,7 @@ static void test_restart_exports_pending_manifest_again_under_same_key(void) {
   fake f1;
   crash_with_pending_batch(s, &f1, true); /* every upload stored, every answer lost */
   PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 1);
-  PP_CHECK_INT(btu_count(dir, ".push"), ==, 2);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0); /* the manifest holds them */
 
   /* Restart: a new spool object, a new batcher, the scan as main does it,
    * and a push that arrived after the crash (seq 3). */
@@ -735,7 +741,7 @@ static void test_restart_exports_pending_manifest_again_under_same_key(void) {
   batcher *b = batcher_new(&cfg60, &f2.base, s);
   /* The recovered batch has its payload: nothing to merge, no builder. */
   PP_CHECK_INT(atomic_load(&builders_made), ==, made0);
-  /* The recovered batch claimed its two members: the scan skips them. */
+  /* Its members are in it, not in the spool: the scan finds nothing. */
   PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 0);
   push_seq(b, s, "api", 1000, 3, id3);
   batcher_shutdown(b, 5);
@@ -916,9 +922,10 @@ static void test_rescan_decodes_each_push_once(void) {
   teardown(s);
 }
 
-/* A manifest that cannot be read is set aside, and its members are batched
- * again from the spool: at-least-once, never lost. */
-static void test_corrupt_manifest_is_set_aside_and_members_batched_again(void) {
+/* A manifest that cannot be read at start is set aside (counted): it was
+ * its batch's only copy, so nothing of it is exported, and nothing of it is
+ * left pending. */
+static void test_corrupt_manifest_is_set_aside_at_start(void) {
   spool *s = setup();
   if (!s)
     return;
@@ -954,20 +961,18 @@ static void test_corrupt_manifest_is_set_aside_and_members_batched_again(void) {
   batcher *b = batcher_new(&cfg60, &f2.base, s);
   PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 1);
   PP_CHECK_INT(mtu_value("pushprof_batch_manifests_set_aside_total"), ==, a0 + 1);
-  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 2);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 0);
   batcher_shutdown(b, 5);
   batcher_free(b);
-  PP_CHECK_INT(f2.nobj, ==, 1);
-  if (f2.nobj == 1)
-    PP_CHECK_INT(obj_total(&f2, 0), ==, 321);
+  PP_CHECK_INT(f2.nobj, ==, 0);
   PP_CHECK_INT(spool_files(s), ==, 0);
   fake_free(&f1);
   fake_free(&f2);
   teardown(s);
 }
 
-/* A recovered batch refused for good: its manifest (which may hold the only
- * copy) and its members go to failed/, nothing stays pending. */
+/* A recovered batch refused for good: its manifest (the only copy of its
+ * pushes) goes to failed/, nothing stays pending. */
 static void test_recovered_batch_refused_for_good_goes_to_failed(void) {
   spool *s = setup();
   if (!s)
@@ -988,14 +993,13 @@ static void test_recovered_batch_refused_for_good_goes_to_failed(void) {
     f2.script[i] = EXPORT_PERMANENT;
   f2.nscript = 16;
   batcher *b = batcher_new(&cfg60, &f2.base, s);
-  /* The recovered batch claimed its two members: the scan skips them. */
   PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 0);
   batcher_shutdown(b, 5);
   batcher_free(b);
   PP_CHECK_INT(f2.calls, ==, 1); /* the recovered batch only: members not batched again */
   PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
   PP_CHECK_INT(btu_count(fdir, ".batch"), ==, 1);
-  PP_CHECK_INT(btu_count(fdir, ".push"), ==, 2);
+  PP_CHECK_INT(btu_count(fdir, ".reason"), ==, 1);
   PP_CHECK_INT(spool_files(s), ==, 0);
   fake_free(&f1);
   fake_free(&f2);
@@ -1004,11 +1008,9 @@ static void test_recovered_batch_refused_for_good_goes_to_failed(void) {
 
 /* ---- a payload that becomes unreadable after sealing ---- */
 
-static char gone_member[SPOOL_ID_MAX]; /* a member file unreadable_hook deletes too */
-
-/* Applies to every pending manifest of the spool: cut (one byte off its
- * end) or delete. Returns how many it touched. */
-static int spoil_manifests(bool delete) {
+/* Cuts every pending manifest of the spool short (one byte off its end).
+ * Returns how many it cut. */
+static int spoil_manifests(void) {
   char bdir[128];
   snprintf(bdir, sizeof bdir, "%s/%s", dir, MANIFEST_DIR);
   DIR *d = opendir(bdir);
@@ -1021,7 +1023,7 @@ static int spoil_manifests(bool delete) {
     char p[512];
     struct stat st;
     snprintf(p, sizeof p, "%s/%s", bdir, de->d_name);
-    if (delete ? unlink(p) == 0 : stat(p, &st) == 0 && truncate(p, st.st_size - 1) == 0)
+    if (stat(p, &st) == 0 && truncate(p, st.st_size - 1) == 0)
       n++;
   }
   if (d)
@@ -1033,21 +1035,8 @@ static int spoiled;
 static void cut_on_first_call(fake *f, int call) {
   (void)f;
   if (call == 0)
-    spoiled += spoil_manifests(false);
+    spoiled += spoil_manifests();
 }
-static void delete_on_first_call(fake *f, int call) {
-  (void)f;
-  if (call == 0)
-    spoiled += spoil_manifests(true);
-}
-static void delete_with_member_on_first_call(fake *f, int call) {
-  (void)f;
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", dir, gone_member);
-  if (call == 0)
-    spoiled += spoil_manifests(true) + (unlink(p) == 0);
-}
-
 /* Two pushes (values 100 and 7) in one batch exported to the targets
  * until wait_calls(call counts) holds and the spool is empty, or 5 s. */
 static batcher *start_with_two_pushes(exporter *const *ex, size_t nex, spool *s, char *id2) {
@@ -1070,73 +1059,40 @@ static void wait_drained(spool *s, fake *f, int calls) {
     sleep_ms(10);
 }
 
-/* The manifest is cut short after the first (failed) attempt: the batch is
- * rebuilt from its pushes, byte for byte, and the retry goes to the same
- * key; the manifest is set aside (counted), the pushes leave after it. */
-static void test_unreadable_payload_is_rebuilt_under_the_same_key(void) {
+/* Two targets: the first takes the batch, the second fails its first
+ * attempt, during which the manifest is cut short. The manifest was the
+ * batch's only copy (its pushes left the spool when it was written), so the
+ * retry finds it unreadable: it is set aside (counted), the batch is
+ * dropped, its two pushes counted (batch_unreadable), and nothing stays
+ * pending; the second target is not charged another attempt. */
+static void test_unreadable_payload_drops_its_batch_counted(void) {
   spool *s = setup();
   if (!s)
     return;
   char bdir[128];
   path_in(MANIFEST_DIR, bdir, sizeof bdir);
-  fake f;
-  fake_init(&f, s);
-  f.script[0] = EXPORT_RETRY;
-  f.nscript = 1;
-  f.store_on_retry = true; /* the first upload was stored, its answer lost */
-  f.hook = cut_on_first_call;
-  spoiled = 0;
-  uint64_t a0 = mtu_value("pushprof_batch_manifests_set_aside_total");
-  exporter *ex = &f.base;
-  batcher *b = start_with_two_pushes(&ex, 1, s, NULL);
-  wait_drained(s, &f, 2);
-  PP_CHECK_INT(spoiled, ==, 1);
-  PP_CHECK_INT(fake_calls(&f), ==, 2);
-  PP_CHECK_INT(spool_files(s), ==, 0);
-  PP_CHECK_INT(f.nobj, ==, 2);
-  if (f.nobj == 2) {
-    PP_CHECK_STR(f.key[1], f.key[0]); /* one object in an object store */
-    PP_CHECK_STR(f.hash[1], f.hash[0]);
-    PP_CHECK(f.len[1] == f.len[0] && memcmp(f.data[1], f.data[0], f.len[0]) == 0);
-    PP_CHECK_INT(obj_total(&f, 1), ==, 321);
-  }
-  PP_CHECK_INT(mtu_value("pushprof_batch_manifests_set_aside_total"), ==, a0 + 1);
-  PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 1);
-  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
-  PP_CHECK_INT(btu_count(bdir, ".done"), ==, 1);
-  batcher_shutdown(b, 1);
-  batcher_free(b);
-  fake_free(&f);
-  teardown(s);
-}
-
-/* Two targets: the first took the batch, then its manifest is deleted
- * while the second is down. Only the second gets the rebuilt batch (the
- * same object), then the pushes leave. */
-static void test_unreadable_payload_goes_only_to_targets_still_owing_it(void) {
-  spool *s = setup();
-  if (!s)
-    return;
   fake up, flaky;
   fake_init(&up, s);
   fake_init(&flaky, s);
   flaky.script[0] = EXPORT_RETRY;
   flaky.nscript = 1;
-  flaky.hook = delete_on_first_call;
+  flaky.hook = cut_on_first_call;
   spoiled = 0;
+  uint64_t a0 = mtu_value("pushprof_batch_manifests_set_aside_total");
+  uint64_t d0 = metrics_reason_value("drops", "batch_unreadable");
   exporter *ex[2] = {&up.base, &flaky.base};
   batcher *b = start_with_two_pushes(ex, 2, s, NULL);
-  wait_drained(s, &flaky, 2);
+  wait_drained(s, &flaky, 1);
   PP_CHECK_INT(spoiled, ==, 1);
-  PP_CHECK_INT(fake_calls(&up), ==, 1);
-  PP_CHECK_INT(fake_calls(&flaky), ==, 2);
-  PP_CHECK_INT(up.nobj, ==, 1);
-  PP_CHECK_INT(flaky.nobj, ==, 1);
-  if (up.nobj == 1 && flaky.nobj == 1) {
-    PP_CHECK_STR(flaky.hash[0], up.hash[0]);
-    PP_CHECK_INT(obj_total(&flaky, 0), ==, 321);
-  }
   PP_CHECK_INT(spool_files(s), ==, 0);
+  PP_CHECK_INT(fake_calls(&up), ==, 1);
+  PP_CHECK_INT(fake_calls(&flaky), ==, 1);
+  PP_CHECK_INT(up.nobj, ==, 1);
+  PP_CHECK_INT(flaky.nobj, ==, 0);
+  PP_CHECK_INT(metrics_reason_value("drops", "batch_unreadable"), ==, d0 + 2);
+  PP_CHECK_INT(mtu_value("pushprof_batch_manifests_set_aside_total"), ==, a0 + 1);
+  PP_CHECK_INT(btu_count(bdir, ".bad"), ==, 1);
+  PP_CHECK_INT(btu_count(bdir, ".batch"), ==, 0);
   batcher_shutdown(b, 1);
   batcher_free(b);
   fake_free(&up);
@@ -1148,8 +1104,8 @@ static void test_unreadable_payload_goes_only_to_targets_still_owing_it(void) {
  * (a copy of its manifest's): the manifest cut during the first target's
  * call is not read by the second target's first attempt, so nothing is
  * set aside and both get the same bytes; the copy goes at the first failure
- * (test_unreadable_payload_is_rebuilt_under_the_same_key reads the cut
- * manifest on its retry). */
+ * (test_unreadable_payload_drops_its_batch_counted reads the cut manifest
+ * on its retry). */
 static void test_first_attempts_use_the_payload_in_memory(void) {
   spool *s = setup();
   if (!s)
@@ -1186,36 +1142,6 @@ static void test_first_attempts_use_the_payload_in_memory(void) {
   teardown(s);
 }
 
-/* The manifest and one member file are deleted: the other push is
- * exported in a new batch, the lost one counted as a drop. */
-static void test_unreadable_payload_with_a_member_gone_exports_the_rest(void) {
-  spool *s = setup();
-  if (!s)
-    return;
-  fake f;
-  fake_init(&f, s);
-  f.script[0] = EXPORT_RETRY;
-  f.nscript = 1;
-  f.hook = delete_with_member_on_first_call;
-  spoiled = 0;
-  uint64_t d0 = metrics_reason_value("drops", "batch_unreadable");
-  exporter *ex = &f.base;
-  batcher *b = start_with_two_pushes(&ex, 1, s, gone_member);
-  wait_drained(s, &f, 2);
-  PP_CHECK_INT(spoiled, ==, 2);
-  PP_CHECK_INT(fake_calls(&f), ==, 2);
-  PP_CHECK_INT(f.nobj, ==, 1);
-  if (f.nobj == 1)
-    PP_CHECK_INT(obj_total(&f, 0), ==, 300); /* the push of value 100 alone */
-  PP_CHECK(strcmp(f.key[1], f.key[0]) != 0);
-  PP_CHECK_INT(metrics_reason_value("drops", "batch_unreadable"), ==, d0 + 1);
-  PP_CHECK_INT(spool_files(s), ==, 0);
-  batcher_shutdown(b, 1);
-  batcher_free(b);
-  fake_free(&f);
-  teardown(s);
-}
-
 int main(void) {
   PP_RUN(test_merges_pushes_of_one_service_into_one_object);
   PP_RUN(test_window_end_exports_without_shutdown);
@@ -1232,12 +1158,10 @@ int main(void) {
   PP_RUN(test_restart_exports_pending_manifest_again_under_same_key);
   PP_RUN(test_second_copy_of_a_push_is_exported_once);
   PP_RUN(test_copies_after_export_are_not_exported_again);
-  PP_RUN(test_corrupt_manifest_is_set_aside_and_members_batched_again);
+  PP_RUN(test_corrupt_manifest_is_set_aside_at_start);
   PP_RUN(test_recovered_batch_refused_for_good_goes_to_failed);
   PP_RUN(test_rescan_decodes_each_push_once);
-  PP_RUN(test_unreadable_payload_is_rebuilt_under_the_same_key);
-  PP_RUN(test_unreadable_payload_goes_only_to_targets_still_owing_it);
+  PP_RUN(test_unreadable_payload_drops_its_batch_counted);
   PP_RUN(test_first_attempts_use_the_payload_in_memory);
-  PP_RUN(test_unreadable_payload_with_a_member_gone_exports_the_rest);
   PP_DONE();
 }

@@ -249,7 +249,9 @@ static void test_full_ring_refuses_then_frees_space(void) {
   PP_CHECK_INT(journal_used(j), >, JSIZE / 2);
   /* Too big for the journal at all: refused at once. */
   uint8_t *big = payload(JSIZE / 2, 'z');
+  errno = 0;
   PP_CHECK_INT(journal_append(j, "z.push", big, JSIZE / 2, &extra), ==, -1);
+  PP_CHECK_INT(errno, ==, EFBIG);
   free(big);
   PP_CHECK_INT(journal_release(j, &recs[0]), ==, 0);
   PP_CHECK_INT(journal_release(j, &recs[1]), ==, 0);
@@ -370,37 +372,40 @@ static spool *jspool(void) {
   return s;
 }
 
-static void test_spool_acked_push_survives_a_crash_before_its_copy(void) {
+/* An acked push stays held in the journal, with no file, until it is
+ * released (its batch's manifest is durable); a crash before that replays
+ * it into a file the scan hands over, a release is final. */
+static void test_spool_held_push_survives_a_crash_release_is_final(void) {
   int dfd = setup();
   close(dfd);
   spool *s = jspool();
   PP_CHECK(s != NULL);
   size_t len;
   uint8_t *f = btu_frame("svc", 7, &len);
-  spool_txn acked, settled, aborted;
+  spool_txn held, released, aborted;
   char id1[SPOOL_ID_MAX], id2[SPOOL_ID_MAX];
-  PP_CHECK_INT(spool_begin(s, f, len, &acked), ==, SPOOL_OK);
-  PP_CHECK(acked.jrec.rseq != 0);
-  PP_CHECK_INT(spool_commit(s, &acked, id1), ==, SPOOL_OK);
-  PP_CHECK_INT(spool_begin(s, f, len, &settled), ==, SPOOL_OK);
-  PP_CHECK_INT(spool_commit(s, &settled, id2), ==, SPOOL_OK);
-  PP_CHECK_INT(spool_settle(s, &settled), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_begin(s, f, len, &held), ==, SPOOL_OK);
+  PP_CHECK(held.jrec.rseq != 0);
+  PP_CHECK_INT(spool_commit(s, &held, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_begin(s, f, len, &released), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_commit(s, &released, id2), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_files(s), ==, 2);
+  PP_CHECK_INT(spool_remove(s, id2), ==, SPOOL_OK);
   PP_CHECK_INT(spool_begin(s, f, len, &aborted), ==, SPOOL_OK);
   spool_abort(s, &aborted);
-  /* Only the settled one has a file so far. */
-  PP_CHECK_INT(btu_count(dir, ".push"), ==, 1);
-  PP_CHECK_INT(spool_bytes(s), ==, 2 * len);
-  spool_close(s); /* crash before the first push was copied */
+  /* No push got a file; one is still held. */
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, 0);
+  PP_CHECK_INT(spool_files(s), ==, 1);
+  PP_CHECK_INT(spool_bytes(s), ==, len);
+  spool_close(s); /* crash before the first push's batch was written */
 
   s = jspool();
   PP_CHECK(s != NULL);
   handed h = {0};
-  PP_CHECK_INT(spool_scan(s, collect, &h), ==, 2);
-  PP_CHECK_INT(h.n, ==, 2);
+  PP_CHECK_INT(spool_scan(s, collect, &h), ==, 1);
+  PP_CHECK_INT(h.n, ==, 1);
   PP_CHECK_STR(h.ids[0], id1);
-  PP_CHECK_STR(h.ids[1], id2);
   PP_CHECK_INT(spool_remove(s, id1), ==, SPOOL_OK);
-  PP_CHECK_INT(spool_remove(s, id2), ==, SPOOL_OK);
   spool_close(s);
   /* Exported and removed: never replayed again. */
   s = jspool();
@@ -413,13 +418,6 @@ static void test_spool_acked_push_survives_a_crash_before_its_copy(void) {
 
 /* A removed spool file is reused for a later push (no new inode) once its
  * removal is durable, and then holds exactly the new push. */
-static int settle_push(spool *s, const uint8_t *f, size_t len, char id[SPOOL_ID_MAX]) {
-  spool_txn t;
-  if (spool_begin(s, f, len, &t) != SPOOL_OK || spool_commit(s, &t, id) != SPOOL_OK)
-    return -1;
-  return spool_settle(s, &t);
-}
-
 static void test_spool_reuses_removed_files_only_once_durable(void) {
   int dfd = setup();
   close(dfd);
@@ -433,19 +431,19 @@ static void test_spool_reuses_removed_files_only_once_durable(void) {
   PP_CHECK(f1 && f3 && l3 < l1);
   char id1[SPOOL_ID_MAX], id2[SPOOL_ID_MAX], id3[SPOOL_ID_MAX], p[512];
   struct stat st1, st2, st3;
-  PP_CHECK_INT(settle_push(s, f1, l1, id1), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f1, l1, id1), ==, SPOOL_OK);
   snprintf(p, sizeof p, "%s/%s", dir, id1);
   PP_CHECK_INT(stat(p, &st1), ==, 0);
   PP_CHECK_INT(spool_remove(s, id1), ==, SPOOL_OK);
   PP_CHECK_INT(access(p, F_OK), ==, -1);
   PP_CHECK_INT(spool_files(s), ==, 0);
   /* Its removal is not durable yet: the next push gets a new file... */
-  PP_CHECK_INT(settle_push(s, f1, l1, id2), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f1, l1, id2), ==, SPOOL_OK);
   snprintf(p, sizeof p, "%s/%s", dir, id2);
   PP_CHECK_INT(stat(p, &st2), ==, 0);
   PP_CHECK(st2.st_ino != st1.st_ino);
   /* ...whose directory fsync made it durable: the one after reuses it. */
-  PP_CHECK_INT(settle_push(s, f3, l3, id3), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f3, l3, id3), ==, SPOOL_OK);
   snprintf(p, sizeof p, "%s/%s", dir, id3);
   PP_CHECK_INT(stat(p, &st3), ==, 0);
   /* Only where the file system has room to spare (1 GiB and a tenth). */
@@ -482,33 +480,56 @@ static void test_spool_reuses_removed_files_only_once_durable(void) {
   btu_rmtree(dir);
 }
 
-static void test_spool_settle_failure_is_retried_by_rescan(void) {
+/* Held pushes that fill the ring (a batch window longer than the ring
+ * lasts) do not keep later pushes out of it: the oldest move to files of
+ * their own (released from the journal), the new push is journaled. A
+ * spilled push is removed as a file, a held one moves to failed/ through
+ * a file, and a restart hands over every push left exactly once. */
+static void test_full_ring_spills_the_oldest_held_pushes(void) {
   int dfd = setup();
   close(dfd);
   spool *s = jspool();
+  PP_CHECK(s != NULL);
+  if (!s)
+    return;
   size_t len;
-  uint8_t *f = btu_frame("svc", 3, &len);
-  spool_txn t;
-  char id[SPOOL_ID_MAX];
-  PP_CHECK_INT(spool_begin(s, f, len, &t), ==, SPOOL_OK);
-  PP_CHECK_INT(spool_commit(s, &t, id), ==, SPOOL_OK);
-  /* A directory in the way of the copy's name makes the rename fail. */
-  char blocker[256];
-  snprintf(blocker, sizeof blocker, "%s/%s", dir, id);
-  PP_CHECK_INT(mkdir(blocker, 0700), ==, 0);
-  PP_CHECK_INT(spool_settle(s, &t), ==, SPOOL_EIO);
-  handed h = {0};
-  PP_CHECK_INT(spool_rescan_new(s, collect, &h), ==, 0);
-  PP_CHECK_INT(rmdir(blocker), ==, 0);
-  PP_CHECK_INT(spool_rescan_new(s, collect, &h), ==, 1);
-  PP_CHECK_STR(h.ids[0], id);
-  PP_CHECK_INT(spool_bytes(s), ==, len);
-  PP_CHECK_INT(spool_remove(s, id), ==, SPOOL_OK);
-  PP_CHECK_INT(spool_bytes(s), ==, 0);
+  uint8_t *f = btu_frame("svc", 11, &len);
+  enum { N = 400 }; /* a record takes a 4 KiB block: ~255 fill the 1 MiB ring */
+  static char ids[N][SPOOL_ID_MAX];
+  int journaled = 0;
+  for (int i = 0; i < N; i++) {
+    spool_txn t;
+    PP_CHECK_INT(spool_begin(s, f, len, &t), ==, SPOOL_OK);
+    journaled += t.jrec.rseq != 0;
+    PP_CHECK_INT(spool_commit(s, &t, ids[i]), ==, SPOOL_OK);
+  }
+  PP_CHECK_INT(journaled, ==, N); /* every one, though the ring holds ~255 */
+  int files = btu_count(dir, ".push");
+  PP_CHECK_INT(files, >=, N - 255);
+  PP_CHECK_INT(files, <, N);
+  PP_CHECK_INT(spool_files(s), ==, N);
+  PP_CHECK_INT(spool_bytes(s), ==, (uint64_t)N * len);
+  char p[512];
+  struct stat st;
+  /* The oldest was spilled: its file goes on release. */
+  snprintf(p, sizeof p, "%s/%s", dir, ids[0]);
+  PP_CHECK_INT(stat(p, &st), ==, 0);
+  PP_CHECK_INT(spool_remove(s, ids[0]), ==, SPOOL_OK);
+  PP_CHECK_INT(stat(p, &st), ==, -1);
+  /* The newest is held: it gets a file in failed/. */
+  snprintf(p, sizeof p, "%s/%s", dir, ids[N - 1]);
+  PP_CHECK_INT(stat(p, &st), ==, -1);
+  PP_CHECK_INT(spool_move_failed(s, ids[N - 1], "test"), ==, SPOOL_OK);
+  snprintf(p, sizeof p, "%s/failed/%s", dir, ids[N - 1]);
+  PP_CHECK_INT(stat(p, &st), ==, 0);
+  PP_CHECK_INT(spool_files(s), ==, N - 2);
+  PP_CHECK_INT(spool_bytes(s), ==, (uint64_t)(N - 2) * len);
   spool_close(s);
   s = jspool();
-  handed h2 = {0};
-  PP_CHECK_INT(spool_scan(s, collect, &h2), ==, 0);
+  PP_CHECK(s != NULL);
+  handed h = {0};
+  PP_CHECK_INT(spool_scan(s, collect, &h), ==, N - 2);
+  PP_CHECK_INT(btu_count(dir, ".push"), ==, N - 2);
   spool_close(s);
   free(f);
   btu_rmtree(dir);
@@ -523,8 +544,8 @@ int main(void) {
   PP_RUN(test_full_ring_refuses_then_frees_space);
   PP_RUN(test_resize_replays_first);
   PP_RUN(test_concurrent_appends_release_everything);
-  PP_RUN(test_spool_acked_push_survives_a_crash_before_its_copy);
-  PP_RUN(test_spool_settle_failure_is_retried_by_rescan);
+  PP_RUN(test_spool_held_push_survives_a_crash_release_is_final);
+  PP_RUN(test_full_ring_spills_the_oldest_held_pushes);
   PP_RUN(test_spool_reuses_removed_files_only_once_durable);
   PP_DONE();
 }

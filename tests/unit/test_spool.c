@@ -633,16 +633,6 @@ static int recycled_files(uint64_t *bytes) {
   return n;
 }
 
-/* The sidecar's put: journal append, sync (the ack), then the push's own
- * file (spool_settle), which is where recycled files are reused. */
-static int journal_put(spool *s, const uint8_t *f, size_t len, char id[SPOOL_ID_MAX]) {
-  spool_txn t;
-  int rc = spool_begin(s, f, len, &t);
-  if (rc == SPOOL_OK)
-    rc = spool_commit(s, &t, id);
-  return rc == SPOOL_OK ? spool_settle(s, &t) : rc;
-}
-
 static spool *open_journaled(void) {
   char err[512] = "";
   spool_config c = {.dir = dir, .max_bytes = 64u << 20, .journal_bytes = 4u << 20};
@@ -681,8 +671,8 @@ static void test_removed_files_are_recycled_and_reused_whole(void) {
   PP_CHECK_INT(spool_files(s), ==, 0);
   /* b's put syncs the directory (the recycling rename is then durable), so
    * c at the latest reuses a's inode. */
-  PP_CHECK_INT(journal_put(s, small, small_len, b), ==, SPOOL_OK);
-  PP_CHECK_INT(journal_put(s, small, small_len, c), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, small, small_len, b), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, small, small_len, c), ==, SPOOL_OK);
   struct stat sb, sc;
   PP_CHECK_INT(stat(sub(b), &sb), ==, 0);
   PP_CHECK_INT(stat(sub(c), &sc), ==, 0);
@@ -777,7 +767,7 @@ static void test_restart_adopts_recycled_files_and_never_scans_them(void) {
   PP_CHECK_INT(spool_files(s), ==, 0);
   PP_CHECK_INT(recycled_files(&rb), ==, 3);
   /* The first push after the start already reuses an adopted file. */
-  PP_CHECK_INT(journal_put(s, f, len, id), ==, SPOOL_OK);
+  PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
   PP_CHECK_INT(stat(sub(id), &st), ==, 0);
   PP_CHECK(st.st_ino == kept[0] || st.st_ino == kept[1] || st.st_ino == kept[2]);
   PP_CHECK_INT(st.st_size, ==, len);

@@ -23,6 +23,10 @@ wait_metric "pushprof_target_export_retries_total{target=\"$url\"}" 3 30
 [ "$(metric "pushprof_target_pending_batches{target=\"file://$OUT\"}")" -eq 0 ] ||
   fail "file pending gauge: $(metrics | grep '^pushprof_target')"
 [ "$(spool_pushes)" -eq 3 ] || fail "pushes left the spool before OTLP had them: $(spool_pushes) left"
+# Their batches' manifests hold them meanwhile (the pushes' own copies went
+# once those were durable).
+[ "$(find "$W/spool/batches" -name '*.batch' | wc -l)" -eq 3 ] ||
+  fail "want 3 pending batch manifests: $(ls "$W/spool/batches")"
 metrics | grep '^pushprof_target' | sed 's/^/  /'
 
 # A crash while OTLP is down; OTLP comes back before the restart.

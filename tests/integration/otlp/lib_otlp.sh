@@ -71,5 +71,6 @@ print(eval(sys.argv[2]))
 PY
 }
 
-# spool_pushes: pending push files in the spool.
-spool_pushes() { find "$W/spool" -maxdepth 1 -name '*.push' | wc -l; }
+# spool_pushes: pushes not yet exported (held in the journal, in push files
+# or in pending batches' manifests), from the running sidecar's /metrics.
+spool_pushes() { metric pushprof_spool_files; }

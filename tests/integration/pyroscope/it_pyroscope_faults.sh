@@ -45,7 +45,8 @@ start_sidecar refused --export "pyroscope+http://127.0.0.1:$port" --batch-window
 "$CLI" push "$W/in.pb" --socket "$SOCK" --service later >/dev/null || fail "push"
 wait_metric pushprof_export_retries_total 2 20
 [ -z "$(ls "$W/spool/failed/" 2>/dev/null)" ] || fail "a refused connection failed the batch"
-[ "$(find "$W/spool" -maxdepth 1 -name "*.push" | wc -l)" -eq 1 ] || fail "the push left the spool: $(ls -R "$W/spool")"
+[ "$(metric pushprof_spool_files)" -eq 1 ] || fail "the push is no longer pending: $(ls -R "$W/spool")"
+[ "$(find "$W/spool/batches" -name '*.batch' | wc -l)" -eq 1 ] || fail "its batch's manifest is gone: $(ls -R "$W/spool")"
 stop_sidecar
 echo "ok: 503/500/429 retried (Retry-After ${gap} ms), 403 to failed/, refused connection retried"
 
