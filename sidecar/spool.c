@@ -1425,9 +1425,15 @@ int spool_move_failed(spool *s, const char *id, const char *reason) {
   bool held = set_find(&s->held, id) != NULL;
   pthread_mutex_unlock(&s->mu);
   if (held && spill(s, id) != 1) {
-    log_event(LOG_ERROR, "cannot move a journaled push to failed/; it stays in the journal",
-              "id=%s", id);
-    return SPOOL_EIO;
+    /* A spill that was running may have given it its file already. */
+    pthread_mutex_lock(&s->mu);
+    held = set_find(&s->held, id) != NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (held) {
+      log_event(LOG_ERROR, "cannot move a journaled push to failed/; it stays in the journal",
+                "id=%s", id);
+      return SPOOL_EIO;
+    }
   }
   pthread_mutex_lock(&s->mu);
   if (set_erase(&s->pending, id, &b))
