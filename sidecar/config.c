@@ -41,7 +41,8 @@ static const opt_def opts[] = {
     {"max-spool-bytes", "max_spool_bytes", NULL, T_SIZE, OFF(max_spool_bytes), 4096, INT64_MAX,
      "spool size limit, e.g. 512MiB (default 512MiB)"},
     {"spool-drop-oldest", "spool_drop_oldest", NULL, T_BOOL, OFF(spool_drop_oldest), 0, 0,
-     "when the spool is full drop the oldest pending batch, else push, instead of refusing new ones"},
+     "when the spool is full drop the oldest pending batch, else push, instead of refusing new "
+     "ones"},
     {"journal-bytes", "journal_bytes", NULL, T_SIZE, OFF(journal_bytes), 0, 1ll << 32,
      "write-ahead journal pushes are acked from, e.g. 64MiB (default 64MiB; 0 = off)"},
     {"max-memory", "max_memory", NULL, T_SIZE, OFF(max_memory), 16 << 20, 1ll << 40,
