@@ -4,6 +4,7 @@
  * parts (lines, sample locations, labels, values) live in shared pools
  * addressed by offset, so an add costs no allocation once the pools grew. */
 #include "pp_builder_tab.h"
+#include "pp_varint.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,15 +65,13 @@ void pp_builder_free(pp_builder *b) {
   free(b->lines.v);
   pp_htab_free(&b->loc_ix);
   free(b->samples.v);
-  free(b->sample_locs.v);
-  free(b->sample_labels.v);
+  free(b->sample_bytes.v);
   free(b->sample_values.v);
   pp_htab_free(&b->sample_ix);
   free(b->sample_types.v);
   free(b->comments.v);
   free(b->scratch_labels.v);
-  free(b->scratch_blabels.v);
-  free(b->scratch_locs.v);
+  free(b->scratch_bytes.v);
   free(b->scratch_lines.v);
   free(b);
 }
@@ -160,10 +159,10 @@ size_t pp_builder_mem(const pp_builder *b) {
     return 0;
   return sizeof *b + b->str_bytes + VEC_MEM(b->strs) + HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) +
          HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) + HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) +
-         VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_locs) +
-         VEC_MEM(b->sample_labels) + VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) +
-         VEC_MEM(b->sample_types) + VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) +
-         VEC_MEM(b->scratch_blabels) + VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
+         VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_bytes) +
+         VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
+         VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
+         VEC_MEM(b->scratch_lines);
 }
 
 size_t pp_builder_string_count(const pp_builder *b) {
@@ -395,20 +394,16 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
 
 typedef struct sample_key {
   const pp_builder *b;
-  const uint32_t *locs;
-  size_t nlocs;
-  const blabel *labels;
-  size_t nlabels;
+  const uint8_t *bytes; /* location ids, then labels, encoded (see bsample) */
+  uint32_t locs_len, labs_len;
 } sample_key;
 
 static bool sample_eq(const void *ctx, uint32_t idx) {
   const sample_key *k = ctx;
   const bsample *s = &k->b->samples.v[idx];
-  return s->nlocs == k->nlocs && s->nlabels == k->nlabels &&
-         (k->nlocs == 0 ||
-          memcmp(&k->b->sample_locs.v[s->loc_off], k->locs, k->nlocs * sizeof *k->locs) == 0) &&
-         (k->nlabels == 0 || memcmp(&k->b->sample_labels.v[s->lab_off], k->labels,
-                                    k->nlabels * sizeof *k->labels) == 0);
+  size_t len = (size_t)k->locs_len + k->labs_len; /* sample_bytes is NULL while all are 0 */
+  return s->locs_len == k->locs_len && s->labs_len == k->labs_len &&
+         (len == 0 || memcmp(&k->b->sample_bytes.v[s->off], k->bytes, len) == 0);
 }
 
 static int label_cmp(const pp_ilabel *a, const pp_ilabel *c) {
@@ -446,28 +441,41 @@ static int64_t add_wrap(int64_t a, int64_t c) {
   return (int64_t)((uint64_t)a + (uint64_t)c);
 }
 
+/* A label as pack writes it, a Sample.label field: tag, length, body (at
+ * most BSAMPLE_LABEL_MAX bytes, so its length takes one byte). */
+static uint8_t *put_label(uint8_t *p, const pp_ilabel *l) {
+  uint8_t *body = pp_put_field(p + 2, 1, (uint64_t)l->key);
+  body = pp_put_field(body, 2, (uint64_t)l->str);
+  body = pp_put_field(body, 3, (uint64_t)l->num);
+  body = pp_put_field(body, 4, (uint64_t)l->num_unit);
+  p[0] = 3 << 3 | 2;
+  p[1] = (uint8_t)(body - p - 2);
+  return body;
+}
+
 /* labels must already sit in b->scratch_labels (they get sorted there). */
 static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                               const int64_t *values, size_t nvalues, size_t nlabels) {
   if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (nlocs && !location_ids))
     return -1; /* go tool pprof rejects samples in a profile without sample types */
-  if (RESERVE(b->scratch_locs, nlocs) != 0 || RESERVE(b->scratch_blabels, nlabels) != 0)
+  /* One byte more: scratch_bytes is never NULL, even for a sample of
+   * no locations and no labels. */
+  if (nlocs > SIZE_MAX / 4 / BSAMPLE_LOC_MAX || nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX ||
+      RESERVE(b->scratch_bytes, nlocs * BSAMPLE_LOC_MAX + nlabels * BSAMPLE_LABEL_MAX + 1) != 0)
     return -1;
-  uint32_t *locs = b->scratch_locs.v;
+  uint8_t *p = b->scratch_bytes.v;
   for (size_t i = 0; i < nlocs; i++) {
     if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
       return -1;
-    locs[i] = (uint32_t)location_ids[i]; /* locs.n stays below UINT32_MAX */
+    p = pp_put_varint(p, location_ids[i]); /* locs.n stays below UINT32_MAX */
   }
+  size_t locs_len = (size_t)(p - b->scratch_bytes.v);
   sort_labels(b->scratch_labels.v, nlabels);
-  blabel *labels = b->scratch_blabels.v;
-  for (size_t i = 0; i < nlabels; i++) { /* string indices stay below UINT32_MAX */
-    const pp_ilabel *l = &b->scratch_labels.v[i];
-    labels[i] = (blabel){l->num, (uint32_t)l->key, (uint32_t)l->str, (uint32_t)l->num_unit, 0};
-  }
-  sample_key k = {b, locs, nlocs, labels, nlabels};
-  uint64_t h = pp_hash_bytes(locs, nlocs * sizeof *locs, 0x5a);
-  h = pp_hash_bytes(labels, nlabels * sizeof *labels, h);
+  for (size_t i = 0; i < nlabels; i++) /* string indices stay below UINT32_MAX */
+    p = put_label(p, &b->scratch_labels.v[i]);
+  size_t len = (size_t)(p - b->scratch_bytes.v), labs_len = len - locs_len;
+  sample_key k = {b, b->scratch_bytes.v, (uint32_t)locs_len, (uint32_t)labs_len};
+  uint64_t h = pp_hash_bytes(k.bytes, len, 0x5a);
   size_t slot;
   int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
   if (found >= 0) {
@@ -476,28 +484,23 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
       v[i] = add_wrap(v[i], values[i]);
     return 0;
   }
-  /* Offsets and counts are 32-bit (see bsample). */
-  if (b->samples.n >= UINT32_MAX || nlocs > UINT32_MAX - b->sample_locs.n ||
-      nlabels > UINT32_MAX - b->sample_labels.n || nvalues > UINT32_MAX - b->sample_values.n)
+  /* Offsets and lengths are 32-bit (see bsample). */
+  if (b->samples.n >= UINT32_MAX || len > UINT32_MAX - b->sample_bytes.n ||
+      nvalues > UINT32_MAX - b->sample_values.n)
     return -1;
-  if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_locs, nlocs) != 0 ||
-      RESERVE(b->sample_labels, nlabels) != 0 || RESERVE(b->sample_values, nvalues) != 0 ||
+  if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_bytes, len) != 0 ||
+      RESERVE(b->sample_values, nvalues) != 0 ||
       pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
     return -1;
   bsample *s = &b->samples.v[b->samples.n++];
-  s->loc_off = (uint32_t)b->sample_locs.n;
-  s->nlocs = (uint32_t)nlocs;
-  s->lab_off = (uint32_t)b->sample_labels.n;
-  s->nlabels = (uint32_t)nlabels;
+  s->off = (uint32_t)b->sample_bytes.n;
+  s->locs_len = (uint32_t)locs_len;
+  s->labs_len = (uint32_t)labs_len;
   s->val_off = (uint32_t)b->sample_values.n;
-  if (nlocs)
-    memcpy(&b->sample_locs.v[s->loc_off], locs, nlocs * sizeof *locs);
-  if (nlabels)
-    memcpy(&b->sample_labels.v[s->lab_off], labels, nlabels * sizeof *labels);
-  if (nvalues)
-    memcpy(&b->sample_values.v[s->val_off], values, nvalues * sizeof *values);
-  b->sample_locs.n += nlocs;
-  b->sample_labels.n += nlabels;
+  if (len)
+    memcpy(&b->sample_bytes.v[s->off], k.bytes, len);
+  memcpy(&b->sample_values.v[s->val_off], values, nvalues * sizeof *values);
+  b->sample_bytes.n += len;
   b->sample_values.n += nvalues;
   return 0;
 }

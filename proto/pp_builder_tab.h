@@ -29,18 +29,25 @@ typedef struct blocation {
   size_t nlines;
 } blocation;
 
-/* Samples are most of a merged batch's memory, so their parts are stored
- * compact: offsets, counts, location ids and string indices in 32 bits (the
- * builder refuses to grow past them), a label in 24 bytes. */
+/* Samples are most of a merged batch's memory and of the bytes a pack
+ * writes, so each is stored as pack writes it: its location ids as a packed
+ * varint run (the body of Sample.location_id), then its labels, sorted, each
+ * a whole Sample.label field (tag, length, body), in sample_bytes. The
+ * encoding is one-to-one, so two samples have the same stack and labels
+ * exactly when they have the same bytes: the dedup hashes and compares the
+ * bytes, and pack copies them. Values stay numbers (duplicates are summed).
+ * Offsets and lengths are 32 bits (the builder refuses to grow past them). */
 typedef struct bsample {
-  uint32_t loc_off, lab_off, val_off;
-  uint32_t nlocs, nlabels;
+  uint32_t off;      /* of its bytes in sample_bytes */
+  uint32_t locs_len; /* bytes of location ids, */
+  uint32_t labs_len; /* then bytes of labels */
+  uint32_t val_off;  /* of its values in sample_values */
 } bsample;
 
-typedef struct blabel { /* a stored pp_ilabel; pad is 0, so labels compare as bytes */
-  int64_t num;
-  uint32_t key, str, num_unit, pad;
-} blabel;
+/* The most bytes one location id (below UINT32_MAX) and one label (string
+ * indices below UINT32_MAX, an int64) take in sample_bytes. */
+#define BSAMPLE_LOC_MAX 5
+#define BSAMPLE_LABEL_MAX (2 + 3 * (1 + 5) + (1 + 10))
 
 /* A growable array: n used, cap allocated, of elements of one size. */
 #define VEC(T)                                                                                     \
@@ -73,15 +80,13 @@ struct pp_builder {
   VEC(bline) lines;
   pp_htab loc_ix;
   VEC(bsample) samples;
-  VEC(uint32_t) sample_locs;
-  VEC(blabel) sample_labels;
+  VEC(uint8_t) sample_bytes;
   VEC(int64_t) sample_values;
   pp_htab sample_ix;
   VEC(int64_t) sample_types; /* type, unit pairs */
   VEC(int64_t) comments;
   VEC(pp_ilabel) scratch_labels;
-  VEC(blabel) scratch_blabels;
-  VEC(uint32_t) scratch_locs;
+  VEC(uint8_t) scratch_bytes;
   VEC(bline) scratch_lines;
   int64_t period_type, period_unit, period;
   bool has_period_type;
