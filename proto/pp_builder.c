@@ -84,16 +84,10 @@ typedef struct str_key {
   uint32_t len;
 } str_key;
 
-static uint32_t stored_len(const char *t) {
-  uint32_t n;
-  memcpy(&n, t - sizeof n, sizeof n);
-  return n;
-}
-
 static bool str_eq(const void *ctx, uint32_t idx) {
   const str_key *k = ctx;
   const char *t = k->b->strs.v[idx];
-  return stored_len(t) == k->len && memcmp(t, k->s, k->len) == 0;
+  return bstr_len(t) == k->len && memcmp(t, k->s, k->len) == 0;
 }
 
 /* A copy of s (len bytes, then a NUL) in the string chunks; NULL on ENOMEM. */

@@ -8,6 +8,8 @@
 #include "pp_builder_int.h"
 #include "pp_hash.h"
 
+#include <string.h>
+
 typedef struct bmapping {
   uint64_t start, limit, offset;
   int64_t file, build_id;
@@ -63,6 +65,13 @@ typedef struct str_chunk {
   size_t used, cap;
   char mem[];
 } str_chunk;
+
+/* The length of interned string t (strs.v[i]), stored before it. */
+static inline uint32_t bstr_len(const char *t) {
+  uint32_t n;
+  memcpy(&n, t - sizeof n, sizeof n);
+  return n;
+}
 
 #define STR_CHUNK_FIRST ((size_t)1 << 10)
 #define STR_CHUNK_MAX ((size_t)64 << 10)

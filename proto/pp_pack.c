@@ -265,7 +265,7 @@ static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
     p = put_function(p, &b->funcs.v[i], i + 1, body);
   }
   for (size_t i = 0; i < b->strs.n; i++) {
-    if (!ROOM(body = strlen(b->strs.v[i])))
+    if (!ROOM(body = bstr_len(b->strs.v[i])))
       goto overrun;
     p = put_len(p, PROFILE_STRING_TABLE, body);
     memcpy(p, b->strs.v[i], body);
