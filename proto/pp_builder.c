@@ -72,6 +72,7 @@ void pp_builder_free(pp_builder *b) {
   free(b->comments.v);
   free(b->scratch_labels.v);
   free(b->scratch_bytes.v);
+  free(b->scratch_locs.v);
   free(b->scratch_lines.v);
   free(b);
 }
@@ -156,7 +157,7 @@ size_t pp_builder_mem(const pp_builder *b) {
          VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_bytes) +
          VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
          VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
-         VEC_MEM(b->scratch_lines);
+         VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
 }
 
 size_t pp_builder_string_count(const pp_builder *b) {
@@ -388,16 +389,18 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
 
 typedef struct sample_key {
   const pp_builder *b;
-  const uint8_t *bytes; /* location ids, then labels, encoded (see bsample) */
+  const uint8_t *locs, *labs; /* encoded (see bsample) */
   uint32_t locs_len, labs_len;
 } sample_key;
 
 static bool sample_eq(const void *ctx, uint32_t idx) {
   const sample_key *k = ctx;
   const bsample *s = &k->b->samples.v[idx];
-  size_t len = (size_t)k->locs_len + k->labs_len; /* sample_bytes is NULL while all are 0 */
-  return s->locs_len == k->locs_len && s->labs_len == k->labs_len &&
-         (len == 0 || memcmp(&k->b->sample_bytes.v[s->off], k->bytes, len) == 0);
+  if (s->locs_len != k->locs_len || s->labs_len != k->labs_len)
+    return false;
+  const uint8_t *t = k->b->sample_bytes.v; /* NULL while every sample has no bytes */
+  return (k->locs_len == 0 || memcmp(t + s->off, k->locs, k->locs_len) == 0) &&
+         (k->labs_len == 0 || memcmp(t + s->off + k->locs_len, k->labs, k->labs_len) == 0);
 }
 
 static int label_cmp(const pp_ilabel *a, const pp_ilabel *c) {
@@ -447,29 +450,26 @@ static uint8_t *put_label(uint8_t *p, const pp_ilabel *l) {
   return body;
 }
 
-/* labels must already sit in b->scratch_labels (they get sorted there). */
-static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
-                              const int64_t *values, size_t nvalues, size_t nlabels) {
-  if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (nlocs && !location_ids))
+/* The sample of the location ids at locs (locs_len bytes, encoded as
+ * bsample stores them) and of the labels in b->scratch_labels (they get
+ * sorted there). */
+static int sample_add_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
+                          const int64_t *values, size_t nvalues, size_t nlabels) {
+  if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (locs_len && !locs))
     return -1; /* go tool pprof rejects samples in a profile without sample types */
-  /* One byte more: scratch_bytes is never NULL, even for a sample of
-   * no locations and no labels. */
-  if (nlocs > SIZE_MAX / 4 / BSAMPLE_LOC_MAX || nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX ||
-      RESERVE(b->scratch_bytes, nlocs * BSAMPLE_LOC_MAX + nlabels * BSAMPLE_LABEL_MAX + 1) != 0)
+  /* One byte more: scratch_bytes is never NULL, even for no labels. */
+  if (nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX ||
+      RESERVE(b->scratch_bytes, nlabels * BSAMPLE_LABEL_MAX + 1) != 0)
     return -1;
-  uint8_t *p = b->scratch_bytes.v;
-  for (size_t i = 0; i < nlocs; i++) {
-    if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
-      return -1;
-    p = pp_put_varint(p, location_ids[i]); /* locs.n stays below UINT32_MAX */
-  }
-  size_t locs_len = (size_t)(p - b->scratch_bytes.v);
+  uint8_t *labs = b->scratch_bytes.v, *p = labs;
   sort_labels(b->scratch_labels.v, nlabels);
   for (size_t i = 0; i < nlabels; i++) /* string indices stay below UINT32_MAX */
     p = put_label(p, &b->scratch_labels.v[i]);
-  size_t len = (size_t)(p - b->scratch_bytes.v), labs_len = len - locs_len;
-  sample_key k = {b, b->scratch_bytes.v, (uint32_t)locs_len, (uint32_t)labs_len};
-  uint64_t h = pp_hash_bytes(k.bytes, len, 0x5a);
+  size_t labs_len = (size_t)(p - labs), len = locs_len + labs_len;
+  if (len > UINT32_MAX) /* see bsample */
+    return -1;
+  sample_key k = {b, locs, labs, (uint32_t)locs_len, (uint32_t)labs_len};
+  uint64_t h = pp_hash_bytes(labs, labs_len, pp_hash_bytes(locs, locs_len, 0x5a));
   size_t slot;
   int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
   if (found >= 0) {
@@ -491,17 +491,36 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
   s->locs_len = (uint32_t)locs_len;
   s->labs_len = (uint32_t)labs_len;
   s->val_off = (uint32_t)b->sample_values.n;
-  if (len)
-    memcpy(&b->sample_bytes.v[s->off], k.bytes, len);
+  if (locs_len)
+    memcpy(&b->sample_bytes.v[s->off], locs, locs_len);
+  if (labs_len)
+    memcpy(&b->sample_bytes.v[s->off + locs_len], labs, labs_len);
   memcpy(&b->sample_values.v[s->val_off], values, nvalues * sizeof *values);
   b->sample_bytes.n += len;
   b->sample_values.n += nvalues;
   return 0;
 }
 
-int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
-                         const int64_t *values, size_t nvalues, const pp_ilabel *labels,
-                         size_t nlabels) {
+/* sample_add_enc of location ids given as numbers, checked here. */
+static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                              const int64_t *values, size_t nvalues, size_t nlabels) {
+  if (nlocs && !location_ids)
+    return -1;
+  if (nlocs > SIZE_MAX / 4 / BSAMPLE_LOC_MAX ||
+      RESERVE(b->scratch_locs, nlocs * BSAMPLE_LOC_MAX + 1) != 0)
+    return -1;
+  uint8_t *p = b->scratch_locs.v;
+  for (size_t i = 0; i < nlocs; i++) {
+    if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
+      return -1;
+    p = pp_put_varint(p, location_ids[i]); /* locs.n stays below UINT32_MAX */
+  }
+  return sample_add_enc(b, b->scratch_locs.v, (size_t)(p - b->scratch_locs.v), values, nvalues,
+                        nlabels);
+}
+
+/* Checks labels' string indices and copies them to b->scratch_labels. */
+static int labels_to_scratch(pp_builder *b, const pp_ilabel *labels, size_t nlabels) {
   if ((nlabels && !labels) || RESERVE(b->scratch_labels, nlabels) != 0)
     return -1;
   for (size_t i = 0; i < nlabels; i++) {
@@ -510,6 +529,22 @@ int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlo
       return -1;
     b->scratch_labels.v[i] = labels[i];
   }
+  return 0;
+}
+
+int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
+                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                          size_t nlabels) {
+  if (labels_to_scratch(b, labels, nlabels) != 0)
+    return -1;
+  return sample_add_enc(b, locs, locs_len, values, nvalues, nlabels);
+}
+
+int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                         const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                         size_t nlabels) {
+  if (labels_to_scratch(b, labels, nlabels) != 0)
+    return -1;
   return sample_add_scratch(b, location_ids, nlocs, values, nvalues, nlabels);
 }
 

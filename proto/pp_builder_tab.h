@@ -95,7 +95,8 @@ struct pp_builder {
   VEC(int64_t) sample_types; /* type, unit pairs */
   VEC(int64_t) comments;
   VEC(pp_ilabel) scratch_labels;
-  VEC(uint8_t) scratch_bytes;
+  VEC(uint8_t) scratch_bytes; /* a sample's labels, encoded */
+  VEC(uint8_t) scratch_locs;  /* a sample's location ids, encoded */
   VEC(bline) scratch_lines;
   int64_t period_type, period_unit, period;
   bool has_period_type;

@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The most bytes a varint of a value below 2^32 takes (ids, string indices). */
+#define PP_VARINT32_MAX 5
+
 /* Bytes of v as a varint: 1 to 10 (an int64 below 0 takes 10). */
 static inline size_t pp_varint_size(uint64_t v) {
   unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1); /* no branch: ids mix widths */
