@@ -32,6 +32,43 @@ static int vec_reserve(void **v, size_t n, size_t *cap, size_t more, size_t elem
 #define RESERVE(vec, more)                                                                         \
   vec_reserve((void **)&(vec).v, (vec).n, &(vec).cap, (more), sizeof *(vec).v)
 
+/* size bytes at an align-byte boundary (a power of two, at most 8) from
+ * the chunks of l; NULL on ENOMEM. */
+static void *chunk_alloc(chunk_list *l, size_t size, size_t align) {
+  mem_chunk *c = l->head;
+  size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+  if (!c || at > c->cap || c->cap - at < size) {
+    size_t cap = l->next_cap ? l->next_cap : CHUNK_FIRST;
+    bool own = size > cap; /* a large record gets a chunk of its own */
+    if (own)
+      cap = size;
+    if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap)))
+      return NULL;
+    c->used = 0;
+    c->cap = cap;
+    l->bytes += sizeof *c + cap;
+    if (own && l->head) { /* behind the head, which keeps filling */
+      c->next = l->head->next;
+      l->head->next = c;
+    } else {
+      c->next = l->head;
+      l->head = c;
+      if (!own)
+        l->next_cap = cap < CHUNK_MAX ? cap * 2 : CHUNK_MAX;
+    }
+    at = 0;
+  }
+  c->used = at + size;
+  return c->mem + at;
+}
+
+static void chunks_free(chunk_list *l) {
+  for (mem_chunk *c = l->head, *next; c; c = next) {
+    next = c->next;
+    free(c);
+  }
+}
+
 pp_builder *pp_builder_new(void) {
   pp_builder *b = calloc(1, sizeof *b);
   if (!b)
@@ -51,10 +88,8 @@ fail:
 void pp_builder_free(pp_builder *b) {
   if (!b)
     return;
-  for (str_chunk *c = b->str_chunks, *next; c; c = next) {
-    next = c->next;
-    free(c);
-  }
+  chunks_free(&b->str_mem);
+  chunks_free(&b->sample_mem);
   free(b->strs.v);
   pp_htab_free(&b->str_ix);
   free(b->maps.v);
@@ -65,8 +100,6 @@ void pp_builder_free(pp_builder *b) {
   free(b->lines.v);
   pp_htab_free(&b->loc_ix);
   free(b->samples.v);
-  free(b->sample_bytes.v);
-  free(b->sample_values.v);
   pp_htab_free(&b->sample_ix);
   free(b->sample_types.v);
   free(b->comments.v);
@@ -93,33 +126,13 @@ static bool str_eq(const void *ctx, uint32_t idx) {
 
 /* A copy of s (len bytes, then a NUL) in the string chunks; NULL on ENOMEM. */
 static char *str_store(pp_builder *b, const char *s, uint32_t len) {
-  size_t need = sizeof len + (size_t)len + 1;
-  str_chunk *c = b->str_chunks;
-  if (!c || c->cap - c->used < need) {
-    size_t cap = b->str_next_cap ? b->str_next_cap : STR_CHUNK_FIRST;
-    bool own = need > cap; /* a long string gets a chunk of its own */
-    if (own)
-      cap = need;
-    if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap)))
-      return NULL;
-    c->used = 0;
-    c->cap = cap;
-    b->str_bytes += sizeof *c + cap;
-    if (own && b->str_chunks) { /* behind the head, which keeps filling */
-      c->next = b->str_chunks->next;
-      b->str_chunks->next = c;
-    } else {
-      c->next = b->str_chunks;
-      b->str_chunks = c;
-      if (!own)
-        b->str_next_cap = cap < STR_CHUNK_MAX ? cap * 2 : STR_CHUNK_MAX;
-    }
-  }
-  char *t = c->mem + c->used + sizeof len;
-  memcpy(t - sizeof len, &len, sizeof len);
+  char *t = chunk_alloc(&b->str_mem, sizeof len + (size_t)len + 1, 1);
+  if (!t)
+    return NULL;
+  memcpy(t, &len, sizeof len);
+  t += sizeof len;
   memcpy(t, s, len);
   t[len] = '\0';
-  c->used += need;
   return t;
 }
 
@@ -152,10 +165,10 @@ int64_t pp_builder_string(pp_builder *b, const char *s) {
 size_t pp_builder_mem(const pp_builder *b) {
   if (!b)
     return 0;
-  return sizeof *b + b->str_bytes + VEC_MEM(b->strs) + HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) +
-         HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) + HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) +
-         VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_bytes) +
-         VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
+  return sizeof *b + b->str_mem.bytes + b->sample_mem.bytes + VEC_MEM(b->strs) +
+         HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) + HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) +
+         HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) + VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) +
+         VEC_MEM(b->samples) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
          VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
          VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
 }
@@ -398,9 +411,9 @@ static bool sample_eq(const void *ctx, uint32_t idx) {
   const bsample *s = &k->b->samples.v[idx];
   if (s->locs_len != k->locs_len || s->labs_len != k->labs_len)
     return false;
-  const uint8_t *t = k->b->sample_bytes.v; /* NULL while every sample has no bytes */
-  return (k->locs_len == 0 || memcmp(t + s->off, k->locs, k->locs_len) == 0) &&
-         (k->labs_len == 0 || memcmp(t + s->off + k->locs_len, k->labs, k->labs_len) == 0);
+  const uint8_t *t = bsample_bytes(s, k->b->sample_types.n / 2);
+  return (k->locs_len == 0 || memcmp(t, k->locs, k->locs_len) == 0) &&
+         (k->labs_len == 0 || memcmp(t + k->locs_len, k->labs, k->labs_len) == 0);
 }
 
 static int label_cmp(const pp_ilabel *a, const pp_ilabel *c) {
@@ -473,31 +486,28 @@ static int sample_add_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
   size_t slot;
   int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
   if (found >= 0) {
-    int64_t *v = &b->sample_values.v[b->samples.v[found].val_off];
+    int64_t *v = b->samples.v[found].rec;
     for (size_t i = 0; i < nvalues; i++)
       v[i] = add_wrap(v[i], values[i]);
     return 0;
   }
-  /* Offsets and lengths are 32-bit (see bsample). */
-  if (b->samples.n >= UINT32_MAX || len > UINT32_MAX - b->sample_bytes.n ||
-      nvalues > UINT32_MAX - b->sample_values.n)
+  if (b->samples.n >= UINT32_MAX || RESERVE(b->samples, 1) != 0 || len > SIZE_MAX / 2 ||
+      nvalues > (SIZE_MAX / 2 - len) / sizeof *values)
     return -1;
-  if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_bytes, len) != 0 ||
-      RESERVE(b->sample_values, nvalues) != 0 ||
-      pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
-    return -1;
+  int64_t *rec = chunk_alloc(&b->sample_mem, nvalues * sizeof *values + len, sizeof *rec);
+  if (!rec || pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
+    return -1; /* a record left unused stays in its chunk, freed with the builder */
   bsample *s = &b->samples.v[b->samples.n++];
-  s->off = (uint32_t)b->sample_bytes.n;
+  s->rec = rec;
   s->locs_len = (uint32_t)locs_len;
   s->labs_len = (uint32_t)labs_len;
-  s->val_off = (uint32_t)b->sample_values.n;
+  memcpy(rec, values, nvalues * sizeof *values);
+  uint8_t *bytes = bsample_bytes(s, nvalues);
   if (locs_len)
-    memcpy(&b->sample_bytes.v[s->off], locs, locs_len);
+    memcpy(bytes, locs, locs_len);
   if (labs_len)
-    memcpy(&b->sample_bytes.v[s->off + locs_len], labs, labs_len);
-  memcpy(&b->sample_values.v[s->val_off], values, nvalues * sizeof *values);
-  b->sample_bytes.n += len;
-  b->sample_values.n += nvalues;
+    memcpy(bytes + locs_len, labs, labs_len);
+  b->sample_bytes += len;
   return 0;
 }
 

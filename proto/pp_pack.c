@@ -85,9 +85,9 @@ static size_t packed_i64_size(const int64_t *v, size_t n) {
 
 /* A sample's body; *vals_len gets its packed values' body. Its location ids
  * and labels are stored encoded (see bsample). */
-static size_t sample_size(const pp_builder *b, const bsample *s, size_t nvalues, size_t *vals_len) {
+static size_t sample_size(const bsample *s, size_t nvalues, size_t *vals_len) {
   size_t n = s->labs_len;
-  *vals_len = nvalues ? packed_i64_size(&b->sample_values.v[s->val_off], nvalues) : 0;
+  *vals_len = packed_i64_size(s->rec, nvalues);
   if (s->locs_len)
     n += len_field_size(s->locs_len);
   if (nvalues)
@@ -136,7 +136,7 @@ static size_t pack_bound(const pp_builder *b) {
   size_t n = 0;
   bound_add(&n, nst, f + 2 * f);                        /* sample_type */
   bound_add(&n, b->samples.n, 3 * f + nst * 10);        /* sample, location_id, value */
-  bound_add(&n, 1, b->sample_bytes.n);                  /* location ids and labels, as written */
+  bound_add(&n, 1, b->sample_bytes);                    /* location ids and labels, as written */
   bound_add(&n, b->maps.n, f + 4 * f + 2 * ix + 4 * 2); /* 4 numbers, 2 strings, flags */
   bound_add(&n, b->locs.n, f + 3 * f);                  /* id, mapping_id, address */
   bound_add(&n, b->lines.n, f + 2 * f);                 /* function_id, line */
@@ -156,9 +156,9 @@ static uint8_t *put_value_type(uint8_t *p, unsigned field, int64_t type, int64_t
   return pp_put_field(p, 2, (uint64_t)unit);
 }
 
-static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, size_t nvalues,
-                           size_t body, size_t vals_len) {
-  const uint8_t *bytes = s->locs_len || s->labs_len ? &b->sample_bytes.v[s->off] : NULL;
+static uint8_t *put_sample(uint8_t *p, const bsample *s, size_t nvalues, size_t body,
+                           size_t vals_len) {
+  const uint8_t *bytes = bsample_bytes(s, nvalues);
   p = put_len(p, PROFILE_SAMPLE, body);
   if (s->locs_len) {
     p = put_len(p, 1, s->locs_len);
@@ -166,7 +166,7 @@ static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, si
     p += s->locs_len;
   }
   if (nvalues) {
-    const int64_t *v = &b->sample_values.v[s->val_off];
+    const int64_t *v = s->rec;
     p = put_len(p, 2, vals_len);
     for (size_t i = 0; i < nvalues; i++)
       p = pp_put_varint(p, (uint64_t)v[i]);
@@ -245,9 +245,9 @@ static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
   }
   for (size_t i = 0; i < b->samples.n; i++) {
     const bsample *s = &b->samples.v[i];
-    if (!ROOM(body = sample_size(b, s, nst, &vals_len)))
+    if (!ROOM(body = sample_size(s, nst, &vals_len)))
       goto overrun;
-    p = put_sample(p, b, s, nst, body, vals_len);
+    p = put_sample(p, s, nst, body, vals_len);
   }
   for (size_t i = 0; i < b->maps.n; i++) {
     if (!ROOM(body = mapping_size(&b->maps.v[i], i + 1)))

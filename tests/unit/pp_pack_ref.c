@@ -28,7 +28,11 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
   /* The builder keeps each sample's location ids and labels encoded (see
    * bsample): protobuf-c decodes them, from a Sample message made of them. */
   Perftools__Profiles__Sample **us = calloc(b->samples.n + 1, sizeof *us);
-  uint8_t *sbuf = malloc(b->sample_bytes.n + 6);
+  size_t maxbytes = 0;
+  for (size_t i = 0; i < b->samples.n; i++)
+    if (b->samples.v[i].locs_len + b->samples.v[i].labs_len > maxbytes)
+      maxbytes = b->samples.v[i].locs_len + b->samples.v[i].labs_len;
+  uint8_t *sbuf = malloc(maxbytes + 6);
   uint8_t *buf = NULL;
   if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !us ||
       !sbuf)
@@ -90,7 +94,7 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
       sbuf[n++] = (uint8_t)(v | 0x80);
     sbuf[n++] = (uint8_t)v;
     if (bs->locs_len + bs->labs_len)
-      memcpy(sbuf + n, &b->sample_bytes.v[bs->off], bs->locs_len + bs->labs_len);
+      memcpy(sbuf + n, bsample_bytes(bs, nst), bs->locs_len + bs->labs_len);
     n += bs->locs_len + bs->labs_len;
     if (!(us[i] = perftools__profiles__sample__unpack(NULL, n, sbuf)))
       goto fail;
@@ -98,7 +102,7 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
     s[i].n_location_id = us[i]->n_location_id;
     s[i].location_id = us[i]->location_id;
     s[i].n_value = nst;
-    s[i].value = nst ? &b->sample_values.v[bs->val_off] : NULL;
+    s[i].value = nst ? bs->rec : NULL;
     s[i].n_label = us[i]->n_label;
     s[i].label = us[i]->label;
     sp[i] = &s[i];
