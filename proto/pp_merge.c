@@ -165,15 +165,23 @@ static int oom(merge_ctx *c) {
   return -1;
 }
 
-/* The builder index of src string ix; -1 with why set. */
-static int64_t m_str(merge_ctx *c, int64_t ix, const char *what) {
+/* m_str's first use of ix, or ix out of range. */
+static __attribute__((noinline)) int64_t m_str_slow(merge_ctx *c, int64_t ix, const char *what) {
   if (!in_range(c->src, ix)) {
     pp_say(c->why, c->whylen, "cannot merge: %s string index %" PRId64 " out of range", what, ix);
     return -1;
   }
-  if (c->sx[ix] < 0 && (c->sx[ix] = pp_builder_string(c->b, c->src->string_table[ix])) < 0)
+  if ((c->sx[ix] = pp_builder_string(c->b, c->src->string_table[ix])) < 0)
     return oom(c);
   return c->sx[ix];
+}
+
+/* The builder index of src string ix; -1 with why set. Inline where the
+ * memo has it: samples' labels look up three strings each. */
+static inline int64_t m_str(merge_ctx *c, int64_t ix, const char *what) {
+  if (in_range(c->src, ix) && c->sx[ix] >= 0)
+    return c->sx[ix];
+  return m_str_slow(c, ix, what);
 }
 
 /* Builder ids of src's entries at pos; 0 with why set. */
