@@ -1,8 +1,10 @@
 /* The pprof builder: interned strings and deduplicated mappings, functions,
  * locations and samples, each in a flat array indexed by a hash table
  * (O(1) average per add), ids dense 1..N in insertion order. Variable-length
- * parts (lines, sample locations, labels, values) live in shared pools
- * addressed by offset, so an add costs no allocation once the pools grew. */
+ * parts live in a shared pool addressed by offset (locations' lines) or in
+ * chunks that never move (strings, and samples' values, location ids and
+ * labels, encoded as pack writes them: see bsample), so an add costs no
+ * allocation of its own. */
 #include "pp_builder_tab.h"
 #include "pp_varint.h"
 
