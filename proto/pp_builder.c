@@ -1,9 +1,12 @@
 /* The pprof builder: interned strings and deduplicated mappings, functions,
  * locations and samples, each in a flat array indexed by a hash table
  * (O(1) average per add), ids dense 1..N in insertion order. Variable-length
- * parts (lines, sample locations, labels, values) live in shared pools
- * addressed by offset, so an add costs no allocation once the pools grew. */
+ * parts live in a shared pool addressed by offset (locations' lines) or in
+ * chunks that never move (strings, and samples' values, location ids and
+ * labels, encoded as pack writes them: see bsample), so an add costs no
+ * allocation of its own. */
 #include "pp_builder_tab.h"
+#include "pp_varint.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,43 @@ static int vec_reserve(void **v, size_t n, size_t *cap, size_t more, size_t elem
 #define RESERVE(vec, more)                                                                         \
   vec_reserve((void **)&(vec).v, (vec).n, &(vec).cap, (more), sizeof *(vec).v)
 
+/* size bytes at an align-byte boundary (a power of two, at most 8) from
+ * the chunks of l; NULL on ENOMEM. */
+static void *chunk_alloc(chunk_list *l, size_t size, size_t align) {
+  mem_chunk *c = l->head;
+  size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+  if (!c || at > c->cap || c->cap - at < size) {
+    size_t cap = l->next_cap ? l->next_cap : CHUNK_FIRST;
+    bool own = size > cap; /* a large record gets a chunk of its own */
+    if (own)
+      cap = size;
+    if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap)))
+      return NULL;
+    c->used = 0;
+    c->cap = cap;
+    l->bytes += sizeof *c + cap;
+    if (own && l->head) { /* behind the head, which keeps filling */
+      c->next = l->head->next;
+      l->head->next = c;
+    } else {
+      c->next = l->head;
+      l->head = c;
+      if (!own)
+        l->next_cap = cap < CHUNK_MAX ? cap * 2 : CHUNK_MAX;
+    }
+    at = 0;
+  }
+  c->used = at + size;
+  return c->mem + at;
+}
+
+static void chunks_free(chunk_list *l) {
+  for (mem_chunk *c = l->head, *next; c; c = next) {
+    next = c->next;
+    free(c);
+  }
+}
+
 pp_builder *pp_builder_new(void) {
   pp_builder *b = calloc(1, sizeof *b);
   if (!b)
@@ -50,10 +90,8 @@ fail:
 void pp_builder_free(pp_builder *b) {
   if (!b)
     return;
-  for (str_chunk *c = b->str_chunks, *next; c; c = next) {
-    next = c->next;
-    free(c);
-  }
+  chunks_free(&b->str_mem);
+  chunks_free(&b->sample_mem);
   free(b->strs.v);
   pp_htab_free(&b->str_ix);
   free(b->maps.v);
@@ -64,14 +102,11 @@ void pp_builder_free(pp_builder *b) {
   free(b->lines.v);
   pp_htab_free(&b->loc_ix);
   free(b->samples.v);
-  free(b->sample_locs.v);
-  free(b->sample_labels.v);
-  free(b->sample_values.v);
   pp_htab_free(&b->sample_ix);
   free(b->sample_types.v);
   free(b->comments.v);
   free(b->scratch_labels.v);
-  free(b->scratch_blabels.v);
+  free(b->scratch_bytes.v);
   free(b->scratch_locs.v);
   free(b->scratch_lines.v);
   free(b);
@@ -85,47 +120,21 @@ typedef struct str_key {
   uint32_t len;
 } str_key;
 
-static uint32_t stored_len(const char *t) {
-  uint32_t n;
-  memcpy(&n, t - sizeof n, sizeof n);
-  return n;
-}
-
 static bool str_eq(const void *ctx, uint32_t idx) {
   const str_key *k = ctx;
   const char *t = k->b->strs.v[idx];
-  return stored_len(t) == k->len && memcmp(t, k->s, k->len) == 0;
+  return bstr_len(t) == k->len && memcmp(t, k->s, k->len) == 0;
 }
 
 /* A copy of s (len bytes, then a NUL) in the string chunks; NULL on ENOMEM. */
 static char *str_store(pp_builder *b, const char *s, uint32_t len) {
-  size_t need = sizeof len + (size_t)len + 1;
-  str_chunk *c = b->str_chunks;
-  if (!c || c->cap - c->used < need) {
-    size_t cap = b->str_next_cap ? b->str_next_cap : STR_CHUNK_FIRST;
-    bool own = need > cap; /* a long string gets a chunk of its own */
-    if (own)
-      cap = need;
-    if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap)))
-      return NULL;
-    c->used = 0;
-    c->cap = cap;
-    b->str_bytes += sizeof *c + cap;
-    if (own && b->str_chunks) { /* behind the head, which keeps filling */
-      c->next = b->str_chunks->next;
-      b->str_chunks->next = c;
-    } else {
-      c->next = b->str_chunks;
-      b->str_chunks = c;
-      if (!own)
-        b->str_next_cap = cap < STR_CHUNK_MAX ? cap * 2 : STR_CHUNK_MAX;
-    }
-  }
-  char *t = c->mem + c->used + sizeof len;
-  memcpy(t - sizeof len, &len, sizeof len);
+  char *t = chunk_alloc(&b->str_mem, sizeof len + (size_t)len + 1, 1);
+  if (!t)
+    return NULL;
+  memcpy(t, &len, sizeof len);
+  t += sizeof len;
   memcpy(t, s, len);
   t[len] = '\0';
-  c->used += need;
   return t;
 }
 
@@ -158,12 +167,12 @@ int64_t pp_builder_string(pp_builder *b, const char *s) {
 size_t pp_builder_mem(const pp_builder *b) {
   if (!b)
     return 0;
-  return sizeof *b + b->str_bytes + VEC_MEM(b->strs) + HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) +
-         HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) + HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) +
-         VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + VEC_MEM(b->sample_locs) +
-         VEC_MEM(b->sample_labels) + VEC_MEM(b->sample_values) + HTAB_MEM(b->sample_ix) +
-         VEC_MEM(b->sample_types) + VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) +
-         VEC_MEM(b->scratch_blabels) + VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
+  return sizeof *b + b->str_mem.bytes + b->sample_mem.bytes + VEC_MEM(b->strs) +
+         HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) + HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) +
+         HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) + VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) +
+         VEC_MEM(b->samples) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
+         VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
+         VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
 }
 
 size_t pp_builder_string_count(const pp_builder *b) {
@@ -395,20 +404,18 @@ uint64_t pp_builder_location(pp_builder *b, uint64_t mapping_id, uint64_t addres
 
 typedef struct sample_key {
   const pp_builder *b;
-  const uint32_t *locs;
-  size_t nlocs;
-  const blabel *labels;
-  size_t nlabels;
+  const uint8_t *locs, *labs; /* encoded (see bsample) */
+  uint32_t locs_len, labs_len;
 } sample_key;
 
 static bool sample_eq(const void *ctx, uint32_t idx) {
   const sample_key *k = ctx;
   const bsample *s = &k->b->samples.v[idx];
-  return s->nlocs == k->nlocs && s->nlabels == k->nlabels &&
-         (k->nlocs == 0 ||
-          memcmp(&k->b->sample_locs.v[s->loc_off], k->locs, k->nlocs * sizeof *k->locs) == 0) &&
-         (k->nlabels == 0 || memcmp(&k->b->sample_labels.v[s->lab_off], k->labels,
-                                    k->nlabels * sizeof *k->labels) == 0);
+  if (s->locs_len != k->locs_len || s->labs_len != k->labs_len)
+    return false;
+  const uint8_t *t = bsample_bytes(s, k->b->sample_types.n / 2);
+  return (k->locs_len == 0 || memcmp(t, k->locs, k->locs_len) == 0) &&
+         (k->labs_len == 0 || memcmp(t + k->locs_len, k->labs, k->labs_len) == 0);
 }
 
 static int label_cmp(const pp_ilabel *a, const pp_ilabel *c) {
@@ -446,65 +453,86 @@ static int64_t add_wrap(int64_t a, int64_t c) {
   return (int64_t)((uint64_t)a + (uint64_t)c);
 }
 
-/* labels must already sit in b->scratch_labels (they get sorted there). */
-static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
-                              const int64_t *values, size_t nvalues, size_t nlabels) {
-  if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (nlocs && !location_ids))
+/* A label as pack writes it, a Sample.label field: tag, length, body (at
+ * most BSAMPLE_LABEL_MAX bytes, so its length takes one byte). */
+static uint8_t *put_label(uint8_t *p, const pp_ilabel *l) {
+  uint8_t *body = pp_put_field(p + 2, 1, (uint64_t)l->key);
+  body = pp_put_field(body, 2, (uint64_t)l->str);
+  body = pp_put_field(body, 3, (uint64_t)l->num);
+  body = pp_put_field(body, 4, (uint64_t)l->num_unit);
+  p[0] = 3 << 3 | 2;
+  p[1] = (uint8_t)(body - p - 2);
+  return body;
+}
+
+/* The sample of the location ids at locs (locs_len bytes, encoded as
+ * bsample stores them) and of the labels in b->scratch_labels (they get
+ * sorted there). */
+static int sample_add_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
+                          const int64_t *values, size_t nvalues, size_t nlabels) {
+  if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (locs_len && !locs))
     return -1; /* go tool pprof rejects samples in a profile without sample types */
-  if (RESERVE(b->scratch_locs, nlocs) != 0 || RESERVE(b->scratch_blabels, nlabels) != 0)
+  /* One byte more: scratch_bytes is never NULL, even for no labels. */
+  if (nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX ||
+      RESERVE(b->scratch_bytes, nlabels * BSAMPLE_LABEL_MAX + 1) != 0)
     return -1;
-  uint32_t *locs = b->scratch_locs.v;
-  for (size_t i = 0; i < nlocs; i++) {
-    if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
-      return -1;
-    locs[i] = (uint32_t)location_ids[i]; /* locs.n stays below UINT32_MAX */
-  }
+  uint8_t *labs = b->scratch_bytes.v, *p = labs;
   sort_labels(b->scratch_labels.v, nlabels);
-  blabel *labels = b->scratch_blabels.v;
-  for (size_t i = 0; i < nlabels; i++) { /* string indices stay below UINT32_MAX */
-    const pp_ilabel *l = &b->scratch_labels.v[i];
-    labels[i] = (blabel){l->num, (uint32_t)l->key, (uint32_t)l->str, (uint32_t)l->num_unit, 0};
-  }
-  sample_key k = {b, locs, nlocs, labels, nlabels};
-  uint64_t h = pp_hash_bytes(locs, nlocs * sizeof *locs, 0x5a);
-  h = pp_hash_bytes(labels, nlabels * sizeof *labels, h);
+  for (size_t i = 0; i < nlabels; i++) /* string indices stay below UINT32_MAX */
+    p = put_label(p, &b->scratch_labels.v[i]);
+  size_t labs_len = (size_t)(p - labs), len = locs_len + labs_len;
+  if (len > UINT32_MAX) /* see bsample */
+    return -1;
+  sample_key k = {b, locs, labs, (uint32_t)locs_len, (uint32_t)labs_len};
+  uint64_t h = pp_hash_bytes(labs, labs_len, pp_hash_bytes(locs, locs_len, 0x5a));
   size_t slot;
   int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
   if (found >= 0) {
-    int64_t *v = &b->sample_values.v[b->samples.v[found].val_off];
+    int64_t *v = b->samples.v[found].rec;
     for (size_t i = 0; i < nvalues; i++)
       v[i] = add_wrap(v[i], values[i]);
     return 0;
   }
-  /* Offsets and counts are 32-bit (see bsample). */
-  if (b->samples.n >= UINT32_MAX || nlocs > UINT32_MAX - b->sample_locs.n ||
-      nlabels > UINT32_MAX - b->sample_labels.n || nvalues > UINT32_MAX - b->sample_values.n)
+  if (b->samples.n >= UINT32_MAX || RESERVE(b->samples, 1) != 0 || len > SIZE_MAX / 2 ||
+      nvalues > (SIZE_MAX / 2 - len) / sizeof *values)
     return -1;
-  if (RESERVE(b->samples, 1) != 0 || RESERVE(b->sample_locs, nlocs) != 0 ||
-      RESERVE(b->sample_labels, nlabels) != 0 || RESERVE(b->sample_values, nvalues) != 0 ||
-      pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
-    return -1;
+  int64_t *rec = chunk_alloc(&b->sample_mem, nvalues * sizeof *values + len, sizeof *rec);
+  if (!rec || pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
+    return -1; /* a record left unused stays in its chunk, freed with the builder */
   bsample *s = &b->samples.v[b->samples.n++];
-  s->loc_off = (uint32_t)b->sample_locs.n;
-  s->nlocs = (uint32_t)nlocs;
-  s->lab_off = (uint32_t)b->sample_labels.n;
-  s->nlabels = (uint32_t)nlabels;
-  s->val_off = (uint32_t)b->sample_values.n;
-  if (nlocs)
-    memcpy(&b->sample_locs.v[s->loc_off], locs, nlocs * sizeof *locs);
-  if (nlabels)
-    memcpy(&b->sample_labels.v[s->lab_off], labels, nlabels * sizeof *labels);
-  if (nvalues)
-    memcpy(&b->sample_values.v[s->val_off], values, nvalues * sizeof *values);
-  b->sample_locs.n += nlocs;
-  b->sample_labels.n += nlabels;
-  b->sample_values.n += nvalues;
+  s->rec = rec;
+  s->locs_len = (uint32_t)locs_len;
+  s->labs_len = (uint32_t)labs_len;
+  memcpy(rec, values, nvalues * sizeof *values);
+  uint8_t *bytes = bsample_bytes(s, nvalues);
+  if (locs_len)
+    memcpy(bytes, locs, locs_len);
+  if (labs_len)
+    memcpy(bytes + locs_len, labs, labs_len);
+  b->sample_bytes += len;
   return 0;
 }
 
-int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
-                         const int64_t *values, size_t nvalues, const pp_ilabel *labels,
-                         size_t nlabels) {
+/* sample_add_enc of location ids given as numbers, checked here. */
+static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                              const int64_t *values, size_t nvalues, size_t nlabels) {
+  if (nlocs && !location_ids)
+    return -1;
+  if (nlocs > SIZE_MAX / 4 / BSAMPLE_LOC_MAX ||
+      RESERVE(b->scratch_locs, nlocs * BSAMPLE_LOC_MAX + 1) != 0)
+    return -1;
+  uint8_t *p = b->scratch_locs.v;
+  for (size_t i = 0; i < nlocs; i++) {
+    if (location_ids[i] == 0 || location_ids[i] > b->locs.n)
+      return -1;
+    p = pp_put_varint(p, location_ids[i]); /* locs.n stays below UINT32_MAX */
+  }
+  return sample_add_enc(b, b->scratch_locs.v, (size_t)(p - b->scratch_locs.v), values, nvalues,
+                        nlabels);
+}
+
+/* Checks labels' string indices and copies them to b->scratch_labels. */
+static int labels_to_scratch(pp_builder *b, const pp_ilabel *labels, size_t nlabels) {
   if ((nlabels && !labels) || RESERVE(b->scratch_labels, nlabels) != 0)
     return -1;
   for (size_t i = 0; i < nlabels; i++) {
@@ -513,6 +541,22 @@ int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlo
       return -1;
     b->scratch_labels.v[i] = labels[i];
   }
+  return 0;
+}
+
+int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
+                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                          size_t nlabels) {
+  if (labels_to_scratch(b, labels, nlabels) != 0)
+    return -1;
+  return sample_add_enc(b, locs, locs_len, values, nvalues, nlabels);
+}
+
+int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
+                         const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                         size_t nlabels) {
+  if (labels_to_scratch(b, labels, nlabels) != 0)
+    return -1;
   return sample_add_scratch(b, location_ids, nlocs, values, nvalues, nlabels);
 }
 

@@ -26,6 +26,14 @@ uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name
 int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
                          size_t nlabels);
+/* pp_builder_sample_ix with the location ids already encoded as the
+ * builder stores them (bsample in pp_builder_tab.h): a packed varint run,
+ * pp_put_varint's bytes of each id, of ids this builder returned. Not
+ * checked: pp_merge.c makes them in the loop that remaps them, which saves
+ * a second pass over every location id of every sample. */
+int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
+                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                          size_t nlabels);
 size_t pp_builder_string_count(const pp_builder *b);
 const char *pp_builder_string_at(const pp_builder *b, int64_t ix);
 

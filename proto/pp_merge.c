@@ -4,6 +4,7 @@
  * and labels are summed by the builder's sample dedup. */
 #include "pp_builder_int.h"
 #include "pp_hash.h"
+#include "pp_varint.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -164,15 +165,23 @@ static int oom(merge_ctx *c) {
   return -1;
 }
 
-/* The builder index of src string ix; -1 with why set. */
-static int64_t m_str(merge_ctx *c, int64_t ix, const char *what) {
+/* m_str's first use of ix, or ix out of range. */
+static __attribute__((noinline)) int64_t m_str_slow(merge_ctx *c, int64_t ix, const char *what) {
   if (!in_range(c->src, ix)) {
     pp_say(c->why, c->whylen, "cannot merge: %s string index %" PRId64 " out of range", what, ix);
     return -1;
   }
-  if (c->sx[ix] < 0 && (c->sx[ix] = pp_builder_string(c->b, c->src->string_table[ix])) < 0)
+  if ((c->sx[ix] = pp_builder_string(c->b, c->src->string_table[ix])) < 0)
     return oom(c);
   return c->sx[ix];
+}
+
+/* The builder index of src string ix; -1 with why set. Inline where the
+ * memo has it: samples' labels look up three strings each. */
+static inline int64_t m_str(merge_ctx *c, int64_t ix, const char *what) {
+  if (in_range(c->src, ix) && c->sx[ix] >= 0)
+    return c->sx[ix];
+  return m_str_slow(c, ix, what);
 }
 
 /* Builder ids of src's entries at pos; 0 with why set. */
@@ -283,7 +292,7 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
                  bool all, char *why, size_t whylen) {
   int rc = -1;
   merge_ctx c = {.b = b, .src = src, .why = why, .whylen = whylen};
-  uint64_t *stmp = NULL; /* a sample's location ids */
+  uint8_t *stmp = NULL; /* a sample's location ids, encoded (pp_builder_sample_enc) */
   pp_ilabel *labels = NULL;
   size_t maxtmp = 1, maxlab = 1;
 
@@ -317,7 +326,7 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   c.lx = calloc(src->n_location + 1, sizeof *c.lx);
   c.ftmp = malloc(maxtmp * sizeof *c.ftmp);
   c.lines = malloc(maxtmp * sizeof *c.lines);
-  stmp = malloc(maxtmp * sizeof *stmp);
+  stmp = malloc(maxtmp * PP_VARINT32_MAX); /* builder ids are below UINT32_MAX */
   labels = malloc(maxlab * sizeof *labels);
   if (!c.sx || !c.mx || !c.fx || !c.lx || !c.ftmp || !c.lines || !stmp || !labels) {
     oom(&c);
@@ -343,6 +352,7 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   }
   for (size_t i = lo; i < hi; i++) {
     const Perftools__Profiles__Sample *s = src->sample[i];
+    uint8_t *q = stmp;
     for (size_t j = 0; j < s->n_location_id; j++) {
       int64_t pos = pp_idmap_find(&c.locs, s->location_id[j]);
       if (pos < 0) {
@@ -351,8 +361,10 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
         goto fail;
       }
       /* The memo inline: samples look up ~30 locations each, nearly all known. */
-      if (!(stmp[j] = c.lx[pos]) && !(stmp[j] = m_location(&c, (size_t)pos)))
+      uint64_t id = c.lx[pos];
+      if (!id && !(id = m_location(&c, (size_t)pos)))
         goto fail;
+      q = pp_put_varint(q, id);
     }
     for (size_t j = 0; j < s->n_label; j++) {
       const Perftools__Profiles__Label *l = s->label[j];
@@ -368,8 +380,8 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
              src->n_sample_type);
       goto fail;
     }
-    if (pp_builder_sample_ix(b, stmp, s->n_location_id, s->value, s->n_value, labels, s->n_label) !=
-        0) {
+    if (pp_builder_sample_enc(b, stmp, (size_t)(q - stmp), s->value, s->n_value, labels,
+                              s->n_label) != 0) {
       oom(&c);
       goto fail;
     }

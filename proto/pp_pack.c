@@ -8,6 +8,9 @@
  * prefix and to check that it fits, so a bound that was wrong would fail
  * the pack, never overrun the buffer.
  *
+ * Samples' location ids and labels are copied as the builder stored them,
+ * already encoded (see bsample in pp_builder_tab.h).
+ *
  * The bytes are the ones protobuf-c's pack makes of the same profile (the
  * unit test compares them with that reference): fields in field-number
  * order, proto3 scalars left out when zero, repeated scalars packed (and
@@ -15,13 +18,14 @@
  * period_type written whenever the builder has one. Every field number
  * here is at most 15, so each tag is one byte. */
 #include "pp_builder_tab.h"
+#include "pp_varint.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Tags: field number << 3 | wire type (0 varint, 2 length-delimited). */
-#define TAG_VARINT(f) ((uint8_t)((f) << 3))
+/* A length-delimited field's tag: field number << 3 | 2 (pp_put_field
+ * writes varint fields' tags). */
 #define TAG_LEN(f) ((uint8_t)((f) << 3 | 2))
 
 /* Profile fields. */
@@ -49,47 +53,19 @@ enum {
  * mapping_id 2, address 3, line 4. Line: function_id 1, line 2. Function:
  * id 1, name 2, system_name 3, filename 4, start_line 5. */
 
-/* Bytes of v as a varint: 1 to 10 (an int64 below 0 takes 10). */
-static inline size_t varint_size(uint64_t v) {
-  unsigned bits = 64u - (unsigned)__builtin_clzll(v | 1); /* no branch: ids mix widths */
-  return (bits * 9 + 64) / 64;                            /* ceil(bits / 7) for bits 1..64 */
-}
-
 /* A scalar field's bytes, 0 when it is left out (zero). */
 static inline size_t field_size(uint64_t v) {
-  return v ? 1 + varint_size(v) : 0;
+  return v ? 1 + pp_varint_size(v) : 0;
 }
 
 /* A length-delimited field's bytes around a body of len bytes. */
 static inline size_t len_field_size(size_t len) {
-  return 1 + varint_size(len) + len;
-}
-
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
-  if (v < 0x4000) { /* ids and string indices: one or two bytes */
-    size_t two = v >= 0x80;
-    p[0] = (uint8_t)(v | two << 7);
-    p[two] = (uint8_t)(v >> (7 * two));
-    return p + 1 + two;
-  }
-  while (v >= 0x80) {
-    *p++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = (uint8_t)v;
-  return p;
-}
-
-static inline uint8_t *put_field(uint8_t *p, unsigned field, uint64_t v) {
-  if (!v)
-    return p;
-  *p++ = TAG_VARINT(field);
-  return put_varint(p, v);
+  return 1 + pp_varint_size(len) + len;
 }
 
 static inline uint8_t *put_len(uint8_t *p, unsigned field, size_t len) {
   *p++ = TAG_LEN(field);
-  return put_varint(p, len);
+  return pp_put_varint(p, len);
 }
 
 /* ---- message sizes (bodies, without their own tag and length) ----
@@ -100,38 +76,22 @@ static size_t value_type_size(int64_t type, int64_t unit) {
   return field_size((uint64_t)type) + field_size((uint64_t)unit);
 }
 
-static size_t label_size(const blabel *l) {
-  return field_size((uint64_t)l->key) + field_size((uint64_t)l->str) +
-         field_size((uint64_t)l->num) + field_size((uint64_t)l->num_unit);
-}
-
-static size_t packed_u32_size(const uint32_t *v, size_t n) {
-  size_t s = 0;
-  for (size_t i = 0; i < n; i++)
-    s += varint_size(v[i]);
-  return s;
-}
-
 static size_t packed_i64_size(const int64_t *v, size_t n) {
   size_t s = 0;
   for (size_t i = 0; i < n; i++)
-    s += varint_size((uint64_t)v[i]);
+    s += pp_varint_size((uint64_t)v[i]);
   return s;
 }
 
-/* A sample's body; *locs_len and *vals_len get its packed fields' bodies. */
-static size_t sample_size(const pp_builder *b, const bsample *s, size_t nvalues, size_t *locs_len,
-                          size_t *vals_len) {
-  size_t n = 0;
-  *locs_len = s->nlocs ? packed_u32_size(&b->sample_locs.v[s->loc_off], s->nlocs) : 0;
-  *vals_len = nvalues ? packed_i64_size(&b->sample_values.v[s->val_off], nvalues) : 0;
-  if (s->nlocs)
-    n += len_field_size(*locs_len);
+/* A sample's body; *vals_len gets its packed values' body. Its location ids
+ * and labels are stored encoded (see bsample). */
+static size_t sample_size(const bsample *s, size_t nvalues, size_t *vals_len) {
+  size_t n = s->labs_len;
+  *vals_len = packed_i64_size(s->rec, nvalues);
+  if (s->locs_len)
+    n += len_field_size(s->locs_len);
   if (nvalues)
     n += len_field_size(*vals_len);
-  const blabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
-  for (size_t i = 0; i < s->nlabels; i++)
-    n += len_field_size(label_size(&l[i]));
   return n;
 }
 
@@ -167,16 +127,16 @@ static void bound_add(size_t *n, size_t count, size_t per) {
 
 /* At least the bytes pp_builder_pack writes. A nested message's or packed
  * field's tag and length take at most 1 + 10 bytes (f), so does a scalar
- * field, a packed element at most 10; a sample's location id is at most
- * locs.n and a string index (a label's, a mapping's, a function's) below
- * strs.n, as the builder checks when they are added (ix: tag and index). */
+ * field, a packed element at most 10; a sample's location ids and labels
+ * are written as stored (sample_bytes), and a string index (a mapping's, a
+ * function's) is below strs.n, as the builder checks when they are added
+ * (ix: tag and index). */
 static size_t pack_bound(const pp_builder *b) {
-  const size_t f = 11, ix = 1 + varint_size(b->strs.n), nst = b->sample_types.n / 2;
+  const size_t f = 11, ix = 1 + pp_varint_size(b->strs.n), nst = b->sample_types.n / 2;
   size_t n = 0;
-  bound_add(&n, nst, f + 2 * f);                 /* sample_type */
-  bound_add(&n, b->samples.n, 3 * f + nst * 10); /* sample, location_id, value */
-  bound_add(&n, b->sample_locs.n, varint_size(b->locs.n));
-  bound_add(&n, b->sample_labels.n, f + 3 * ix + f);    /* key, str, num, num_unit */
+  bound_add(&n, nst, f + 2 * f);                        /* sample_type */
+  bound_add(&n, b->samples.n, 3 * f + nst * 10);        /* sample, location_id, value */
+  bound_add(&n, 1, b->sample_bytes);                    /* location ids and labels, as written */
   bound_add(&n, b->maps.n, f + 4 * f + 2 * ix + 4 * 2); /* 4 numbers, 2 strings, flags */
   bound_add(&n, b->locs.n, f + 3 * f);                  /* id, mapping_id, address */
   bound_add(&n, b->lines.n, f + 2 * f);                 /* function_id, line */
@@ -192,72 +152,68 @@ static size_t pack_bound(const pp_builder *b) {
 
 static uint8_t *put_value_type(uint8_t *p, unsigned field, int64_t type, int64_t unit) {
   p = put_len(p, field, value_type_size(type, unit));
-  p = put_field(p, 1, (uint64_t)type);
-  return put_field(p, 2, (uint64_t)unit);
+  p = pp_put_field(p, 1, (uint64_t)type);
+  return pp_put_field(p, 2, (uint64_t)unit);
 }
 
-static uint8_t *put_sample(uint8_t *p, const pp_builder *b, const bsample *s, size_t nvalues,
-                           size_t body, size_t locs_len, size_t vals_len) {
+static uint8_t *put_sample(uint8_t *p, const bsample *s, size_t nvalues, size_t body,
+                           size_t vals_len) {
+  const uint8_t *bytes = bsample_bytes(s, nvalues);
   p = put_len(p, PROFILE_SAMPLE, body);
-  if (s->nlocs) {
-    const uint32_t *v = &b->sample_locs.v[s->loc_off];
-    p = put_len(p, 1, locs_len);
-    for (size_t i = 0; i < s->nlocs; i++)
-      p = put_varint(p, v[i]);
+  if (s->locs_len) {
+    p = put_len(p, 1, s->locs_len);
+    memcpy(p, bytes, s->locs_len);
+    p += s->locs_len;
   }
   if (nvalues) {
-    const int64_t *v = &b->sample_values.v[s->val_off];
+    const int64_t *v = s->rec;
     p = put_len(p, 2, vals_len);
     for (size_t i = 0; i < nvalues; i++)
-      p = put_varint(p, (uint64_t)v[i]);
+      p = pp_put_varint(p, (uint64_t)v[i]);
   }
-  const blabel *l = s->nlabels ? &b->sample_labels.v[s->lab_off] : NULL;
-  for (size_t i = 0; i < s->nlabels; i++) {
-    p = put_len(p, 3, label_size(&l[i]));
-    p = put_field(p, 1, (uint64_t)l[i].key);
-    p = put_field(p, 2, (uint64_t)l[i].str);
-    p = put_field(p, 3, (uint64_t)l[i].num);
-    p = put_field(p, 4, (uint64_t)l[i].num_unit);
+  if (s->labs_len) {
+    memcpy(p, bytes + s->locs_len, s->labs_len);
+    p += s->labs_len;
   }
   return p;
 }
 
 static uint8_t *put_mapping(uint8_t *p, const bmapping *m, uint64_t id, size_t body) {
   p = put_len(p, PROFILE_MAPPING, body);
-  p = put_field(p, 1, id);
-  p = put_field(p, 2, m->start);
-  p = put_field(p, 3, m->limit);
-  p = put_field(p, 4, m->offset);
-  p = put_field(p, 5, (uint64_t)m->file);
-  p = put_field(p, 6, (uint64_t)m->build_id);
-  p = put_field(p, 7, (m->flags & PP_MAPPING_HAS_FUNCTIONS) != 0);
-  p = put_field(p, 8, (m->flags & PP_MAPPING_HAS_FILENAMES) != 0);
-  p = put_field(p, 9, (m->flags & PP_MAPPING_HAS_LINE_NUMBERS) != 0);
-  return put_field(p, 10, (m->flags & PP_MAPPING_HAS_INLINE_FRAMES) != 0);
+  p = pp_put_field(p, 1, id);
+  p = pp_put_field(p, 2, m->start);
+  p = pp_put_field(p, 3, m->limit);
+  p = pp_put_field(p, 4, m->offset);
+  p = pp_put_field(p, 5, (uint64_t)m->file);
+  p = pp_put_field(p, 6, (uint64_t)m->build_id);
+  p = pp_put_field(p, 7, (m->flags & PP_MAPPING_HAS_FUNCTIONS) != 0);
+  p = pp_put_field(p, 8, (m->flags & PP_MAPPING_HAS_FILENAMES) != 0);
+  p = pp_put_field(p, 9, (m->flags & PP_MAPPING_HAS_LINE_NUMBERS) != 0);
+  return pp_put_field(p, 10, (m->flags & PP_MAPPING_HAS_INLINE_FRAMES) != 0);
 }
 
 static uint8_t *put_location(uint8_t *p, const pp_builder *b, const blocation *l, uint64_t id,
                              size_t body) {
   p = put_len(p, PROFILE_LOCATION, body);
-  p = put_field(p, 1, id);
-  p = put_field(p, 2, l->mapping_id);
-  p = put_field(p, 3, l->address);
+  p = pp_put_field(p, 1, id);
+  p = pp_put_field(p, 2, l->mapping_id);
+  p = pp_put_field(p, 3, l->address);
   const bline *ln = l->nlines ? &b->lines.v[l->line_off] : NULL;
   for (size_t i = 0; i < l->nlines; i++) {
     p = put_len(p, 4, line_size(&ln[i]));
-    p = put_field(p, 1, ln[i].function_id);
-    p = put_field(p, 2, (uint64_t)ln[i].line);
+    p = pp_put_field(p, 1, ln[i].function_id);
+    p = pp_put_field(p, 2, (uint64_t)ln[i].line);
   }
   return p;
 }
 
 static uint8_t *put_function(uint8_t *p, const bfunction *f, uint64_t id, size_t body) {
   p = put_len(p, PROFILE_FUNCTION, body);
-  p = put_field(p, 1, id);
-  p = put_field(p, 2, (uint64_t)f->name);
-  p = put_field(p, 3, (uint64_t)f->system_name);
-  p = put_field(p, 4, (uint64_t)f->filename);
-  return put_field(p, 5, (uint64_t)f->start_line);
+  p = pp_put_field(p, 1, id);
+  p = pp_put_field(p, 2, (uint64_t)f->name);
+  p = pp_put_field(p, 3, (uint64_t)f->system_name);
+  p = pp_put_field(p, 4, (uint64_t)f->filename);
+  return pp_put_field(p, 5, (uint64_t)f->start_line);
 }
 
 /* Bytes of the fields after the string table. */
@@ -279,7 +235,7 @@ static size_t tail_size(const pp_builder *b) {
 /* Encodes b into buf, of at least pack_bound(b) bytes; the length, or
  * SIZE_MAX if the bound was wrong (a bug). */
 static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
-  size_t nst = b->sample_types.n / 2, body, a, c;
+  size_t nst = b->sample_types.n / 2, body, vals_len;
   uint8_t *p = buf, *end = buf + bound;
   for (size_t i = 0; i < nst; i++) {
     int64_t type = b->sample_types.v[2 * i], unit = b->sample_types.v[2 * i + 1];
@@ -289,9 +245,9 @@ static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
   }
   for (size_t i = 0; i < b->samples.n; i++) {
     const bsample *s = &b->samples.v[i];
-    if (!ROOM(body = sample_size(b, s, nst, &a, &c)))
+    if (!ROOM(body = sample_size(s, nst, &vals_len)))
       goto overrun;
-    p = put_sample(p, b, s, nst, body, a, c);
+    p = put_sample(p, s, nst, body, vals_len);
   }
   for (size_t i = 0; i < b->maps.n; i++) {
     if (!ROOM(body = mapping_size(&b->maps.v[i], i + 1)))
@@ -309,7 +265,7 @@ static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
     p = put_function(p, &b->funcs.v[i], i + 1, body);
   }
   for (size_t i = 0; i < b->strs.n; i++) {
-    if (!ROOM(body = strlen(b->strs.v[i])))
+    if (!ROOM(body = bstr_len(b->strs.v[i])))
       goto overrun;
     p = put_len(p, PROFILE_STRING_TABLE, body);
     memcpy(p, b->strs.v[i], body);
@@ -317,20 +273,20 @@ static size_t pack_into(const pp_builder *b, uint8_t *buf, size_t bound) {
   }
   if (tail_size(b) > (size_t)(end - p))
     goto overrun;
-  p = put_field(p, PROFILE_DROP_FRAMES, (uint64_t)b->drop_frames);
-  p = put_field(p, PROFILE_KEEP_FRAMES, (uint64_t)b->keep_frames);
-  p = put_field(p, PROFILE_TIME_NANOS, (uint64_t)b->time_nanos);
-  p = put_field(p, PROFILE_DURATION_NANOS, (uint64_t)b->duration_nanos);
+  p = pp_put_field(p, PROFILE_DROP_FRAMES, (uint64_t)b->drop_frames);
+  p = pp_put_field(p, PROFILE_KEEP_FRAMES, (uint64_t)b->keep_frames);
+  p = pp_put_field(p, PROFILE_TIME_NANOS, (uint64_t)b->time_nanos);
+  p = pp_put_field(p, PROFILE_DURATION_NANOS, (uint64_t)b->duration_nanos);
   if (b->has_period_type)
     p = put_value_type(p, PROFILE_PERIOD_TYPE, b->period_type, b->period_unit);
-  p = put_field(p, PROFILE_PERIOD, (uint64_t)b->period);
+  p = pp_put_field(p, PROFILE_PERIOD, (uint64_t)b->period);
   if (b->comments.n) {
     p = put_len(p, PROFILE_COMMENT, packed_i64_size(b->comments.v, b->comments.n));
     for (size_t i = 0; i < b->comments.n; i++)
-      p = put_varint(p, (uint64_t)b->comments.v[i]);
+      p = pp_put_varint(p, (uint64_t)b->comments.v[i]);
   }
-  p = put_field(p, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)b->default_sample_type);
-  p = put_field(p, PROFILE_DOC_URL, (uint64_t)b->doc_url);
+  p = pp_put_field(p, PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)b->default_sample_type);
+  p = pp_put_field(p, PROFILE_DOC_URL, (uint64_t)b->doc_url);
   return (size_t)(p - buf);
 overrun: /* pack_bound is wrong: a bug */
   assert(!"pp_pack: pack_bound too small");

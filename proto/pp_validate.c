@@ -81,6 +81,20 @@ static bool value_type_ok(const vctx *c, const Perftools__Profiles__ValueType *v
   return str_ok(c, vt->type, what, n) && str_ok(c, vt->unit, what, n);
 }
 
+/* True if every location id of s is a location's, found without a lookup
+ * per id where locations have the ids 1..n (as builders make them): then
+ * an id is valid exactly when it is in [1, n], and the loop over the ids
+ * (most of a profile's numbers) has no branch in it. false means "look
+ * each up": the caller then finds the first missing one for its reason. */
+static bool sample_locations_ok(const pp_idmap *locs, const Perftools__Profiles__Sample *s) {
+  if (!locs->dense)
+    return false;
+  uint64_t bad = 0; /* id - 1 wraps below 0 to the largest value */
+  for (size_t j = 0; j < s->n_location_id; j++)
+    bad |= s->location_id[j] - 1 >= locs->n;
+  return !bad;
+}
+
 int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t whylen) {
   vctx c = {p, why, whylen};
   pp_idmap maps = {0}, funcs = {0}, locs = {0};
@@ -153,19 +167,25 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
              s->n_value, p->n_sample_type);
       goto fail;
     }
-    for (size_t j = 0; j < s->n_location_id; j++) {
-      if (pp_idmap_find(&locs, s->location_id[j]) < 0) {
-        pp_say(why, whylen, "sample %zu refers to location %" PRIu64 ", which is missing", i,
-               s->location_id[j]);
-        goto fail;
+    if (!sample_locations_ok(&locs, s)) {
+      for (size_t j = 0; j < s->n_location_id; j++) {
+        if (pp_idmap_find(&locs, s->location_id[j]) < 0) {
+          pp_say(why, whylen, "sample %zu refers to location %" PRIu64 ", which is missing", i,
+                 s->location_id[j]);
+          goto fail;
+        }
       }
     }
     for (size_t j = 0; j < s->n_label; j++) {
       const Perftools__Profiles__Label *l = s->label[j];
-      if (!str_ok(&c, l->key, "sample label of sample", i) ||
-          !str_ok(&c, l->str, "sample label of sample", i) ||
-          !str_ok(&c, l->num_unit, "sample label of sample", i))
-        goto fail;
+      /* The three indices at once (a negative one is huge as unsigned);
+       * str_ok only to say which is wrong. */
+      uint64_t nstr = p->n_string_table;
+      if (((uint64_t)l->key >= nstr) | ((uint64_t)l->str >= nstr) | ((uint64_t)l->num_unit >= nstr))
+        if (!str_ok(&c, l->key, "sample label of sample", i) ||
+            !str_ok(&c, l->str, "sample label of sample", i) ||
+            !str_ok(&c, l->num_unit, "sample label of sample", i))
+          goto fail;
       /* Index 0 or another "" entry: an empty key either way (a merge would
        * map both to index 0, which must not turn valid into invalid). */
       if (l->key == 0 || p->string_table[l->key][0] == '\0') {

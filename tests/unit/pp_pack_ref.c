@@ -4,6 +4,7 @@
 #include "pp_pack_ref.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "pp_builder_tab.h"
 
@@ -24,15 +25,18 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
   Perftools__Profiles__Line **lnp = calloc(b->lines.n + 1, sizeof *lnp);
   Perftools__Profiles__Sample *s = calloc(b->samples.n + 1, sizeof *s);
   Perftools__Profiles__Sample **sp = calloc(b->samples.n + 1, sizeof *sp);
-  Perftools__Profiles__Label *lb = calloc(b->sample_labels.n + 1, sizeof *lb);
-  Perftools__Profiles__Label **lbp = calloc(b->sample_labels.n + 1, sizeof *lbp);
-  uint64_t *locs = calloc(b->sample_locs.n + 1, sizeof *locs); /* stored as 32 bits */
+  /* The builder keeps each sample's location ids and labels encoded (see
+   * bsample): protobuf-c decodes them, from a Sample message made of them. */
+  Perftools__Profiles__Sample **us = calloc(b->samples.n + 1, sizeof *us);
+  size_t maxbytes = 0;
+  for (size_t i = 0; i < b->samples.n; i++)
+    if (b->samples.v[i].locs_len + b->samples.v[i].labs_len > maxbytes)
+      maxbytes = b->samples.v[i].locs_len + b->samples.v[i].labs_len;
+  uint8_t *sbuf = malloc(maxbytes + 6);
   uint8_t *buf = NULL;
-  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !lb ||
-      !lbp || !locs)
+  if (!st || !stp || !m || !mp || !f || !fp || !l || !lp || !ln || !lnp || !s || !sp || !us ||
+      !sbuf)
     goto fail;
-  for (size_t i = 0; i < b->sample_locs.n; i++)
-    locs[i] = b->sample_locs.v[i];
 
   for (size_t i = 0; i < nst; i++) {
     perftools__profiles__value_type__init(&st[i]);
@@ -81,24 +85,26 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
     l[i].line = bl->nlines ? &lnp[bl->line_off] : NULL;
     lp[i] = &l[i];
   }
-  for (size_t i = 0; i < b->sample_labels.n; i++) {
-    const blabel *il = &b->sample_labels.v[i];
-    perftools__profiles__label__init(&lb[i]);
-    lb[i].key = il->key;
-    lb[i].str = il->str;
-    lb[i].num = il->num;
-    lb[i].num_unit = il->num_unit;
-    lbp[i] = &lb[i];
-  }
   for (size_t i = 0; i < b->samples.n; i++) {
     const bsample *bs = &b->samples.v[i];
+    size_t n = 0;
+    uint32_t v = bs->locs_len;
+    sbuf[n++] = 1 << 3 | 2; /* location_id, packed */
+    for (; v >= 0x80; v >>= 7)
+      sbuf[n++] = (uint8_t)(v | 0x80);
+    sbuf[n++] = (uint8_t)v;
+    if (bs->locs_len + bs->labs_len)
+      memcpy(sbuf + n, bsample_bytes(bs, nst), bs->locs_len + bs->labs_len);
+    n += bs->locs_len + bs->labs_len;
+    if (!(us[i] = perftools__profiles__sample__unpack(NULL, n, sbuf)))
+      goto fail;
     perftools__profiles__sample__init(&s[i]);
-    s[i].n_location_id = bs->nlocs;
-    s[i].location_id = bs->nlocs ? &locs[bs->loc_off] : NULL;
+    s[i].n_location_id = us[i]->n_location_id;
+    s[i].location_id = us[i]->location_id;
     s[i].n_value = nst;
-    s[i].value = nst ? &b->sample_values.v[bs->val_off] : NULL;
-    s[i].n_label = bs->nlabels;
-    s[i].label = bs->nlabels ? &lbp[bs->lab_off] : NULL;
+    s[i].value = nst ? bs->rec : NULL;
+    s[i].n_label = us[i]->n_label;
+    s[i].label = us[i]->label;
     sp[i] = &s[i];
   }
 
@@ -141,7 +147,11 @@ int pp_builder_pack_pbc(const pp_builder *b, uint8_t **out, size_t *len) {
   rc = 0;
 fail:
   free(buf);
-  free(locs);
+  for (size_t i = 0; us && i < b->samples.n; i++)
+    if (us[i])
+      perftools__profiles__sample__free_unpacked(us[i], NULL);
+  free(us);
+  free(sbuf);
   free(st);
   free(stp);
   free(m);
@@ -154,7 +164,5 @@ fail:
   free(lnp);
   free(s);
   free(sp);
-  free(lb);
-  free(lbp);
   return rc;
 }
