@@ -700,6 +700,21 @@ static bool over_budget_locked(const batcher *b) {
   return b->mem_merge + b->mem_payload > b->merge_hard;
 }
 
+bool batcher_wait_room(batcher *b, int wait_ms) {
+  int64_t give_up = mono_ns() + (int64_t)wait_ms * NS_PER_MS;
+  pthread_mutex_lock(&b->mu);
+  while (over_budget_locked(b) && !b->stopping && !b->closed && b->started) {
+    int64_t now = mono_ns();
+    if (now >= give_up)
+      break;
+    struct timespec ts = {.tv_sec = give_up / NS_PER_S, .tv_nsec = give_up % NS_PER_S};
+    pthread_cond_timedwait(&b->cv, &b->mu, &ts); /* b->cv runs on CLOCK_MONOTONIC */
+  }
+  bool room = !over_budget_locked(b);
+  pthread_mutex_unlock(&b->mu);
+  return room;
+}
+
 bool batcher_has_room(batcher *b) {
   pthread_mutex_lock(&b->mu);
   bool room = !over_budget_locked(b);

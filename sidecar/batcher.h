@@ -53,6 +53,11 @@ int batcher_add_spooled(void *b, const char *id, const uint8_t *frame, size_t le
  * in memory are over the batcher's share of the memory budget: the listener
  * then tells new pushes to retry instead of taking them in. */
 bool batcher_has_room(batcher *b);
+/* batcher_has_room, waiting up to wait_ms for packing to make room (the
+ * batch being packed frees its builder within milliseconds): a push that
+ * arrives at the budget waits a moment, unread, instead of being refused
+ * and sent again. Thread-safe. */
+bool batcher_wait_room(batcher *b, int wait_ms);
 /* Exports every open batch now, waiting at most grace_s; what is not
  * exported stays in the spool. Then stops the thread. */
 void batcher_shutdown(batcher *b, int grace_s);

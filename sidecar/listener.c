@@ -53,6 +53,7 @@
 #define LINGER_MAX 32
 #define LINGER_MS 1000
 #define REASON_MAX 400
+#define ROOM_WAIT_MS 500 /* at the memory budget, how long a frame waits for room */
 
 enum {
   RC_OK = PUSHPROF__V1__PUSH_REPLY__CODE__OK,
@@ -851,7 +852,11 @@ static void conn_loop(conn *c) {
     }
     size_t total = PP_FRAME_HEADER_SIZE + (size_t)h.length;
     size_t reserved = 0;
-    if (!batcher_has_room(l->b)) {
+    /* At the memory budget a frame waits a moment, unread, for packing to
+     * make room, rather than being refused at once and sent again (the
+     * round trip costs both sides more than the wait); past the wait it is
+     * told to retry. */
+    if (!batcher_wait_room(l->b, ROOM_WAIT_MS)) {
       reject_memory(c, deadline);
       return;
     }
