@@ -16,14 +16,33 @@
 #define IGZIP_LEVEL_BUF ISAL_DEF_LVL1_DEFAULT
 
 int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  if (pp_gzip_fast_into(in, len, &buf, &cap, outlen) != 0) {
+    free(buf);
+    return -1;
+  }
+  *out = buf;
+  return 0;
+}
+
+int pp_gzip_fast_into(const uint8_t *in, size_t len, uint8_t **bufp, size_t *capp, size_t *outlen) {
   int rc = -1;
   struct isal_zstream *s = malloc(sizeof *s);
   uint8_t *lbuf = malloc(IGZIP_LEVEL_BUF);
   /* Stored blocks at worst: 5 bytes per 64 KiB block, plus the header. */
-  size_t cap = len + len / 8192 + 1024;
-  uint8_t *buf = cap > len ? malloc(cap) : NULL;
-  if (!s || !lbuf || !buf)
+  size_t want = len + len / 8192 + 1024;
+  uint8_t *buf = *bufp;
+  size_t cap = *capp;
+  if (!s || !lbuf || want <= len)
     goto out;
+  if (!buf || cap < want) {
+    uint8_t *nb = realloc(buf, want);
+    if (!nb)
+      goto out;
+    *bufp = buf = nb;
+    *capp = cap = want;
+  }
   isal_deflate_init(s);
   s->level = IGZIP_LEVEL;
   s->level_buf = lbuf;
@@ -44,8 +63,8 @@ int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
       uint8_t *nb = ncap > cap ? realloc(buf, ncap) : NULL;
       if (!nb)
         goto out;
-      buf = nb;
-      cap = ncap;
+      *bufp = buf = nb;
+      *capp = cap = ncap;
     }
     size_t room = cap - done;
     s->next_out = buf + done;
@@ -61,12 +80,9 @@ int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
       break;
     stalled = made == 0 && used == 0; /* it wants more room than is left */
   }
-  *out = buf;
   *outlen = done;
-  buf = NULL;
   rc = 0;
 out:
-  free(buf);
   free(lbuf);
   free(s);
   return rc;

@@ -102,7 +102,7 @@ typedef struct group {
    * of the manifest's until the first failed attempt: a batch exported at
    * once is not read back and hashed again. */
   uint8_t *gz;
-  size_t gzlen;
+  size_t gzlen, gzcap;
   char hash[65];
   uint32_t pid;   /* the pushing process, while every member is one's */
   bool pid_mixed; /* members from several processes */
@@ -144,6 +144,10 @@ struct batcher {
    * the memory gauge, taken (NULL) while a pack uses it. */
   uint8_t *pack_buf;
   size_t pack_cap;
+  /* The same for gzip's output: a payload buffer given back once its batch
+   * no longer needs it in memory, reused by the next batch. */
+  uint8_t *gz_spare;
+  size_t gz_spare_cap;
   bool trim_due; /* a batch's memory was freed since the last trim */
 };
 
@@ -283,11 +287,29 @@ static void group_free(group *g) {
   free(g);
 }
 
+/* g's payload leaves memory: its buffer becomes the spare the next batch
+ * gzips into (its pages stay mapped: a batch's payload is megabytes, each
+ * page a fault when new), unless one is kept already or it is past the
+ * soft limit. Lock held; the caller accounts mem_payload. */
+static void give_back_gz_locked(batcher *b, group *g) {
+  if (!g->gz)
+    return;
+  if (!b->gz_spare && g->gzcap <= b->merge_soft) {
+    b->gz_spare = g->gz;
+    b->gz_spare_cap = g->gzcap;
+  } else {
+    free(g->gz);
+  }
+  g->gz = NULL;
+  g->gzcap = 0;
+}
+
 /* Frees g and takes its memory out of the accounts. Lock held. */
 static void group_release(batcher *b, group *g) {
   b->mem_merge -= g->pbmem;
   if (g->gz)
     b->mem_payload -= g->gzlen;
+  give_back_gz_locked(b, g);
   group_free(g);
 }
 
@@ -467,7 +489,8 @@ static void publish_gauges(batcher *b, int64_t now_wall) {
   }
   metrics_set(G_PENDING_BATCHES, n);
   metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
-  metrics_set(G_MEMORY_BATCHES, (int64_t)(b->mem_merge + b->mem_payload + index + b->pack_cap));
+  metrics_set(G_MEMORY_BATCHES,
+              (int64_t)(b->mem_merge + b->mem_payload + index + b->pack_cap + b->gz_spare_cap));
   for (size_t t = 0; t < b->nex; t++) {
     int64_t owed = 0;
     for (group *g = b->groups; g; g = g->next)
@@ -956,18 +979,21 @@ static void keep_pack_buf(batcher *b, uint8_t *buf, size_t cap) {
  * busy); the builder is freed by the caller under the lock (accounting). */
 static int group_pack(batcher *b, group *g) {
   pthread_mutex_lock(&b->mu);
-  uint8_t *raw = b->pack_buf;
-  size_t cap = b->pack_cap, rawlen = 0;
-  b->pack_buf = NULL;
-  b->pack_cap = 0;
+  uint8_t *raw = b->pack_buf, *gz = b->gz_spare;
+  size_t cap = b->pack_cap, rawlen = 0, gzcap = b->gz_spare_cap;
+  b->pack_buf = b->gz_spare = NULL;
+  b->pack_cap = b->gz_spare_cap = 0;
   pthread_mutex_unlock(&b->mu);
   int rc = pp_builder_pack_reuse(g->pb, &raw, &cap, &rawlen);
   if (rc == 0)
-    rc = pp_gzip_fast(raw, rawlen, &g->gz, &g->gzlen);
+    rc = pp_gzip_fast_into(raw, rawlen, &gz, &gzcap, &g->gzlen);
+  g->gz = gz;
+  g->gzcap = gzcap;
   keep_pack_buf(b, raw, cap);
   if (rc != 0 || manifest_hash_hex(g->gz, g->gzlen, g->hash) != 0) {
     free(g->gz);
     g->gz = NULL;
+    g->gzcap = 0;
     return -1;
   }
   /* The object key holds the start time: fixed now, never "now" later. */
@@ -1028,12 +1054,11 @@ static void prepare_group(batcher *b, group *g) {
   }
   pthread_mutex_lock(&b->mu);
   /* With its manifest written, the payload stays only as a copy for the
-   * first attempt, and only while such copies hold under half the soft
-   * limit (a target down frees them at its first failure). */
-  if (on_disk && b->mem_payload + g->gzlen > b->merge_soft / 2) {
-    free(g->gz);
-    g->gz = NULL;
-  }
+   * first attempt (not read back and hashed again), and only while such
+   * copies hold under the soft limit (a target down frees them at its first
+   * failure). */
+  if (on_disk && b->mem_payload + g->gzlen > b->merge_soft)
+    give_back_gz_locked(b, g);
   if (rc != 0) {
     /* Out of memory packing: keep the builder and try again later. */
     log_event(LOG_ERROR, "cannot encode a merged profile (out of memory?); will retry",
@@ -1135,6 +1160,7 @@ static void retire_group(batcher *b, group *g, const char *reason) {
   g->pbmem = 0;
   if (g->gz)
     b->mem_payload -= g->gzlen;
+  give_back_gz_locked(b, g);
   pthread_mutex_unlock(&b->mu);
   /* The manifest first: once it is a tombstone (or gone), losing the member
    * files to a crash midway can no longer cause a second export. */
@@ -1191,8 +1217,7 @@ static void drop_payload_copy(batcher *b, group *g) {
   if (!g->gz || !g->mf_name[0])
     return; /* none, or the only copy (no manifest) */
   b->mem_payload -= g->gzlen;
-  free(g->gz);
-  g->gz = NULL;
+  give_back_gz_locked(b, g);
 }
 
 /* Handles the outcome of one attempt on target t. b->mu held (dropped
@@ -1328,11 +1353,12 @@ static void trim_when_idle_locked(batcher *b) {
   if (!b->trim_due || b->mem_merge != 0)
     return;
   b->trim_due = false;
-  uint8_t *buf = b->pack_buf;
-  b->pack_buf = NULL;
-  b->pack_cap = 0;
+  uint8_t *buf = b->pack_buf, *gz = b->gz_spare;
+  b->pack_buf = b->gz_spare = NULL;
+  b->pack_cap = b->gz_spare_cap = 0;
   pthread_mutex_unlock(&b->mu);
   free(buf);
+  free(gz);
   pp_pprof_cache_trim();
   malloc_trim(0);
   pthread_mutex_lock(&b->mu);
@@ -1504,6 +1530,7 @@ void batcher_free(batcher *b) {
   if (b->sp)
     spool_set_drop_batch(b->sp, NULL, NULL);
   free(b->pack_buf);
+  free(b->gz_spare);
   free(b->node);
   free(b->subdir);
   dedup_free(b->dx);

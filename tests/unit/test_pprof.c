@@ -880,6 +880,30 @@ static void test_gzip_round_trip_and_limit(void) {
   PP_CHECK_INT(pp_gzip(in, n, &a, &alen), ==, 0);
   PP_CHECK_INT(pp_gzip_fast(in, n, &b, &blen), ==, 0);
   PP_CHECK(blen < n / 20 && blen <= alen + alen / 10);
+  /* Into a reused buffer: the same bytes, in the same buffer while it is
+   * big enough, grown for a bigger input, and each result reads back. */
+  uint8_t *r = NULL, *back = NULL;
+  size_t rcap = 0, rlen = 0, backlen = 0;
+  PP_CHECK_INT(pp_gzip_fast_into(in, n, &r, &rcap, &rlen), ==, 0);
+  PP_CHECK(rlen == blen && r && memcmp(r, b, blen) == 0);
+  uint8_t *first = r;
+  size_t cap1 = rcap;
+  PP_CHECK_INT(pp_gzip_fast_into(in, n / 2, &r, &rcap, &rlen), ==, 0);
+  PP_CHECK(r == first && rcap == cap1);
+  PP_CHECK_INT(pp_gunzip(r, rlen, n, &back, &backlen), ==, 0);
+  PP_CHECK(backlen == n / 2 && back && memcmp(back, in, n / 2) == 0);
+  free(back);
+  uint8_t *big = malloc(2 * n);
+  for (size_t i = 0; big && i < 2 * n; i++)
+    big[i] = in[i % n];
+  PP_CHECK_INT(pp_gzip_fast_into(big, 2 * n, &r, &rcap, &rlen), ==, 0);
+  PP_CHECK(rcap > cap1);
+  back = NULL;
+  PP_CHECK_INT(pp_gunzip(r, rlen, 2 * n, &back, &backlen), ==, 0);
+  PP_CHECK(backlen == 2 * n && back && big && memcmp(back, big, 2 * n) == 0);
+  free(back);
+  free(big);
+  free(r);
   free(a);
   free(b);
   free(in);
