@@ -503,7 +503,8 @@ static void publish_gauges(batcher *b, int64_t now_wall) {
 
 /* A manifest read back by batcher_new (no other thread runs yet): a
  * tombstone feeds the identity index; a pending batch becomes a sealed group
- * that owns its member files and exports the recorded payload again. */
+ * whose pushes it holds (copies a crash left in the spool are deleted) and
+ * that exports the recorded payload again. */
 static void recover_cb(void *arg, manifest *m) {
   batcher *b = arg;
   char q[300];

@@ -2,14 +2,17 @@
  * sidecar crashes. Before a batch is first offered to the exporter, the
  * batcher writes <spool>/batches/<name>.batch (temp file, fsync, rename,
  * directory fsync) holding everything the object's name and bytes depend on:
- * service, process labels, node, subdir, start/end time, the member spool
- * files with their push identities, and the gzip payload with its SHA-256.
- * A restarted sidecar re-exports a .batch byte for byte under the same key
- * (an idempotent PUT for file, s3 and gs) instead of re-batching its members.
+ * service, process labels, node, subdir, start/end time, the member pushes'
+ * spool ids with their push identities, and the gzip payload with its
+ * SHA-256. Once durable it is the batch's only copy (the pushes leave the
+ * spool). A restarted sidecar re-exports a .batch byte for byte under the
+ * same key (an idempotent PUT for file, s3 and gs).
  * After success the file becomes .<name>.done (payload cut off): a tombstone
  * that lets later copies of the same pushes be recognised as duplicates
  * (hidden: tools that wait for an empty spool count only what is pending).
- * Not thread-safe per manifest_dir; the batcher thread is the only writer. */
+ * Not thread-safe per manifest_dir: one group's manifest is written by
+ * whichever thread packs it (the group is busy meanwhile); manifest_remove
+ * only unlinks and may run on any thread. */
 #ifndef SIDECAR_MANIFEST_H
 #define SIDECAR_MANIFEST_H
 #include <stdbool.h>
