@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,9 @@ struct manifest_dir {
   char *path;
   int dfd;
   int failed_fd; /* <spool>/failed, or -1 */
-  uint32_t counter;
+  /* Names written so far: threads that pack (the batcher's and the
+   * connection threads helping it) write manifests at the same time. */
+  _Atomic uint32_t counter;
   uint64_t set_aside; /* manifests set aside so far */
 };
 
@@ -456,7 +459,8 @@ int manifest_write(manifest_dir *d, manifest *m) {
     errno = ENOMEM;
     goto fail;
   }
-  snprintf(m->name, sizeof m->name, "%020" PRId64 "-%010" PRIu32, wall_ns(), ++d->counter);
+  snprintf(m->name, sizeof m->name, "%020" PRId64 "-%010" PRIu32, wall_ns(),
+           atomic_fetch_add(&d->counter, 1) + 1);
   m->done = false;
   file_name(m->name, false, final, sizeof final);
   snprintf(tmp, sizeof tmp, ".%s", final);

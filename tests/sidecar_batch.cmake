@@ -18,7 +18,8 @@ if(TARGET pushprof_sidecar_lib)
   target_link_options(test_batcher PRIVATE -Wl,--wrap=pp_builder_new)
 endif()
 if(TARGET pushprof_sidecar_lib)
-  pushprof_unit_test(NAME test_manifest SOURCES unit/test_manifest.c LIBS pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_manifest SOURCES unit/test_manifest.c LIBS pushprof_sidecar_lib
+    LABELS "unit;tsan")
 endif()
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_journal SOURCES unit/test_journal.c LIBS pushprof_sidecar_lib

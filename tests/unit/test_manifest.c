@@ -1,5 +1,6 @@
 /* Unit tests for sidecar/manifest.c (batch manifests on disk) and
  * sidecar/dedup.c (push identities and their index). */
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -237,6 +238,62 @@ static void test_manifest_files_write_done_prune(void) {
   btu_rmtree(dir);
 }
 
+/* Threads that pack write manifests at the same time (the batcher's and
+ * the connection threads helping it): every write succeeds under a name of
+ * its own (TSan runs this too). */
+enum { MW_THREADS = 4, MW_EACH = 25 };
+typedef struct mw_arg {
+  manifest_dir *d;
+  char names[MW_EACH][MANIFEST_NAME_MAX];
+  int ok;
+} mw_arg;
+
+static void *write_many(void *arg) {
+  mw_arg *a = arg;
+  for (int i = 0; i < MW_EACH; i++) {
+    manifest *m = sample();
+    if (m && manifest_write(a->d, m) == 0) {
+      memcpy(a->names[a->ok++], m->name, MANIFEST_NAME_MAX);
+    }
+    manifest_free(m);
+  }
+  return NULL;
+}
+
+static int cmp_name(const void *x, const void *y) {
+  return strcmp(x, y);
+}
+
+static void test_concurrent_writes_get_names_of_their_own(void) {
+  char dir[64] = "/tmp/pp_test_manifestXXXXXX", err[256], p[256];
+  PP_CHECK(mkdtemp(dir) != NULL);
+  manifest_dir *d = manifest_dir_open(dir, err, sizeof err);
+  PP_CHECK(d != NULL);
+  if (!d)
+    return;
+  static mw_arg args[MW_THREADS];
+  pthread_t t[MW_THREADS];
+  for (int i = 0; i < MW_THREADS; i++) {
+    args[i] = (mw_arg){.d = d};
+    PP_CHECK_INT(pthread_create(&t[i], NULL, write_many, &args[i]), ==, 0);
+  }
+  static char all[MW_THREADS * MW_EACH][MANIFEST_NAME_MAX];
+  int n = 0;
+  for (int i = 0; i < MW_THREADS; i++) {
+    pthread_join(t[i], NULL);
+    PP_CHECK_INT(args[i].ok, ==, MW_EACH);
+    for (int k = 0; k < args[i].ok; k++)
+      memcpy(all[n++], args[i].names[k], MANIFEST_NAME_MAX);
+  }
+  qsort(all, (size_t)n, MANIFEST_NAME_MAX, cmp_name);
+  for (int i = 1; i < n; i++)
+    PP_CHECK(strcmp(all[i - 1], all[i]) != 0);
+  snprintf(p, sizeof p, "%s/" MANIFEST_DIR, dir);
+  PP_CHECK_INT(btu_count(p, ".batch"), ==, MW_THREADS * MW_EACH);
+  manifest_dir_close(d);
+  btu_rmtree(dir);
+}
+
 static void test_push_identity(void) {
   Pushprof__V1__PushRequest r = PUSHPROF__V1__PUSH_REQUEST__INIT;
   dedup_id a, b;
@@ -347,6 +404,7 @@ int main(void) {
   PP_RUN(test_manifest_cut_or_damaged_is_refused);
   PP_RUN(test_manifest_random_damage_never_crashes);
   PP_RUN(test_manifest_files_write_done_prune);
+  PP_RUN(test_concurrent_writes_get_names_of_their_own);
   PP_RUN(test_push_identity);
   PP_RUN(test_dedup_index_put_find_erase_expire);
   PP_RUN(test_dedup_index_forgets_oldest_beyond_its_cap);
