@@ -71,13 +71,20 @@ static void chunks_free(chunk_list *l) {
   }
 }
 
+/* The tables' expected sizes at creation (pp_htab_init). */
+#define STR_IX_INIT 64
+#define MAP_IX_INIT 16
+#define FUNC_IX_INIT 64
+#define LOC_IX_INIT 64
+#define SAMPLE_IX_INIT 64
+
 pp_builder *pp_builder_new(void) {
   pp_builder *b = calloc(1, sizeof *b);
   if (!b)
     return NULL;
-  if (pp_htab_init(&b->str_ix, 64) != 0 || pp_htab_init(&b->map_ix, 16) != 0 ||
-      pp_htab_init(&b->func_ix, 64) != 0 || pp_htab_init(&b->loc_ix, 64) != 0 ||
-      pp_htab_init(&b->sample_ix, 64) != 0)
+  if (pp_htab_init(&b->str_ix, STR_IX_INIT) != 0 || pp_htab_init(&b->map_ix, MAP_IX_INIT) != 0 ||
+      pp_htab_init(&b->func_ix, FUNC_IX_INIT) != 0 || pp_htab_init(&b->loc_ix, LOC_IX_INIT) != 0 ||
+      pp_htab_init(&b->sample_ix, SAMPLE_IX_INIT) != 0)
     goto fail;
   if (pp_builder_string(b, "") != 0)
     goto fail;
@@ -173,6 +180,87 @@ size_t pp_builder_mem(const pp_builder *b) {
          VEC_MEM(b->samples) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
          VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
          VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
+}
+
+/* A vector's capacity after growing from nothing to n elements
+ * (vec_reserve: 16, then doubling). */
+static size_t vec_fresh(size_t n, size_t elem) {
+  size_t c = n ? 16 : 0;
+  while (c < n)
+    c *= 2;
+  return c * elem;
+}
+
+/* A table's size after growing from pp_htab_init(expected) to count
+ * entries (pp_htab_init and pp_htab_insert's rules). */
+static size_t htab_fresh(size_t count, size_t expected) {
+  size_t c = 16;
+  while (c < expected * 2)
+    c <<= 1;
+  while (count * 2 > c)
+    c <<= 1;
+  return c * sizeof(pp_htab_slot);
+}
+
+#define VEC_FRESH(vec) vec_fresh((vec).n, sizeof *(vec).v)
+
+size_t pp_builder_mem_content(const pp_builder *b) {
+  if (!b)
+    return 0;
+  /* The scratch vectors are emptied after each use: their capacity is what
+   * any builder that did the same work holds. */
+  return sizeof *b + b->str_mem.bytes + b->sample_mem.bytes + VEC_FRESH(b->strs) +
+         htab_fresh(b->str_ix.count, STR_IX_INIT) + VEC_FRESH(b->maps) +
+         htab_fresh(b->map_ix.count, MAP_IX_INIT) + VEC_FRESH(b->funcs) +
+         htab_fresh(b->func_ix.count, FUNC_IX_INIT) + VEC_FRESH(b->locs) + VEC_FRESH(b->lines) +
+         htab_fresh(b->loc_ix.count, LOC_IX_INIT) + VEC_FRESH(b->samples) +
+         htab_fresh(b->sample_ix.count, SAMPLE_IX_INIT) + VEC_FRESH(b->sample_types) +
+         VEC_FRESH(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
+         VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
+}
+
+static void htab_clear(pp_htab *t) {
+  memset(t->slots, 0, (t->mask + 1) * sizeof *t->slots);
+  t->count = 0;
+}
+
+int pp_builder_reset(pp_builder *b) {
+  chunks_free(&b->str_mem);
+  chunks_free(&b->sample_mem);
+  pp_builder keep = *b;
+  /* Everything else as calloc left it in pp_builder_new. */
+  memset(b, 0, sizeof *b);
+#define KEEP_VEC(f)                                                                                \
+  do {                                                                                             \
+    b->f.v = keep.f.v;                                                                             \
+    b->f.cap = keep.f.cap;                                                                         \
+  } while (0)
+#define KEEP_TAB(f)                                                                                \
+  do {                                                                                             \
+    b->f = keep.f;                                                                                 \
+    htab_clear(&b->f);                                                                             \
+  } while (0)
+  KEEP_VEC(strs);
+  KEEP_VEC(maps);
+  KEEP_VEC(funcs);
+  KEEP_VEC(locs);
+  KEEP_VEC(lines);
+  KEEP_VEC(samples);
+  KEEP_VEC(sample_types);
+  KEEP_VEC(comments);
+  KEEP_VEC(scratch_labels);
+  KEEP_VEC(scratch_bytes);
+  KEEP_VEC(scratch_locs);
+  KEEP_VEC(scratch_lines);
+  KEEP_TAB(str_ix);
+  KEEP_TAB(map_ix);
+  KEEP_TAB(func_ix);
+  KEEP_TAB(loc_ix);
+  KEEP_TAB(sample_ix);
+#undef KEEP_VEC
+#undef KEEP_TAB
+  /* String 0 is "", as in a new builder; its chunk is the first new one. */
+  return pp_builder_string(b, "") == 0 ? 0 : -1;
 }
 
 size_t pp_builder_string_count(const pp_builder *b) {

@@ -46,6 +46,15 @@ size_t pp_builder_sample_count(const pp_builder *b);
 /* Bytes the builder holds on the heap (tables, indexes, strings; an
  * estimate within malloc's per-block overhead). O(1). */
 size_t pp_builder_mem(const pp_builder *b);
+/* What pp_builder_mem would say for a new builder holding the same
+ * content: equal for a builder never reset; for a reset one (which keeps
+ * its capacity) what its content alone costs. O(1). */
+size_t pp_builder_mem_content(const pp_builder *b);
+/* Empties b as pp_builder_new would make it, keeping its arrays' and hash
+ * tables' memory (their pages stay mapped; the tables are cleared): a
+ * caller merging batch after batch reuses one builder. 0, or -1 (out of
+ * memory: b can then only be freed). */
+int pp_builder_reset(pp_builder *b);
 /* Serializes (uncompressed). *out is malloc'ed, caller frees. 0 or -1. */
 int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len);
 /* The same into *buf (*cap bytes; NULL/0 at first), which is replaced by a

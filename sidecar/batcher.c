@@ -81,7 +81,7 @@ typedef struct group {
   Pushprof__V1__Label **labels;
   size_t nlabels;
   pp_builder *pb; /* NULL once packed */
-  size_t pbmem;   /* pp_builder_mem(pb) as last accounted in b->mem_merge */
+  size_t pbmem;   /* pp_builder_mem_content(pb) as last accounted in b->mem_merge */
   bool prepared;  /* packed, hashed, manifest written (then gz is NULL) */
   char (*ids)[SPOOL_ID_MAX];
   dedup_id *pids; /* each member's identity, parallel to ids */
@@ -148,6 +148,14 @@ struct batcher {
    * no longer needs it in memory, reused by the next batch. */
   uint8_t *gz_spare;
   size_t gz_spare_cap;
+  /* And a packed batch's builder, emptied (pp_builder_reset): its hash
+   * tables and arrays, grown to a batch's size, are the next batch's
+   * (growing them again, page by page and rehash by rehash, was most of a
+   * push's page faults). Its memory counts in the gauge (spare_pb_mem);
+   * a group's builder is accounted by its content (pp_builder_mem_content),
+   * so a reused one seals at the size a new one would. */
+  pp_builder *spare_pb;
+  size_t spare_pb_mem;
   bool trim_due; /* a batch's memory was freed since the last trim */
 };
 
@@ -315,7 +323,7 @@ static void group_release(batcher *b, group *g) {
 
 /* Re-accounts g's builder after a merge. Lock held. */
 static void account_builder(batcher *b, group *g) {
-  size_t now = pp_builder_mem(g->pb);
+  size_t now = pp_builder_mem_content(g->pb);
   b->mem_merge = b->mem_merge - g->pbmem + now;
   g->pbmem = now;
 }
@@ -395,11 +403,16 @@ static int add_label_comments(pp_builder *pb, Pushprof__V1__Label *const *labels
 /* A group for req's service and labels. open: pushes are merged into it (a
  * builder, label comments first); a batch recovered from its manifest has
  * its payload already and gets neither. */
-static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req, bool open) {
+/* A new group; open: with a builder, pb (an empty one to reuse; the group
+ * owns it from here, even on failure) or a new one. */
+static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req,
+                        pp_builder *pb, bool open) {
   group *g = calloc(1, sizeof *g);
-  if (!g)
+  if (!g) {
+    pp_builder_free(pb);
     return NULL;
-  g->pb = open ? pp_builder_new() : NULL;
+  }
+  g->pb = open ? (pb ? pb : pp_builder_new()) : NULL;
   g->service = strdup(req->service);
   if (req->n_labels) {
     g->label_store = calloc(req->n_labels, sizeof *g->label_store);
@@ -489,8 +502,8 @@ static void publish_gauges(batcher *b, int64_t now_wall) {
   }
   metrics_set(G_PENDING_BATCHES, n);
   metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
-  metrics_set(G_MEMORY_BATCHES,
-              (int64_t)(b->mem_merge + b->mem_payload + index + b->pack_cap + b->gz_spare_cap));
+  metrics_set(G_MEMORY_BATCHES, (int64_t)(b->mem_merge + b->mem_payload + index + b->pack_cap +
+                                          b->gz_spare_cap + b->spare_pb_mem));
   for (size_t t = 0; t < b->nex; t++) {
     int64_t owed = 0;
     for (group *g = b->groups; g; g = g->next)
@@ -530,7 +543,7 @@ static void recover_cb(void *arg, manifest *m) {
   req.service = m->service;
   req.labels = lp;
   req.n_labels = m->nlabels;
-  g = group_new(NULL, 0, &req, false);
+  g = group_new(NULL, 0, &req, NULL, false);
   free(lp);
   if (!g || !(g->node = strdup(m->node)) || !(g->subdir = strdup(m->subdir)))
     goto oom;
@@ -878,7 +891,13 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
         memcpy(k, key, keylen);
         k[keylen] = '\0';
       }
-      g = k ? group_new(k, keylen, req, true) : NULL;
+      /* The builder of an earlier batch, emptied, if one is kept. */
+      pp_builder *spare = k ? b->spare_pb : NULL;
+      if (spare) {
+        b->spare_pb = NULL;
+        b->spare_pb_mem = 0;
+      }
+      g = k ? group_new(k, keylen, req, spare, true) : NULL;
       if (!g) {
         free(k);
         pthread_mutex_unlock(&b->mu);
@@ -1043,6 +1062,9 @@ static void write_manifest(batcher *b, group *g) {
 static void prepare_group(batcher *b, group *g) {
   pthread_mutex_unlock(&b->mu);
   int rc = group_pack(b, g);
+  /* Packed: its builder is emptied here, without the lock, for the next
+   * batch (a failed reset leaves it to be freed). */
+  bool reusable = rc == 0 && pp_builder_reset(g->pb) == 0;
   if (rc == 0 && b->md)
     write_manifest(b, g);
   bool on_disk = rc == 0 && g->mf_name[0];
@@ -1070,7 +1092,13 @@ static void prepare_group(batcher *b, group *g) {
   }
   b->mem_merge -= g->pbmem;
   g->pbmem = 0;
-  pp_builder_free(g->pb);
+  size_t pbm = pp_builder_mem(g->pb);
+  if (reusable && !b->spare_pb && pbm <= b->merge_soft) {
+    b->spare_pb = g->pb;
+    b->spare_pb_mem = pbm;
+  } else {
+    pp_builder_free(g->pb);
+  }
   g->pb = NULL;
   if (g->gz)
     b->mem_payload += g->gzlen;
@@ -1355,11 +1383,14 @@ static void trim_when_idle_locked(batcher *b) {
     return;
   b->trim_due = false;
   uint8_t *buf = b->pack_buf, *gz = b->gz_spare;
+  pp_builder *pb = b->spare_pb;
   b->pack_buf = b->gz_spare = NULL;
-  b->pack_cap = b->gz_spare_cap = 0;
+  b->pack_cap = b->gz_spare_cap = b->spare_pb_mem = 0;
+  b->spare_pb = NULL;
   pthread_mutex_unlock(&b->mu);
   free(buf);
   free(gz);
+  pp_builder_free(pb);
   pp_pprof_cache_trim();
   malloc_trim(0);
   pthread_mutex_lock(&b->mu);
@@ -1532,6 +1563,7 @@ void batcher_free(batcher *b) {
     spool_set_drop_batch(b->sp, NULL, NULL);
   free(b->pack_buf);
   free(b->gz_spare);
+  pp_builder_free(b->spare_pb);
   free(b->node);
   free(b->subdir);
   dedup_free(b->dx);

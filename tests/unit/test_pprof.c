@@ -630,6 +630,51 @@ static void test_pack_matches_protobuf_c_on_merges(void) {
   perftools__profiles__profile__free_unpacked(bp, NULL);
 }
 
+/* A builder reset and filled again packs the very bytes a new builder
+ * packs for the same adds, through several resets, and its content costs
+ * what a new one's memory does (pp_builder_mem_content mirrors the growth
+ * rules: equal to pp_builder_mem for a builder never reset). */
+static void test_reset_builder_packs_as_a_new_one(void) {
+  Perftools__Profiles__Profile *a = profile_a(), *bp = profile_b();
+  char why[256] = "";
+  pp_builder *reused = pp_builder_new();
+  for (int round = 0; round < 4 && reused; round++) {
+    pp_builder *fresh = pp_builder_new();
+    const Perftools__Profiles__Profile *first = round % 2 ? bp : a, *second = round % 2 ? a : bp;
+    for (int k = 0; k <= round; k++) { /* the same profiles again: samples sum */
+      PP_CHECK_INT(pp_merge_add(reused, first, why, sizeof why), ==, 0);
+      PP_CHECK_INT(pp_merge_add(fresh, first, why, sizeof why), ==, 0);
+    }
+    if (round != 1) {
+      PP_CHECK_INT(pp_merge_add(reused, second, why, sizeof why), ==, 0);
+      PP_CHECK_INT(pp_merge_add(fresh, second, why, sizeof why), ==, 0);
+    }
+    uint8_t *x = NULL, *y = NULL;
+    size_t xl = 0, yl = 0;
+    PP_CHECK_INT(pp_builder_pack(reused, &x, &xl), ==, 0);
+    PP_CHECK_INT(pp_builder_pack(fresh, &y, &yl), ==, 0);
+    PP_CHECK(x && y && xl == yl && memcmp(x, y, xl) == 0);
+    PP_CHECK_INT(pp_builder_mem_content(fresh), ==, pp_builder_mem(fresh));
+    PP_CHECK_INT(pp_builder_mem_content(reused), ==, pp_builder_mem(fresh));
+    check_pack_matches_ref(reused, "merges into a reset builder");
+    free(x);
+    free(y);
+    pp_builder_free(fresh);
+    size_t kept = pp_builder_mem(reused);
+    PP_CHECK_INT(pp_builder_reset(reused), ==, 0);
+    PP_CHECK_INT(pp_builder_sample_count(reused), ==, 0);
+    PP_CHECK_INT(pp_builder_string_count(reused), ==, 1); /* "" only */
+    PP_CHECK(pp_builder_mem(reused) + 4096 >= kept);      /* tables kept (chunks freed) */
+    pp_builder *empty = pp_builder_new();
+    size_t c = pp_builder_mem_content(reused), e = pp_builder_mem(empty);
+    PP_CHECK(c >= e && c - e < 4096); /* the scratch space it kept, no more */
+    pp_builder_free(empty);
+  }
+  pp_builder_free(reused);
+  perftools__profiles__profile__free_unpacked(a, NULL);
+  perftools__profiles__profile__free_unpacked(bp, NULL);
+}
+
 /* ---- validation: each rule rejects its bad case ---- */
 
 static void expect_invalid(const Perftools__Profiles__Profile *p, const char *want) {
@@ -1250,6 +1295,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_pack_matches_protobuf_c_on_empty_profiles);
   PP_RUN(test_pack_matches_protobuf_c_on_edge_values);
   PP_RUN(test_pack_matches_protobuf_c_on_merges);
+  PP_RUN(test_reset_builder_packs_as_a_new_one);
   PP_RUN(test_validate_accepts_valid);
   PP_RUN(test_validate_string_table);
   PP_RUN(test_validate_string_indices);
