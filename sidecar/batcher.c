@@ -13,7 +13,7 @@
  * a twelfth of the budget by sealing the largest open group early, and the
  * adding threads pack sealed groups themselves (help_pack_locked) so packing
  * keeps up with ingest; past a sixth (builders not yet packed plus payloads
- * that could not go to a manifest) adds wait and batcher_has_room says no,
+ * that could not go to a manifest) adds wait and batcher_wait_room says no,
  * so the listener tells new pushes to retry. The listener's frames have
  * their own quarter; the rest is the process itself (threads, libraries,
  * the index of pending batches).
@@ -752,13 +752,6 @@ bool batcher_wait_room(batcher *b, int wait_ms) {
   return room;
 }
 
-bool batcher_has_room(batcher *b) {
-  pthread_mutex_lock(&b->mu);
-  bool room = !over_budget_locked(b);
-  pthread_mutex_unlock(&b->mu);
-  return room;
-}
-
 /* Seals the largest open groups while their builders are over the soft
  * limit; the batcher thread packs them into their manifests and frees the
  * builders. True if it sealed one. Lock held. */
@@ -808,7 +801,7 @@ static void help_pack_locked(batcher *b) {
 /* Back-pressure on adds: while profiles not yet packed (and payloads that
  * could not go to a manifest) are over the batcher's share of the budget,
  * an add waits here (on a connection thread, after the ack: the listener's
- * frame slots then slow the acks down, and batcher_has_room makes it tell
+ * frame slots then slow the acks down, and batcher_wait_room makes it tell
  * new pushes to retry) until the batcher thread has packed sealed groups
  * into their manifests. Pending batches cost no builder memory, so an
  * unreachable target never stalls ingest (the spool limit bounds that).

@@ -28,7 +28,7 @@ typedef struct batcher_config {
   const char *const *target_names; /* per exporter, for /metrics labels; may be NULL */
   /* --max-memory (0: 48 MiB). The batcher keeps profiles being merged under
    * a sixth of it (sealing the largest open batch early beyond a twelfth)
-   * and says it has no room (batcher_has_room) past that sixth. */
+   * and says it has no room (batcher_wait_room) past that sixth. */
   uint64_t max_memory;
   uint32_t max_frame_bytes; /* the listener's --max-frame-bytes (0: PP_FRAME_MAX_DEFAULT) */
 } batcher_config;
@@ -50,13 +50,11 @@ void batcher_add(batcher *b, const char *id, pp_push *push);
 int batcher_add_spooled(void *b, const char *id, const uint8_t *frame, size_t len, char *why,
                         size_t whylen);
 /* Thread-safe. False while the profiles being merged and the payloads held
- * in memory are over the batcher's share of the memory budget: the listener
- * then tells new pushes to retry instead of taking them in. */
-bool batcher_has_room(batcher *b);
-/* batcher_has_room, waiting up to wait_ms for packing to make room (the
- * batch being packed frees its builder within milliseconds): a push that
- * arrives at the budget waits a moment, unread, instead of being refused
- * and sent again. Thread-safe. */
+ * in memory are over the batcher's share of the memory budget after
+ * waiting up to wait_ms (0: not at all) for packing to make room (the batch
+ * being packed frees its builder within milliseconds): the listener lets a
+ * push that arrives at the budget wait a moment, unread, and tells it to
+ * retry only past that. */
 bool batcher_wait_room(batcher *b, int wait_ms);
 /* Exports every open batch now, waiting at most grace_s; what is not
  * exported stays in the spool. Then stops the thread. */

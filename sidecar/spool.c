@@ -199,9 +199,15 @@ static uint64_t used_locked(const spool *s) {
   return s->bytes + s->batch_bytes;
 }
 
+/* Pushes not yet exported: files, held records, pending batches' members.
+ * Lock held. */
+static size_t pushes_locked(const spool *s) {
+  return s->pending.n + s->held.n + (size_t)s->batch_pushes;
+}
+
 static void publish_gauges(spool *s) {
   metrics_set(G_SPOOL_BYTES, (int64_t)used_locked(s));
-  metrics_set(G_SPOOL_FILES, (int64_t)(s->pending.n + s->held.n + s->batch_pushes));
+  metrics_set(G_SPOOL_FILES, (int64_t)pushes_locked(s));
 }
 
 static bool has_suffix(const char *name, const char *suffix) {
@@ -1470,7 +1476,7 @@ uint64_t spool_bytes(spool *s) {
 
 size_t spool_files(spool *s) {
   pthread_mutex_lock(&s->mu);
-  size_t n = s->pending.n + s->held.n + (size_t)s->batch_pushes;
+  size_t n = pushes_locked(s);
   pthread_mutex_unlock(&s->mu);
   return n;
 }
