@@ -6,7 +6,7 @@
  * step as key=value (pack_us: the pack alone, within pack_gzip_us).
  *
  *   bench_sidecar --dump /tmp/p.pb --size 102400
- *   bench_ingest /tmp/p.pb [N (300)] [BATCH (10)]
+ *   bench_ingest [--fresh] /tmp/p.pb [N (300)] [BATCH (10)]
  *
  * One file repeated dedups a batch to one push's samples. The sidecar bench
  * sends distinct payloads (every sample with its own trace_id), so a batch
@@ -17,11 +17,15 @@
  *   bench_ingest $(ls /tmp/v.* | paste -sd,) 300 10
  *
  * malloc is tuned as the sidecar's main tunes it (two arenas, blocks from
- * 1 MiB mmap'ed), and after each batch the parse cache and free heap pages
- * go back to the system as the sidecar's batcher does once a batch is
- * exported: a batch's memory then costs fresh pages, as in the sidecar.
+ * 1 MiB mmap'ed), and batch after batch the builder (pp_builder_reset), the
+ * encoder's buffer and gzip's output buffer are kept, as the sidecar's
+ * batcher keeps them while a load lasts (it trims only once idle). With
+ * --fresh every batch gets new ones and the heap is trimmed after it (the
+ * sidecar before it kept them; figures quoted before 2026-11-26 08:30 were
+ * taken that way).
  */
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +91,11 @@ int main(int argc, char **argv) {
   static uint8_t *frames[MAX_FILES];
   static size_t flens[MAX_FILES];
   size_t nfiles = 0, plen_sum = 0;
+  bool fresh = argc >= 2 && strcmp(argv[1], "--fresh") == 0;
+  if (fresh) {
+    argc--;
+    argv++;
+  }
   int n = argc >= 3 ? atoi(argv[2]) : 300, batch = argc >= 4 ? atoi(argv[3]) : 10;
   if (mallopt(M_ARENA_MAX, 2) != 1 || mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1)
     fprintf(stderr, "bench_ingest: mallopt failed; figures may differ from the sidecar's\n");
@@ -103,13 +112,15 @@ int main(int argc, char **argv) {
   }
   free(list);
   if (nfiles == 0 || n < 1 || batch < 1) {
-    fprintf(stderr, "usage: bench_ingest PPROF_FILE[,PPROF_FILE...] [N] [BATCH]\n");
+    fprintf(stderr, "usage: bench_ingest [--fresh] PPROF_FILE[,PPROF_FILE...] [N] [BATCH]\n");
     return 2;
   }
 
   double t_dec = 0, t_merge = 0, t_pack = 0, t_pack_only = 0;
   size_t raw_sum = 0, gz_sum = 0; /* batch bytes before and after gzip */
   pp_builder *b = pp_builder_new();
+  uint8_t *raw = NULL, *gz = NULL; /* kept from batch to batch unless fresh */
+  size_t rawcap = 0, gzcap = 0;
   int in_batch = 0;
   for (int i = 0; i < n && b; i++) {
     char why[256];
@@ -131,12 +142,11 @@ int main(int argc, char **argv) {
     t_dec += t1 - t0;
     t_merge += t2 - t1;
     if (++in_batch == batch || i == n - 1) {
-      uint8_t *raw = NULL, *gz = NULL;
       size_t rawlen = 0, gzlen = 0;
       double t3 = cpu_s();
-      int rc = pp_builder_pack(b, &raw, &rawlen);
+      int rc = pp_builder_pack_reuse(b, &raw, &rawcap, &rawlen);
       double t4 = cpu_s();
-      if (rc != 0 || pp_gzip_fast(raw, rawlen, &gz, &gzlen) != 0) {
+      if (rc != 0 || pp_gzip_fast_into(raw, rawlen, &gz, &gzcap, &gzlen) != 0) {
         fprintf(stderr, "bench_ingest: pack or gzip failed\n");
         return 2;
       }
@@ -144,16 +154,27 @@ int main(int argc, char **argv) {
       t_pack_only += t4 - t3;
       raw_sum += rawlen;
       gz_sum += gzlen;
+      in_batch = 0;
+      if (!fresh) {
+        if (pp_builder_reset(b) != 0) {
+          fprintf(stderr, "bench_ingest: out of memory\n");
+          return 2;
+        }
+        continue;
+      }
       free(raw);
       free(gz);
+      raw = gz = NULL;
+      rawcap = gzcap = 0;
       pp_builder_free(b);
       pp_pprof_cache_trim();
       malloc_trim(0);
       b = pp_builder_new();
-      in_batch = 0;
     }
   }
   pp_builder_free(b);
+  free(raw);
+  free(gz);
   printf("bench_ingest pprof_bytes=%zu files=%zu pushes=%d batch=%d decode_us=%.0f "
          "merge_us=%.0f pack_gzip_us=%.0f pack_us=%.0f gzip_ratio=%.3f\n",
          plen_sum / nfiles, nfiles, n, batch, t_dec / n * 1e6, t_merge / n * 1e6, t_pack / n * 1e6,
