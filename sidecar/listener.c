@@ -54,9 +54,9 @@
 #define LINGER_MS 1000
 #define REASON_MAX 400
 /* Frames of FRAME_POOL_MIN..FRAME_POOL_BUF bytes are read into buffers of
- * FRAME_POOL_BUF kept in a pool of FRAME_POOL (1 MiB at most, held while the
+ * FRAME_POOL_BUF kept in a pool of FRAME_POOL (2 MiB at most, held while the
  * sidecar runs); smaller and larger frames get a buffer of their own. */
-#define FRAME_POOL 4
+#define FRAME_POOL 8
 #define FRAME_POOL_MIN (16u << 10)
 #define FRAME_POOL_BUF (256u << 10)
 #define ROOM_WAIT_MS 500 /* at the memory budget, how long a frame waits for room */
