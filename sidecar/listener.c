@@ -590,18 +590,26 @@ static uint8_t *frame_get(listener *l, size_t total, size_t cap) {
     if (b)
       return b;
   }
-  return malloc(FRAME_POOL_BUF);
+  /* A mapping of its own: a kept buffer inside a malloc arena would pin
+   * the arena's free memory above it (+2 MiB RSS under the bench). */
+  void *m = mmap(NULL, FRAME_POOL_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
 }
 
 /* Gives back frame_get's buffer for a frame of total bytes (NULL is fine). */
 static void frame_put(listener *l, uint8_t *buf, size_t total) {
-  if (buf && frame_pooled(total))
-    for (int i = 0; i < FRAME_POOL; i++) {
-      uint8_t *none = NULL;
-      if (atomic_compare_exchange_strong(&l->frame_pool[i], &none, buf))
-        return;
-    }
-  free(buf);
+  if (!buf)
+    return;
+  if (!frame_pooled(total)) {
+    free(buf);
+    return;
+  }
+  for (int i = 0; i < FRAME_POOL; i++) {
+    uint8_t *none = NULL;
+    if (atomic_compare_exchange_strong(&l->frame_pool[i], &none, buf))
+      return;
+  }
+  munmap(buf, FRAME_POOL_BUF);
 }
 
 /* A no_samples push (decoded and validated like any other): counted, acked,
@@ -1301,8 +1309,11 @@ void listener_free(listener *l) {
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
   pthread_cond_destroy(&l->work_cv);
-  for (int i = 0; i < FRAME_POOL; i++)
-    free(atomic_load(&l->frame_pool[i]));
+  for (int i = 0; i < FRAME_POOL; i++) {
+    uint8_t *b = atomic_load(&l->frame_pool[i]);
+    if (b)
+      munmap(b, FRAME_POOL_BUF);
+  }
   free(l->conns);
   free(l->uids_scratch);
   free(l->path);
