@@ -50,6 +50,7 @@
 /* At most this many wait for work; the others exit at once: after a burst of
  * hundreds of connections, idle threads would hold their stacks' pages. */
 #define WORKER_IDLE_MAX 8
+#define TRIM_STACK_MS 200 /* an idle worker's stack is trimmed after this wait */
 #define LINGER_MAX 32
 #define LINGER_MS 1000
 #define REASON_MAX 400
@@ -943,36 +944,6 @@ static void conn_end(listener *l, conn *c) {
   pthread_mutex_unlock(&l->mu);
 }
 
-/* The next queued connection for a worker that just finished one, waiting
- * up to WORKER_IDLE_MS; NULL: the worker is no longer counted and must exit
- * without touching l (listener_stop may free it as soon as mu is released). */
-static conn *worker_next(listener *l) {
-  int idle_ms = l->cfg.worker_idle_ms > 0 ? l->cfg.worker_idle_ms : WORKER_IDLE_MS;
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  int64_t end_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec + idle_ms * 1000000LL;
-  struct timespec until = {end_ns / 1000000000LL, end_ns % 1000000000LL};
-  pthread_mutex_lock(&l->mu);
-  l->idle++;
-  int rc = l->idle > WORKER_IDLE_MAX && !l->queue ? ETIMEDOUT : 0;
-  while (!l->queue && !atomic_load(&l->stopping) && rc != ETIMEDOUT)
-    rc = pthread_cond_timedwait(&l->work_cv, &l->mu, &until);
-  l->idle--;
-  conn *c = l->queue;
-  if (c) {
-    l->queue = c->next;
-    if (!l->queue)
-      l->queue_tail = &l->queue;
-    l->queued--;
-  } else {
-    l->workers--;
-    metrics_set(G_CONN_THREADS, l->workers);
-    pthread_cond_broadcast(&l->cv);
-  }
-  pthread_mutex_unlock(&l->mu);
-  return c;
-}
-
 /* Gives back the pages of this thread's stack below the caller's frame: a
  * push that was packed and gzipped on this thread touched far more stack
  * than waiting does, and a worker kept for the next connection would hold
@@ -1000,6 +971,58 @@ static uintptr_t stack_low(void) {
   return addr ? ((uintptr_t)addr + page - 1) & ~(page - 1) : 0;
 }
 
+/* The next queued connection for a worker that just finished one, waiting
+ * up to WORKER_IDLE_MS; NULL: the worker is no longer counted and must exit
+ * without touching l (listener_stop may free it as soon as mu is released).
+ * The worker's stack (lowest page lo) is trimmed once it has waited
+ * TRIM_STACK_MS: under load the next connection comes sooner and would
+ * fault the same pages in again (a trim per push was ~1% of the CPU, plus
+ * its faults). */
+static conn *worker_next(listener *l, uintptr_t lo) {
+  int idle_ms = l->cfg.worker_idle_ms > 0 ? l->cfg.worker_idle_ms : WORKER_IDLE_MS;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t now_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+  int64_t end_ns = now_ns + idle_ms * 1000000LL;
+  int64_t trim_ns = now_ns + TRIM_STACK_MS * 1000000LL;
+  if (trim_ns > end_ns)
+    trim_ns = end_ns;
+  struct timespec until = {end_ns / 1000000000LL, end_ns % 1000000000LL};
+  struct timespec trim_at = {trim_ns / 1000000000LL, trim_ns % 1000000000LL};
+  bool trimmed = false;
+  pthread_mutex_lock(&l->mu);
+  l->idle++;
+  int rc = l->idle > WORKER_IDLE_MAX && !l->queue ? ETIMEDOUT : 0;
+  while (!l->queue && !atomic_load(&l->stopping) && rc != ETIMEDOUT) {
+    if (trimmed) {
+      rc = pthread_cond_timedwait(&l->work_cv, &l->mu, &until);
+      continue;
+    }
+    if (pthread_cond_timedwait(&l->work_cv, &l->mu, &trim_at) == ETIMEDOUT && !l->queue) {
+      pthread_mutex_unlock(&l->mu);
+      trim_stack(lo);
+      pthread_mutex_lock(&l->mu);
+      trimmed = true;
+      if (trim_ns >= end_ns)
+        rc = ETIMEDOUT;
+    }
+  }
+  l->idle--;
+  conn *c = l->queue;
+  if (c) {
+    l->queue = c->next;
+    if (!l->queue)
+      l->queue_tail = &l->queue;
+    l->queued--;
+  } else {
+    l->workers--;
+    metrics_set(G_CONN_THREADS, l->workers);
+    pthread_cond_broadcast(&l->cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return c;
+}
+
 static void *conn_main(void *arg) {
   conn *c = arg;
   listener *l = c->l;
@@ -1009,8 +1032,7 @@ static void *conn_main(void *arg) {
     conn_end(l, c);
     close(c->fd);
     free(c);
-    trim_stack(lo);
-  } while ((c = worker_next(l)));
+  } while ((c = worker_next(l, lo)));
   return NULL;
 }
 
