@@ -145,14 +145,11 @@ static char *str_store(pp_builder *b, const char *s, uint32_t len) {
   return t;
 }
 
-int64_t pp_builder_string(pp_builder *b, const char *s) {
-  if (!s)
-    s = "";
-  size_t len = strlen(s);
+/* pp_builder_string of s, len bytes, whose hash is h (str_hash). */
+static int64_t string_hashed(pp_builder *b, const char *s, size_t len, uint64_t h) {
   if (len >= UINT32_MAX)
     return -1;
   str_key k = {b, s, (uint32_t)len};
-  uint64_t h = pp_hash_bytes(s, len, 0x5157);
   size_t slot;
   int64_t found = pp_htab_find_slot(&b->str_ix, h, str_eq, &k, &slot);
   if (found >= 0)
@@ -166,6 +163,42 @@ int64_t pp_builder_string(pp_builder *b, const char *s) {
   b->strs.v[b->strs.n] = copy;
   b->str_chars += k.len;
   return (int64_t)b->strs.n++;
+}
+
+static uint64_t str_hash(const char *s, size_t len) {
+  return pp_hash_bytes(s, len, 0x5157);
+}
+
+int64_t pp_builder_string(pp_builder *b, const char *s) {
+  if (!s)
+    s = "";
+  size_t len = strlen(s);
+  return string_hashed(b, s, len, str_hash(s, len));
+}
+
+/* Strings hashed ahead of the one being interned: enough for their slots'
+ * cache misses to overlap (a merge interns every string of a push, most of
+ * them new under a per-request label such as trace_id). */
+#define STRINGS_AHEAD 8
+
+int pp_builder_strings(pp_builder *b, const char *const *strs, size_t n, int64_t *out) {
+  size_t len[STRINGS_AHEAD];
+  uint64_t h[STRINGS_AHEAD];
+  for (size_t base = 0; base < n; base += STRINGS_AHEAD) {
+    size_t m = n - base < STRINGS_AHEAD ? n - base : STRINGS_AHEAD;
+    for (size_t i = 0; i < m; i++) {
+      const char *s = strs[base + i] ? strs[base + i] : "";
+      len[i] = strlen(s);
+      h[i] = str_hash(s, len[i]);
+      __builtin_prefetch(&b->str_ix.slots[(size_t)(uint32_t)(h[i] >> 32) & b->str_ix.mask]);
+    }
+    for (size_t i = 0; i < m; i++) {
+      const char *s = strs[base + i] ? strs[base + i] : "";
+      if ((out[base + i] = string_hashed(b, s, len[i], h[i])) < 0)
+        return -1;
+    }
+  }
+  return 0;
 }
 
 #define VEC_MEM(vec) ((vec).cap * sizeof *(vec).v)

@@ -333,10 +333,12 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
     goto fail;
   }
   memset(c.sx, 0xff, src->n_string_table * sizeof *c.sx);
-  if (all) /* in order, so a whole merge lays out the builder as before */
-    for (size_t i = 0; i < src->n_string_table; i++)
-      if (m_str(&c, (int64_t)i, "string") < 0)
-        goto fail;
+  /* in order, so a whole merge lays out the builder as before */
+  if (all && pp_builder_strings(b, (const char *const *)src->string_table, src->n_string_table,
+                                c.sx) != 0) {
+    oom(&c);
+    goto fail;
+  }
   if (merge_header(&c, adopt) != 0)
     goto fail;
   if (all) {

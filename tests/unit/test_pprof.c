@@ -225,6 +225,51 @@ static void test_builder_strings_across_chunks_and_prefixes(void) {
   pp_builder_free(b);
 }
 
+/* pp_builder_strings (a merge's batched interning) gives every string the
+ * index one pp_builder_string call after another gives it: new ones,
+ * repeats inside one batch of the prefetch window and across batches, NULL
+ * as "", through table growths; and the builders pack the same bytes. */
+static void test_builder_strings_batched_as_one_by_one(void) {
+  enum { N = 5003 }; /* not a multiple of the window: a short last batch */
+  pp_builder *batched = pp_builder_new(), *single = pp_builder_new();
+  const char **strs = calloc(N, sizeof *strs);
+  char(*store)[24] = calloc(N, sizeof *store);
+  int64_t *got = calloc(N, sizeof *got);
+  PP_CHECK(batched && single && strs && store && got);
+  if (!batched || !single || !strs || !store || !got)
+    return;
+  PP_CHECK_INT(pp_builder_string(batched, "pre"), ==, pp_builder_string(single, "pre"));
+  for (int i = 0; i < N; i++) {
+    if (i % 97 == 5) {
+      strs[i] = NULL;
+      continue;
+    }
+    /* i % 7 == 3: the string of i - 3 again (same window or the one before) */
+    int v = i % 7 == 3 ? i - 3 : i;
+    snprintf(store[i], sizeof store[i], v % 11 == 0 ? "pre" : "s%d", v);
+    strs[i] = store[i];
+  }
+  for (int round = 0; round < 2; round++) { /* the second round finds them all */
+    PP_CHECK_INT(pp_builder_strings(batched, strs, N, got), ==, 0);
+    for (int i = 0; i < N; i++)
+      PP_CHECK_INT(got[i], ==, pp_builder_string(single, strs[i]));
+  }
+  PP_CHECK_INT(pp_builder_strings(batched, strs, 0, got), ==, 0);
+  PP_CHECK_INT(pp_builder_string_count(batched), ==, pp_builder_string_count(single));
+  uint8_t *x = NULL, *y = NULL;
+  size_t xl = 0, yl = 0;
+  PP_CHECK_INT(pp_builder_pack(batched, &x, &xl), ==, 0);
+  PP_CHECK_INT(pp_builder_pack(single, &y, &yl), ==, 0);
+  PP_CHECK(x && y && xl == yl && memcmp(x, y, xl) == 0);
+  free(x);
+  free(y);
+  free(strs);
+  free(store);
+  free(got);
+  pp_builder_free(batched);
+  pp_builder_free(single);
+}
+
 static void test_builder_dedups_with_dense_ids(void) {
   pp_builder *b = typed_builder();
   uint64_t m1 = pp_builder_mapping(b, 1, 2, 0, "/a", "id", true);
@@ -1296,6 +1341,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_pack_matches_protobuf_c_on_edge_values);
   PP_RUN(test_pack_matches_protobuf_c_on_merges);
   PP_RUN(test_reset_builder_packs_as_a_new_one);
+  PP_RUN(test_builder_strings_batched_as_one_by_one);
   PP_RUN(test_validate_accepts_valid);
   PP_RUN(test_validate_string_table);
   PP_RUN(test_validate_string_indices);
