@@ -586,28 +586,80 @@ static uint8_t *put_label(uint8_t *p, const pp_ilabel *l) {
   return body;
 }
 
-/* The sample of the location ids at locs (locs_len bytes, encoded as
- * bsample stores them) and of the labels in b->scratch_labels (they get
- * sorted there). */
-static int sample_add_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
-                          const int64_t *values, size_t nvalues, size_t nlabels) {
+/* Checks labels' string indices and copies them to b->scratch_labels. */
+static int labels_to_scratch(pp_builder *b, const pp_ilabel *labels, size_t nlabels) {
+  if ((nlabels && !labels) || RESERVE(b->scratch_labels, nlabels) != 0)
+    return -1;
+  for (size_t i = 0; i < nlabels; i++) {
+    if (!string_ok(b, labels[i].key) || !string_ok(b, labels[i].str) ||
+        !string_ok(b, labels[i].num_unit))
+      return -1;
+    b->scratch_labels.v[i] = labels[i];
+  }
+  return 0;
+}
+
+/* Encodes a sample's key into key (room for locs_len + nlabels *
+ * BSAMPLE_LABEL_MAX bytes): its location ids as given, then its labels,
+ * already in b->scratch_labels, sorted and encoded; hashes it and starts
+ * fetching its table slot. */
+static int prep_key(pp_builder *b, pp_sample_prep *p, uint8_t *key, const uint8_t *locs,
+                    size_t locs_len, const int64_t *values, size_t nvalues, size_t nlabels) {
   if (nvalues != b->sample_types.n / 2 || nvalues == 0 || !values || (locs_len && !locs))
     return -1; /* go tool pprof rejects samples in a profile without sample types */
-  /* One byte more: scratch_bytes is never NULL, even for no labels. */
-  if (nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX ||
-      RESERVE(b->scratch_bytes, nlabels * BSAMPLE_LABEL_MAX + 1) != 0)
-    return -1;
-  uint8_t *labs = b->scratch_bytes.v, *p = labs;
+  if (locs_len)
+    memmove(key, locs, locs_len);
+  uint8_t *labs = key + locs_len, *q = labs;
   sort_labels(b->scratch_labels.v, nlabels);
   for (size_t i = 0; i < nlabels; i++) /* string indices stay below UINT32_MAX */
-    p = put_label(p, &b->scratch_labels.v[i]);
-  size_t labs_len = (size_t)(p - labs), len = locs_len + labs_len;
-  if (len > UINT32_MAX) /* see bsample */
+    q = put_label(q, &b->scratch_labels.v[i]);
+  size_t labs_len = (size_t)(q - labs);
+  if (locs_len + labs_len > UINT32_MAX) /* see bsample */
     return -1;
-  sample_key k = {b, locs, labs, (uint32_t)locs_len, (uint32_t)labs_len};
-  uint64_t h = pp_hash_bytes(labs, labs_len, pp_hash_bytes(locs, locs_len, 0x5a));
+  p->key = key;
+  p->locs_len = (uint32_t)locs_len;
+  p->labs_len = (uint32_t)labs_len;
+  p->values = values;
+  p->nvalues = nvalues;
+  p->h = pp_hash_bytes(labs, labs_len, pp_hash_bytes(key, locs_len, 0x5a));
+  __builtin_prefetch(&b->sample_ix.slots[(size_t)(uint32_t)(p->h >> 32) & b->sample_ix.mask]);
+  return 0;
+}
+
+/* Room for a key of locs_len bytes of location ids and nlabels labels in
+ * *buf (capacity *cap); NULL when out of memory or too large. */
+static uint8_t *key_room(uint8_t **buf, size_t *cap, size_t locs_len, size_t nlabels) {
+  if (nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX || locs_len > SIZE_MAX / 4)
+    return NULL;
+  size_t need = locs_len + nlabels * BSAMPLE_LABEL_MAX + 1;
+  if (need > *cap) {
+    size_t ncap = need < 256 ? 256 : need * 2;
+    uint8_t *nb = realloc(*buf, ncap);
+    if (!nb)
+      return NULL;
+    *buf = nb;
+    *cap = ncap;
+  }
+  return *buf;
+}
+
+int pp_builder_sample_prep(pp_builder *b, pp_sample_prep *p, const uint8_t *locs, size_t locs_len,
+                           const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                           size_t nlabels) {
+  uint8_t *key;
+  if (labels_to_scratch(b, labels, nlabels) != 0 ||
+      !(key = key_room(&p->buf, &p->cap, locs_len, nlabels)))
+    return -1;
+  return prep_key(b, p, key, locs, locs_len, values, nvalues, nlabels);
+}
+
+int pp_builder_sample_commit(pp_builder *b, const pp_sample_prep *p) {
+  size_t locs_len = p->locs_len, labs_len = p->labs_len, len = locs_len + labs_len;
+  size_t nvalues = p->nvalues;
+  const int64_t *values = p->values;
+  sample_key k = {b, p->key, p->key + locs_len, p->locs_len, p->labs_len};
   size_t slot;
-  int64_t found = pp_htab_find_slot(&b->sample_ix, h, sample_eq, &k, &slot);
+  int64_t found = pp_htab_find_slot(&b->sample_ix, p->h, sample_eq, &k, &slot);
   if (found >= 0) {
     int64_t *v = b->samples.v[found].rec;
     for (size_t i = 0; i < nvalues; i++)
@@ -618,20 +670,35 @@ static int sample_add_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
       nvalues > (SIZE_MAX / 2 - len) / sizeof *values)
     return -1;
   int64_t *rec = chunk_alloc(&b->sample_mem, nvalues * sizeof *values + len, sizeof *rec);
-  if (!rec || pp_htab_insert_at(&b->sample_ix, slot, h, (uint32_t)b->samples.n) != 0)
+  if (!rec || pp_htab_insert_at(&b->sample_ix, slot, p->h, (uint32_t)b->samples.n) != 0)
     return -1; /* a record left unused stays in its chunk, freed with the builder */
   bsample *s = &b->samples.v[b->samples.n++];
   s->rec = rec;
   s->locs_len = (uint32_t)locs_len;
   s->labs_len = (uint32_t)labs_len;
   memcpy(rec, values, nvalues * sizeof *values);
-  uint8_t *bytes = bsample_bytes(s, nvalues);
-  if (locs_len)
-    memcpy(bytes, locs, locs_len);
-  if (labs_len)
-    memcpy(bytes + locs_len, labs, labs_len);
+  if (len)
+    memcpy(bsample_bytes(s, nvalues), p->key, len);
   b->sample_bytes += len;
   return 0;
+}
+
+void pp_sample_prep_free(pp_sample_prep *p) {
+  free(p->buf);
+  p->buf = NULL;
+  p->cap = 0;
+}
+
+/* Adds a sample whose labels are in b->scratch_labels: prep and commit at
+ * once, the key in b->scratch_bytes. */
+static int sample_add_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
+                          const int64_t *values, size_t nvalues, size_t nlabels) {
+  pp_sample_prep p;
+  if (nlabels > SIZE_MAX / 4 / BSAMPLE_LABEL_MAX || locs_len > SIZE_MAX / 4 ||
+      RESERVE(b->scratch_bytes, locs_len + nlabels * BSAMPLE_LABEL_MAX + 1) != 0 ||
+      prep_key(b, &p, b->scratch_bytes.v, locs, locs_len, values, nvalues, nlabels) != 0)
+    return -1;
+  return pp_builder_sample_commit(b, &p);
 }
 
 /* sample_add_enc of location ids given as numbers, checked here. */
@@ -650,19 +717,6 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
   }
   return sample_add_enc(b, b->scratch_locs.v, (size_t)(p - b->scratch_locs.v), values, nvalues,
                         nlabels);
-}
-
-/* Checks labels' string indices and copies them to b->scratch_labels. */
-static int labels_to_scratch(pp_builder *b, const pp_ilabel *labels, size_t nlabels) {
-  if ((nlabels && !labels) || RESERVE(b->scratch_labels, nlabels) != 0)
-    return -1;
-  for (size_t i = 0; i < nlabels; i++) {
-    if (!string_ok(b, labels[i].key) || !string_ok(b, labels[i].str) ||
-        !string_ok(b, labels[i].num_unit))
-      return -1;
-    b->scratch_labels.v[i] = labels[i];
-  }
-  return 0;
 }
 
 int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,

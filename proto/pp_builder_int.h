@@ -39,6 +39,28 @@ int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
  * order; faster for many new strings: the table slots of the next few are
  * fetched from memory while the current ones are interned. */
 int pp_builder_strings(pp_builder *b, const char *const *strs, size_t n, int64_t *out);
+/* A sample made ready to add: its key (location ids and labels as the
+ * builder stores them) encoded and hashed, its table slot being fetched.
+ * pp_builder_sample_commit adds it; a merge readies the next sample before
+ * it adds the one before, so the slot's cache miss overlaps the work.
+ * values must stay valid until the commit; buf is the prep's own (free it
+ * with pp_sample_prep_free). Between a prep and its commit only other
+ * samples may be readied or added. */
+typedef struct pp_sample_prep {
+  uint8_t *buf, *key;
+  size_t cap;
+  uint32_t locs_len, labs_len;
+  uint64_t h;
+  const int64_t *values;
+  size_t nvalues;
+} pp_sample_prep;
+/* pp_builder_sample_enc in two steps; each 0, or -1 (bad input or out of
+ * memory, as pp_builder_sample_enc). */
+int pp_builder_sample_prep(pp_builder *b, pp_sample_prep *p, const uint8_t *locs, size_t locs_len,
+                           const int64_t *values, size_t nvalues, const pp_ilabel *labels,
+                           size_t nlabels);
+int pp_builder_sample_commit(pp_builder *b, const pp_sample_prep *p);
+void pp_sample_prep_free(pp_sample_prep *p);
 size_t pp_builder_string_count(const pp_builder *b);
 const char *pp_builder_string_at(const pp_builder *b, int64_t ix);
 

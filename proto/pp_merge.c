@@ -295,6 +295,9 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   uint8_t *stmp = NULL; /* a sample's location ids, encoded (pp_builder_sample_enc) */
   pp_ilabel *labels = NULL;
   size_t maxtmp = 1, maxlab = 1;
+  pp_sample_prep prep[2] = {{0}};
+  int cur = 0;
+  bool pending = false;
 
   if (src->n_string_table == 0) {
     pp_say(why, whylen, "cannot merge: the profile has an empty string_table");
@@ -382,11 +385,19 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
              src->n_sample_type);
       goto fail;
     }
-    if (pp_builder_sample_enc(b, stmp, (size_t)(q - stmp), s->value, s->n_value, labels,
-                              s->n_label) != 0) {
+    /* Ready this sample, then add the one before (see pp_sample_prep). */
+    if (pp_builder_sample_prep(b, &prep[cur], stmp, (size_t)(q - stmp), s->value, s->n_value,
+                               labels, s->n_label) != 0 ||
+        (pending && pp_builder_sample_commit(b, &prep[cur ^ 1]) != 0)) {
       oom(&c);
       goto fail;
     }
+    pending = true;
+    cur ^= 1;
+  }
+  if (pending && pp_builder_sample_commit(b, &prep[cur ^ 1]) != 0) {
+    oom(&c);
+    goto fail;
   }
   merge_time(b, src);
   rc = 0;
@@ -399,6 +410,8 @@ fail:
   free(c.lines);
   free(stmp);
   free(labels);
+  pp_sample_prep_free(&prep[0]);
+  pp_sample_prep_free(&prep[1]);
   pp_idmap_free(&c.maps);
   pp_idmap_free(&c.funcs);
   pp_idmap_free(&c.locs);

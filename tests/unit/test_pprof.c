@@ -8,6 +8,7 @@
 #include "pp_pack_ref.h"
 #include "pp_pprof.h"
 #include "pp_test.h"
+#include "pp_varint.h"
 
 #include <limits.h>
 
@@ -267,6 +268,78 @@ static void test_builder_strings_batched_as_one_by_one(void) {
   free(store);
   free(got);
   pp_builder_free(batched);
+  pp_builder_free(single);
+}
+
+/* A merge readies each sample before it adds the one before
+ * (pp_builder_sample_prep/commit): the same samples added in that overlap,
+ * the same one readied twice in a row included, come out as added one at a
+ * time: repeats summed in place, labels sorted, the same packed bytes. */
+static void test_sample_prep_commit_as_one_at_a_time(void) {
+  pp_builder *piped = typed_builder(), *single = typed_builder();
+  if (!piped || !single)
+    return;
+  pp_builder *bs[2] = {piped, single};
+  uint64_t loc[2][3];
+  int64_t key[2], a[2], c[2];
+  for (int k = 0; k < 2; k++) {
+    uint64_t fn = pp_builder_function(bs[k], "f", "f", "f.c", 1);
+    int64_t line = 3;
+    for (int i = 0; i < 3; i++)
+      loc[k][i] = pp_builder_location(bs[k], 0, 0x100 + (uint64_t)i, &fn, &line, 1);
+    key[k] = pp_builder_string(bs[k], "route");
+    a[k] = pp_builder_string(bs[k], "/a");
+    c[k] = pp_builder_string(bs[k], "/c");
+  }
+  enum { N = 40 };
+  int64_t vals[N][2];
+  pp_sample_prep prep[2] = {{0}};
+  int cur = 0;
+  bool pending = false;
+  for (int i = 0; i < N; i++) {
+    /* stacks and labels repeat, twice in a row too (i / 2), in two orders */
+    int which = (i / 2) % 3;
+    vals[i][0] = 1;
+    vals[i][1] = 10 + i;
+    for (int k = 0; k < 2; k++) {
+      uint8_t enc[16], *q = enc;
+      for (int j = 0; j <= which; j++)
+        q = pp_put_varint(q, loc[k][j]);
+      pp_ilabel labels[2] = {{key[k], i % 4 < 2 ? a[k] : c[k], 0, 0}, {key[k], a[k], 0, 0}};
+      pp_ilabel swapped[2] = {labels[1], labels[0]};
+      const pp_ilabel *l = i % 5 == 0 ? swapped : labels;
+      if (k == 1) {
+        PP_CHECK_INT(pp_builder_sample_enc(single, enc, (size_t)(q - enc), vals[i], 2, l, 2), ==,
+                     0);
+        continue;
+      }
+      PP_CHECK_INT(
+          pp_builder_sample_prep(piped, &prep[cur], enc, (size_t)(q - enc), vals[i], 2, l, 2), ==,
+          0);
+      if (pending)
+        PP_CHECK_INT(pp_builder_sample_commit(piped, &prep[cur ^ 1]), ==, 0);
+      pending = true;
+      cur ^= 1;
+    }
+  }
+  PP_CHECK_INT(pp_builder_sample_commit(piped, &prep[cur ^ 1]), ==, 0);
+  PP_CHECK_INT(pp_builder_sample_count(piped), ==, pp_builder_sample_count(single));
+  PP_CHECK(pp_builder_sample_count(piped) < N); /* repeats were summed */
+  uint8_t *x = NULL, *y = NULL;
+  size_t xl = 0, yl = 0;
+  PP_CHECK_INT(pp_builder_pack(piped, &x, &xl), ==, 0);
+  PP_CHECK_INT(pp_builder_pack(single, &y, &yl), ==, 0);
+  PP_CHECK(x && y && xl == yl && memcmp(x, y, xl) == 0);
+  /* A prep that fails (a label string out of range) adds nothing. */
+  pp_ilabel bad = {key[0], 1 << 20, 0, 0};
+  size_t before = pp_builder_sample_count(piped);
+  PP_CHECK_INT(pp_builder_sample_prep(piped, &prep[0], NULL, 0, vals[0], 2, &bad, 1), ==, -1);
+  PP_CHECK_INT(pp_builder_sample_count(piped), ==, before);
+  free(x);
+  free(y);
+  pp_sample_prep_free(&prep[0]);
+  pp_sample_prep_free(&prep[1]);
+  pp_builder_free(piped);
   pp_builder_free(single);
 }
 
@@ -1342,6 +1415,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_pack_matches_protobuf_c_on_merges);
   PP_RUN(test_reset_builder_packs_as_a_new_one);
   PP_RUN(test_builder_strings_batched_as_one_by_one);
+  PP_RUN(test_sample_prep_commit_as_one_at_a_time);
   PP_RUN(test_validate_accepts_valid);
   PP_RUN(test_validate_string_table);
   PP_RUN(test_validate_string_indices);
