@@ -1,6 +1,7 @@
 /* Sidecar settings: one table drives the flags, the INI keys, the checks
  * and the --help text, so a setting cannot exist in one place only. */
 #include "config.h"
+#include "log.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -52,6 +53,9 @@ static const opt_def opts[] = {
      "HOST:PORT for /metrics and /healthz (default: off)"},
     {"node-name", "node_name", NULL, T_STR, OFF(node_name), 0, 0,
      "node name in export paths (default $NODE_NAME, else the host name)"},
+    {"log-level", "log_level", NULL, T_STR, OFF(log_level), 0, 0,
+     "debug, info, warn or error: the least severe events written to stderr (default info; "
+     "debug adds a line per push)"},
     {"allow-uid", "allow_uid", NULL, T_UIDS, OFF(allow_uids), 0, 0,
      "comma-separated uids or user names allowed to push (default: any)"},
     {"shutdown-grace", "shutdown_grace", NULL, T_SECONDS, OFF(shutdown_grace_s), 0, 3600,
@@ -324,6 +328,11 @@ static int apply(sidecar_config *c, const opt_def *o, const char *value, const c
       return fail(err, errlen, "%s: empty value; expected %s", where, accepted(o, acc, sizeof acc));
     if (strlen(value) > 4096)
       return fail(err, errlen, "%s: value longer than 4096 bytes", where);
+    enum log_level lv;
+    if (o->offset == OFF(log_level) && log_level_parse(value, &lv) != 0)
+      return fail(err, errlen,
+                  "%s: \"%.100s\" is not a log level; expected debug, info, warn or error", where,
+                  value);
     char *dup = strdup(value);
     if (!dup)
       return fail(err, errlen, "%s: out of memory", where);
@@ -452,6 +461,7 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
   c->spool_dir = strdup(CONFIG_DEFAULT_SPOOL);
   c->metrics_addr = strdup("");
   c->node_name = strdup(env_node);
+  c->log_level = strdup("info");
   c->bucket_subdir = strdup("");
   c->batch_window_s = 60;
   c->max_spool_bytes = 512ull << 20;
@@ -463,7 +473,8 @@ static int set_defaults(sidecar_config *c, char *err, size_t errlen) {
   c->read_timeout_ms = 10 * 1000;
   c->rescan_interval_s = 5;
   c->max_batch_age_s = 86400;
-  if (!c->socket_path || !c->spool_dir || !c->metrics_addr || !c->node_name || !c->bucket_subdir)
+  if (!c->socket_path || !c->spool_dir || !c->metrics_addr || !c->node_name || !c->bucket_subdir ||
+      !c->log_level)
     return fail(err, errlen, "out of memory");
   return CONFIG_OK;
 }
@@ -590,6 +601,7 @@ void config_free(sidecar_config *c) {
   list_free(&c->otlp_headers);
   free(c->metrics_addr);
   free(c->node_name);
+  free(c->log_level);
   free(c->bucket_subdir);
   free(c->config_file);
   free(c->ca_file);

@@ -36,6 +36,7 @@ typedef struct sidecar_config {
   uint64_t max_memory;               /* --max-memory / max_memory (48 MiB) */
   char *metrics_addr;                /* --metrics-addr / metrics_addr, HOST:PORT; "" = off */
   char *node_name;                   /* --node-name / node_name ($NODE_NAME, else the host name) */
+  char *log_level;                   /* --log-level / log_level: debug, info, warn, error (info) */
   uid_t allow_uids[CONFIG_MAX_UIDS]; /* --allow-uid / allow_uid */
   size_t n_allow_uids;               /* 0: every peer is allowed */
   int shutdown_grace_s;              /* --shutdown-grace / shutdown_grace (10) */

@@ -4,12 +4,35 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LOG_LINE_MAX 4096
+
+/* Per-push events are debug: at info (the default) a busy sidecar writes
+ * lines for what changes, not one per push. */
+static atomic_int min_level = LOG_INFO;
+
+void log_set_level(enum log_level level) {
+  atomic_store(&min_level, (int)level);
+}
+
+int log_level_parse(const char *s, enum log_level *out) {
+  static const struct {
+    const char *name;
+    enum log_level level;
+  } names[] = {{"debug", LOG_DEBUG}, {"info", LOG_INFO}, {"warn", LOG_WARN}, {"error", LOG_ERROR}};
+  for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
+    if (strcasecmp(s, names[i].name) == 0) {
+      *out = names[i].level;
+      return 0;
+    }
+  return -1;
+}
 
 static const char *level_name(enum log_level level) {
   switch (level) {
@@ -78,6 +101,8 @@ void log_event(enum log_level level, const char *msg, const char *fmt, ...) {
 }
 
 void log_vevent(enum log_level level, const char *msg, const char *fmt, va_list ap) {
+  if ((int)level < atomic_load_explicit(&min_level, memory_order_relaxed))
+    return;
   int saved = errno;
   char line[LOG_LINE_MAX];
   char qmsg[512];

@@ -6,6 +6,10 @@
 #include <stdarg.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+/* Events below level are not written (LOG_INFO until set). */
+void log_set_level(enum log_level level);
+/* "debug", "info", "warn" or "error" (any case) into *out; -1 otherwise. */
+int log_level_parse(const char *s, enum log_level *out);
 /* fmt is the key=value tail after msg; values with spaces must be quoted by
  * the caller (use log_quote). */
 void log_event(enum log_level level, const char *msg, const char *fmt, ...)

@@ -103,6 +103,9 @@ int main(int argc, char **argv) {
     config_free(&cfg);
     return st == CONFIG_DONE ? 0 : 2;
   }
+  enum log_level level = LOG_INFO;
+  (void)log_level_parse(cfg.log_level, &level); /* checked by config_load */
+  log_set_level(level);
 
   /* Signals are taken synchronously by the main thread only; every thread
    * created below inherits the mask. */

@@ -87,7 +87,8 @@ pushprof_fuzz_target(NAME procmaps SOURCES ${PP_FUZZ_SDK}/procmaps_linux.c INCLU
 pushprof_fuzz_target(NAME elfsym SOURCES ${PP_FUZZ_SDK}/elfsym.c ${PP_FUZZ_SDK}/dlphdr.c INCLUDES ${PP_FUZZ_SDK}
   LIBS PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads)
 
-pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c INCLUDES ${PP_FUZZ_SIDECAR}
+pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c ${PP_FUZZ_SIDECAR}/log.c
+  INCLUDES ${PP_FUZZ_SIDECAR}
   LIBS PkgConfig::PP_FUZZ_INIH)
 
 pushprof_fuzz_target(NAME env_config SOURCES ${PP_FUZZ_SDK}/env_config.c

@@ -72,7 +72,8 @@ def main():
     sock = os.path.join(tmp, "pp.sock")
     log = open(os.path.join(tmp, "sidecar.log"), "w")
     sc = subprocess.Popen([sidecar, "--socket", sock, "--spool", os.path.join(tmp, "spool"),
-                           "--export", "file://" + os.path.join(tmp, "out"), "--batch-window", "5"],
+                           "--export", "file://" + os.path.join(tmp, "out"), "--batch-window", "5",
+                           "--log-level", "debug"],
                           stdout=log, stderr=log)
     try:
         for _ in range(200):

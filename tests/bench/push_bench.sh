@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
 done
 w=$(mktemp -d /tmp/push_bench.XXXXXX)
 "$build/sidecar/pushprof-sidecar" --socket "$w/s.sock" --spool "$w/spool" --export "file://$w/out" \
-  --batch-window 5 2>"$w/side.log" &
+  --batch-window 5 --log-level debug 2>"$w/side.log" &
 side=$!
 trap 'kill $side 2>/dev/null; wait $side 2>/dev/null; rm -rf "$w"' EXIT
 for _ in $(seq 100); do [ -S "$w/s.sock" ] && break; sleep 0.05; done

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "log.h"
 #include "pp_test.h"
 
 static char ini_path[256];
@@ -124,6 +125,36 @@ static void test_config_bad_values_name_the_flag(void) {
   expect_error(a7, 3, "/nonexistent/pushprof.ini");
   const char *a8[] = {"x", "--spool-drop-oldest=maybe", NULL};
   expect_error(a8, 2, "boolean");
+  const char *a9[] = {"x", "--log-level", "loud", NULL};
+  expect_error(a9, 3,
+               "--log-level: \"loud\" is not a log level; expected debug, info, warn or error");
+}
+
+/* --log-level: info by default; any case; the file's key, then the flag. */
+static void test_config_log_level(void) {
+  sidecar_config c;
+  char err[512] = "";
+  const char *a1[] = {"x", NULL};
+  PP_CHECK_INT(load(&c, err, sizeof err, 1, a1), ==, CONFIG_OK);
+  PP_CHECK_STR(c.log_level, "info");
+  config_free(&c);
+  write_ini("log_level = WARN\n");
+  const char *a2[] = {"x", "--config", ini_path, NULL};
+  PP_CHECK_INT(load(&c, err, sizeof err, 3, a2), ==, CONFIG_OK);
+  enum log_level lv = LOG_DEBUG;
+  PP_CHECK_INT(log_level_parse(c.log_level, &lv), ==, 0);
+  PP_CHECK_INT(lv, ==, LOG_WARN);
+  config_free(&c);
+  const char *a3[] = {"x", "--config", ini_path, "--log-level", "debug", NULL};
+  PP_CHECK_INT(load(&c, err, sizeof err, 5, a3), ==, CONFIG_OK);
+  PP_CHECK_STR(c.log_level, "debug");
+  config_free(&c);
+  write_ini("log_level = verbose\n");
+  expect_error(a2, 3, "log_level");
+  PP_CHECK_INT(log_level_parse("Error", &lv), ==, 0);
+  PP_CHECK_INT(lv, ==, LOG_ERROR);
+  PP_CHECK_INT(log_level_parse("", &lv), ==, -1);
+  PP_CHECK_INT(log_level_parse(NULL, &lv), ==, -1);
 }
 
 static void test_config_bad_file_key_names_the_key(void) {
@@ -201,6 +232,7 @@ int main(void) {
   PP_RUN(test_config_env_socket_and_hostname);
   PP_RUN(test_config_file_then_flags_override);
   PP_RUN(test_config_bad_values_name_the_flag);
+  PP_RUN(test_config_log_level);
   PP_RUN(test_config_bad_file_key_names_the_key);
   PP_RUN(test_config_parse_size_suffixes);
   PP_RUN(test_config_export_list_file_then_flags);

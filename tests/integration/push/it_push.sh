@@ -27,7 +27,8 @@ fail() { echo "FAIL [$case_]: $*" >&2; [ -f "$w/side.log" ] && tail -20 "$w/side
 
 start_sidecar() {
   "$B/sidecar/pushprof-sidecar" --socket "$sock" --spool "$w/spool" --export "file://$w/out" \
-    --batch-window 1 --shutdown-grace 5 --metrics-addr 127.0.0.1:0 2>>"$w/side.log" &
+    --batch-window 1 --shutdown-grace 5 --metrics-addr 127.0.0.1:0 --log-level debug \
+    2>>"$w/side.log" &
   sidecar_pid=$!
   for _ in $(seq 200); do [ -S "$sock" ] && return 0; sleep 0.05; done
   fail "sidecar did not start"

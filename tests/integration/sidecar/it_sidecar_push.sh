@@ -63,4 +63,20 @@ grep -q 'is the sidecar running' "$W/err" || fail "missing socket message: $(cat
 stop_sidecar
 [ ! -e "$SOCK" ] || fail "socket left behind after a clean stop"
 grep -q 'msg="sidecar stopped"' "$SC_LOG" || fail "no stop log line"
-echo "ok: 5 pushes acked, exported totals $got match, client errors exit 2/3"
+# That run was at --log-level debug (lib.sh): a line per push. The default,
+# info, writes the start, the exports and the stop, but no line per push.
+[ "$(grep -c 'level=debug msg="push accepted"' "$SC_LOG")" -eq 5 ] ||
+  fail "debug: $(grep -c 'msg="push accepted"' "$SC_LOG") 'push accepted' lines, want 5"
+start_sidecar quiet --log-level info --batch-window 1
+for i in 1 2 3; do
+  "$CLI" push "$W/in$i.pb.gz" --socket "$SOCK" --service quiet >/dev/null || fail "quiet push $i"
+done
+wait_files "$OUT/testnode/quiet" 1 20 || fail "nothing exported for quiet"
+stop_sidecar
+grep -q 'msg="sidecar started"' "$SC_LOG" || fail "info: no start line"
+grep -q 'msg="batch exported" service="quiet"' "$SC_LOG" || fail "info: no export line"
+! grep -q 'level=debug' "$SC_LOG" || fail "info: debug lines written: $(grep -m1 'level=debug' "$SC_LOG")"
+rc=0; "$SIDECAR" --log-level loud 2>"$W/err" || rc=$?
+[ $rc -eq 2 ] || fail "--log-level loud: exit $rc, want 2"
+grep -q 'expected debug, info, warn or error' "$W/err" || fail "--log-level message: $(cat "$W/err")"
+echo "ok: 5 pushes acked, exported totals $got match, client errors exit 2/3, log levels"

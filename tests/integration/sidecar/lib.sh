@@ -54,7 +54,7 @@ start_sidecar() {
   done
   SC_LOG=$W/sidecar-$name.log
   "$SIDECAR" --socket "$SOCK" --spool "$W/spool" "${export[@]}" --node-name testnode \
-    --metrics-addr 127.0.0.1:0 "$@" 2>"$SC_LOG" &
+    --metrics-addr 127.0.0.1:0 --log-level debug "$@" 2>"$SC_LOG" &
   SC_PID=$!
   for _ in $(seq 200); do
     if grep -q 'msg="sidecar started"' "$SC_LOG" 2>/dev/null; then
