@@ -184,19 +184,18 @@ int64_t pp_builder_string(pp_builder *b, const char *s) {
 int pp_builder_strings(pp_builder *b, const char *const *strs, size_t n, int64_t *out) {
   size_t len[STRINGS_AHEAD];
   uint64_t h[STRINGS_AHEAD];
+  const char *s[STRINGS_AHEAD];
   for (size_t base = 0; base < n; base += STRINGS_AHEAD) {
     size_t m = n - base < STRINGS_AHEAD ? n - base : STRINGS_AHEAD;
     for (size_t i = 0; i < m; i++) {
-      const char *s = strs[base + i] ? strs[base + i] : "";
-      len[i] = strlen(s);
-      h[i] = str_hash(s, len[i]);
+      s[i] = strs[base + i] ? strs[base + i] : "";
+      len[i] = strlen(s[i]);
+      h[i] = str_hash(s[i], len[i]);
       __builtin_prefetch(&b->str_ix.slots[(size_t)(uint32_t)(h[i] >> 32) & b->str_ix.mask]);
     }
-    for (size_t i = 0; i < m; i++) {
-      const char *s = strs[base + i] ? strs[base + i] : "";
-      if ((out[base + i] = string_hashed(b, s, len[i], h[i])) < 0)
+    for (size_t i = 0; i < m; i++)
+      if ((out[base + i] = string_hashed(b, s[i], len[i], h[i])) < 0)
         return -1;
-    }
   }
   return 0;
 }
@@ -717,14 +716,6 @@ static int sample_add_scratch(pp_builder *b, const uint64_t *location_ids, size_
   }
   return sample_add_enc(b, b->scratch_locs.v, (size_t)(p - b->scratch_locs.v), values, nvalues,
                         nlabels);
-}
-
-int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
-                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
-                          size_t nlabels) {
-  if (labels_to_scratch(b, labels, nlabels) != 0)
-    return -1;
-  return sample_add_enc(b, locs, locs_len, values, nvalues, nlabels);
 }
 
 int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,

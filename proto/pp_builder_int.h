@@ -26,14 +26,6 @@ uint64_t pp_builder_function_ix(pp_builder *b, int64_t name, int64_t system_name
 int pp_builder_sample_ix(pp_builder *b, const uint64_t *location_ids, size_t nlocs,
                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
                          size_t nlabels);
-/* pp_builder_sample_ix with the location ids already encoded as the
- * builder stores them (bsample in pp_builder_tab.h): a packed varint run,
- * pp_put_varint's bytes of each id, of ids this builder returned. Not
- * checked: pp_merge.c makes them in the loop that remaps them, which saves
- * a second pass over every location id of every sample. */
-int pp_builder_sample_enc(pp_builder *b, const uint8_t *locs, size_t locs_len,
-                          const int64_t *values, size_t nvalues, const pp_ilabel *labels,
-                          size_t nlabels);
 /* pp_builder_string of strs[0..n) (NULL reads as ""), their indices into
  * out[0..n); 0, or -1 when out of memory. The same indices as n calls in
  * order; faster for many new strings: the table slots of the next few are
@@ -54,8 +46,12 @@ typedef struct pp_sample_prep {
   const int64_t *values;
   size_t nvalues;
 } pp_sample_prep;
-/* pp_builder_sample_enc in two steps; each 0, or -1 (bad input or out of
- * memory, as pp_builder_sample_enc). */
+/* pp_builder_sample_ix in two steps, with the location ids already encoded
+ * as the builder stores them (bsample in pp_builder_tab.h): a packed varint
+ * run, pp_put_varint's bytes of each id, of ids this builder returned. Not
+ * checked: pp_merge.c makes them in the loop that remaps them, which saves
+ * a second pass over every location id of every sample. Each 0, or -1 (bad
+ * input or out of memory, as pp_builder_sample_ix). */
 int pp_builder_sample_prep(pp_builder *b, pp_sample_prep *p, const uint8_t *locs, size_t locs_len,
                            const int64_t *values, size_t nvalues, const pp_ilabel *labels,
                            size_t nlabels);

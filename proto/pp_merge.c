@@ -292,7 +292,7 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
                  bool all, char *why, size_t whylen) {
   int rc = -1;
   merge_ctx c = {.b = b, .src = src, .why = why, .whylen = whylen};
-  uint8_t *stmp = NULL; /* a sample's location ids, encoded (pp_builder_sample_enc) */
+  uint8_t *stmp = NULL; /* a sample's location ids, encoded (pp_builder_sample_prep) */
   pp_ilabel *labels = NULL;
   size_t maxtmp = 1, maxlab = 1;
   pp_sample_prep prep[2] = {{0}};

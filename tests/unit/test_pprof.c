@@ -309,8 +309,11 @@ static void test_sample_prep_commit_as_one_at_a_time(void) {
       pp_ilabel swapped[2] = {labels[1], labels[0]};
       const pp_ilabel *l = i % 5 == 0 ? swapped : labels;
       if (k == 1) {
-        PP_CHECK_INT(pp_builder_sample_enc(single, enc, (size_t)(q - enc), vals[i], 2, l, 2), ==,
-                     0);
+        pp_sample_prep now = {0}; /* readied and added at once */
+        PP_CHECK_INT(pp_builder_sample_prep(single, &now, enc, (size_t)(q - enc), vals[i], 2, l, 2),
+                     ==, 0);
+        PP_CHECK_INT(pp_builder_sample_commit(single, &now), ==, 0);
+        pp_sample_prep_free(&now);
         continue;
       }
       PP_CHECK_INT(
