@@ -12,6 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* v's bytes in memory order as a little-endian number, and back. */
+static inline uint64_t le64(uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return __builtin_bswap64(v);
+#else
+  return v;
+#endif
+}
+
 static const char *src_str(const Perftools__Profiles__Profile *p, int64_t ix) {
   return ix >= 0 && (uint64_t)ix < p->n_string_table && p->string_table[ix] ? p->string_table[ix]
                                                                             : "?";
@@ -153,6 +162,7 @@ typedef struct merge_ctx {
   uint64_t *mx; /* src mapping position -> builder id, 0 = not yet */
   uint64_t *fx; /* src function position -> builder id */
   uint64_t *lx; /* src location position -> builder id */
+  uint64_t *le; /* and that id as a varint (low bytes) with its length in the top byte */
   uint64_t *ftmp;
   int64_t *lines;
   pp_idmap maps, funcs, locs;
@@ -327,11 +337,14 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   c.mx = calloc(src->n_mapping + 1, sizeof *c.mx);
   c.fx = calloc(src->n_function + 1, sizeof *c.fx);
   c.lx = calloc(src->n_location + 1, sizeof *c.lx);
+  c.le = calloc(src->n_location + 1, sizeof *c.le);
   c.ftmp = malloc(maxtmp * sizeof *c.ftmp);
   c.lines = malloc(maxtmp * sizeof *c.lines);
-  stmp = malloc(maxtmp * PP_VARINT32_MAX); /* builder ids are below UINT32_MAX */
+  /* Builder ids are below UINT32_MAX; each is stored as 8 bytes, the last
+   * 3 (its length and zeros) overwritten by the next. */
+  stmp = malloc(maxtmp * PP_VARINT32_MAX + 8);
   labels = malloc(maxlab * sizeof *labels);
-  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.ftmp || !c.lines || !stmp || !labels) {
+  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.le || !c.ftmp || !c.lines || !stmp || !labels) {
     oom(&c);
     goto fail;
   }
@@ -365,11 +378,21 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
                s->location_id[j]);
         goto fail;
       }
-      /* The memo inline: samples look up ~30 locations each, nearly all known. */
-      uint64_t id = c.lx[pos];
-      if (!id && !(id = m_location(&c, (size_t)pos)))
-        goto fail;
-      q = pp_put_varint(q, id);
+      /* The memo inline, as the varint it becomes: samples look up ~30
+       * locations each, nearly all known. */
+      uint64_t e = c.le[pos];
+      if (!e) {
+        uint64_t id = m_location(&c, (size_t)pos);
+        if (!id)
+          goto fail;
+        uint8_t v[8] = {0};
+        size_t n = (size_t)(pp_put_varint(v, id) - v);
+        memcpy(&e, v, sizeof e);
+        c.le[pos] = e = le64(e) | (uint64_t)n << 56;
+      }
+      uint64_t w = le64(e);
+      memcpy(q, &w, sizeof w);
+      q += e >> 56;
     }
     for (size_t j = 0; j < s->n_label; j++) {
       const Perftools__Profiles__Label *l = s->label[j];
@@ -406,6 +429,7 @@ fail:
   free(c.mx);
   free(c.fx);
   free(c.lx);
+  free(c.le);
   free(c.ftmp);
   free(c.lines);
   free(stmp);

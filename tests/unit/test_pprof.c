@@ -751,6 +751,67 @@ static void test_pack_matches_protobuf_c_on_merges(void) {
   perftools__profiles__profile__free_unpacked(bp, NULL);
 }
 
+/* Merge rewrites each sample's location ids as the builder's, each id's
+ * varint kept from its first use: ids of one, two and three bytes, out of
+ * order and repeated, come out as the same stacks (compared by address,
+ * one per location), merged once and then again (every id known). */
+static void test_merge_remaps_ids_of_every_width(void) {
+  enum { NLOC = 20000 };
+  pp_builder *src = pp_builder_new();
+  PP_CHECK(src != NULL);
+  if (!src)
+    return;
+  int64_t fname = pp_builder_string(src, "f"), cpu = pp_builder_string(src, "cpu"),
+          ns = pp_builder_string(src, "nanoseconds");
+  PP_CHECK_INT(pp_builder_add_sample_type_ix(src, cpu, ns), ==, 0);
+  uint64_t fid = pp_builder_function_ix(src, fname, fname, 0, 0);
+  int64_t line = 1;
+  for (uint64_t i = 1; i <= NLOC; i++)
+    PP_CHECK_INT(pp_builder_location(src, 0, 0x1000 * i, &fid, &line, 1), ==, i);
+  static const uint64_t stacks[][6] = {{1, 127, 128, 16383, 16384, NLOC},
+                                       {NLOC, 16384, 16383, 128, 127, 1},
+                                       {300, 300, 2, 19999, 5000, 129}};
+  for (size_t k = 0; k < 3; k++) {
+    int64_t v = (int64_t)k + 1;
+    PP_CHECK_INT(pp_builder_sample_ix(src, stacks[k], 6, &v, 1, NULL, 0), ==, 0);
+  }
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(pp_builder_pack(src, &buf, &len), ==, 0);
+  Perftools__Profiles__Profile *in = perftools__profiles__profile__unpack(NULL, len, buf);
+  free(buf);
+  PP_CHECK(in != NULL);
+  /* The merged builder numbers locations by first use: not the source's. */
+  pp_builder *m = pp_builder_new();
+  char why[256] = "";
+  for (int round = 0; in && round < 2; round++) {
+    PP_CHECK_INT(pp_merge_add(m, in, why, sizeof why), ==, 0);
+    buf = NULL;
+    PP_CHECK_INT(pp_builder_pack(m, &buf, &len), ==, 0);
+    Perftools__Profiles__Profile *out = perftools__profiles__profile__unpack(NULL, len, buf);
+    free(buf);
+    PP_CHECK(out != NULL);
+    if (!out)
+      break;
+    PP_CHECK_INT(out->n_sample, ==, 3);
+    for (size_t k = 0; k < out->n_sample && k < 3; k++) {
+      const Perftools__Profiles__Sample *smp = out->sample[k];
+      PP_CHECK_INT(smp->n_location_id, ==, 6);
+      PP_CHECK_INT(smp->value[0], ==, (int64_t)(k + 1) * (round + 1));
+      for (size_t j = 0; j < smp->n_location_id && j < 6; j++) {
+        uint64_t id = smp->location_id[j];
+        PP_CHECK(id >= 1 && id <= out->n_location);
+        if (id >= 1 && id <= out->n_location)
+          PP_CHECK_INT(out->location[id - 1]->address, ==, 0x1000 * stacks[k][j]);
+      }
+    }
+    perftools__profiles__profile__free_unpacked(out, NULL);
+  }
+  perftools__profiles__profile__free_unpacked(in, NULL);
+  pp_builder_free(m);
+  pp_builder_free(src);
+}
+
 /* A builder reset and filled again packs the very bytes a new builder
  * packs for the same adds, through several resets, and its content costs
  * what a new one's memory does (pp_builder_mem_content mirrors the growth
@@ -1412,6 +1473,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_builder_dedups_with_dense_ids);
   PP_RUN(test_pack_unpack_round_trip);
   PP_RUN(test_pack_matches_protobuf_c_on_random_profiles);
+  PP_RUN(test_merge_remaps_ids_of_every_width);
   PP_RUN(test_pack_matches_protobuf_c_on_widest_values);
   PP_RUN(test_pack_matches_protobuf_c_on_empty_profiles);
   PP_RUN(test_pack_matches_protobuf_c_on_edge_values);
