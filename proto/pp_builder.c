@@ -44,8 +44,14 @@ static void *chunk_alloc(chunk_list *l, size_t size, size_t align) {
     bool own = size > cap; /* a large record gets a chunk of its own */
     if (own)
       cap = size;
-    if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap)))
+    if (!own && l->spare && l->spare->cap >= cap) { /* paged in already */
+      c = l->spare;
+      l->spare = c->next;
+      l->spare_bytes -= sizeof *c + c->cap;
+      cap = c->cap;
+    } else if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap))) {
       return NULL;
+    }
     c->used = 0;
     c->cap = cap;
     l->bytes += sizeof *c + cap;
@@ -64,11 +70,48 @@ static void *chunk_alloc(chunk_list *l, size_t size, size_t align) {
   return c->mem + at;
 }
 
-static void chunks_free(chunk_list *l) {
-  for (mem_chunk *c = l->head, *next; c; c = next) {
+static void chunk_chain_free(mem_chunk *c) {
+  for (mem_chunk *next; c; c = next) {
     next = c->next;
     free(c);
   }
+}
+
+static void chunks_free(chunk_list *l) {
+  chunk_chain_free(l->head);
+  chunk_chain_free(l->spare);
+}
+
+/* Empties l for a reset builder: its full-size chunks become spares that
+ * the next batch fills instead of new ones (freed, they went back to the
+ * kernel and every page faulted in again); smaller ones go. */
+static void chunks_reset(chunk_list *l) {
+  for (mem_chunk *c = l->head, *next; c; c = next) {
+    next = c->next;
+    if (c->cap == CHUNK_MAX) {
+      c->next = l->spare;
+      l->spare = c;
+      l->spare_bytes += sizeof *c + c->cap;
+    } else {
+      free(c);
+    }
+  }
+  l->head = NULL;
+  l->bytes = 0;
+  l->next_cap = l->spare ? CHUNK_MAX : 0;
+}
+
+static void chunks_drop_spares(chunk_list *l) {
+  chunk_chain_free(l->spare);
+  l->spare = NULL;
+  l->spare_bytes = 0;
+  if (!l->head)
+    l->next_cap = 0;
+}
+
+void pp_builder_drop_spares(pp_builder *b) {
+  chunks_drop_spares(&b->str_mem);
+  chunks_drop_spares(&b->sample_mem);
 }
 
 /* The tables' expected sizes at creation (pp_htab_init). */
@@ -206,12 +249,12 @@ int pp_builder_strings(pp_builder *b, const char *const *strs, size_t n, int64_t
 size_t pp_builder_mem(const pp_builder *b) {
   if (!b)
     return 0;
-  return sizeof *b + b->str_mem.bytes + b->sample_mem.bytes + VEC_MEM(b->strs) +
-         HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) + HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) +
-         HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) + VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) +
-         VEC_MEM(b->samples) + HTAB_MEM(b->sample_ix) + VEC_MEM(b->sample_types) +
-         VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) + VEC_MEM(b->scratch_bytes) +
-         VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
+  return sizeof *b + b->str_mem.bytes + b->str_mem.spare_bytes + b->sample_mem.bytes +
+         b->sample_mem.spare_bytes + VEC_MEM(b->strs) + HTAB_MEM(b->str_ix) + VEC_MEM(b->maps) +
+         HTAB_MEM(b->map_ix) + VEC_MEM(b->funcs) + HTAB_MEM(b->func_ix) + VEC_MEM(b->locs) +
+         VEC_MEM(b->lines) + HTAB_MEM(b->loc_ix) + VEC_MEM(b->samples) + HTAB_MEM(b->sample_ix) +
+         VEC_MEM(b->sample_types) + VEC_MEM(b->comments) + VEC_MEM(b->scratch_labels) +
+         VEC_MEM(b->scratch_bytes) + VEC_MEM(b->scratch_locs) + VEC_MEM(b->scratch_lines);
 }
 
 /* A vector's capacity after growing from nothing to n elements
@@ -257,8 +300,8 @@ static void htab_clear(pp_htab *t) {
 }
 
 int pp_builder_reset(pp_builder *b) {
-  chunks_free(&b->str_mem);
-  chunks_free(&b->sample_mem);
+  chunks_reset(&b->str_mem);
+  chunks_reset(&b->sample_mem);
   pp_builder keep = *b;
   /* Everything else as calloc left it in pp_builder_new. */
   memset(b, 0, sizeof *b);
@@ -272,6 +315,8 @@ int pp_builder_reset(pp_builder *b) {
     b->f = keep.f;                                                                                 \
     htab_clear(&b->f);                                                                             \
   } while (0)
+  b->str_mem = keep.str_mem;
+  b->sample_mem = keep.sample_mem;
   KEEP_VEC(strs);
   KEEP_VEC(maps);
   KEEP_VEC(funcs);

@@ -77,9 +77,11 @@ typedef struct mem_chunk {
 } mem_chunk;
 
 typedef struct chunk_list {
-  mem_chunk *head; /* newest first */
+  mem_chunk *head;  /* newest first */
+  mem_chunk *spare; /* emptied by pp_builder_reset, taken before a malloc */
   size_t next_cap;
-  size_t bytes; /* the chunks' bytes, headers included */
+  size_t bytes;       /* the chunks' bytes in use, headers included */
+  size_t spare_bytes; /* and the spare ones' */
 } chunk_list;
 
 #define CHUNK_FIRST ((size_t)1 << 10)

@@ -51,10 +51,13 @@ size_t pp_builder_mem(const pp_builder *b);
  * its capacity) what its content alone costs. O(1). */
 size_t pp_builder_mem_content(const pp_builder *b);
 /* Empties b as pp_builder_new would make it, keeping its arrays' and hash
- * tables' memory (their pages stay mapped; the tables are cleared): a
- * caller merging batch after batch reuses one builder. 0, or -1 (out of
- * memory: b can then only be freed). */
+ * tables' memory (their pages stay mapped; the tables are cleared) and its
+ * full-size string and sample chunks as spares: a caller merging batch
+ * after batch reuses one builder. 0, or -1 (out of memory: b can then only
+ * be freed). */
 int pp_builder_reset(pp_builder *b);
+/* Frees the spare chunks a reset kept (pp_builder_mem counts them). */
+void pp_builder_drop_spares(pp_builder *b);
 /* Serializes (uncompressed). *out is malloc'ed, caller frees. 0 or -1. */
 int pp_builder_pack(pp_builder *b, uint8_t **out, size_t *len);
 /* The same into *buf (*cap bytes; NULL/0 at first), which is replaced by a

@@ -1086,6 +1086,11 @@ static void prepare_group(batcher *b, group *g) {
   b->mem_merge -= g->pbmem;
   g->pbmem = 0;
   size_t pbm = pp_builder_mem(g->pb);
+  if (reusable && !b->spare_pb && pbm > b->merge_soft) {
+    /* Over the soft limit with its spare chunks: keep the rest. */
+    pp_builder_drop_spares(g->pb);
+    pbm = pp_builder_mem(g->pb);
+  }
   if (reusable && !b->spare_pb && pbm <= b->merge_soft) {
     b->spare_pb = g->pb;
     b->spare_pb_mem = pbm;

@@ -812,6 +812,55 @@ static void test_merge_remaps_ids_of_every_width(void) {
   pp_builder_free(src);
 }
 
+/* A reset keeps the builder's full-size chunks as spares and fills them
+ * again: the same content costs no more memory the second time (without
+ * the reuse it would cost the spares plus as many new chunks). Dropping
+ * the spares gives back exactly their bytes, and the builder still works. */
+static void test_reset_reuses_chunks(void) {
+  enum { NSTR = 8000 };
+  pp_builder *b = pp_builder_new(), *fresh = pp_builder_new();
+  PP_CHECK(b != NULL && fresh != NULL);
+  if (!b || !fresh)
+    return;
+  char text[128];
+  size_t before = 0, after = 0;
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < NSTR; i++) {
+      snprintf(text, sizeof text, "%06d-%s", i,
+               "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
+      PP_CHECK(pp_builder_string(b, text) >= 0);
+      if (round == 0)
+        PP_CHECK(pp_builder_string(fresh, text) >= 0);
+    }
+    PP_CHECK_INT(pp_builder_string_count(b), ==, NSTR + 1);
+    if (round == 0)
+      before = pp_builder_mem(b);
+    else
+      after = pp_builder_mem(b);
+    if (round == 1)
+      PP_CHECK(after < before + ((size_t)128 << 10));
+    if (round == 2) { /* refilled after dropping the spares: as a new one */
+      uint8_t *x = NULL, *y = NULL;
+      size_t xl = 0, yl = 0;
+      PP_CHECK_INT(pp_builder_pack(b, &x, &xl), ==, 0);
+      PP_CHECK_INT(pp_builder_pack(fresh, &y, &yl), ==, 0);
+      PP_CHECK(xl == yl && x && y && memcmp(x, y, xl) == 0);
+      free(x);
+      free(y);
+    }
+    PP_CHECK_INT(pp_builder_reset(b), ==, 0);
+    if (round == 1) {
+      size_t kept = pp_builder_mem(b);
+      pp_builder_drop_spares(b);
+      size_t dropped = pp_builder_mem(b);
+      /* ~520 KB of strings: seven 64 KiB chunks, the rest in the small first ones */
+      PP_CHECK(dropped + ((size_t)384 << 10) < kept);
+    }
+  }
+  pp_builder_free(b);
+  pp_builder_free(fresh);
+}
+
 /* A builder reset and filled again packs the very bytes a new builder
  * packs for the same adds, through several resets, and its content costs
  * what a new one's memory does (pp_builder_mem_content mirrors the growth
@@ -1474,6 +1523,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_pack_unpack_round_trip);
   PP_RUN(test_pack_matches_protobuf_c_on_random_profiles);
   PP_RUN(test_merge_remaps_ids_of_every_width);
+  PP_RUN(test_reset_reuses_chunks);
   PP_RUN(test_pack_matches_protobuf_c_on_widest_values);
   PP_RUN(test_pack_matches_protobuf_c_on_empty_profiles);
   PP_RUN(test_pack_matches_protobuf_c_on_edge_values);
