@@ -44,11 +44,12 @@ static void *chunk_alloc(chunk_list *l, size_t size, size_t align) {
     bool own = size > cap; /* a large record gets a chunk of its own */
     if (own)
       cap = size;
-    if (!own && l->spare && l->spare->cap >= cap) { /* paged in already */
+    /* Spares (all full-size) only where a new list grows full-size chunks
+     * too: the chunks, and so pp_builder_mem_content, stay a new builder's. */
+    if (!own && cap == CHUNK_MAX && l->spare) { /* paged in already */
       c = l->spare;
       l->spare = c->next;
       l->spare_bytes -= sizeof *c + c->cap;
-      cap = c->cap;
     } else if (cap > SIZE_MAX - sizeof *c || !(c = malloc(sizeof *c + cap))) {
       return NULL;
     }
@@ -98,15 +99,13 @@ static void chunks_reset(chunk_list *l) {
   }
   l->head = NULL;
   l->bytes = 0;
-  l->next_cap = l->spare ? CHUNK_MAX : 0;
+  l->next_cap = 0;
 }
 
 static void chunks_drop_spares(chunk_list *l) {
   chunk_chain_free(l->spare);
   l->spare = NULL;
   l->spare_bytes = 0;
-  if (!l->head)
-    l->next_cap = 0;
 }
 
 void pp_builder_drop_spares(pp_builder *b) {

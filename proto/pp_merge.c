@@ -12,15 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* v's bytes in memory order as a little-endian number, and back. */
-static inline uint64_t le64(uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  return __builtin_bswap64(v);
-#else
-  return v;
-#endif
-}
-
 static const char *src_str(const Perftools__Profiles__Profile *p, int64_t ix) {
   return ix >= 0 && (uint64_t)ix < p->n_string_table && p->string_table[ix] ? p->string_table[ix]
                                                                             : "?";
@@ -161,8 +152,9 @@ typedef struct merge_ctx {
   int64_t *sx;  /* src string index -> builder string index, -1 = not yet */
   uint64_t *mx; /* src mapping position -> builder id, 0 = not yet */
   uint64_t *fx; /* src function position -> builder id */
-  uint64_t *lx; /* src location position -> builder id */
-  uint64_t *le; /* and that id as a varint (low bytes) with its length in the top byte */
+  /* src location position -> builder id as the varint a sample stores:
+   * its bytes first, its length in the last byte (0 = not yet) */
+  uint8_t (*lx)[8];
   uint64_t *ftmp;
   int64_t *lines;
   pp_idmap maps, funcs, locs;
@@ -228,8 +220,9 @@ static uint64_t m_function(merge_ctx *c, size_t pos) {
   return c->fx[pos];
 }
 
-static uint64_t m_location(merge_ctx *c, size_t pos) {
-  if (c->lx[pos])
+/* The location's entry in c->lx, NULL on failure. */
+static const uint8_t *m_location(merge_ctx *c, size_t pos) {
+  if (c->lx[pos][7])
     return c->lx[pos];
   const Perftools__Profiles__Location *l = c->src->location[pos];
   uint64_t mid = 0;
@@ -256,8 +249,12 @@ static uint64_t m_location(merge_ctx *c, size_t pos) {
       return 0;
     c->lines[j] = l->line[j]->line;
   }
-  if (!(c->lx[pos] = pp_builder_location(c->b, mid, l->address, c->ftmp, c->lines, l->n_line)))
+  uint64_t id = pp_builder_location(c->b, mid, l->address, c->ftmp, c->lines, l->n_line);
+  if (!id) {
     oom(c);
+    return NULL;
+  }
+  c->lx[pos][7] = (uint8_t)(pp_put_varint(c->lx[pos], id) - c->lx[pos]); /* ids < 2^32: 5 bytes */
   return c->lx[pos];
 }
 
@@ -337,14 +334,13 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   c.mx = calloc(src->n_mapping + 1, sizeof *c.mx);
   c.fx = calloc(src->n_function + 1, sizeof *c.fx);
   c.lx = calloc(src->n_location + 1, sizeof *c.lx);
-  c.le = calloc(src->n_location + 1, sizeof *c.le);
   c.ftmp = malloc(maxtmp * sizeof *c.ftmp);
   c.lines = malloc(maxtmp * sizeof *c.lines);
   /* Builder ids are below UINT32_MAX; each is stored as 8 bytes, the last
    * 3 (its length and zeros) overwritten by the next. */
   stmp = malloc(maxtmp * PP_VARINT32_MAX + 8);
   labels = malloc(maxlab * sizeof *labels);
-  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.le || !c.ftmp || !c.lines || !stmp || !labels) {
+  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.ftmp || !c.lines || !stmp || !labels) {
     oom(&c);
     goto fail;
   }
@@ -380,19 +376,11 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
       }
       /* The memo inline, as the varint it becomes: samples look up ~30
        * locations each, nearly all known. */
-      uint64_t e = c.le[pos];
-      if (!e) {
-        uint64_t id = m_location(&c, (size_t)pos);
-        if (!id)
-          goto fail;
-        uint8_t v[8] = {0};
-        size_t n = (size_t)(pp_put_varint(v, id) - v);
-        memcpy(&e, v, sizeof e);
-        c.le[pos] = e = le64(e) | (uint64_t)n << 56;
-      }
-      uint64_t w = le64(e);
-      memcpy(q, &w, sizeof w);
-      q += e >> 56;
+      const uint8_t *e = c.lx[pos];
+      if (!e[7] && !(e = m_location(&c, (size_t)pos)))
+        goto fail;
+      memcpy(q, e, 8);
+      q += e[7];
     }
     for (size_t j = 0; j < s->n_label; j++) {
       const Perftools__Profiles__Label *l = s->label[j];
@@ -429,7 +417,6 @@ fail:
   free(c.mx);
   free(c.fx);
   free(c.lx);
-  free(c.le);
   free(c.ftmp);
   free(c.lines);
   free(stmp);

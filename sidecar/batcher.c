@@ -1085,18 +1085,18 @@ static void prepare_group(batcher *b, group *g) {
   }
   b->mem_merge -= g->pbmem;
   g->pbmem = 0;
-  size_t pbm = pp_builder_mem(g->pb);
-  if (reusable && !b->spare_pb && pbm > b->merge_soft) {
+  if (reusable && !b->spare_pb) {
     /* Over the soft limit with its spare chunks: keep the rest. */
-    pp_builder_drop_spares(g->pb);
-    pbm = pp_builder_mem(g->pb);
+    if (pp_builder_mem(g->pb) > b->merge_soft)
+      pp_builder_drop_spares(g->pb);
+    size_t pbm = pp_builder_mem(g->pb);
+    if (pbm <= b->merge_soft) {
+      b->spare_pb = g->pb;
+      b->spare_pb_mem = pbm;
+      g->pb = NULL;
+    }
   }
-  if (reusable && !b->spare_pb && pbm <= b->merge_soft) {
-    b->spare_pb = g->pb;
-    b->spare_pb_mem = pbm;
-  } else {
-    pp_builder_free(g->pb);
-  }
+  pp_builder_free(g->pb);
   g->pb = NULL;
   if (g->gz)
     b->mem_payload += g->gzlen;

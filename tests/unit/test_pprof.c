@@ -814,8 +814,9 @@ static void test_merge_remaps_ids_of_every_width(void) {
 
 /* A reset keeps the builder's full-size chunks as spares and fills them
  * again: the same content costs no more memory the second time (without
- * the reuse it would cost the spares plus as many new chunks). Dropping
- * the spares gives back exactly their bytes, and the builder still works. */
+ * the reuse it would cost the spares plus as many new chunks), and is
+ * accounted as a new builder's. Dropping the spares gives back their
+ * bytes, and the builder still works. */
 static void test_reset_reuses_chunks(void) {
   enum { NSTR = 8000 };
   pp_builder *b = pp_builder_new(), *fresh = pp_builder_new();
@@ -837,8 +838,11 @@ static void test_reset_reuses_chunks(void) {
       before = pp_builder_mem(b);
     else
       after = pp_builder_mem(b);
-    if (round == 1)
+    if (round == 1) {
       PP_CHECK(after < before + ((size_t)128 << 10));
+      /* and its content is accounted as a new builder's */
+      PP_CHECK_INT(pp_builder_mem_content(b), ==, pp_builder_mem(fresh));
+    }
     if (round == 2) { /* refilled after dropping the spares: as a new one */
       uint8_t *x = NULL, *y = NULL;
       size_t xl = 0, yl = 0;
