@@ -203,6 +203,51 @@ static void test_decode_matches_protobuf_c_on_random_profiles(void) {
   drop(&e);
 }
 
+/* Packed location ids as profiles carry them (one or two bytes each) mixed
+ * with longer ones, in runs of every length from 0 to 70, ending at the
+ * input's end or followed by more input: the 16-byte paths (SSE2, AVX-512)
+ * take a run's middle, the word and byte loops its edges. Each input goes
+ * through every build of the decoder (pp_decode_ref_check). */
+static void test_decode_packed_ids_of_every_width_and_position(void) {
+  uint64_t seed = 0x9acced1d5ULL;
+  enc run = {0}, sample = {0}, e = {0};
+  char what[96];
+  for (size_t n = 0; n <= 70; n++) {
+    for (int trial = 0; trial < 12; trial++) {
+      reset(&run);
+      for (size_t i = 0; i < n; i++) {
+        uint64_t r = rnd(&seed) % 100, id;
+        if (trial < 4) /* one or two bytes only */
+          id = 1 + rnd(&seed) % (r < 60 ? 127 : 16383);
+        else if (r < 50)
+          id = 1 + rnd(&seed) % 127;
+        else if (r < 85)
+          id = 128 + rnd(&seed) % (16384 - 128);
+        else if (r < 95)
+          id = 16384 + rnd(&seed) % ((1u << 21) - 16384);
+        else
+          id = any_u64(&seed) | 1;
+        put_varint(&run, id);
+      }
+      reset(&sample);
+      put_fl(&sample, 1, run.b, run.n);
+      put_fv(&sample, 2, n);
+      reset(&e);
+      put_fl(&e, 6, "", 0);
+      put_fl(&e, 2, sample.b, sample.n);
+      bool tail = trial % 2;
+      if (tail) /* the run ends well inside the input */
+        put_fl(&e, 6, "a string after the sample", 25);
+      snprintf(what, sizeof what, "%zu packed ids in %zu bytes, trial %d, %s", n, run.n, trial,
+               tail ? "then more input" : "at the input's end");
+      EXPECT(&e, ACCEPT, what);
+    }
+  }
+  drop(&run);
+  drop(&sample);
+  drop(&e);
+}
+
 static void test_decode_packed_unpacked_and_mixed_repeated_scalars(void) {
   enc s = {0}, p = {0}, pk = {0};
   /* location_id: packed [1, 300], unpacked 7, packed [], packed [UINT64_MAX]. */
@@ -666,6 +711,7 @@ static void test_parse_pooled_agrees_with_parse(void) {
 int main(void) {
   PP_RUN(test_decode_matches_protobuf_c_on_random_profiles);
   PP_RUN(test_decode_packed_unpacked_and_mixed_repeated_scalars);
+  PP_RUN(test_decode_packed_ids_of_every_width_and_position);
   PP_RUN(test_decode_singular_fields_repeated_keep_the_last);
   PP_RUN(test_decode_unknown_fields_and_wire_types);
   PP_RUN(test_decode_bools_take_any_wire_type_like_protobuf_c);
