@@ -37,9 +37,12 @@ int pp_gzip_fast_into(const uint8_t *in, size_t len, uint8_t **bufp, size_t *cap
   if (!s || !lbuf || want <= len)
     goto out;
   if (!buf || cap < want) {
-    uint8_t *nb = realloc(buf, want);
-    if (!nb)
+    /* A new buffer, not realloc (nothing in it is kept), aligned to 4 KiB:
+     * the file exporter writes it past the page cache (O_DIRECT). */
+    void *nb = NULL;
+    if (posix_memalign(&nb, PP_GZIP_ALIGN, want) != 0)
       goto out;
+    free(buf);
     *bufp = buf = nb;
     *capp = cap = want;
   }

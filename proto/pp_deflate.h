@@ -9,12 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One gzip (RFC 1952) member of in; *out malloc'ed. 0, or -1 (out of
- * memory). pp_gunzip reads it. */
+/* The output buffers of pp_gzip_fast and pp_gzip_fast_into are aligned
+ * to this many bytes (a write past the page cache wants it). */
+#define PP_GZIP_ALIGN 4096
+/* One gzip (RFC 1952) member of in; *out allocated (free() it). 0, or -1
+ * (out of memory). pp_gunzip reads it. */
 int pp_gzip_fast(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen);
-/* pp_gzip_fast into *buf of *cap bytes (NULL and 0: none yet), grown
- * (realloc) when short, so a caller that compresses batch after batch
- * reuses one buffer and its pages. 0, or -1 (out of memory; *buf and *cap
- * stay valid). */
+/* pp_gzip_fast into *buf of *cap bytes (NULL and 0: none yet), replaced by
+ * a bigger one (its contents not kept) when short, so a caller that
+ * compresses batch after batch reuses one buffer and its pages. 0, or -1
+ * (out of memory; *buf and *cap stay valid). */
 int pp_gzip_fast_into(const uint8_t *in, size_t len, uint8_t **buf, size_t *cap, size_t *outlen);
 #endif

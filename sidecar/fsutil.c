@@ -1,8 +1,10 @@
 #include "fsutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,6 +61,28 @@ int fsutil_write_all(int fd, const void *data, size_t len) {
     len -= (size_t)w;
   }
   return 0;
+}
+
+int fsutil_write_uncached(int fd, const void *data, size_t len) {
+  const char *p = data;
+  size_t blocks = len & ~(size_t)(FSUTIL_DIRECT_ALIGN - 1);
+  int fl = blocks && ((uintptr_t)p & (FSUTIL_DIRECT_ALIGN - 1)) == 0 ? fcntl(fd, F_GETFL) : -1;
+  /* A filesystem without O_DIRECT (tmpfs on older kernels) refuses the flag. */
+  if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_DIRECT) == 0) {
+    int rc = fsutil_write_all(fd, p, blocks), e = errno;
+    if (fcntl(fd, F_SETFL, fl) != 0) /* the tail goes through the cache */
+      return -1;
+    if (rc == 0) {
+      p += blocks;
+      len -= blocks;
+    } else if (e != EINVAL) {
+      errno = e;
+      return -1;
+    } else if (lseek(fd, 0, SEEK_SET) != 0 || ftruncate(fd, 0) != 0) {
+      return -1; /* a stricter alignment than ours: all of it through the cache */
+    }
+  }
+  return fsutil_write_all(fd, p, len);
 }
 
 /* One loop for both directions: pread and pwrite differ only in constness. */

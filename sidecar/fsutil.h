@@ -23,6 +23,17 @@ enum {
 int fsutil_dir_others(int dfd, mode_t *old_mode);
 /* Writes all len bytes (retrying short writes and EINTR). 0, or -1 with errno. */
 int fsutil_write_all(int fd, const void *data, size_t len);
+/* Data aligned to this (FSUTIL_DIRECT_ALIGN bytes) can be written past the
+ * page cache by fsutil_write_uncached. */
+#define FSUTIL_DIRECT_ALIGN 4096
+/* fsutil_write_all into fd (just created, empty, at offset 0), past the
+ * page cache where it can: the whole FSUTIL_DIRECT_ALIGN blocks of data
+ * with O_DIRECT when data is aligned to one and the filesystem takes it,
+ * the rest (and everything elsewhere) through the cache. For files the
+ * sidecar writes once and does not read back: their copies would only
+ * crowd the node's page cache. The caller still fsyncs. 0, or -1 with
+ * errno. */
+int fsutil_write_uncached(int fd, const void *data, size_t len);
 /* Reads exactly len bytes at off (retrying short reads and EINTR; EOF is
  * EIO). 0, or -1 with errno. */
 int fsutil_pread_all(int fd, void *buf, size_t len, uint64_t off);

@@ -28,6 +28,7 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "pp_deflate.h"
 #include "pp_hex.h"
 
 #define MAGIC_LINE "pushprof-batch 1"
@@ -517,7 +518,10 @@ int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const
     snprintf(why, whylen, "%s/%s is shorter than its payload (%zu bytes)", d->path, fn, gzlen);
     goto fail;
   }
-  b = malloc(gzlen ? gzlen : 1);
+  /* Aligned as a fresh payload is (pp_gzip_fast_into): the file exporter
+   * writes it past the page cache. */
+  if (posix_memalign((void **)&b, PP_GZIP_ALIGN, gzlen ? gzlen : 1) != 0)
+    b = NULL;
   if (!b) {
     snprintf(why, whylen, "out of memory reading %zu bytes", gzlen);
     close(fd);

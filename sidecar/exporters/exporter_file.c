@@ -215,7 +215,7 @@ static int file_put(exporter *ex, const export_object *obj, char *err, size_t er
   if (fd < 0)
     goto fail;
   stage = "write";
-  if (fsutil_write_all(fd, obj->data, obj->len) != 0)
+  if (fsutil_write_uncached(fd, obj->data, obj->len) != 0)
     goto fail;
   stage = "fsync";
   if (fsync(fd) != 0)
