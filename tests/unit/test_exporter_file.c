@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -211,6 +213,39 @@ out:
   teardown();
 }
 
+/* Faults for fsutil_write_uncached's fallbacks (linked with --wrap=fcntl
+ * and --wrap=write, tests/sidecar_batch.cmake): a filesystem that refuses
+ * O_DIRECT, and one that takes the flag but wants a stricter alignment
+ * than 4 KiB (its writes fail with EINVAL). */
+static bool refuse_direct, direct_write_einval;
+static int direct_writes_refused; /* direct writes seen under direct_write_einval */
+int __real_fcntl(int fd, int cmd, ...);
+int __wrap_fcntl(int fd, int cmd, ...);
+ssize_t __real_write(int fd, const void *buf, size_t n);
+ssize_t __wrap_write(int fd, const void *buf, size_t n);
+
+int __wrap_fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void *arg = va_arg(ap, void *); /* as glibc's fcntl reads it */
+  va_end(ap);
+  if (refuse_direct && cmd == F_SETFL && ((long)(intptr_t)arg & O_DIRECT)) {
+    errno = EINVAL;
+    return -1;
+  }
+  return __real_fcntl(fd, cmd, arg);
+}
+
+ssize_t __wrap_write(int fd, const void *buf, size_t n) {
+  if (direct_write_einval && (__real_fcntl(fd, F_GETFL) & O_DIRECT)) {
+    if (direct_writes_refused++ == 0 && n > 4096) /* one block written, then refused */
+      return __real_write(fd, buf, 4096);
+    errno = EINVAL;
+    return -1;
+  }
+  return __real_write(fd, buf, n);
+}
+
 /* Pages of path's first npages that are in the page cache, -1 on error. */
 static long resident_pages(const char *path, size_t npages) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -290,6 +325,50 @@ out:
   teardown();
 }
 
+/* Where O_DIRECT is refused (at the flag, or at the write for a stricter
+ * alignment), the object is written whole through the page cache: the
+ * same bytes, and its pages cached. */
+static void test_put_falls_back_to_the_cache_without_o_direct(void) {
+  setup();
+  exporter *ex = make(0);
+  PP_CHECK(ex != NULL);
+  size_t len = 5 * 4096 + 123;
+  uint8_t *buf = NULL, *back = malloc(len + 1);
+  PP_CHECK_INT(posix_memalign((void **)&buf, FSUTIL_DIRECT_ALIGN, len), ==, 0);
+  if (!ex || !buf || !back)
+    goto out;
+  for (size_t i = 0; i < len; i++)
+    buf[i] = (uint8_t)(i * 7 + 3);
+  for (int mode = 0; mode < 2; mode++) {
+    refuse_direct = mode == 0;
+    direct_write_einval = mode == 1;
+    direct_writes_refused = 0;
+    char hash[16], err[512] = "", path[PATH_MAX];
+    snprintf(hash, sizeof hash, "fallback%d", mode);
+    export_object o = obj_for("fb", hash, 1795341600LL * 1000000000LL);
+    o.data = buf;
+    o.len = len;
+    PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+    refuse_direct = direct_write_einval = false;
+    if (mode == 1) /* a short write, then the refusal */
+      PP_CHECK_INT(direct_writes_refused, ==, 2);
+    snprintf(path, sizeof path, "%s/out/node-1/fb/20261122T100000Z-%s.pb.gz", root, hash);
+    PP_CHECK_INT(resident_pages(path, len / 4096), ==, (long)(len / 4096));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, back, len + 1) : -1;
+    PP_CHECK_INT(got, ==, (ssize_t)len);
+    PP_CHECK(got == (ssize_t)len && memcmp(back, buf, len) == 0);
+    if (fd >= 0)
+      close(fd);
+  }
+out:
+  free(buf);
+  free(back);
+  if (ex)
+    exporter_destroy(ex);
+  teardown();
+}
+
 static void test_write_error_is_retry_with_reason(void) {
   if (geteuid() == 0) {
     fprintf(stderr, "skip: root ignores directory modes\n");
@@ -321,6 +400,7 @@ int main(void) {
   PP_RUN(test_max_dumps_retained_prunes_oldest);
   PP_RUN(test_blocked_path_is_retry_with_reason);
   PP_RUN(test_put_writes_aligned_objects_past_the_page_cache);
+  PP_RUN(test_put_falls_back_to_the_cache_without_o_direct);
   PP_RUN(test_write_error_is_retry_with_reason);
   PP_DONE();
 }
