@@ -299,10 +299,17 @@ static bool packed_u64(const uint8_t *p, size_t len, const uint8_t *lim, uint64_
   const uint8_t *end = p + len;
   size_t k = *n;
 #ifdef PP_DECODE_AVX512
-  if (have_vbmi2())
-    p = shorts_vbmi2(p, end, lim, out, &k);
+  bool vbmi2 = have_vbmi2();
 #endif
   while (p < end) {
+#ifdef PP_DECODE_AVX512
+    /* Its 16-byte steps, again after each longer value. */
+    const uint8_t *q = vbmi2 ? shorts_vbmi2(p, end, lim, out, &k) : p;
+    if (q != p) {
+      p = q;
+      continue;
+    }
+#endif
 #if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
     if (lim - p >= 16 && short16(p, (size_t)(end - p), out, &k, &p))
       continue;
