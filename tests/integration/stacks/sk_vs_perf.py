@@ -28,13 +28,20 @@ command. What legitimately differs, and how it is handled:
 Checks: pushprof's mean depth >= MIN_DEPTH_RATIO x perf's; for every leaf
 function holding >= HOT of perf's samples (perf is the reference), the
 callers agree: each side's most frequent caller of that leaf is one the other
-side gives >= 20% of the leaf's samples (a leaf with fewer than 5 samples
-on either side is noted, not compared; at least one hot leaf must be). Leaf shares are printed, not checked: the leaf is the sampled PC,
+side gives >= 20% of the leaf's samples, or a share that sampling noise
+explains: Fisher's exact test (one-sided) gives its two counts a chance of
+at least MIN_P under one share for both. A leaf at 5% of ~280 samples has
+~14 on each side, and when two callers split it about evenly, 2 of 11 on
+one side against 8 of 15 is chance (0.08); none of 11 against 8 of 15 is
+not (0.004). A leaf with
+fewer than 5 samples on either side is noted, not compared; at least one hot
+leaf must be. Leaf shares are printed, not checked: the leaf is the sampled PC,
 which no unwinder changes, and two runs of ~400 samples differ by a few
 points; a leaf hot in pushprof only is printed as a note.
 """
 import argparse
 import bisect
+import math
 import os
 import re
 import subprocess
@@ -48,6 +55,7 @@ LOAD_RE = re.compile(r"^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+
 PERF_FRAME_RE = re.compile(r"^\s+([0-9a-f]+) (.*) \((.*)\)$")
 KERNEL_MIN = 0xFFFF800000000000
 MIN_LEAF_SAMPLES = 5  # a leaf's callers are compared when each side has this many
+MIN_P = 0.01  # a caller's two counts less likely than this under one share differ
 
 
 class Elf:
@@ -182,6 +190,16 @@ def leaf_callers(stacks):
     return leaves, callers
 
 
+def split_p(a, ta, b, tb):
+    """Fisher's exact test, one-sided: the chance that the side with the
+    smaller share of a caller (a of ta, b of tb) gets that few of the a + b
+    samples, or fewer, if both sides shared them alike (hypergeometric)."""
+    if a * tb > b * ta:
+        a, ta, b, tb = b, tb, a, ta
+    k, n = a + b, ta + tb
+    return sum(math.comb(k, x) * math.comb(n - k, ta - x) for x in range(a + 1)) / math.comb(n, ta)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pushprof", required=True)
@@ -234,12 +252,16 @@ def main():
         compared += 1
         top_pp = max(cp, key=lambda k: cp[k])
         top_pf = max(cf, key=lambda k: cf[k])
-        ok = cf.get(top_pp, 0) >= 0.2 * tf and cp.get(top_pf, 0) >= 0.2 * tp
+        p_pp = split_p(cp[top_pp], tp, cf.get(top_pp, 0), tf)
+        p_pf = split_p(cp.get(top_pf, 0), tp, cf[top_pf], tf)
+        ok = ((cf.get(top_pp, 0) >= 0.2 * tf or p_pp >= MIN_P) and
+              (cp.get(top_pf, 0) >= 0.2 * tp or p_pf >= MIN_P))
         c.check(ok, "%s: caller pushprof %s (%.0f%%), perf %s (%.0f%%); each in >= 20%% on the"
-                " other side (pushprof gives perf's %.0f%%, perf gives pushprof's %.0f%%)"
+                " other side or as likely as %g under one share (pushprof gives perf's %.0f%%,"
+                " perf gives pushprof's %.0f%%; Fisher p %.3g, %.3g)"
                 % (what, show(top_pp, names), 100.0 * cp[top_pp] / tp, show(top_pf, names),
-                   100.0 * cf[top_pf] / tf, 100.0 * cp.get(top_pf, 0) / tp,
-                   100.0 * cf.get(top_pp, 0) / tf))
+                   100.0 * cf[top_pf] / tf, MIN_P, 100.0 * cp.get(top_pf, 0) / tp,
+                   100.0 * cf.get(top_pp, 0) / tf, p_pp, p_pf))
     c.check(compared > 0, "%s: %d of %d hot leaves had enough samples on both sides to compare"
             " their callers (>= 1)" % (a.name, compared, len(hot)))
     return 1 if c.failed else 0
