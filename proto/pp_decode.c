@@ -42,7 +42,6 @@
 #include <emmintrin.h>
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(PP_DECODE_NO_AVX512)
 #include <immintrin.h>
-#include <stdatomic.h>
 #define PP_DECODE_AVX512 1
 #endif
 #endif
@@ -272,20 +271,11 @@ VBMI2_TARGET static const uint8_t *shorts_vbmi2(const uint8_t *p, const uint8_t 
   return p;
 }
 
-/* 1 once the CPU is known to lack VBMI2, 2 once known to have it. */
-static _Atomic int vbmi2_state;
-
-static bool have_vbmi2_slow(void) {
-  __builtin_cpu_init();
-  bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi2");
-  atomic_store_explicit(&vbmi2_state, yes ? 2 : 1, memory_order_relaxed);
-  return yes;
-}
-
+/* libgcc reads the CPU's features (and whether the kernel saves AVX-512
+ * state) once at start; each ask is a load and a test. */
 static inline bool have_vbmi2(void) {
-  int s = atomic_load_explicit(&vbmi2_state, memory_order_relaxed);
-  return s ? s == 2 : have_vbmi2_slow();
+  return __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f");
 }
 #endif
 

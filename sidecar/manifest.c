@@ -37,6 +37,9 @@
 #define SUFFIX_BAD ".bad"
 #define FAILED_DIR "failed"
 #define HEADER_MAX ((size_t)16 << 20)
+/* A payload, fresh (pp_gzip_fast_into) or read back, is aligned for the
+ * file exporter's writes past the page cache (fsutil_write_uncached). */
+_Static_assert(PP_GZIP_ALIGN % FSUTIL_DIRECT_ALIGN == 0, "payloads aligned for O_DIRECT");
 
 struct manifest_dir {
   char *path;
@@ -518,8 +521,7 @@ int manifest_read_payload(manifest_dir *d, const char *name, size_t gzlen, const
     snprintf(why, whylen, "%s/%s is shorter than its payload (%zu bytes)", d->path, fn, gzlen);
     goto fail;
   }
-  /* Aligned as a fresh payload is (pp_gzip_fast_into): the file exporter
-   * writes it past the page cache. */
+  /* Aligned as a fresh payload is (see PP_GZIP_ALIGN above). */
   if (posix_memalign((void **)&b, PP_GZIP_ALIGN, gzlen ? gzlen : 1) != 0)
     b = NULL;
   if (!b) {

@@ -268,6 +268,29 @@ static long resident_pages(const char *path, size_t npages) {
   return n;
 }
 
+/* Exports data[0..len) as service's object hash (at 2026-11-22T10:00:00Z)
+ * and gives its path. */
+static void put_at(exporter *ex, const char *service, const char *hash, const uint8_t *data,
+                   size_t len, char *path, size_t pathlen) {
+  char err[512] = "";
+  export_object o = obj_for(service, hash, 1795341600LL * 1000000000LL);
+  o.data = data;
+  o.len = len;
+  PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  snprintf(path, pathlen, "%s/out/node-1/%s/20261122T100000Z-%s.pb.gz", root, service, hash);
+}
+
+/* path holds exactly data[0..len) (back: a buffer of len + 1 bytes). */
+static void expect_file_bytes(const char *path, const uint8_t *data, size_t len, uint8_t *back) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  PP_CHECK(fd >= 0);
+  ssize_t got = fd >= 0 ? read(fd, back, len + 1) : -1;
+  PP_CHECK_INT(got, ==, (ssize_t)len);
+  PP_CHECK(got == (ssize_t)len && memcmp(back, data, len) == 0);
+  if (fd >= 0)
+    close(fd);
+}
+
 /* Objects of every size against the 4 KiB blocks, from aligned buffers (a
  * payload as the batcher makes it) and unaligned ones: the same bytes on
  * disk either way. Where the filesystem takes O_DIRECT, an aligned
@@ -298,23 +321,14 @@ static void test_put_writes_aligned_objects_past_the_page_cache(void) {
     buf[i] = (uint8_t)(i * 131 + i / 4096);
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
     for (int aligned = 0; aligned < 2; aligned++) {
-      char hash[32], err[512] = "", path[PATH_MAX];
+      char hash[32], path[PATH_MAX];
       snprintf(hash, sizeof hash, "%zu%c", sizes[k], aligned ? 'a' : 'u');
-      export_object o = obj_for("big", hash, 1795341600LL * 1000000000LL);
-      o.data = aligned ? buf : buf + 1;
-      o.len = sizes[k];
-      PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
-      snprintf(path, sizeof path, "%s/out/node-1/big/20261122T100000Z-%s.pb.gz", root, hash);
+      const uint8_t *data = aligned ? buf : buf + 1;
+      put_at(ex, "big", hash, data, sizes[k], path, sizeof path);
       size_t blocks = sizes[k] / FSUTIL_DIRECT_ALIGN;
       if (aligned && direct && blocks)
         PP_CHECK_INT(resident_pages(path, blocks), ==, 0);
-      int fd = open(path, O_RDONLY | O_CLOEXEC);
-      PP_CHECK(fd >= 0);
-      ssize_t got = fd >= 0 ? read(fd, back, big) : -1;
-      PP_CHECK_INT(got, ==, (ssize_t)sizes[k]);
-      PP_CHECK(got == (ssize_t)sizes[k] && memcmp(back, o.data, sizes[k]) == 0);
-      if (fd >= 0)
-        close(fd);
+      expect_file_bytes(path, data, sizes[k], back);
     }
   }
 out_ex:
@@ -343,23 +357,14 @@ static void test_put_falls_back_to_the_cache_without_o_direct(void) {
     refuse_direct = mode == 0;
     direct_write_einval = mode == 1;
     direct_writes_refused = 0;
-    char hash[16], err[512] = "", path[PATH_MAX];
+    char hash[16], path[PATH_MAX];
     snprintf(hash, sizeof hash, "fallback%d", mode);
-    export_object o = obj_for("fb", hash, 1795341600LL * 1000000000LL);
-    o.data = buf;
-    o.len = len;
-    PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+    put_at(ex, "fb", hash, buf, len, path, sizeof path);
     refuse_direct = direct_write_einval = false;
     if (mode == 1) /* a short write, then the refusal */
       PP_CHECK_INT(direct_writes_refused, ==, 2);
-    snprintf(path, sizeof path, "%s/out/node-1/fb/20261122T100000Z-%s.pb.gz", root, hash);
     PP_CHECK_INT(resident_pages(path, len / 4096), ==, (long)(len / 4096));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t got = fd >= 0 ? read(fd, back, len + 1) : -1;
-    PP_CHECK_INT(got, ==, (ssize_t)len);
-    PP_CHECK(got == (ssize_t)len && memcmp(back, buf, len) == 0);
-    if (fd >= 0)
-      close(fd);
+    expect_file_bytes(path, buf, len, back);
   }
 out:
   free(buf);
