@@ -39,6 +39,7 @@
 
 #include "lockfile.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "pp_decode.h"
 #include "pp_frame.h"
@@ -729,6 +730,12 @@ static void reply_evicted(conn *c) {
     log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
 }
 
+void listener_set_budget(listener *l, uint64_t dynamic) {
+  l->inflight_max = dynamic / 4;
+  if (l->inflight_max < l->cfg.max_frame_bytes)
+    l->inflight_max = l->cfg.max_frame_bytes;
+}
+
 /* Memory for frames is bounded process-wide, not only per frame: 256
  * clients each sending 16 MiB would otherwise need 4 GiB. */
 static bool inflight_reserve(listener *l, uint64_t n) {
@@ -758,13 +765,35 @@ static void reject_busy(conn *c) {
  * faster than they are packed into manifests): tell the client to retry
  * instead of taking the push in (UNAVAILABLE, which SDKs retry). The
  * connection closes, as for the in-flight limit: its body is not read. */
-static void reject_memory(conn *c, int64_t deadline) {
+static void reject_memory(conn *c, const char *reason, int64_t deadline) {
   char text[REASON_MAX];
-  snprintf(text, sizeof text,
-           "sidecar at its memory budget (--max-memory %llu MiB): profiles are being merged "
-           "faster than they are written out; retry later",
-           (unsigned long long)(c->l->max_memory >> 20));
-  reject(c, "memory_budget", RC_UNAVAILABLE, text, 0, deadline);
+  if (strcmp(reason, "memory_rss") == 0)
+    snprintf(text, sizeof text,
+             "sidecar near its memory limit (--max-memory %llu MiB, resident memory over "
+             "%llu MiB); retry later",
+             (unsigned long long)(c->l->max_memory >> 20),
+             (unsigned long long)(membudget_guard_limit() >> 20));
+  else
+    snprintf(text, sizeof text,
+             "sidecar at its memory budget (--max-memory %llu MiB): profiles are being merged "
+             "faster than they are written out; retry later",
+             (unsigned long long)(c->l->max_memory >> 20));
+  reject(c, reason, RC_UNAVAILABLE, text, 0, deadline);
+}
+
+/* Waits up to wait_ms, unread, while the resident memory is over the
+ * guard's limit (membudget_over) or the batcher has no room; the reason
+ * to refuse the frame with, or NULL when it may be read. */
+static const char *wait_memory(listener *l, int wait_ms) {
+  int64_t give_up = now_ms() + wait_ms;
+  while (membudget_over()) {
+    if (now_ms() >= give_up)
+      return "memory_rss";
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  int64_t left = give_up - now_ms();
+  return batcher_wait_room(l->b, left > 0 ? (int)left : 0) ? NULL : "memory_budget";
 }
 
 /* Reads the payload behind hdr; the whole frame (header included) comes back
@@ -902,8 +931,9 @@ static void conn_loop(conn *c) {
      * make room, rather than being refused at once and sent again (the
      * round trip costs both sides more than the wait); past the wait it is
      * told to retry. */
-    if (!batcher_wait_room(l->b, ROOM_WAIT_MS)) {
-      reject_memory(c, deadline);
+    const char *no_room = wait_memory(l, ROOM_WAIT_MS);
+    if (no_room) {
+      reject_memory(c, no_room, deadline);
       return;
     }
     uint8_t *buf = read_body(c, hdr, total, deadline, &reserved);

@@ -35,6 +35,10 @@ typedef struct listener listener;
  * it is 0660 from the start, and listening. The umask is process-wide: call
  * this before other threads start. NULL with err naming the path and fix. */
 listener *listener_open(const listener_config *cfg, char *err, size_t errlen);
+/* The part of --max-memory left for frames and batches once the sidecar's
+ * fixed part is known (membudget.h): frames being read may then hold a
+ * quarter of it (at least one frame). Call before listener_start. */
+void listener_set_budget(listener *l, uint64_t dynamic);
 /* Starts accepting; frames go to sp and b, which must outlive listener_stop. */
 int listener_start(listener *l, spool *sp, batcher *b);
 /* Stops accepting, unlinks the socket, lets connections finish the frame they

@@ -20,6 +20,7 @@
 #include "listener.h"
 #include "lockfile.h"
 #include "log.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "spool.h"
 
@@ -38,6 +39,42 @@ static void tune_malloc(void) {
   /* (Sanitizer builds: their allocator replaces glibc's and refuses mallopt.) */
   if (mallopt(M_ARENA_MAX, 2) != 1 || mallopt(M_MMAP_THRESHOLD, 1 << 20) != 1)
     log_event(LOG_WARN, "mallopt failed; memory use may be higher under load", "arena_max=2");
+#endif
+}
+
+/* Measures the fixed part of the memory (membudget.h) once the exporters,
+ * their libraries and the metrics listener are up, before any push or
+ * pending batch is in memory, and arms the RSS guard: the guard leaves an
+ * eighth of the dynamic part as headroom for frames already admitted. In a
+ * sanitizer build the runtime's shadow memory and quarantine dwarf any
+ * budget: there --max-memory bounds only what the budget counts. */
+static int split_memory(uint64_t max, uint64_t *dynamic, char *err, size_t errlen) {
+  int64_t rss = membudget_rss();
+  uint64_t fixed = rss > 0 ? (uint64_t)rss : 0;
+  metrics_set(G_MEMORY_FIXED, (int64_t)fixed);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  *dynamic = max;
+  (void)err;
+  (void)errlen;
+  log_event(LOG_INFO, "memory budget",
+            "max_memory=%llu fixed=%llu dynamic=%llu rss_limit=0 "
+            "note=\"sanitizer build: the fixed part is not deducted and RSS is not bounded\"",
+            (unsigned long long)max, (unsigned long long)fixed, (unsigned long long)max);
+  return 0;
+#else
+  if (rss < 0)
+    log_event(LOG_WARN, "cannot read /proc/self/statm: the memory budget ignores the fixed part",
+              "max_memory=%llu", (unsigned long long)max);
+  if (membudget_split(max, fixed, dynamic, err, errlen) != 0)
+    return -1;
+  uint64_t headroom = *dynamic / 8;
+  uint64_t limit = rss < 0 ? 0 : max - headroom;
+  membudget_guard(limit);
+  metrics_set(G_MEMORY_RSS_LIMIT, (int64_t)limit);
+  log_event(LOG_INFO, "memory budget", "max_memory=%llu fixed=%llu dynamic=%llu rss_limit=%llu",
+            (unsigned long long)max, (unsigned long long)fixed, (unsigned long long)*dynamic,
+            (unsigned long long)limit);
+  return 0;
 #endif
 }
 
@@ -192,12 +229,19 @@ int main(int argc, char **argv) {
     log_event(LOG_INFO, "metrics listening", "addr=%s port=%d",
               log_quote(cfg.metrics_addr, q1, sizeof q1), http_metrics_port(hm));
   }
+  uint64_t dynamic;
+  if (split_memory(cfg.max_memory, &dynamic, err, sizeof err) != 0) {
+    fprintf(stderr, "pushprof-sidecar: %s\n", err);
+    exit_code = 2;
+    goto out;
+  }
+  listener_set_budget(ls, dynamic);
   batcher_config bc = {.window_s = cfg.batch_window_s,
                        .node = cfg.node_name,
                        .subdir = cfg.bucket_subdir,
                        .max_age_s = cfg.max_batch_age_s,
                        .target_names = (const char *const *)target_names,
-                       .max_memory = cfg.max_memory,
+                       .max_memory = dynamic,
                        .max_frame_bytes = cfg.max_frame_bytes};
   metrics_set(G_MEMORY_BUDGET, (int64_t)cfg.max_memory);
   b = batcher_new_multi(&bc, ex, nex, sp);

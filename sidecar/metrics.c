@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "membudget.h"
+
 typedef struct metric_desc {
   const char *name;
   const char *help;
@@ -65,19 +67,14 @@ static const metric_desc gauge_desc[G_GAUGE_MAX] = {
                           "disk, the index of pending batches (budgeted)."},
     [G_MEMORY_BUDGET] = {"pushprof_memory_budget_bytes",
                          "The memory budget (--max-memory); past it new pushes are told to retry."},
+    [G_MEMORY_FIXED] = {"pushprof_memory_fixed_bytes",
+                        "Resident memory measured at start-up once the exporters were loaded "
+                        "(code, libraries, threads); --max-memory less this is what frames and "
+                        "batches may use."},
+    [G_MEMORY_RSS_LIMIT] = {"pushprof_memory_rss_limit_bytes",
+                            "Resident memory above which new pushes wait and are then told to "
+                            "retry (0: no guard, as in sanitizer builds)."},
 };
-
-/* Resident set size of this process, from /proc/self/statm; -1 if unknown. */
-static int64_t resident_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "re");
-  long long size = 0, rss = -1;
-  if (!f)
-    return -1;
-  if (fscanf(f, "%lld %lld", &size, &rss) != 2)
-    rss = -1;
-  fclose(f);
-  return rss < 0 ? -1 : (int64_t)rss * sysconf(_SC_PAGESIZE);
-}
 
 static _Atomic uint64_t counters[M_COUNTER_MAX];
 static _Atomic int64_t gauges[G_GAUGE_MAX];
@@ -311,7 +308,7 @@ char *metrics_render(void) {
             "\n",
             atomic_load_explicit(&gauges[G_MEMORY_FRAMES], memory_order_relaxed) +
                 atomic_load_explicit(&gauges[G_MEMORY_BATCHES], memory_order_relaxed),
-            resident_bytes());
+            membudget_rss());
   pthread_mutex_lock(&reasons_mu);
   for (int f = 0; f < FAMILY_MAX; f++) {
     sb_printf(&sb, "# HELP %s %s\n# TYPE %s counter\n", family_desc[f].name, family_desc[f].help,

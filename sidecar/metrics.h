@@ -32,6 +32,8 @@ typedef enum metric_gauge {
   G_MEMORY_FRAMES,      /* pushprof_memory_frames_bytes: frames being read or handled */
   G_MEMORY_BATCHES,     /* pushprof_memory_batches_bytes: profiles being merged, payloads, index */
   G_MEMORY_BUDGET,      /* pushprof_memory_budget_bytes: --max-memory */
+  G_MEMORY_FIXED,       /* pushprof_memory_fixed_bytes: RSS once the exporters were up */
+  G_MEMORY_RSS_LIMIT,   /* pushprof_memory_rss_limit_bytes: new pushes wait above it */
   G_GAUGE_MAX
 } metric_gauge;
 

@@ -1,6 +1,7 @@
 # Sidecar core: config, listener, HTTP metrics, main, the `pushprof` client.
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_config SOURCES unit/test_config.c LIBS pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_membudget SOURCES unit/test_membudget.c LIBS pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_listener SOURCES unit/test_listener.c LIBS pushprof_sidecar_lib
     LABELS "unit;tsan")
 endif()

@@ -19,6 +19,7 @@
 #include "exporter.h"
 #include "http_metrics.h"
 #include "listener.h"
+#include "membudget.h"
 #include "metrics.h"
 #include "metrics_test_util.h"
 #include "pp_client.h"
@@ -250,6 +251,31 @@ static void test_listener_refuses_bad_frames_by_reason(void) {
   PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_ACKED);
   rig_down(&r);
   free(bad);
+  free(frame);
+}
+
+/* Resident memory over the guard's limit: a frame waits unread, then is
+ * told to retry (UNAVAILABLE, counted as memory_rss); once under, the same
+ * push is taken in. */
+static void test_listener_refuses_pushes_over_the_rss_limit(void) {
+  rig r;
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  PP_CHECK_INT(make_frame(&frame, &len, "svc"), ==, 0);
+  PP_CHECK_INT(rig_up(&r, NULL, 0, 16, 2000), ==, 0);
+  pp_client_reply rep;
+  uint64_t before = metrics_reason_value("rejected", "memory_rss");
+  membudget_guard(1); /* any process is over one byte */
+  PP_CHECK(membudget_over());
+  PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_REFUSED);
+  PP_CHECK_INT(rep.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__UNAVAILABLE);
+  PP_CHECK(strstr(rep.reason, "--max-memory") != NULL);
+  PP_CHECK_INT(metrics_reason_value("rejected", "memory_rss"), ==, before + 1);
+  membudget_guard(1ull << 50);
+  PP_CHECK(!membudget_over());
+  PP_CHECK_INT(pp_client_push_frame(sock_path, frame, len, 5000, &rep), ==, PP_CLIENT_ACKED);
+  membudget_guard(0);
+  rig_down(&r);
   free(frame);
 }
 
@@ -588,6 +614,7 @@ int main(void) {
   PP_RUN(test_listener_acks_concurrent_clients);
   PP_RUN(test_listener_serves_connections_on_kept_threads);
   PP_RUN(test_listener_refuses_bad_frames_by_reason);
+  PP_RUN(test_listener_refuses_pushes_over_the_rss_limit);
   PP_RUN(test_listener_checks_peer_uid_and_connection_limit);
   PP_RUN(test_listener_peek_sequence_reads_the_wire);
   PP_RUN(test_listener_peek_sequence_survives_prefixes_and_noise);
