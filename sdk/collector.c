@@ -65,6 +65,7 @@ static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
 static agg g_agg;
 static int g_inited;
 static int64_t g_win_start_ns, g_win_cpu_ns;
+static int64_t g_win_own_ns; /* the SDK's own threads' CPU at the window's start */
 static uint64_t g_drops_seen;
 static int g_hz, g_signo, g_mode;
 /* Under g_ctl: */
@@ -416,6 +417,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   if (!g_inited) {
     g_win_start_ns = clock_ns(CLOCK_REALTIME);
     g_win_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    g_win_own_ns = threads_own_cpu_ns();
     g_drops_seen = ring_drops(&collector_ring);
     g_labels_skipped_seen = labels_skipped();
     g_inited = 1;
@@ -514,7 +516,7 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   pending_bounds pend[PENDING_MAX];
   size_t npend = 0;
   agg a;
-  int64_t t0, t1, cpu0, cpu1;
+  int64_t t0, t1, cpu0, cpu1, own0;
   uint64_t drops;
   int hz, signo, mode;
   profbuild_stack *st = NULL;
@@ -524,6 +526,7 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   *out = NULL;
   *len = 0;
   pthread_mutex_lock(&g_cut_mu);
+  int64_t own1 = threads_own_cpu_ns(); /* its lock is never taken inside g_mu */
   pthread_mutex_lock(&g_mu);
   if (!g_inited) {
     pthread_mutex_unlock(&g_mu);
@@ -547,6 +550,8 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   cpu0 = g_win_cpu_ns;
   cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   g_win_cpu_ns = cpu1;
+  own0 = g_win_own_ns;
+  g_win_own_ns = own1;
   hz = g_hz;
   signo = g_signo;
   mode = g_mode;
@@ -596,12 +601,19 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   static char comments[NCOMMENTS][COMMENT_LEN]; /* only under g_cut_mu */
   const char *cp[NCOMMENTS];
   size_t nc = 0;
-  double cpu_s = (double)(cpu1 - cpu0) / 1e9;
+  /* The sampled CPU: the process's, less the SDK's own threads' (never
+   * sampled), so the effective rate compares like with like. */
+  double own_s = own1 > own0 ? (double)(own1 - own0) / 1e9 : 0;
+  double cpu_s = (double)(cpu1 - cpu0) / 1e9 - own_s;
+  if (cpu_s < 0)
+    cpu_s = 0;
   double eff = cpu_s > 0 ? (double)(a.signals + a.at_exit + (int64_t)drops) / cpu_s : 0;
   snprintf(comments[nc++], COMMENT_LEN,
            "pushprof: requested %d Hz; effective %.1f samples per CPU second (%" PRId64
            " signals in %.3f CPU s, %" PRId64 " at thread exit; the kernel tick caps the rate)",
            hz, eff, a.signals + (int64_t)drops, cpu_s, a.at_exit);
+  snprintf(comments[nc++], COMMENT_LEN,
+           "pushprof: the SDK's own threads used %.3f CPU s in this window (not sampled)", own_s);
   if (a.samples > a.signals + a.at_exit)
     snprintf(comments[nc++], COMMENT_LEN,
              "pushprof: %" PRId64 " timer overruns (expiries merged by the kernel) counted "

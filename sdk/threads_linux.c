@@ -46,6 +46,7 @@ static int64_t g_period_ns;
 /* The SDK's own threads (collector, pusher, exit flush): never sampled. */
 #define EXCLUDED_MAX 4
 static pid_t g_excluded[EXCLUDED_MAX];
+static int64_t g_excluded_ended_cpu_ns; /* CPU of the own threads that ended */
 
 static int excluded_locked(pid_t tid) {
   for (int i = 0; i < EXCLUDED_MAX; i++)
@@ -314,9 +315,34 @@ int threads_spawn_internal(pthread_t *t, const pthread_attr_t *attr, void *(*fn)
   return rc;
 }
 
+/* The CPU clock of another thread of this process, as glibc's
+ * pthread_getcpuclockid builds it from a tid (MAKE_THREAD_CPUCLOCK). */
+static int64_t tid_cpu_ns(pid_t tid) {
+  struct timespec ts;
+  clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6u);
+  if (clock_gettime(c, &ts) != 0)
+    return 0; /* gone between the table read and now */
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t threads_own_cpu_ns(void) {
+  pthread_mutex_lock(&g_lock);
+  int64_t sum = g_excluded_ended_cpu_ns;
+  for (int i = 0; i < EXCLUDED_MAX; i++)
+    if (g_excluded[i] != 0)
+      sum += tid_cpu_ns(g_excluded[i]);
+  pthread_mutex_unlock(&g_lock);
+  return sum;
+}
+
 void threads_exclude_end(void) {
   pid_t tid = gettid();
+  struct timespec ts;
+  int64_t mine = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0
+                     ? (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec
+                     : 0;
   pthread_mutex_lock(&g_lock);
+  g_excluded_ended_cpu_ns += mine;
   for (int i = 0; i < EXCLUDED_MAX; i++)
     if (g_excluded[i] == tid)
       g_excluded[i] = 0;
@@ -489,6 +515,7 @@ void threads_atfork_child(void) {
   }
   g_armed = 0;
   memset(g_excluded, 0, sizeof g_excluded);
+  g_excluded_ended_cpu_ns = 0; /* the child's CPU clocks start at zero */
   g_rng = 0;
   threads_self = NULL;
 }

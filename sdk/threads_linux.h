@@ -67,6 +67,10 @@ int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi);
  * is sampled. At most 4 at once (the oldest is forgotten beyond that). */
 void threads_exclude_self(void);
 void threads_exclude_end(void);
+/* CPU time the SDK's own threads have used since the process started: those
+ * that ended (each adds its own at threads_exclude_end) and those running.
+ * Not async-signal-safe (takes the table lock). */
+int64_t threads_own_cpu_ns(void);
 
 /* Starts one of the SDK's own threads with every signal blocked (the host's
  * process-directed signals are for its threads), past our pthread_create
