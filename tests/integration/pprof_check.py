@@ -25,6 +25,7 @@ Checks (each prints "ok ..." or "FAIL ..." on stderr):
                              (share = value / sum over these functions, by --by)
   --expect-share F=P:TOL     share of F is P +- TOL percentage points
   --min-attributed FRAC      the --shares functions hold >= FRAC of the total
+  --min-attributed-value N   the --shares functions hold >= N (in --value units)
   --expect-function REGEX    some function name matches (re.search)
   --forbid-function REGEX    no function name matches
   --expect-system-name REGEX some function's system_name (shown by pprof
@@ -237,6 +238,7 @@ def main(argv=None):
     ap.add_argument("--shares")
     ap.add_argument("--expect-share", action="append", default=[])
     ap.add_argument("--min-attributed", type=float)
+    ap.add_argument("--min-attributed-value", type=float)
     ap.add_argument("--expect-function", action="append", default=[])
     ap.add_argument("--forbid-function", action="append", default=[])
     ap.add_argument("--expect-system-name", action="append", default=[])
@@ -269,6 +271,9 @@ def main(argv=None):
             frac = denom / total if total else 0.0
             c.check(frac >= a.min_attributed,
                     "%s hold %.3f of all samples (>= %g)" % (a.shares, frac, a.min_attributed))
+        if a.min_attributed_value is not None:
+            c.check(denom >= a.min_attributed_value,
+                    "%s hold %d (>= %g)" % (a.shares, denom, a.min_attributed_value))
         for spec in a.expect_share:
             fn, rest = spec.rsplit("=", 1)
             p, tol = (float(x) for x in rest.split(":"))
@@ -276,8 +281,8 @@ def main(argv=None):
             c.check(abs(got - p) <= tol,
                     "share of %s %.2f%% is %g +- %g (%d of %d by %s)"
                     % (fn, got, p, tol, counts.get(fn, 0), denom, a.by))
-    elif a.expect_share or a.min_attributed is not None:
-        raise SystemExit("pprof_check: --expect-share/--min-attributed need --shares")
+    elif a.expect_share or a.min_attributed is not None or a.min_attributed_value is not None:
+        raise SystemExit("pprof_check: --expect-share/--min-attributed(-value) need --shares")
     for rx in a.expect_function:
         hit = [f for f in rep["functions"] if re.search(rx, f)]
         c.check(bool(hit), "a function matches /%s/ (%s)" % (rx, ", ".join(hit[:3]) or "none"))
