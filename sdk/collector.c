@@ -717,8 +717,8 @@ void collector_atfork_child(void) {
   utab_atfork_child();
   defer_atfork_child();
   /* Only the forking thread survives: no collector thread, no producers
-   * mid-write. Issue 4 restarts sampling in the child; until then it is
-   * simply not started, with nothing inherited. */
+   * mid-write. The child starts with nothing inherited; the SDK's fork
+   * handler restarts sampling there. */
   pthread_mutex_init(&g_mu, NULL);
   pthread_mutex_init(&g_cut_mu, NULL);
   pthread_mutex_init(&g_ctl, NULL);

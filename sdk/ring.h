@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define RING_MAX_DEPTH 128
-/* Room for the thread's labels, copied by value (issue 4): up to
+/* Room for the thread's labels, copied by value: up to
  * RING_MAX_LABELS pairs encoded as "key\0value\0" within RING_LABEL_BYTES. */
 #define RING_MAX_LABELS 8
 #define RING_LABEL_BYTES 512

@@ -418,7 +418,7 @@ static void atfork_parent(void) {
 
 static void atfork_child(void) {
   /* No timer survives fork and there is no collector thread: the child is
-   * not sampling (issue 4 restarts it there). */
+   * not sampling until the SDK's fork handler restarts it. */
   dlphdr_atfork_child();
   threads_atfork_child();
   collector_atfork_child();

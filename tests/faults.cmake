@@ -1,4 +1,4 @@
-# The conservation check under faults (issue 6): short-lived SDK jobs while
+# The conservation check under faults: short-lived SDK jobs while
 # the sidecar is SIGKILLed and restarted and the S3 backend fails at random.
 if(TARGET pushprof AND TARGET pushprof-sidecar)
   add_executable(wl_conserve ${CMAKE_CURRENT_SOURCE_DIR}/integration/faults/wl_conserve.c)

@@ -1,4 +1,4 @@
-# DWARF CFI unwind tables (issue 11): cfi_build's unit test, checked against
+# DWARF CFI unwind tables: cfi_build's unit test, checked against
 # elfutils' libdw on real objects, and the table-build benchmark.
 pkg_check_modules(PP_CFI_LIBDW REQUIRED IMPORTED_TARGET libdw)
 set(PP_CFI_SDK ${CMAKE_SOURCE_DIR}/sdk)

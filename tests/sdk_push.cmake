@@ -1,4 +1,4 @@
-# The SDK's push path through the real sidecar (issue 4).
+# The SDK's push path through the real sidecar.
 if(NOT TARGET pushprof_preload OR NOT TARGET pushprof-sidecar)
   return()
 endif()

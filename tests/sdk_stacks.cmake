@@ -1,4 +1,4 @@
-# Issue 11, correct stacks without frame pointers: a workload with a frameless
+# Correct stacks without frame pointers: a workload with a frameless
 # leaf built with and without frame pointers (tests/integration/stacks/
 # it_sk_leafmix.sh), linked and under LD_PRELOAD.
 if(NOT TARGET pushprof)

@@ -1,4 +1,4 @@
-# The SDK under stress (issue 6): workloads that try to break the sampler
+# The SDK under stress: workloads that try to break the sampler
 # (thread churn, fork storms, vfork/posix_spawn, deep recursion, code without
 # frame pointers, blocked signals, dlopen/dlclose, malloc, work inside signal
 # handlers on a sigaltstack and on the normal stack), each run under

@@ -1,4 +1,4 @@
-# Security checks (issue 6): setuid programs, permissions, hostile names,
+# Security checks: setuid programs, permissions, hostile names,
 # credentials in logs. Scripts in tests/integration/security/.
 set(SEC_IT ${CMAKE_CURRENT_SOURCE_DIR}/integration/security)
 set(SEC_OUT ${CMAKE_CURRENT_BINARY_DIR}/security)

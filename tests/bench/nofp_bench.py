@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CPU overhead of profiling Debian's xz (built without frame pointers) at
-100 Hz (issue 11): no profiler, pushprof (LD_PRELOAD) and gperftools'
+100 Hz: no profiler, pushprof (LD_PRELOAD) and gperftools'
 libprofiler.so (LD_PRELOAD, CPUPROFILE), interleaved (the order rotates every
 run), several runs; prints medians. A benchmark, not a test: it prints
 figures and never fails on time.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sidecar memory through an export outage (issue 15). Not a test: prints
+# Sidecar memory through an export outage. Not a test: prints
 # figures, never fails on them.
 #
 #   bash tests/bench/outage_bench.sh [--build DIR] [--pending N,N,...] [--size BYTES]
@@ -121,7 +121,7 @@ for n in "${ns[@]}"; do
   retried=$(sed -n 's/.*retried=\([0-9]*\).*/\1/p' <<<"$out")
   printf '| %s | %s | %s | %s | %s | %s |\n' "$n" "$peak" "$now" "$rt" "$rpeak" "${retried:-0}"
   if [ -n "$rows" ]; then
-    # Issue 15's targets: <= 48 MiB at 3,000 pending, <= 64 MiB and a
+    # The targets: <= 48 MiB at 3,000 pending, <= 64 MiB and a
     # restart within 5 s at 10,000.
     rss_target="" rt_target=""
     ((n == 3000)) && rss_target="<= 48"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-process cost of the SDK (issue 12): wall time added to short
+"""Per-process cost of the SDK: wall time added to short
 commands by LD_PRELOAD=libpushprof_preload.so pushing to a real sidecar at
 exit, beside gperftools' libprofiler.so writing its file (CPUPROFILE), in
 pairs: each round runs the command plain, under pushprof and under

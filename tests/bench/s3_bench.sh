@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# S3 exporter benchmarks (issue 5). Not a test: prints figures, never fails on
+# S3 exporter benchmarks. Not a test: prints figures, never fails on
 # time. Uses the real pushprof-sidecar and s3rver (npm, cached in BUILD/npm),
 # signing for real (s3rver checks the SigV4 signature with its default
 # S3RVER/S3RVER account).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SDK benchmarks (issue 2): CPU overhead at 100 Hz and accuracy, pushprof next
+# SDK benchmarks: CPU overhead at 100 Hz and accuracy, pushprof next
 # to gperftools, interleaved runs, medians. Prints figures; never fails on time.
 #   bash tests/bench/sdk_bench.sh [--build DIR] [--runs N] [--hz HZ] [--units U]
 set -euo pipefail

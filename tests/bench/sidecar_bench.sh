@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sidecar benchmarks (issue 3): starts the real pushprof-sidecar on a temporary
+# Sidecar benchmarks: starts the real pushprof-sidecar on a temporary
 # socket, spool and file:// export directory, drives it with bench_sidecar
 # (real pprof payloads over the real Unix socket), samples the sidecar's RSS
 # from /proc/PID/status and its CPU time from /proc/PID/stat, repeats every

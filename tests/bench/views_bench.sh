@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pushprof flame / top on a large merged profile (issue 13's target: a 10 MiB
+# pushprof flame / top on a large merged profile (the target: a 10 MiB
 # profile, hundreds of thousands of samples over 50,000 distinct stacks,
 # rendered in under 1 s and 100 MiB). gen_views_pprof --random writes the
 # profile (uncompressed, ~10.3 MiB with the defaults: 157,000 sample records

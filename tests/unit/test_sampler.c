@@ -254,7 +254,7 @@ static void test_sampler_forked_child_survives(void) {
   pid_t pid = fork();
   if (pid == 0) {
     /* No timers and no collector here; burning CPU and cutting must be
-     * safe, and sampling can start afresh (what issue 4's restart does). */
+     * safe, and sampling can start afresh (as the SDK's fork handler does). */
     burn_beta(0.1);
     uint8_t *buf = NULL;
     size_t len;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The conservation check (issue 6, "Sidecar under faults"). 500 short-lived
+# The conservation check (the sidecar under faults). 500 short-lived
 # jobs (wl_conserve, linked with libpushprof, samples labelled job=N) push at
 # exit, 4 at a time, while
 #  - the sidecar is SIGKILLed after 0.4..2.5 s of life and restarted after

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Delivery rules under faults. For 12 s (issue 5 asks for a minute: scaled
+# Delivery rules under faults. For 12 s (a minute scaled
 # down to keep the test under a minute) the verifying proxy answers each
 # upload in turn with 500, 503, 429 + Retry-After: 2, a hang (past the
 # sidecar's 2 s --http-timeout), a connection closed mid-upload, and an

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A burst (issue 15): 1,000 cron jobs pushing at the same instant, each a
+# A burst: 1,000 cron jobs pushing at the same instant, each a
 # ~130 KiB profile of its own service, one connection each (bench_sidecar
 # --clients 1000: every thread waits for one start signal). Each push is
 # acked or told to retry (too many connections, memory budget, busy), and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11: stacks through a frameless leaf. sk_leafmix's worker gives
+# Stacks through a frameless leaf. sk_leafmix's worker gives
 # func_a/b/c 50/30/20% of its CPU, each calling the frameless `leaf`; the
 # profile must put each function on the stack of its measured share of the
 # samples (+-2 points) and give `leaf` its real caller (sk_leafmix_check.py).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11: Debian's own binaries, built without frame pointers, profiled by
+# Debian's own binaries, built without frame pointers, profiled by
 # pushprof (LD_PRELOAD, file output) and by `perf record --call-graph dwarf`
 # on the same workload, compared by sk_vs_perf.py: pushprof's mean stack
 # depth >= 0.9 x perf's, and the same callers of the hot leaves.

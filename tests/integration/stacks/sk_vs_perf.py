@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compares pushprof's stacks of a program with perf's DWARF stacks of the
-same workload (issue 11): Debian binaries built without frame pointers.
+same workload: Debian binaries built without frame pointers.
 
   sk_vs_perf.py --pushprof PROFILE --perf-script FILE [--name NAME]
                 [--min-depth-ratio 0.9] [--hot 0.05]
