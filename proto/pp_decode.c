@@ -40,10 +40,6 @@
 #include <string.h>
 #if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
 #include <emmintrin.h>
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(PP_DECODE_NO_AVX512)
-#include <immintrin.h>
-#define PP_DECODE_AVX512 1
-#endif
 #endif
 
 #define WT_VARINT 0
@@ -229,56 +225,6 @@ static inline bool short16(const uint8_t *p, size_t rem, uint64_t *out, size_t *
 }
 #endif
 
-#ifdef PP_DECODE_AVX512
-/* short16 with AVX-512 VBMI2: the values are computed in one register and
- * packed to the front by their stops (vpcompressw), then widened and
- * stored 8 at a time. short16 stores them to the stack and reads each back
- * by its stop: that store-to-load round trip was a quarter of decoding
- * packed ids. Only on CPUs that have it (have_vbmi2). */
-#define VBMI2_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi2")))
-VBMI2_TARGET static inline bool short16_vbmi2(const uint8_t *p, size_t rem, uint64_t *out,
-                                              size_t *n, const uint8_t **pp) {
-  __m128i x = _mm_loadu_si128((const __m128i *)p);
-  unsigned stops = short_stops(x, rem);
-  if (!stops)
-    return false;
-  __m256i b = _mm256_cvtepu8_epi16(x);
-  __m256i a = _mm256_cvtepu8_epi16(_mm_slli_si128(x, 1)); /* byte i - 1 (0 before the first) */
-  __m256i low7 = _mm256_set1_epi16(0x7f), lo = _mm256_and_si256(b, low7);
-  /* Where byte i - 1 continues into byte i: byte i is a value's high 7 bits. */
-  __mmask16 two = _mm256_test_epi16_mask(a, _mm256_set1_epi16(0x80));
-  __m256i val = _mm256_mask_blend_epi16(
-      two, lo, _mm256_or_si256(_mm256_slli_epi16(lo, 7), _mm256_and_si256(a, low7)));
-  __m256i c = _mm256_maskz_compress_epi16((__mmask16)stops, val);
-  unsigned cnt = (unsigned)__builtin_popcount(stops);
-  size_t k = *n;
-  _mm512_mask_storeu_epi64(out + k, (__mmask8)(cnt >= 8 ? 0xffu : (1u << cnt) - 1),
-                           _mm512_cvtepu16_epi64(_mm256_castsi256_si128(c)));
-  if (cnt > 8)
-    _mm512_mask_storeu_epi64(out + k + 8, (__mmask8)((1u << (cnt - 8)) - 1),
-                             _mm512_cvtepu16_epi64(_mm256_extracti128_si256(c, 1)));
-  *n = k + cnt;
-  *pp = p + 32 - __builtin_clz(stops); /* past the last stop */
-  return true;
-}
-
-/* short16_vbmi2 over a run for as long as it can (one call per run: the
- * target attribute keeps it from being inlined into packed_u64). */
-VBMI2_TARGET static const uint8_t *shorts_vbmi2(const uint8_t *p, const uint8_t *end,
-                                                const uint8_t *lim, uint64_t *out, size_t *n) {
-  while (lim - p >= 16 && p < end && short16_vbmi2(p, (size_t)(end - p), out, n, &p))
-    ;
-  return p;
-}
-
-/* libgcc reads the CPU's features (and whether the kernel saves AVX-512
- * state) once at start; each ask is a load and a test. */
-static inline bool have_vbmi2(void) {
-  return __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f");
-}
-#endif
-
 /* Appends the packed varints of p[0..len) to out (room counted beforehand).
  * Eight bytes at a time where it can: each stop bit (a byte < 0x80) ends one
  * value, so the values of a word are independent of each other, and the
@@ -288,18 +234,7 @@ static inline bool have_vbmi2(void) {
 static bool packed_u64(const uint8_t *p, size_t len, const uint8_t *lim, uint64_t *out, size_t *n) {
   const uint8_t *end = p + len;
   size_t k = *n;
-#ifdef PP_DECODE_AVX512
-  bool vbmi2 = have_vbmi2();
-#endif
   while (p < end) {
-#ifdef PP_DECODE_AVX512
-    /* Its 16-byte steps, again after each longer value. */
-    const uint8_t *q = vbmi2 ? shorts_vbmi2(p, end, lim, out, &k) : p;
-    if (q != p) {
-      p = q;
-      continue;
-    }
-#endif
 #if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
     if (lim - p >= 16 && short16(p, (size_t)(end - p), out, &k, &p))
       continue;

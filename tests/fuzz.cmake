@@ -58,11 +58,10 @@ endfunction()
 
 # With the test-only protobuf-c encoder (unit/pp_pack_ref.c) as pp_pack.c's reference.
 # And the protobuf-c comparison of the hand-written decoder (unit/pp_decode_ref.c) as built,
-# with its SSE2 path only (unit/pp_decode_sse2.c) and without it (unit/pp_decode_scalar.c).
+# and without its SSE2 path (unit/pp_decode_scalar.c).
 pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_pack_ref.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_decode_ref.c
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_decode_scalar.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_decode_sse2.c
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${CMAKE_CURRENT_SOURCE_DIR}/unit
   LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)
 

@@ -223,9 +223,7 @@ int pp_decode_ref_check(const uint8_t *data, size_t len, char *why, size_t whyle
   } else {
     rc = pp_decode_ref_compare(ref, got, why, whylen) == 0 ? 1 : -1;
   }
-  /* The SSE2-only and portable paths must decide and decode the same. */
-  if (rc >= 0)
-    rc = check_variant("SSE2-only", pp_pprof_decode_sse2, data, len, got, rc, why, whylen);
+  /* The portable path must decide and decode the same. */
   if (rc >= 0)
     rc = check_variant("scalar", pp_pprof_decode_scalar, data, len, got, rc, why, whylen);
   pp_pprof_free(a);
