@@ -32,6 +32,6 @@ done
 [ -n "$prof" ] || { echo "no profile arrived; sidecar log:"; cat "$work/sidecar.log"; exit 1; }
 echo "== the sidecar wrote: $prof"
 echo "== where the time went (pushprof top $out):"
-"$build/sidecar/pushprof" top --nodecount 10 "$out"
-"$build/sidecar/pushprof" flame -o "$work/flame.svg" "$out"
+"$build/views/pushprof" top --nodecount 10 "$out"
+"$build/views/pushprof" flame -o "$work/flame.svg" "$out"
 echo "== flame graph (open it in a browser; click to zoom, Search to highlight): $work/flame.svg"

@@ -22,7 +22,7 @@ while (($#)); do
   esac
   shift
 done
-P=$build/sidecar/pushprof
+P=$build/views/pushprof
 GEN=$build/tests/gen_views_pprof
 [ -x "$P" ] && [ -x "$GEN" ] || { echo "views_bench.sh: build pushprof_cli and gen_views_pprof in $build" >&2; exit 2; }
 T=$(mktemp -d /tmp/pushprof-views-bench.XXXXXX)

@@ -5,7 +5,7 @@ set -euo pipefail
 B=${PUSHPROF_BUILD_DIR:?set PUSHPROF_BUILD_DIR (ctest does)}
 S=${PUSHPROF_SOURCE_DIR:?set PUSHPROF_SOURCE_DIR (ctest does)}
 SIDECAR=$B/sidecar/pushprof-sidecar
-CLI=$B/sidecar/pushprof
+CLI=$B/views/pushprof
 GEN=$B/tests/gen_pprof
 RAW="python3 $S/tests/integration/sidecar/rawclient.py"
 export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}

@@ -9,7 +9,7 @@
 # splits.
 . "$(dirname "$0")/../sdk/sdk_lib.sh"
 S=$PUSHPROF_SOURCE_DIR/tests/integration/views
-P=$B/sidecar/pushprof
+P=$B/views/pushprof
 GEN=$B/tests/gen_views_pprof
 CHK=(python3 "$S/views_check.py")
 export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local

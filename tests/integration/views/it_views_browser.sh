@@ -6,7 +6,7 @@
 # build/test-logs/it_views_browser/ for a look.
 . "$(dirname "$0")/../sdk/sdk_lib.sh"
 S=$PUSHPROF_SOURCE_DIR/tests/integration/views
-P=$B/sidecar/pushprof
+P=$B/views/pushprof
 GEN=$B/tests/gen_views_pprof
 [ -x /usr/bin/chromium ] || fail "chromium not installed (bash tests/deps.sh installs it)"
 node --experimental-websocket -e 'if (typeof WebSocket !== "function") process.exit(1)' \
