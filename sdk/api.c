@@ -17,7 +17,7 @@
 #include "api_internal.h"
 #include "env_config.h"
 #include "options.h"
-#include "pp_pprof.h"
+#include "pp_gzip.h"
 #include "push.h"
 #include "sdk_log.h"
 #include "threads_linux.h"

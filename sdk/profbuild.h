@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pp_pprof.h"
+#include "pp_builder.h"
 
 typedef struct profbuild_stack {
   const uintptr_t *pcs; /* leaf first: pcs[0] is the interrupted pc, the rest return addresses */

@@ -57,7 +57,10 @@
 #include "metrics.h"
 #include "pp_deflate.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_parse.h"
+#include "pp_merge.h"
+#include "pp_gzip.h"
 
 #define NS_PER_S 1000000000LL
 #define NS_PER_MS 1000000LL

@@ -18,6 +18,8 @@ endif()
 # The proto library's sources, generated protobuf-c code included (CMP0118
 # makes the GENERATED property visible here; add_dependencies orders the build).
 get_target_property(PP_FUZZ_PROTO_SRCS pushprof_proto SOURCES)
+get_target_property(PP_FUZZ_READ_SRCS pushprof_proto_read SOURCES)
+list(APPEND PP_FUZZ_PROTO_SRCS ${PP_FUZZ_READ_SRCS})
 get_target_property(PP_FUZZ_PROTO_INCS pushprof_proto INCLUDE_DIRECTORIES)
 set(PP_FUZZ_SIDECAR ${CMAKE_SOURCE_DIR}/sidecar)
 # sidecar/'s PkgConfig::INIH is local to that directory.
@@ -62,20 +64,23 @@ endfunction()
 pushprof_fuzz_target(NAME pprof SOURCES ${PP_FUZZ_PROTO_SRCS}
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_pack_ref.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_decode_ref.c
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_decode_scalar.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parse_ref.c
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${CMAKE_CURRENT_SOURCE_DIR}/unit
-  LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)
+  LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads DEPENDS pushprof_proto)
 
-# pprof -> OTLP: the converter and its generated code (pushprof_proto_convert).
-get_target_property(PP_FUZZ_CONVERT_SRCS pushprof_proto_convert SOURCES)
-pushprof_fuzz_target(NAME otlp SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_CONVERT_SRCS}
-  INCLUDES ${PP_FUZZ_PROTO_INCS} LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads
-  DEPENDS pushprof_proto pushprof_proto_convert)
+# pprof -> OTLP: the converter (beside its exporter) and its generated code.
+get_target_property(PP_FUZZ_EXPORT_GEN_SRCS pushprof_proto_export_gen SOURCES)
+pushprof_fuzz_target(NAME otlp SOURCES ${PP_FUZZ_PROTO_SRCS} ${PP_FUZZ_EXPORT_GEN_SRCS}
+  ${PP_FUZZ_SIDECAR}/exporters/otlp_convert.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parse_ref.c
+  INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}/exporters ${CMAKE_CURRENT_SOURCE_DIR}/unit
+  LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads
+  DEPENDS pushprof_proto pushprof_proto_export_gen)
 
-# The frame codec and the push decoder (pp_push.c, in pushprof_proto_convert).
+# The frame codec and the push decoder (wire/pp_push.c, in the reader layer).
 pushprof_fuzz_target(NAME frame
-  SOURCES ${PP_FUZZ_PROTO_SRCS} ${CMAKE_SOURCE_DIR}/proto/pp_push.c
+  SOURCES ${PP_FUZZ_PROTO_SRCS}
   INCLUDES ${PP_FUZZ_PROTO_INCS}
-  LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads DEPENDS pushprof_proto)
+  LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads DEPENDS pushprof_proto)
 
 # DWARF CFI: cfi_build takes a section's bytes (tests/unit/cfi_invariants.h
 # holds the table invariants test_cfi checks too).
@@ -92,37 +97,33 @@ pushprof_fuzz_target(NAME config SOURCES ${PP_FUZZ_SIDECAR}/config.c ${PP_FUZZ_S
   LIBS PkgConfig::PP_FUZZ_INIH)
 
 pushprof_fuzz_target(NAME env_config SOURCES ${PP_FUZZ_SDK}/env_config.c
-  INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include ${CMAKE_SOURCE_DIR}/proto)
+  INCLUDES ${PP_FUZZ_SDK} ${PP_FUZZ_SDK}/include ${CMAKE_SOURCE_DIR}/proto/pprof)
 
 pushprof_fuzz_target(NAME manifest SOURCES ${PP_FUZZ_MANIFEST_SRCS}
   INCLUDES ${PP_FUZZ_PROTO_INCS} ${PP_FUZZ_SIDECAR}
-  LIBS pushprof_proto OpenSSL::Crypto Threads::Threads DEPENDS pushprof_proto)
+  LIBS pushprof_proto pushprof_proto_read OpenSSL::Crypto Threads::Threads DEPENDS pushprof_proto)
 
 pushprof_fuzz_target(NAME journal SOURCES ${PP_FUZZ_SIDECAR}/journal.c ${PP_FUZZ_SIDECAR}/fsutil.c ${PP_FUZZ_SIDECAR}/log.c
   INCLUDES ${PP_FUZZ_SIDECAR} LIBS ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads)
 
 # The sidecar library supplies log.c and the libraries (curl, jansson, libxml2).
-if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c)
-  pushprof_fuzz_target(NAME aws_creds SOURCES ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c
-    ${PP_FUZZ_SIDECAR}/exporters/http_common.c
-    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
-endif()
+pushprof_fuzz_target(NAME aws_creds SOURCES ${PP_FUZZ_SIDECAR}/exporters/aws_creds.c
+  ${PP_FUZZ_SIDECAR}/exporters/http_common.c
+  INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters LIBS pushprof_sidecar_lib)
 
-if(TARGET pushprof_sidecar_lib)
-  pushprof_fuzz_target(NAME otlp_settings SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_otlp.c
-    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
-    LIBS pushprof_sidecar_lib DEPENDS pushprof_proto pushprof_proto_convert)
-endif()
+pushprof_fuzz_target(NAME otlp_settings SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_otlp.c
+  INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
+  LIBS pushprof_sidecar_lib DEPENDS pushprof_proto pushprof_proto_export_gen)
 
-if(TARGET pushprof_sidecar_lib AND EXISTS ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c)
-  pushprof_fuzz_target(NAME pyroscope SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c
-    ${CMAKE_SOURCE_DIR}/proto/pp_split.c
-    INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
-    LIBS pushprof_sidecar_lib DEPENDS pushprof_proto)
-endif()
+pushprof_fuzz_target(NAME pyroscope SOURCES ${PP_FUZZ_SIDECAR}/exporters/exporter_pyroscope.c
+  ${PP_FUZZ_SIDECAR}/exporters/pyroscope_split.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parse_ref.c
+  INCLUDES ${PP_FUZZ_SIDECAR} ${PP_FUZZ_SIDECAR}/exporters ${PP_FUZZ_PROTO_INCS}
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit
+  LIBS pushprof_sidecar_lib DEPENDS pushprof_proto pushprof_proto_export_gen)
 
 # Writes the seed corpus (tests/fuzz/corpus/*/seed_*): make_seeds DIR.
 # Links the manifest codec: the manifest seeds are made by manifest_encode.
 add_executable(fuzz_make_seeds ${PP_FUZZ_DIR}/make_seeds.c ${PP_FUZZ_MANIFEST_SRCS})
 target_include_directories(fuzz_make_seeds PRIVATE ${PP_FUZZ_SIDECAR})
-target_link_libraries(fuzz_make_seeds PRIVATE pushprof_proto OpenSSL::Crypto Threads::Threads)
+target_link_libraries(fuzz_make_seeds PRIVATE pushprof_proto pushprof_proto_read OpenSSL::Crypto
+  Threads::Threads)

@@ -15,11 +15,11 @@ if(TARGET pushprof_sdk_objs)
   # Signals under TSan are deferred to the next intercepted call, so a pure
   # CPU loop is sampled once at its end: this test is not labelled tsan.
   pushprof_unit_test(NAME test_sampler SOURCES unit/test_sampler.c
-    LIBS pushprof_sdk_objs pushprof_proto PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB
+    LIBS pushprof_sdk_objs pushprof_proto pushprof_test_ref PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB
     Threads::Threads ${CMAKE_DL_LIBS} rt)
 
   add_executable(bench_handler bench/bench_handler.c)
-  target_link_libraries(bench_handler PRIVATE pushprof_sdk_objs pushprof_proto
+  target_link_libraries(bench_handler PRIVATE pushprof_sdk_objs pushprof_proto pushprof_test_ref
     PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB Threads::Threads ${CMAKE_DL_LIBS} rt)
 endif()
 
@@ -28,7 +28,7 @@ endif()
 # benchmark, and a linked workload whose requests carry trace ids.
 if(TARGET pushprof_sdk_objs)
   pushprof_unit_test(NAME test_labels SOURCES unit/test_labels.c
-    LIBS pushprof_sdk_objs pushprof_proto PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB
+    LIBS pushprof_sdk_objs pushprof_proto pushprof_test_ref PkgConfig::PROTOBUFC PkgConfig::LIBELF ZLIB::ZLIB
     Threads::Threads ${CMAKE_DL_LIBS} rt LABELS "unit;tsan")
 
   add_executable(bench_labels bench/bench_labels.c)

@@ -3,7 +3,7 @@
 pushprof_unit_test(NAME test_env_config
   SOURCES unit/test_env_config.c ${PROJECT_SOURCE_DIR}/sdk/env_config.c)
 target_include_directories(test_env_config PRIVATE ${PROJECT_SOURCE_DIR}/sdk
-  ${PROJECT_SOURCE_DIR}/sdk/include ${PROJECT_SOURCE_DIR}/proto)
+  ${PROJECT_SOURCE_DIR}/sdk/include ${PROJECT_SOURCE_DIR}/proto/pprof)
 pushprof_unit_test(NAME test_options
   SOURCES unit/test_options.c ${PROJECT_SOURCE_DIR}/sdk/options.c)
 target_include_directories(test_options PRIVATE ${PROJECT_SOURCE_DIR}/sdk

@@ -36,7 +36,7 @@ target_link_options(test_elfsym_nopie PRIVATE -no-pie -Wl,--no-as-needed)
 pushprof_unit_test(NAME test_profbuild
   SOURCES unit/test_profbuild.c unit/profbuild_cxx_helper.cpp ${PP_SYM_DIR}/profbuild.c
     ${PP_SYM_DIR}/elfsym.c ${PP_SYM_DIR}/dlphdr.c ${PP_SYM_DIR}/procmaps_linux.c
-  LIBS pushprof_proto PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
+  LIBS pushprof_proto pushprof_test_ref PkgConfig::LIBELF ZLIB::ZLIB ${CMAKE_DL_LIBS})
 target_include_directories(test_profbuild PRIVATE ${PP_SYM_DIR})
 target_link_options(test_profbuild PRIVATE -Wl,--no-as-needed)
 

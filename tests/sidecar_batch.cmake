@@ -14,7 +14,7 @@ if(TARGET pushprof_sidecar_lib)
     LABELS "unit;tsan")
 endif()
 if(TARGET pushprof_sidecar_lib)
-  pushprof_unit_test(NAME test_batcher SOURCES unit/test_batcher.c LIBS pushprof_sidecar_lib
+  pushprof_unit_test(NAME test_batcher SOURCES unit/test_batcher.c LIBS pushprof_sidecar_lib pushprof_test_ref
     LABELS "unit;tsan")
   # Counts the merge builders the batcher makes (a recovered batch needs none).
   target_link_options(test_batcher PRIVATE -Wl,--wrap=pp_builder_new)

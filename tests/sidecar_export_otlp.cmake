@@ -2,7 +2,7 @@
 # the converter (unit), the real sidecar against a strict OTLP receiver
 # decoding with Google's protobuf runtime (integration).
 if(TARGET pushprof_sidecar_lib)
-  pushprof_unit_test(NAME test_otlp SOURCES unit/test_otlp.c LIBS pushprof_sidecar_lib)
+  pushprof_unit_test(NAME test_otlp SOURCES unit/test_otlp.c LIBS pushprof_sidecar_lib pushprof_test_ref)
   add_executable(gen_otlp_pprof integration/otlp/gen_otlp_pprof.c)
   target_link_libraries(gen_otlp_pprof PRIVATE pushprof_proto)
 endif()

@@ -2,7 +2,7 @@
 # rules (unit), and the real sidecar against a Pyroscope stand-in (integration).
 if(TARGET pushprof_sidecar_lib)
   pushprof_unit_test(NAME test_pyroscope_split SOURCES unit/test_pyroscope_split.c
-    LIBS pushprof_sidecar_lib)
+    LIBS pushprof_sidecar_lib pushprof_test_ref)
 endif()
 if(TARGET pushprof-sidecar)
   add_executable(gen_big_pprof integration/pyroscope/gen_big_pprof.c)

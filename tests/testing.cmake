@@ -1,3 +1,9 @@
+# A profile read back with protobuf-c (unit/pp_parse_ref.h): the tests'
+# independent reader of what the code under test wrote.
+add_library(pushprof_test_ref STATIC ${CMAKE_CURRENT_LIST_DIR}/unit/pp_parse_ref.c)
+target_include_directories(pushprof_test_ref PUBLIC ${CMAKE_CURRENT_LIST_DIR}/unit)
+target_link_libraries(pushprof_test_ref PUBLIC pushprof_proto_read pushprof_proto)
+
 # pushprof_unit_test(NAME test_ring SOURCES unit/test_ring.c LIBS pushprof_sdk_objs)
 function(pushprof_unit_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})

@@ -2,7 +2,7 @@
 # generator, the comparisons with go tool pprof, a real browser on the SVG,
 # and the benchmark's generator.
 if(TARGET pushprof_views)
-  pushprof_unit_test(NAME test_views SOURCES unit/test_views.c LIBS pushprof_views)
+  pushprof_unit_test(NAME test_views SOURCES unit/test_views.c LIBS pushprof_views pushprof_test_ref)
 
   add_executable(gen_views_pprof integration/views/gen_views_pprof.c)
   target_link_libraries(gen_views_pprof PRIVATE pushprof_proto)
@@ -20,6 +20,8 @@ endif()
 if(TARGET pushprof_views AND COMMAND pushprof_fuzz_target)
   get_target_property(PP_VIEWS_SRCS pushprof_views SOURCES)
   pushprof_fuzz_target(NAME views SOURCES ${PP_VIEWS_SRCS} ${PP_FUZZ_PROTO_SRCS}
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/pp_parse_ref.c
     INCLUDES ${PP_FUZZ_PROTO_INCS} ${CMAKE_SOURCE_DIR}/views ${CMAKE_BINARY_DIR}/views/gen
-    LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB Threads::Threads m DEPENDS pushprof_proto pushprof_views)
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit
+    LIBS PkgConfig::PROTOBUFC ZLIB::ZLIB PkgConfig::LIBISAL Threads::Threads m DEPENDS pushprof_proto pushprof_views)
 endif()

@@ -17,7 +17,8 @@
 
 #include "pp_client.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_parse.h"
+#include "pp_gzip.h"
 #include "pushprof.pb-c.h"
 #include "view_cmd.h"
 
@@ -126,7 +127,8 @@ static int cmd_push(int argc, char **argv) {
   int rc = 2;
   uint8_t *file = NULL, *raw = NULL, *frame = NULL;
   size_t file_len = 0, raw_len = 0, frame_len = 0;
-  Perftools__Profiles__Profile *prof = NULL;
+  pp_pprof *parsed = NULL;
+  const Perftools__Profiles__Profile *prof = NULL;
 
   static const struct option lo[] = {
       {"socket", required_argument, NULL, 's'}, {"service", required_argument, NULL, 'S'},
@@ -207,7 +209,8 @@ static int cmd_push(int argc, char **argv) {
     file = NULL;
   }
   char why[256] = "";
-  prof = pp_pprof_parse(raw, raw_len, max_pprof, why, sizeof why);
+  parsed = pp_pprof_parse(raw, raw_len, max_pprof, why, sizeof why);
+  prof = parsed ? pp_pprof_profile(parsed) : NULL;
   if (!prof) {
     fprintf(stderr, "pushprof: %s is not a valid pprof profile: %s\n", path, why);
     goto out;
@@ -264,8 +267,7 @@ static int cmd_push(int argc, char **argv) {
     break;
   }
 out:
-  if (prof)
-    perftools__profiles__profile__free_unpacked(prof, NULL);
+  pp_pprof_free(parsed);
   for (size_t i = 0; i < nlabels; i++)
     free(label_bufs[i]);
   free(frame);

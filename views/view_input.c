@@ -240,7 +240,7 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
     if (read_whole(path, &data, &len, err, errlen) != 0)
       goto out;
     why[0] = 0;
-    pp_pprof *pp = pp_pprof_parse_pooled(data, len, MAX_UNPACKED_BYTES, why, sizeof why);
+    pp_pprof *pp = pp_pprof_parse(data, len, MAX_UNPACKED_BYTES, why, sizeof why);
     free(data);
     if (!pp) {
       say(err, errlen, "%s: %s", path, why);
@@ -290,7 +290,7 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
     }
     pp_builder_free(b);
     b = NULL;
-    one = pp_pprof_parse_pooled(packed, plen, SIZE_MAX, why, sizeof why);
+    one = pp_pprof_parse(packed, plen, SIZE_MAX, why, sizeof why);
     if (!one) {
       say(err, errlen, "the merge of %zu profiles does not validate: %s", out->nkept, why);
       goto out;

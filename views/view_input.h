@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pp_pprof.h"
+#include "pp_parse.h"
+#include "pp_merge.h"
 
 typedef struct view_input_opts {
   const char *service; /* NULL: any */

@@ -1,6 +1,6 @@
 /* otlp+http://HOST:PORT[/PATH], otlp+https://..., or plain "otlp" (the
  * endpoint from the OTEL_EXPORTER_OTLP_* environment): ships each merged
- * profile as an OTLP ExportProfilesServiceRequest (proto/pp_otlp.h does the
+ * profile as an OTLP ExportProfilesServiceRequest (otlp_convert.h does the
  * conversion), POSTed with Content-Type application/x-protobuf and
  * Content-Encoding gzip.
  *
@@ -33,8 +33,8 @@
 #include "otlp_profiles.pb-c.h"
 #include "pp_deflate.h"
 #include "pp_hex.h"
-#include "pp_otlp.h"
-#include "pp_pprof.h"
+#include "otlp_convert.h"
+#include "pp_parse.h"
 
 #define PPROF_PARSE_MAX ((size_t)1 << 30)
 #define HEADER_NAME_MAX 256
@@ -320,16 +320,17 @@ static int build_body(const export_object *obj, uint8_t **gz, size_t *gzlen, cha
   int rc = EXPORT_RETRY;
   pp_otlp *o = NULL;
   pp_otlp_attr *attrs = NULL;
-  Perftools__Profiles__Profile *p = NULL;
+  pp_pprof *parsed = NULL;
   if (!obj->pprof) {
     snprintf(err, errlen, "no uncompressed profile to convert (internal error)");
     return EXPORT_PERMANENT;
   }
-  p = pp_pprof_parse(obj->pprof, obj->pprof_len, PPROF_PARSE_MAX, why, sizeof why);
-  if (!p) {
+  parsed = pp_pprof_parse(obj->pprof, obj->pprof_len, PPROF_PARSE_MAX, why, sizeof why);
+  if (!parsed) {
     snprintf(err, errlen, "the merged profile does not parse: %s", why);
     return strstr(why, "memory") ? EXPORT_RETRY : EXPORT_PERMANENT;
   }
+  const Perftools__Profiles__Profile *p = pp_pprof_profile(parsed);
   attrs = calloc(obj->nlabels + 4, sizeof *attrs);
   if (!attrs || !(o = pp_otlp_new())) {
     snprintf(err, errlen, "out of memory converting to OTLP");
@@ -368,7 +369,7 @@ out:
   free(raw);
   free(attrs);
   pp_otlp_free(o);
-  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_pprof_free(parsed);
   return rc;
 }
 

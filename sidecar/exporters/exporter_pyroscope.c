@@ -40,7 +40,7 @@
 #include "http_common.h"
 #include "log.h"
 #include "pp_deflate.h"
-#include "pp_pprof.h"
+#include "pp_parse.h"
 #include "pyroscope_push.pb-c.h"
 
 #define PPROF_PARSE_MAX ((size_t)1 << 30)
@@ -626,14 +626,14 @@ static long sample_rate(const export_object *obj) {
   char why[128];
   if (!obj->pprof)
     return 0;
-  Perftools__Profiles__Profile *p =
-      pp_pprof_parse(obj->pprof, obj->pprof_len, PPROF_PARSE_MAX, why, sizeof why);
-  if (!p)
+  pp_pprof *parsed = pp_pprof_parse(obj->pprof, obj->pprof_len, PPROF_PARSE_MAX, why, sizeof why);
+  if (!parsed)
     return 0;
+  const Perftools__Profiles__Profile *p = pp_pprof_profile(parsed);
   long hz = 0;
   if (p->period_type && p->period > 0 && strcmp(pstr(p, p->period_type->unit), "nanoseconds") == 0)
     hz = (long)(1000000000LL / p->period);
-  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_pprof_free(parsed);
   return hz;
 }
 

@@ -1,6 +1,6 @@
 /* The Grafana Pyroscope exporter's pure parts, exposed for the unit tests:
  * its per-profile limits (the splitting itself is a pprof operation,
- * proto/pp_split.h) and turning the service and process labels into a
+ * pyroscope_split.h) and turning the service and process labels into a
  * valid Pyroscope series label set. Internal to sidecar/exporters/; not
  * thread-safe per call
  * (each call owns its outputs). */
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pp_split.h"
+#include "pyroscope_split.h"
 #include "pushprof.pb-c.h"
 
 /* Pyroscope's default validation.max-profile-size-bytes: the uncompressed

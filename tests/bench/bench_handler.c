@@ -19,7 +19,7 @@
 #include "bench_rows.h"
 
 #include "collector.h"
-#include "pp_pprof.h"
+#include "pp_parse_ref.h"
 #include "sampler_internal.h"
 #include "threads_linux.h"
 #include "unwind_tables.h"
@@ -93,7 +93,7 @@ static size_t max_depth_in_profile(void) {
   char why[200];
   if (sampler_cut(&buf, &len, &a, &b) != 0)
     return 0;
-  Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 64 << 20, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(buf, len, 64 << 20, why, sizeof why);
   free(buf);
   if (!p)
     return 0;

@@ -33,7 +33,9 @@
 
 #include "pp_deflate.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_parse.h"
+#include "pp_merge.h"
 #include "pp_push.h"
 #include "pushprof.pb-c.h"
 

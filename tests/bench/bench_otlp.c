@@ -10,8 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "pp_otlp.h"
-#include "pp_pprof.h"
+#include "otlp_convert.h"
+#include "pp_builder.h"
+#include "pp_gzip.h"
+#include "pp_parse_ref.h"
 
 static double cpu_ms(void) {
   struct timespec ts;
@@ -81,7 +83,7 @@ static void run_case(const char *name, const uint8_t *pprof, size_t len, int run
   for (int r = 0; r < runs; r++) {
     char why[256];
     double t0 = cpu_ms();
-    Perftools__Profiles__Profile *p = pp_pprof_parse(pprof, len, (size_t)1 << 30, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(pprof, len, (size_t)1 << 30, why, sizeof why);
     pp_otlp *o = pp_otlp_new();
     pp_otlp_attr res[2] = {{.key = "service.name", .str = "bench"},
                            {.key = "host.name", .str = "node"}};

@@ -38,7 +38,7 @@
 
 #include "pp_client.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
 #include "pushprof.pb-c.h"
 
 #define NSEC_PER_SEC 1000000000LL

@@ -10,7 +10,7 @@
 
 #include "fuzz_target.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_parse.h"
 #include "pp_push.h"
 #include "pushprof.pb-c.h"
 

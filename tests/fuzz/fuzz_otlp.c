@@ -9,8 +9,8 @@
 
 #include "fuzz_target.h"
 #include "otlp_profiles.pb-c.h"
-#include "pp_otlp.h"
-#include "pp_pprof.h"
+#include "otlp_convert.h"
+#include "pp_parse_ref.h"
 
 #define MAX_UNPACKED (1u << 20)
 
@@ -85,7 +85,7 @@ static void check_dictionary(const Pushprof__Otlp__ProfilesDictionary *d) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[256];
-  Perftools__Profiles__Profile *p = pp_pprof_parse(data, size, MAX_UNPACKED, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(data, size, MAX_UNPACKED, why, sizeof why);
   if (!p)
     return 0;
   pp_otlp *o = pp_otlp_new();

@@ -1,5 +1,5 @@
-/* pprof parse/validate/merge: any bytes go through pp_pprof_parse
- * (protobuf-c's unpack) and the arena-backed pp_pprof_parse_pooled (the
+/* pprof parse/validate/merge: any bytes go through pp_ref_parse
+ * (protobuf-c's unpack) and the arena-backed pp_pprof_parse (the
  * sidecar's path, the hand-written decoder of pp_decode.c), which must agree
  * on what they accept and on what it holds, field by field. Before
  * validation, the two decoders must also agree on the raw bytes (gunzipped
@@ -15,7 +15,12 @@
 #include "fuzz_target.h"
 #include "pp_decode_ref.h"
 #include "pp_pack_ref.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_validate.h"
+#include "pp_parse.h"
+#include "pp_merge.h"
+#include "pp_gzip.h"
+#include "pp_parse_ref.h"
 
 #define MAX_UNPACKED (1u << 20) /* gunzip limit: keeps gzip bombs cheap */
 
@@ -51,8 +56,8 @@ static void check_decoders_agree(const uint8_t *data, size_t size) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[256] = "", pwhy[256] = "";
   check_decoders_agree(data, size);
-  Perftools__Profiles__Profile *p = pp_pprof_parse(data, size, MAX_UNPACKED, why, sizeof why);
-  pp_pprof *pooled = pp_pprof_parse_pooled(data, size, MAX_UNPACKED, pwhy, sizeof pwhy);
+  Perftools__Profiles__Profile *p = pp_ref_parse(data, size, MAX_UNPACKED, why, sizeof why);
+  pp_pprof *pooled = pp_pprof_parse(data, size, MAX_UNPACKED, pwhy, sizeof pwhy);
   FUZZ_CHECK((p != NULL) == (pooled != NULL), "the parsers disagree: \"%s\" vs \"%s\"", why, pwhy);
   if (!p) {
     FUZZ_CHECK(why[0] != '\0' && pwhy[0] != '\0', "a rejected profile must say why");
@@ -84,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pp_builder_free(b);
 
   /* The merge output may be larger than the input; allow for it. */
-  Perftools__Profiles__Profile *q = pp_pprof_parse(out, outlen, outlen + 1, why, sizeof why);
+  Perftools__Profiles__Profile *q = pp_ref_parse(out, outlen, outlen + 1, why, sizeof why);
   FUZZ_CHECK(q != NULL, "merge output (%zu bytes) does not validate: %s", outlen, why);
   FUZZ_CHECK(q->n_sample_type == p->n_sample_type, "%zu sample types became %zu", p->n_sample_type,
              q->n_sample_type);

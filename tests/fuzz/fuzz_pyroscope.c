@@ -10,7 +10,9 @@
 #include "exporter_pyroscope.h"
 #include "fuzz_target.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_merge.h"
+#include "pp_parse_ref.h"
 
 #define MAX_UNPACKED (1u << 20)
 
@@ -25,8 +27,7 @@ static void check_split(const uint8_t *data, size_t size) {
     return;
   size_t max_bytes = 64 + (size_t)data[0] * 16;
   char why[256] = "";
-  Perftools__Profiles__Profile *p =
-      pp_pprof_parse(data + 1, size - 1, MAX_UNPACKED, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(data + 1, size - 1, MAX_UNPACKED, why, sizeof why);
   if (!p)
     return;
   pp_builder *b = pp_builder_new();
@@ -38,7 +39,7 @@ static void check_split(const uint8_t *data, size_t size) {
   perftools__profiles__profile__free_unpacked(p, NULL);
   if (!merged) /* fuzz_pprof reports merge failures */
     return;
-  Perftools__Profiles__Profile *w = pp_pprof_parse(whole, wlen, wlen + 1, why, sizeof why);
+  Perftools__Profiles__Profile *w = pp_ref_parse(whole, wlen, wlen + 1, why, sizeof why);
   if (!w) { /* fuzz_pprof reports merge output that does not validate */
     free(whole);
     return;
@@ -60,7 +61,7 @@ static void check_split(const uint8_t *data, size_t size) {
       FUZZ_CHECK(pieces[i].len <= max_bytes, "piece %zu of %zu: %zu bytes over %zu", i, n,
                  pieces[i].len, max_bytes);
       Perftools__Profiles__Profile *q =
-          pp_pprof_parse(pieces[i].data, pieces[i].len, pieces[i].len + 1, why, sizeof why);
+          pp_ref_parse(pieces[i].data, pieces[i].len, pieces[i].len + 1, why, sizeof why);
       FUZZ_CHECK(q != NULL, "piece %zu of %zu does not validate: %s", i, n, why);
       FUZZ_CHECK(q->n_sample_type == nt, "piece %zu has %zu sample types, want %zu", i,
                  q->n_sample_type, nt);

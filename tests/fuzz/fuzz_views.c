@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz_target.h"
-#include "pp_pprof.h"
+#include "pp_parse_ref.h"
 #include "view_folded.h"
 #include "view_model.h"
 #include "view_svg.h"
@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(clean);
 
   char why[256] = "";
-  Perftools__Profiles__Profile *p = pp_pprof_parse(data, size, MAX_UNPACKED, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(data, size, MAX_UNPACKED, why, sizeof why);
   if (!p)
     return 0;
   for (size_t vix = 0; vix < p->n_sample_type && vix < 4; vix++) {

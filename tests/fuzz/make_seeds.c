@@ -15,7 +15,8 @@
 #include "manifest.h"
 #include "pp_client.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_gzip.h"
 #include "pushprof.pb-c.h"
 
 static const char *outdir;

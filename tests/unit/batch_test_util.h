@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "profile.pb-c.h"
 #include "pushprof.pb-c.h"
 
 /* An uncompressed pprof with one cpu sample type and two stacks; value is

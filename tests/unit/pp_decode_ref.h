@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pp_pprof.h"
+#include "pp_parse.h"
 
 /* Compares two decoded profiles field by field (every field profile.proto
  * knows; unknown fields are not compared). 0 if equal, else -1 with the

@@ -15,6 +15,7 @@
 #include "pp_push.h"
 #include "pp_test.h"
 #include "spool.h"
+#include "pp_parse_ref.h"
 
 static char dir[64];
 
@@ -179,7 +180,7 @@ static void test_merges_pushes_of_one_service_into_one_object(void) {
     PP_CHECK(f.pprof_len[0] > 0);
     PP_CHECK(f.len[0] > 2 && f.data[0][0] == 0x1f && f.data[0][1] == 0x8b);
     char why[256] = "";
-    Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
     PP_CHECK(p != NULL);
     if (!p)
       fprintf(stderr, "parse: %s\n", why);
@@ -249,7 +250,7 @@ static void test_keeps_services_apart(void) {
   for (int i = 0; i < f.nobj; i++) {
     PP_CHECK_INT(f.pprof_len[i], ==, 0); /* not inflated for it */
     char why[256];
-    Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
     PP_CHECK(p != NULL);
     if (!p)
       continue;
@@ -545,7 +546,7 @@ static void test_exports_through_file_exporter(void) {
     if (fp)
       fclose(fp);
     char why[256];
-    Perftools__Profiles__Profile *p = pp_pprof_parse(buf, n, 1 << 24, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(buf, n, 1 << 24, why, sizeof why);
     PP_CHECK(p != NULL);
     if (p) {
       PP_CHECK_INT(btu_total(p), ==, 126);
@@ -610,8 +611,7 @@ static void test_concurrent_adds_lose_nothing(void) {
   if (f.calls <= FAKE_MAX) {
     for (int i = 0; i < nobj; i++) {
       char why[256];
-      Perftools__Profiles__Profile *p =
-          pp_pprof_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
+      Perftools__Profiles__Profile *p = pp_ref_parse(f.data[i], f.len[i], 1 << 24, why, sizeof why);
       PP_CHECK(p != NULL);
       if (p) {
         total += btu_total(p);
@@ -706,7 +706,7 @@ static void crash_with_pending_batch(spool *s, fake *f, bool stored) {
 static int64_t obj_total(const fake *f, int i) {
   char why[256];
   int64_t t = -1;
-  Perftools__Profiles__Profile *p = pp_pprof_parse(f->data[i], f->len[i], 1 << 24, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(f->data[i], f->len[i], 1 << 24, why, sizeof why);
   if (p) {
     t = btu_total(p);
     perftools__profiles__profile__free_unpacked(p, NULL);
@@ -906,7 +906,7 @@ static void test_rescan_decodes_each_push_once(void) {
   PP_CHECK_INT(f.nobj, ==, 1);
   if (f.nobj == 1) {
     char why[256] = "";
-    Perftools__Profiles__Profile *p = pp_pprof_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(f.data[0], f.len[0], 1 << 24, why, sizeof why);
     PP_CHECK(p != NULL);
     /* btu_frame(v) holds v + 2v: the five pushes 10..14, merged once each. */
     if (p)

@@ -11,7 +11,7 @@
 
 #include "collector.h"
 #include "labels.h"
-#include "pp_pprof.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 #include "pushprof.h"
 #include "sampler.h"
@@ -351,7 +351,7 @@ static Perftools__Profiles__Profile *cut(void) {
   char why[200];
   if (sampler_cut(&buf, &len, &a, &b) != 0)
     return NULL;
-  Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 256 << 20, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(buf, len, 256 << 20, why, sizeof why);
   if (!p)
     fprintf(stderr, "cannot parse the cut: %s\n", why);
   free(buf);

@@ -24,7 +24,7 @@
 #include "metrics_test_util.h"
 #include "pp_client.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
 #include "pp_test.h"
 #include "spool.h"
 

@@ -8,8 +8,9 @@
 
 #include "exporter_otlp.h"
 #include "otlp_profiles.pb-c.h"
-#include "pp_otlp.h"
-#include "pp_pprof.h"
+#include "otlp_convert.h"
+#include "pp_builder.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 
 static const char TRACE[] = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -49,7 +50,7 @@ static Perftools__Profiles__Profile *make_profile(void) {
   PP_CHECK(pp_builder_pack(b, &raw, &len) == 0);
   pp_builder_free(b);
   char why[256];
-  Perftools__Profiles__Profile *p = pp_pprof_parse(raw, len, 1 << 20, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(raw, len, 1 << 20, why, sizeof why);
   free(raw);
   PP_CHECK(p != NULL);
   return p;

@@ -6,7 +6,11 @@
 #include "pp_builder_int.h" /* string_at, string_count */
 #include "pp_deflate.h"
 #include "pp_pack_ref.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_validate.h"
+#include "pp_merge.h"
+#include "pp_gzip.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 #include "pp_varint.h"
 
@@ -1202,31 +1206,30 @@ static void test_parse_plain_gzip_and_garbage(void) {
   PP_CHECK_INT(pp_builder_pack(b, &raw, &rawlen), ==, 0);
   PP_CHECK_INT(pp_gzip(raw, rawlen, &gz, &gzlen), ==, 0);
   char why[256] = "";
-  Perftools__Profiles__Profile *p = pp_pprof_parse(raw, rawlen, 1 << 20, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(raw, rawlen, 1 << 20, why, sizeof why);
   PP_CHECK(p != NULL);
   if (p) {
     PP_CHECK_INT(p->n_sample, ==, 1);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
-  p = pp_pprof_parse(gz, gzlen, 1 << 20, why, sizeof why);
+  p = pp_ref_parse(gz, gzlen, 1 << 20, why, sizeof why);
   PP_CHECK(p != NULL);
   if (p)
     perftools__profiles__profile__free_unpacked(p, NULL);
-  p = pp_pprof_parse(gz, gzlen, rawlen - 1, why,
-                     sizeof why); /* limit applies to the inflated size */
+  p = pp_ref_parse(gz, gzlen, rawlen - 1, why, sizeof why); /* limit applies to the inflated size */
   PP_CHECK(p == NULL);
   PP_CHECK(strstr(why, "limit") != NULL);
-  p = pp_pprof_parse(raw, rawlen, rawlen - 1, why, sizeof why);
+  p = pp_ref_parse(raw, rawlen, rawlen - 1, why, sizeof why);
   PP_CHECK(p == NULL);
   const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x0f, 0x01};
-  p = pp_pprof_parse(junk, sizeof junk, 1 << 20, why, sizeof why);
+  p = pp_ref_parse(junk, sizeof junk, 1 << 20, why, sizeof why);
   PP_CHECK(p == NULL);
   PP_CHECK(strstr(why, "decod") != NULL);
   const uint8_t empty_gz[] = {0x1f, 0x8b};
-  p = pp_pprof_parse(empty_gz, sizeof empty_gz, 1 << 20, why, sizeof why);
+  p = pp_ref_parse(empty_gz, sizeof empty_gz, 1 << 20, why, sizeof why);
   PP_CHECK(p == NULL);
   /* An empty message decodes but has no string_table[0]. */
-  p = pp_pprof_parse((const uint8_t *)"", 0, 1 << 20, why, sizeof why);
+  p = pp_ref_parse((const uint8_t *)"", 0, 1 << 20, why, sizeof why);
   PP_CHECK(p == NULL);
   PP_CHECK(strstr(why, "string_table[0]") != NULL);
   free(raw);
@@ -1258,7 +1261,7 @@ static void test_parse_survives_corruption_and_merge_accepts_what_it_accepts(voi
       buf[rand_r(&seed) % len] = (uint8_t)rand_r(&seed);
     if (rand_r(&seed) % 4 == 0)
       len = (size_t)rand_r(&seed) % len;
-    Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 1 << 20, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(buf, len, 1 << 20, why, sizeof why);
     if (!p) {
       PP_CHECK(why[0] != '\0');
       rejected++;
@@ -1273,7 +1276,7 @@ static void test_parse_survives_corruption_and_merge_accepts_what_it_accepts(voi
     uint8_t *out = NULL;
     size_t outlen = 0;
     PP_CHECK_INT(pp_builder_pack(m, &out, &outlen), ==, 0);
-    Perftools__Profiles__Profile *q = pp_pprof_parse(out, outlen, 1 << 20, why, sizeof why);
+    Perftools__Profiles__Profile *q = pp_ref_parse(out, outlen, 1 << 20, why, sizeof why);
     PP_CHECK(q != NULL);
     if (!q)
       fprintf(stderr, "  merged profile invalid: %s\n", why);

@@ -8,6 +8,7 @@
 #include "pp_decode.h"
 #include "pp_decode_ref.h"
 #include "pp_test.h"
+#include "pp_parse_ref.h"
 
 /* ---- a small protobuf encoder for hand-made inputs ---- */
 
@@ -684,15 +685,15 @@ static void test_decode_matches_protobuf_c_on_mutations(void) {
   drop(&m);
 }
 
-/* The sidecar's path: pp_pprof_parse_pooled decodes by hand and validates. */
+/* The sidecar's path: pp_pprof_parse decodes by hand and validates. */
 static void test_parse_pooled_agrees_with_parse(void) {
   uint64_t seed = 42;
   enc e = {0};
   for (int i = 0; i < 50; i++) {
     random_profile(&seed, (size_t)i % 8, &e);
     char why[256] = "", pwhy[256] = "";
-    Perftools__Profiles__Profile *p = pp_pprof_parse(e.b, e.n, 1 << 24, why, sizeof why);
-    pp_pprof *q = pp_pprof_parse_pooled(e.b, e.n, 1 << 24, pwhy, sizeof pwhy);
+    Perftools__Profiles__Profile *p = pp_ref_parse(e.b, e.n, 1 << 24, why, sizeof why);
+    pp_pprof *q = pp_pprof_parse(e.b, e.n, 1 << 24, pwhy, sizeof pwhy);
     PP_CHECK((p != NULL) == (q != NULL));
     if (p && q)
       PP_CHECK(pp_decode_ref_compare(p, pp_pprof_profile(q), why, sizeof why) == 0);
@@ -703,7 +704,7 @@ static void test_parse_pooled_agrees_with_parse(void) {
   }
   const uint8_t junk[] = {0x0a, 0x05, 0x01};
   char why[256] = "";
-  PP_CHECK(pp_pprof_parse_pooled(junk, sizeof junk, 100, why, sizeof why) == NULL);
+  PP_CHECK(pp_pprof_parse(junk, sizeof junk, 100, why, sizeof why) == NULL);
   PP_CHECK_STR(why, "not a pprof profile: protobuf decoding of 3 bytes failed");
   drop(&e);
 }

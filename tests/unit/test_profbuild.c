@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "elfsym.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 #include "procmaps.h"
 #include "profbuild.h"
@@ -52,7 +53,7 @@ static Profile *build_and_parse(profbuild *pb, const profbuild_stack *st, size_t
     if (!f || fwrite(out, 1, len, f) != len || fclose(f) != 0)
       fprintf(stderr, "cannot write %s\n", save_to);
   }
-  Profile *p = pp_pprof_parse(out, len, 64u << 20, why, sizeof why);
+  Profile *p = pp_ref_parse(out, len, 64u << 20, why, sizeof why);
   if (!p)
     fprintf(stderr, "pp_pprof_parse: %s\n", why);
   free(out);
@@ -640,7 +641,7 @@ static void test_profbuild_many_distinct_stacks(void) {
       best = t;
     if (round == 0) {
       char why[256];
-      Profile *p = pp_pprof_parse(out, len, 256u << 20, why, sizeof why);
+      Profile *p = pp_ref_parse(out, len, 256u << 20, why, sizeof why);
       PP_CHECK(p != NULL);
       if (p) {
         int64_t total = 0;

@@ -6,6 +6,7 @@
 #include "pp_decode_ref.h"
 #include "pp_push.h"
 #include "pp_test.h"
+#include "pp_gzip.h"
 
 static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
   int code = -1;
@@ -483,8 +484,8 @@ static void test_decode_agrees_with_protobuf_c_on_mutated_payloads(void) {
       other++;
       PP_CHECK(strcmp(why, "payload is not a valid PushRequest protobuf") != 0);
       if (code == PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF) {
-        pp_pprof *q = pp_pprof_parse_pooled(ref->pprof.data, ref->pprof.len,
-                                            8u * PP_FRAME_MAX_DEFAULT, pwhy, sizeof pwhy);
+        pp_pprof *q = pp_pprof_parse(ref->pprof.data, ref->pprof.len, 8u * PP_FRAME_MAX_DEFAULT,
+                                     pwhy, sizeof pwhy);
         PP_CHECK(q == NULL);
         PP_CHECK(strstr(why, pwhy) != NULL);
         pp_pprof_free(q);

@@ -7,7 +7,9 @@
 
 #include "exporter_pyroscope.h"
 #include "pp_builder_int.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_merge.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 
 #define NTYPES 2
@@ -99,7 +101,7 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
   PP_CHECK_INT(make_profile(9000, 300, &p, &len), ==, 0);
   PP_CHECK_INT(len, >, 2 * PYROSCOPE_MAX_PROFILE_BYTES);
   char why[256] = "";
-  Perftools__Profiles__Profile *orig = pp_pprof_parse(p, len, (size_t)1 << 30, why, sizeof why);
+  Perftools__Profiles__Profile *orig = pp_ref_parse(p, len, (size_t)1 << 30, why, sizeof why);
   PP_CHECK(orig != NULL);
   if (!orig) {
     free(p);
@@ -119,7 +121,7 @@ static void test_pyroscope_split_big_profile_keeps_totals_and_limit(void) {
     PP_CHECK_INT(pieces[i].len, <=, PYROSCOPE_MAX_PROFILE_BYTES);
     sum_len += pieces[i].len;
     Perftools__Profiles__Profile *q =
-        pp_pprof_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
+        pp_ref_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
     PP_CHECK(q != NULL);
     if (!q) {
       fprintf(stderr, "  piece %zu invalid: %s\n", i, why);
@@ -155,7 +157,7 @@ static void test_pyroscope_split_by_sample_count(void) {
   PP_CHECK_INT(make_profile(50, 20, &p, &len), ==, 0);
   PP_CHECK_INT(pp_count_samples(p, len), ==, 50);
   char why[256] = "";
-  Perftools__Profiles__Profile *orig = pp_pprof_parse(p, len, (size_t)1 << 30, why, sizeof why);
+  Perftools__Profiles__Profile *orig = pp_ref_parse(p, len, (size_t)1 << 30, why, sizeof why);
   PP_CHECK(orig != NULL);
   totals want = {0}, got = {0};
   if (orig)
@@ -169,7 +171,7 @@ static void test_pyroscope_split_by_sample_count(void) {
   for (size_t i = 0; i < n; i++) {
     PP_CHECK_INT(pp_count_samples(pieces[i].data, pieces[i].len), <=, 16);
     Perftools__Profiles__Profile *q =
-        pp_pprof_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
+        pp_ref_parse(pieces[i].data, pieces[i].len, (size_t)1 << 30, why, sizeof why);
     PP_CHECK(q != NULL);
     if (q) {
       add_totals(q, &got);
@@ -329,7 +331,7 @@ static void test_pyroscope_split_pieces_keep_profile_fields(void) {
   PP_CHECK_INT(n, ==, 4);
   for (size_t i = 0; i < n; i++) {
     Perftools__Profiles__Profile *p =
-        pp_pprof_parse(pieces[i].data, pieces[i].len, 1 << 20, why, sizeof why);
+        pp_ref_parse(pieces[i].data, pieces[i].len, 1 << 20, why, sizeof why);
     PP_CHECK(p != NULL);
     if (!p)
       continue;

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pp_pprof.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 #include "pushprof.h"
 #include "sampler.h"
@@ -139,7 +139,7 @@ static Perftools__Profiles__Profile *cut(int64_t *t0, int64_t *t1) {
   PP_CHECK_INT(rc, ==, 0);
   if (rc != 0)
     return NULL;
-  Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 64 << 20, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(buf, len, 64 << 20, why, sizeof why);
   if (!p)
     fprintf(stderr, "pp_pprof_parse: %s\n", why);
   PP_CHECK(p != NULL);
@@ -268,7 +268,7 @@ static void test_sampler_forked_child_survives(void) {
     if (sampler_cut(&buf, &len, &a, &b) != 0)
       _exit(5);
     char why[200];
-    Perftools__Profiles__Profile *p = pp_pprof_parse(buf, len, 64 << 20, why, sizeof why);
+    Perftools__Profiles__Profile *p = pp_ref_parse(buf, len, 64 << 20, why, sizeof why);
     free(buf);
     if (!p)
       _exit(6);

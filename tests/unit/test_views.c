@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_parse_ref.h"
 #include "pp_test.h"
 #include "view_folded.h"
 #include "view_input.h"
@@ -50,7 +51,7 @@ static Perftools__Profiles__Profile *make(const char *const *lines, size_t n) {
   PP_CHECK_INT(pp_builder_pack(b, &raw, &len), ==, 0);
   pp_builder_free(b);
   char why[256] = "";
-  Perftools__Profiles__Profile *p = pp_pprof_parse(raw, len, 1 << 20, why, sizeof why);
+  Perftools__Profiles__Profile *p = pp_ref_parse(raw, len, 1 << 20, why, sizeof why);
   if (!p)
     fprintf(stderr, "parse: %s\n", why);
   free(raw);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pp_pprof.h"
+#include "pp_builder.h"
 
 static uint64_t rng = 42;
 static uint64_t next(void) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pp_pprof.h"
+#include "pp_builder.h"
 
 int main(int argc, char **argv) {
   if (argc != 4) {

@@ -13,7 +13,8 @@
 
 #include "pp_client.h"
 #include "pp_frame.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_gzip.h"
 #include "profile.pb-c.h"
 #include "pushprof.pb-c.h"
 

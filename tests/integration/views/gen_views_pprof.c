@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "pp_hex.h"
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_gzip.h"
 
 #define PERIOD 10000000
 

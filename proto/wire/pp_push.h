@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pp_pprof.h"
+#include "pp_arena.h"
 #include "pushprof.pb-c.h"
 
 /* A decoded, validated push. req->pprof is always empty: the profile lives
@@ -24,7 +24,7 @@ typedef struct pp_push {
 /* Decodes frame[0..len) (header + PushRequest + pprof, gzipped or not) and
  * checks every limit: header (magic, version, type, length == len - header,
  * length <= max_frame), service 1..PP_SERVICE_MAX bytes, hostname, labels,
- * times, and the pprof (pp_pprof_parse_pooled, up to 8 * max_frame bytes
+ * times, and the pprof (pp_pprof_parse, up to 8 * max_frame bytes
  * once gunzipped), parsed where it lies in the frame: the request is
  * unpacked without it, and the result does not point into frame. A
  * no_samples push must carry no pprof. Returns the push (free with

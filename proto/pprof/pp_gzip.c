@@ -1,11 +1,13 @@
 /* gzip (RFC 1952) compression and bounded decompression with zlib. */
-#include "pp_builder_int.h"
+#include "pp_gzip.h"
 
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <zlib.h>
+
+#include "pp_why.h"
 
 #define GZIP_WINDOW_BITS (15 + 16)   /* 32 KiB window, gzip wrapper */
 #define CHUNK_MAX ((size_t)UINT_MAX) /* zlib counts in uInt */

@@ -3,8 +3,8 @@
  * reader-side pprof operation beside the merge (pushprof_proto_convert; the
  * SDK does not link it). Not thread-safe per call; each call owns its
  * outputs. */
-#ifndef PP_SPLIT_H
-#define PP_SPLIT_H
+#ifndef SIDECAR_PYROSCOPE_SPLIT_H
+#define SIDECAR_PYROSCOPE_SPLIT_H
 #include <stddef.h>
 #include <stdint.h>
 

@@ -14,8 +14,8 @@
  *     pair also becomes the sample's Link (16- and 8-byte ids);
  *   - a mapping's build id becomes its attribute process.executable.build_id.gnu.
  * Not thread-safe; one owner at a time. Allocates. */
-#ifndef PP_OTLP_H
-#define PP_OTLP_H
+#ifndef SIDECAR_OTLP_CONVERT_H
+#define SIDECAR_OTLP_CONVERT_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

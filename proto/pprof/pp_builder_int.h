@@ -1,9 +1,9 @@
-/* Internal to the proto library: the builder's index-level entry points
+/* Internal to the pprof codec: the builder's index-level entry points
  * (string-table indices already interned in the same builder), used by
- * pp_merge.c to avoid re-hashing strings, and a gunzip that says why. */
+ * pp_merge.c to avoid re-hashing strings. */
 #ifndef PP_BUILDER_INT_H
 #define PP_BUILDER_INT_H
-#include "pp_pprof.h"
+#include "pp_builder.h"
 
 typedef struct pp_ilabel { /* a label with interned string indices; no padding */
   int64_t key;
@@ -79,10 +79,4 @@ void pp_builder_set_extras_ix(pp_builder *b, int64_t drop_frames, int64_t keep_f
 /* True once pp_merge_add accepted a profile (it then owns the sample types). */
 bool pp_builder_merge_started(const pp_builder *b);
 void pp_builder_set_merge_started(pp_builder *b);
-
-int pp_gunzip_why(const uint8_t *in, size_t len, size_t max_out, uint8_t **out, size_t *outlen,
-                  char *why, size_t whylen);
-/* Writes a one-line reason into why (if given); shared by validate, merge
- * and gzip. */
-void pp_say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pp_decode.h"
+#include "pp_parse.h"
 #include "pp_frame.h"
 
 static atomic_uint_fast64_t decodes;
@@ -179,7 +180,7 @@ pp_push *pp_push_decode(const uint8_t *frame, size_t len, uint32_t max_frame, in
     size_t max_pprof = (size_t)max_frame * 8u;
     if (max_pprof < (size_t)max_frame)
       max_pprof = SIZE_MAX;
-    p->prof = pp_pprof_parse_pooled(pprof, pprof_len, max_pprof, pwhy, sizeof pwhy);
+    p->prof = pp_pprof_parse(pprof, pprof_len, max_pprof, pwhy, sizeof pwhy);
     if (!p->prof)
       FAIL(INVALID_PPROF, "invalid pprof: %s", pwhy);
   }

@@ -2,9 +2,12 @@
  * location of the source is re-interned in the builder (so ids and string
  * indices of different inputs never mix), and samples with the same stack
  * and labels are summed by the builder's sample dedup. */
+#include "pp_merge.h"
+
 #include "pp_builder_int.h"
 #include "pp_hash.h"
 #include "pp_varint.h"
+#include "pp_why.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,10 +1,15 @@
 /* The hand-written profile.proto decoder (pp_decode.c) that
- * pp_pprof_parse_pooled uses instead of protobuf-c's generic unpack
+ * pp_pprof_parse uses instead of protobuf-c's generic unpack
  * (exposed for the tests that compare the two), and its field reader,
  * which pp_push.c and the listener's peeks at a payload use too. */
 #ifndef PP_DECODE_H
 #define PP_DECODE_H
-#include "pp_pprof.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pp_arena.h"
+#include "profile.pb-c.h"
 
 /* Decodes data[0..len) (an uncompressed, unvalidated pprof) into arena a,
  * accepting exactly what perftools__profiles__profile__unpack (protobuf-c

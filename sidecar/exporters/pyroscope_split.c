@@ -1,16 +1,18 @@
 /* Splitting a pprof by sample into pieces within a size and a sample count
- * limit (Grafana Pyroscope's per-profile limits); see pp_split.h. Each
+ * limit (Grafana Pyroscope's per-profile limits); see pyroscope_split.h. Each
  * piece is built by pp_merge_add_samples, the merge's own remapping, so a
  * piece keeps everything a merge keeps (sample types, period, time,
  * comments, drop/keep_frames, default_sample_type, doc_url, mapping flags)
  * and only the mappings, functions, locations and strings its samples use. */
-#include "pp_split.h"
+#include "pyroscope_split.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pp_pprof.h"
+#include "pp_builder.h"
+#include "pp_parse.h"
+#include "pp_merge.h"
 
 #define PP_SPLIT_PARSE_MAX ((size_t)1 << 30)
 
@@ -157,12 +159,12 @@ int pp_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t m
     return 0;
   }
   char pwhy[256] = "";
-  Perftools__Profiles__Profile *p =
-      pp_pprof_parse(pprof, len, PP_SPLIT_PARSE_MAX, pwhy, sizeof pwhy);
-  if (!p) {
+  pp_pprof *parsed = pp_pprof_parse(pprof, len, PP_SPLIT_PARSE_MAX, pwhy, sizeof pwhy);
+  if (!parsed) {
     snprintf(why, whylen, "cannot split an invalid profile: %s", pwhy);
     return -1;
   }
+  const Perftools__Profiles__Profile *p = pp_pprof_profile(parsed);
   split_ctx c = {
       .p = p, .max_bytes = max_bytes, .max_samples = max_samples, .why = why, .whylen = whylen};
   int rc = -1;
@@ -190,6 +192,6 @@ int pp_split_limits(const uint8_t *pprof, size_t len, size_t max_bytes, size_t m
   rc = 0;
 out:
   pp_pieces_free(c.out, c.nout);
-  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_pprof_free(parsed);
   return rc;
 }

@@ -1,15 +1,15 @@
-/* pprof -> OTLP profiles; see pp_otlp.h for the rules. Every dictionary
+/* pprof -> OTLP profiles; see otlp_convert.h for the rules. Every dictionary
  * table is an interner over int64 keys (strings over their bytes): the key
  * holds the entry's fields, so equal entries get one index, and entry 0 is
  * the all-zero key, interned first. Packing turns the keys into protobuf-c
  * messages in one arena that lives only for the pack. */
-#include "pp_otlp.h"
+#include "otlp_convert.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "otlp_profiles.pb-c.h"
-#include "pp_builder_int.h"
+#include "pp_why.h"
 #include "pp_hash.h"
 #include "pp_hex.h"
 
