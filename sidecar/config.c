@@ -47,8 +47,8 @@ static const opt_def opts[] = {
     {"journal-bytes", "journal_bytes", NULL, T_SIZE, OFF(journal_bytes), 0, 1ll << 32,
      "write-ahead journal pushes are acked from, e.g. 64MiB (default 64MiB; 0 = off)"},
     {"max-memory", "max_memory", NULL, T_SIZE, OFF(max_memory), 16 << 20, 1ll << 40,
-     "memory budget: frames being read, profiles being merged, batches in memory; past it new "
-     "pushes are told to retry (default 48MiB)"},
+     "resident memory limit: the sidecar's own part (measured at start) plus frames, merges and "
+     "batches; near it new pushes wait, then are told to retry (default 48MiB)"},
     {"metrics-addr", "metrics_addr", NULL, T_STR, OFF(metrics_addr), 0, 0,
      "HOST:PORT for /metrics and /healthz (default: off)"},
     {"node-name", "node_name", NULL, T_STR, OFF(node_name), 0, 0,
