@@ -47,11 +47,11 @@ void collector_wake_from_signal(void);
 void collector_set_tick(void (*fn)(void));
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
-/* Called by the dlclose interposer before the real dlclose, on the caller's
+/* Called (through sampler_before_dlclose) before the real dlclose, on the caller's
  * thread: while sampling, the library's mappings and symbols are kept for
  * the next builds (profbuild_retain_library). Takes no lock. */
 void collector_before_dlclose(void *handle);
-/* Called by the dlclose interposer after the real dlclose: wakes the
+/* Called (through sampler_after_dlclose) after the real dlclose: wakes the
  * collector so the unwind tables drop the library now. Takes no lock. */
 void collector_after_dlclose(void);
 

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector.h"
 #include "sampler.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -94,29 +93,26 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
   return rc;
 }
 
-/* The SDK's own threads start here (threads_spawn_internal). */
-int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                                  void *(*fn)(void *), void *arg);
-int interpose_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                                  void *(*fn)(void *), void *arg) {
-  pthread_create_fn real = (pthread_create_fn)real_fn(&g_real_pthread_create, "pthread_create");
-  return real ? real(thread, attr, fn, arg) : EAGAIN;
-}
-
 __attribute__((visibility("default"))) int dlclose(void *handle) {
   dlclose_fn real = (dlclose_fn)real_fn(&g_real_dlclose, "dlclose");
   if (!real)
     return -1; /* cannot happen with a working libc */
-  collector_before_dlclose(handle);
+  sampler_before_dlclose(handle);
   int rc = real(handle);
-  collector_after_dlclose(); /* its unwind table goes at once, not at the next drain */
+  sampler_after_dlclose(); /* its unwind table goes at once, not at the next drain */
   return rc;
 }
 
-/* Resolved before main: sigaction is called from signal handlers (ours
- * resets SIG_DFL before a re-raise), where dlsym is not safe. */
-__attribute__((constructor(101))) static void resolve_real_sigaction(void) {
+static int real_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact);
+
+/* Resolved before main, and before the preload library's constructor
+ * starts the SDK: sigaction is called from signal handlers (ours resets
+ * SIG_DFL before a re-raise), where dlsym is not safe; and the SDK's own
+ * threads and signal actions go straight to libc's. */
+__attribute__((constructor(101))) static void resolve_libc(void) {
+  pthread_create_fn create = (pthread_create_fn)real_fn(&g_real_pthread_create, "pthread_create");
   (void)real_fn(&g_real_sigaction, "sigaction");
+  sampler_use_libc(create, real_sigaction);
 }
 
 static int real_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact) {

@@ -3,7 +3,7 @@
  * Unix socket (proto/PROTOCOL.md). It also carries the final flush at exit,
  * on SIGTERM/SIGINT/SIGHUP and before exec. Application threads only ever
  * wake it (pushprof_flush waits at most its timeout). Thread-safe; nothing
- * here is async-signal-safe except push_term_signal_handler. */
+ * here is async-signal-safe except its SIGTERM/SIGINT/SIGHUP handler. */
 #ifndef PUSHPROF_PUSH_H
 #define PUSHPROF_PUSH_H
 #include <stddef.h>

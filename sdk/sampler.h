@@ -5,8 +5,11 @@
  * None of these functions is async-signal-safe; all are thread-safe. */
 #ifndef PUSHPROF_SAMPLER_H
 #define PUSHPROF_SAMPLER_H
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct sigaction;
 
 typedef struct sampler_config {
   int hz;    /* 1..1000, already validated */
@@ -56,13 +59,24 @@ int sampler_thread_register(void);
  * routine (a thread that ends with a sample due gets it there). */
 int sampler_thread_started(uintptr_t entry);
 
+/* The interposers (interpose.c, .so files only) are the sampler's only
+ * callers besides the API, and reach it through these. Before main they
+ * hand over libc's pthread_create and sigaction (or a sanitizer's, the next
+ * definitions), which the SDK's own threads and signal actions then use,
+ * bypassing the interposers. Thread-safe. */
+typedef int (*sampler_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+void sampler_use_libc(int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *),
+                      sampler_sigaction_fn sigaction_fn);
+/* Around the real dlclose: the library's mappings and symbols are kept for
+ * the next profiles, and its unwind table goes at once. */
+void sampler_before_dlclose(void *handle);
+void sampler_after_dlclose(void);
 /* The interposed sigaction (interpose.c, .so files only) calls this with
  * libc's. For a signal whose handler is ours it records the program's action
  * as the one our handler forwards other senders' signals to, and answers
  * oldact with the program's previous action, so a program that installs its
  * own SIGPROF handler after we start neither replaces ours nor sees it;
  * other signals (and the SDK's own calls) go to real. Async-signal-safe. */
-struct sigaction;
 int sampler_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact,
                       int (*real)(int, const struct sigaction *, struct sigaction *));
 /* sigaction for the SDK's own changes (handler install, SIG_DFL before a

@@ -1,5 +1,6 @@
 /* The sampler on Linux: installs the signal handler, arms per-thread CPU
  * timers (or setitimer as a fallback) and drives the collector. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -65,13 +66,37 @@ static int arm_threads(int signo, int64_t period_ns, char *why, size_t whylen) {
   return threads_arm_all(signo, period_ns, why, whylen);
 }
 
+/* libc's sigaction past the interposer (sampler_use_libc), or where there
+ * is no interposer (the static library) the first definition, looked up at
+ * sampler_start: never dlsym in a signal handler. */
+static _Atomic(sampler_sigaction_fn) g_libc_sigaction;
+
+void sampler_use_libc(int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *),
+                      sampler_sigaction_fn sigaction_fn) {
+  threads_set_real_create(create);
+  atomic_store_explicit(&g_libc_sigaction, sigaction_fn, memory_order_release);
+}
+
+void sampler_before_dlclose(void *handle) {
+  collector_before_dlclose(handle);
+}
+
+void sampler_after_dlclose(void) {
+  collector_after_dlclose();
+}
+
 int sampler_own_sigaction(int signo, const struct sigaction *act, struct sigaction *oldact) {
   sigset_t all, old;
   sigfillset(&all);
   /* No handler of the program runs on this thread while the flag is set. */
   pthread_sigmask(SIG_SETMASK, &all, &old);
   g_own_sigaction = 1;
-  int rc = sigaction(signo, act, oldact);
+  sampler_sigaction_fn libc = atomic_load_explicit(&g_libc_sigaction, memory_order_acquire);
+  int rc = -1;
+  if (libc)
+    rc = libc(signo, act, oldact);
+  else
+    errno = ENOSYS; /* cannot happen with a working libc */
   int saved = errno;
   g_own_sigaction = 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -443,6 +468,9 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
     snprintf(err, errlen, "invalid sampler configuration (hz 1..1000, a catchable signal)");
     return PUSHPROF_EINVAL;
   }
+  if (!atomic_load_explicit(&g_libc_sigaction, memory_order_acquire))
+    atomic_store_explicit(&g_libc_sigaction, (sampler_sigaction_fn)dlsym(RTLD_DEFAULT, "sigaction"),
+                          memory_order_release);
   pthread_mutex_lock(&g_api_mu);
   if (g_started) {
     rc = PUSHPROF_EALREADY;

@@ -4,6 +4,7 @@
 #include "threads_linux.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -300,17 +301,21 @@ void threads_exclude_self(void) {
   pthread_mutex_unlock(&g_lock);
 }
 
-/* Defined by interpose.c in the .so files: libc's pthread_create. */
-extern int interpose_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
-                                         void *(*fn)(void *), void *arg) __attribute__((weak));
+static _Atomic(threads_create_fn) g_real_create;
+
+void threads_set_real_create(threads_create_fn fn) {
+  atomic_store_explicit(&g_real_create, fn, memory_order_release);
+}
 
 int threads_spawn_internal(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
                            void *arg) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = interpose_real_pthread_create ? interpose_real_pthread_create(t, attr, fn, arg)
-                                         : pthread_create(t, attr, fn, arg);
+  threads_create_fn create = atomic_load_explicit(&g_real_create, memory_order_acquire);
+  if (!create) /* no interposer: the first definition is libc's */
+    create = (threads_create_fn)dlsym(RTLD_DEFAULT, "pthread_create");
+  int rc = create ? create(t, attr, fn, arg) : EAGAIN;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
 }

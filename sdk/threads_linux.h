@@ -72,6 +72,13 @@ void threads_exclude_end(void);
  * Not async-signal-safe (takes the table lock). */
 int64_t threads_own_cpu_ns(void);
 
+/* libc's pthread_create, past the pthread_create interposer of the .so
+ * files (interpose.c hands it over through sampler_use_libc before main);
+ * without it (the static library, which interposes nothing) the SDK's
+ * threads use the first definition, libc's. */
+typedef int (*threads_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+void threads_set_real_create(threads_create_fn fn);
+
 /* Starts one of the SDK's own threads with every signal blocked (the host's
  * process-directed signals are for its threads), past our pthread_create
  * interposer: no trampoline, so nothing is malloc'ed in the new thread (a
