@@ -24,6 +24,20 @@ if(TARGET pushprof_sdk_objs)
 endif()
 
 
+# What the SDK's signal handlers can reach: the SDK compiled again with a
+# section per function and datum, and every relocation followed from the
+# handlers (the sampling handler, the SIGTERM flush, the collector's wake-up,
+# pushprof_strerror): each call that leaves the SDK must be async-signal-safe.
+get_target_property(PP_SIG_SRCS pushprof_sdk_objs SOURCES)
+add_library(pushprof_sdk_sections OBJECT ${PP_SIG_SRCS} ${PP_CORE_DIR}/interpose.c)
+target_compile_options(pushprof_sdk_sections PRIVATE -ffunction-sections -fdata-sections)
+target_link_libraries(pushprof_sdk_sections PRIVATE pushprof_sdk_objs)
+add_test(NAME test_signal_path COMMAND python3
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdk/signal_reach.py --root sampler_handle_signal
+  --root term_handler --root sampler_wake_from_signal --root pushprof_strerror
+  $<TARGET_OBJECTS:pushprof_sdk_sections> COMMAND_EXPAND_LISTS)
+set_tests_properties(test_signal_path PROPERTIES LABELS "unit;sdk")
+
 # Per-thread labels (pushprof_label_set): unit test, the label-set cost
 # benchmark, and a linked workload whose requests carry trace ids.
 if(TARGET pushprof_sdk_objs)
