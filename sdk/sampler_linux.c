@@ -28,6 +28,9 @@ static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static _Atomic int g_running; /* samples are recorded only while set */
 static _Atomic int g_itimer;  /* setitimer was used: SI_KERNEL SIGPROFs are ours */
+/* setitimer mode: the period, and the process CPU time up to which
+ * expiries have been counted (itimer_weight). */
+static _Atomic int64_t g_itimer_period_ns, g_itimer_counted_ns;
 static _Atomic int g_installed[SIGNO_MAX];
 
 /* The program's action for a signal our handler took (see
@@ -226,6 +229,32 @@ static int on_altstack(const void *uc, uintptr_t sp) {
   return !(ss->ss_flags & SS_DISABLE) && ss->ss_size && sp > lo && sp - lo <= ss->ss_size;
 }
 
+/* How many expiries of the process-wide ITIMER_PROF this signal stands for.
+ * The kernel fires it at a tick of whichever thread runs (the SDK's own
+ * included) and merges expiries while a SIGPROF is pending (a process-
+ * directed signal waits for a thread that does not block it to run), with
+ * no overrun count: on a busy machine most of them merged. The process CPU
+ * clock says how many periods passed since the last one counted; the
+ * remainder carries over, so the weights add up to the CPU time. */
+static uint32_t itimer_weight(void) {
+  int64_t period = atomic_load_explicit(&g_itimer_period_ns, memory_order_relaxed);
+  struct timespec ts;
+  if (period <= 0 || clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+    return 1;
+  int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  int64_t counted = atomic_load_explicit(&g_itimer_counted_ns, memory_order_relaxed);
+  int64_t n = now > counted ? (now - counted) / period : 0;
+  if (n < 1)
+    n = 1; /* fired a little early against this clock: the next one is less */
+  if (n > 1000)
+    n = 1000;
+  /* A concurrent handler counted this time already: this signal is one. */
+  if (!atomic_compare_exchange_strong_explicit(&g_itimer_counted_ns, &counted, counted + n * period,
+                                               memory_order_relaxed, memory_order_relaxed))
+    return 1;
+  return (uint32_t)n;
+}
+
 /* Handler <-> collector protocol.
  * - Which signals are ours: si_code == SI_TIMER and sival_ptr a cookie with
  *   our magic (threads_cookie: magic | slot generation | slot index); or, in
@@ -371,6 +400,8 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   rec->weight = 1;
   if (si->si_code == SI_TIMER && si->si_overrun > 0)
     rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
+  else if (si->si_code == SI_KERNEL)
+    rec->weight = itimer_weight();
   labels_snapshot(rec);
   ring_commit(&collector_ring, pos);
   if (wake)
@@ -490,6 +521,10 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
     if (rc < 0)
       goto fail;
     atomic_store(&g_itimer, 1);
+    struct timespec now;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    atomic_store(&g_itimer_counted_ns, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec);
+    atomic_store(&g_itimer_period_ns, period_ns);
     struct itimerval it = {.it_interval = {.tv_sec = period_ns / 1000000000,
                                            .tv_usec = (period_ns % 1000000000) / 1000},
                            .it_value = {0}};
