@@ -1,23 +1,34 @@
+# Helpers of every test folder's CMakeLists.txt. PP_TESTS_SRC and
+# PP_TESTS_BIN are tests/ in the source and build trees.
+set(PP_TESTS_SRC ${CMAKE_CURRENT_LIST_DIR})
+
+# The module folder a test belongs to, as its label: the name of the
+# folder its CMakeLists.txt is in (unit/sidecar -> sidecar).
+function(pp_folder_label out)
+  get_filename_component(f ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  set(${out} ${f} PARENT_SCOPE)
+endfunction()
+
 # A profile read back with protobuf-c (unit/pp_parse_ref.h): the tests'
 # independent reader of what the code under test wrote.
 add_library(pushprof_test_ref STATIC ${CMAKE_CURRENT_LIST_DIR}/unit/pp_parse_ref.c)
 target_include_directories(pushprof_test_ref PUBLIC ${CMAKE_CURRENT_LIST_DIR}/unit)
 target_link_libraries(pushprof_test_ref PUBLIC pushprof_proto_read pushprof_proto)
 
-# pushprof_unit_test(NAME test_ring SOURCES unit/test_ring.c LIBS pushprof_sdk_objs)
+# pushprof_unit_test(NAME test_ring SOURCES test_ring.c LIBS pushprof_sdk_objs
+#                    [LABELS tsan] [TIMEOUT s]): labels unit, the folder, LABELS.
 function(pushprof_unit_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
-  target_include_directories(${T_NAME} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+  target_include_directories(${T_NAME} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PP_TESTS_SRC}/unit)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS})
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
-  if(NOT T_LABELS)
-    set(T_LABELS unit)
-  endif()
-  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  pp_folder_label(folder)
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "unit;${folder};${T_LABELS}"
+    TIMEOUT ${T_TIMEOUT})
 endfunction()
 
 # What a script test needs to load the SDK into a process the build did not
@@ -53,15 +64,15 @@ function(pushprof_script_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
   # Output also lands in build/test-logs/NAME/ (run_logged.sh), which
   # it_sec_log_scan reads after every other test (fixture pushprof_test_logs).
-  add_test(NAME ${T_NAME} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/run_logged.sh
-    ${T_COMMAND})
+  add_test(NAME ${T_NAME} COMMAND bash ${PP_TESTS_SRC}/integration/run_logged.sh ${T_COMMAND})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
   if(NOT T_LABELS)
     set(T_LABELS integration)
   endif()
-  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+  pp_folder_label(folder)
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS};${folder}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "PUSHPROF_BUILD_DIR=${CMAKE_BINARY_DIR};PUSHPROF_SOURCE_DIR=${CMAKE_SOURCE_DIR};PUSHPROF_TEST_LOG_DIR=${CMAKE_BINARY_DIR}/test-logs;PUSHPROF_TEST_NAME=${T_NAME};PUSHPROF_TEST_PRELOAD=${PP_TEST_PRELOAD_LIB};PUSHPROF_TEST_SAN_RUNTIME=${PP_TEST_SAN_RUNTIME};PUSHPROF_TEST_SAN_FLAGS=${PP_TEST_SAN_FLAGS};${T_ENVIRONMENT}"
     FIXTURES_REQUIRED pushprof_test_logs)
 endfunction()

@@ -392,7 +392,9 @@ static void test_sampler_falls_back_to_setitimer(void) {
   int64_t n = count_with(p, "burn_alpha", "main", &with_caller);
   fprintf(stderr, "  %lld samples (%lld with caller) for %.3f CPU s\n", (long long)n,
           (long long)with_caller, cpu);
-  PP_CHECK_INT(n, >=, (int64_t)(cpu * 100 * 0.6));
+  /* Merged expiries are weighted from the process CPU clock: 46-50 of 50
+   * with both cores busy besides (31-37 unweighted), so a loss shows. */
+  PP_CHECK_INT(n, >=, (int64_t)(cpu * 100 * 0.8));
   PP_CHECK_INT(with_caller, >=, n * 9 / 10);
   PP_CHECK(has_comment(p, "setitimer(ITIMER_PROF)"));
   perftools__profiles__profile__free_unpacked(p, NULL);
