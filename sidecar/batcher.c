@@ -37,142 +37,7 @@
  * without b->mu held, or with it held but never the other way round (the
  * spool calls back into batcher_add_spooled only from scans, and into
  * drop_oldest_batch from a full spool's put, both without its own lock). */
-#include "batcher.h"
-
-#include <errno.h>
-#include <inttypes.h>
-#include <malloc.h>
-#include <pthread.h>
-#include <sys/resource.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "dedup.h"
-#include "log.h"
-#include "manifest.h"
-#include "metrics.h"
-#include "pp_deflate.h"
-#include "pp_frame.h"
-#include "pp_builder.h"
-#include "pp_parse.h"
-#include "pp_merge.h"
-#include "pp_gzip.h"
-
-#define NS_PER_S 1000000000LL
-#define NS_PER_MS 1000000LL
-#define BACKOFF_BASE_MS 1000
-#define BACKOFF_CAP_MS (5 * 60 * 1000)
-#define GROUP_MAX_BYTES (64u << 20) /* seal a group early once its pushes reach this */
-#define PPROF_MAX_SIZE ((size_t)1 << 30)
-#define TRIM_SLACK ((size_t)4 << 20)   /* free heap bytes kept while a load lasts */
-#define IDLE_WAKE_NS NS_PER_S          /* refresh the age gauge at least this often */
-#define PRUNE_EVERY_NS (60 * NS_PER_S) /* forget exported identities this often */
-#define BATCHER_NICE 10                /* see thread_main */
-#define ROOM_WAIT_MAX_NS (10 * NS_PER_S)
-#define DEFAULT_MAX_MEMORY ((uint64_t)48 << 20)
-
-typedef struct group {
-  struct group *next;
-  char *key;
-  size_t keylen;
-  char *service;
-  Pushprof__V1__Label *label_store;
-  Pushprof__V1__Label **labels;
-  size_t nlabels;
-  pp_builder *pb; /* NULL once packed */
-  size_t pbmem;   /* pp_builder_mem_content(pb) as last accounted in b->mem_merge */
-  bool prepared;  /* packed, hashed, manifest written (then gz is NULL) */
-  char (*ids)[SPOOL_ID_MAX];
-  dedup_id *pids; /* each member's identity, parallel to ids */
-  size_t nids, capids;
-  char *node, *subdir;             /* recorded in a recovered manifest; NULL: the batcher's */
-  char mf_name[MANIFEST_NAME_MAX]; /* its manifest, "" while none */
-  bool recovered;                  /* read back from a manifest at start */
-  /* Its manifest is durable and the only copy of its pushes: they left the
-   * spool (spool_release), and the manifest's bytes count there instead
-   * (spool_account). */
-  bool released;
-  uint64_t bytes;
-  int64_t start_ns, end_ns;
-  int64_t opened_mono; /* window start */
-  int64_t oldest_wall; /* oldest push it holds, for max_age and the age gauge */
-  bool sealed, busy;
-  /* In memory when no manifest holds it, or (with mf_name set) as a copy
-   * of the manifest's until the first failed attempt: a batch exported at
-   * once is not read back and hashed again. */
-  uint8_t *gz;
-  size_t gzlen, gzcap;
-  char hash[65];
-  uint32_t pid;   /* the pushing process, while every member is one's */
-  bool pid_mixed; /* members from several processes */
-  /* Each target's delivery of this batch, by exporter index. */
-  struct target_state {
-    bool done;    /* accepted, or refused for good (failed set) */
-    char *failed; /* the refusal's reason, malloc'ed */
-    int attempts;
-    int retry_after_s; /* the exporter's last Retry-After, -1 if none */
-    int64_t next_attempt_mono;
-  } ts[BATCHER_MAX_TARGETS];
-} group;
-
-struct batcher {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int window_s, max_age_s;
-  uint32_t max_frame; /* frame limit for spooled frames (batcher_add_spooled) */
-  char *node, *subdir;
-  exporter *ex[BATCHER_MAX_TARGETS];
-  size_t nex;
-  int target_metric[BATCHER_MAX_TARGETS]; /* metrics_target_register ids */
-  spool *sp;
-  manifest_dir *md; /* NULL: no manifests (no spool, or it failed to open) */
-  dedup_index *dx;
-  int64_t next_prune_mono;
-  group *groups;
-  pthread_t thread;
-  bool started, joined, stopping, closed;
-  int64_t stop_deadline_mono;
-  int64_t backoff_base_ms, backoff_cap_ms;
-  uint64_t rng;
-  /* Memory (see the top of this file), lock held. */
-  uint64_t merge_soft, merge_hard; /* seal early beyond; no room beyond */
-  uint64_t mem_merge;              /* sum of pbmem */
-  uint64_t mem_payload;            /* gz bytes held in memory */
-  /* The encoder's buffer, kept from one batch to the next while batches
-   * come (its pages stay mapped), freed when nothing is merged; counted in
-   * the memory gauge, taken (NULL) while a pack uses it. */
-  uint8_t *pack_buf;
-  size_t pack_cap;
-  /* The same for gzip's output: a payload buffer given back once its batch
-   * no longer needs it in memory, reused by the next batch. */
-  uint8_t *gz_spare;
-  size_t gz_spare_cap;
-  /* And a packed batch's builder, emptied (pp_builder_reset): its hash
-   * tables and arrays, grown to a batch's size, are the next batch's
-   * (growing them again, page by page and rehash by rehash, was most of a
-   * push's page faults). Its memory counts in the gauge (spare_pb_mem);
-   * a group's builder is accounted by its content (pp_builder_mem_content),
-   * so a reused one seals at the size a new one would. */
-  pp_builder *spare_pb;
-  size_t spare_pb_mem;
-  bool trim_due; /* a batch's memory was freed since the last trim */
-};
-
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
-static int64_t wall_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
+#include "batcher_int.h"
 
 /* splitmix64: the jitter needs spread, not secrecy. Lock held. */
 static uint64_t next_rand(batcher *b) {
@@ -192,327 +57,6 @@ static int64_t backoff_ms(batcher *b, int attempt) {
   if (ceil <= 0)
     return 0;
   return (int64_t)(next_rand(b) % (uint64_t)(ceil + 1));
-}
-
-/* ---- group keys ---- */
-
-typedef struct keybuf {
-  char *p;
-  size_t len, cap;
-  bool oom;
-} keybuf;
-
-/* Length-prefixed so no two different field lists give the same key. */
-static void key_add(keybuf *k, const char *s) {
-  if (k->oom)
-    return;
-  if (!s)
-    s = "";
-  size_t sl = strlen(s);
-  size_t need = k->len + 24 + sl;
-  if (need > k->cap) {
-    size_t ncap = need * 2;
-    char *np = realloc(k->p, ncap);
-    if (!np) {
-      k->oom = true;
-      return;
-    }
-    k->p = np;
-    k->cap = ncap;
-  }
-  k->len += (size_t)snprintf(k->p + k->len, k->cap - k->len, "%zu:", sl);
-  memcpy(k->p + k->len, s, sl);
-  k->len += sl;
-}
-
-static const char *pstr(const Perftools__Profiles__Profile *p, int64_t i) {
-  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "";
-}
-
-static int cmp_labels(const void *a, const void *b) {
-  const Pushprof__V1__Label *x = *(Pushprof__V1__Label *const *)a;
-  const Pushprof__V1__Label *y = *(Pushprof__V1__Label *const *)b;
-  int c = strcmp(x->key, y->key);
-  return c ? c : strcmp(x->value, y->value);
-}
-
-/* Sorts req's labels in place (order does not matter to anyone) and builds
- * the grouping key. NULL on ENOMEM. */
-static char *make_key(Pushprof__V1__PushRequest *req, const Perftools__Profiles__Profile *p,
-                      size_t *keylen) {
-  keybuf k = {0};
-  char num[32];
-  if (req->n_labels > 1)
-    qsort(req->labels, req->n_labels, sizeof *req->labels, cmp_labels);
-  key_add(&k, req->service);
-  snprintf(num, sizeof num, "%zu", req->n_labels);
-  key_add(&k, num);
-  for (size_t i = 0; i < req->n_labels; i++) {
-    key_add(&k, req->labels[i]->key);
-    key_add(&k, req->labels[i]->value);
-  }
-  snprintf(num, sizeof num, "%zu", p->n_sample_type);
-  key_add(&k, num);
-  for (size_t i = 0; i < p->n_sample_type; i++) {
-    key_add(&k, pstr(p, p->sample_type[i]->type));
-    key_add(&k, pstr(p, p->sample_type[i]->unit));
-  }
-  if (p->period_type) {
-    key_add(&k, pstr(p, p->period_type->type));
-    key_add(&k, pstr(p, p->period_type->unit));
-  } else {
-    key_add(&k, "");
-    key_add(&k, "");
-  }
-  snprintf(num, sizeof num, "%" PRId64, p->period);
-  key_add(&k, num);
-  if (k.oom) {
-    free(k.p);
-    return NULL;
-  }
-  *keylen = k.len;
-  return k.p;
-}
-
-/* ---- groups ---- */
-
-static void group_free(group *g) {
-  if (!g)
-    return;
-  for (size_t i = 0; i < g->nlabels; i++) {
-    free(g->label_store[i].key);
-    free(g->label_store[i].value);
-  }
-  free(g->label_store);
-  free(g->labels);
-  pp_builder_free(g->pb);
-  free(g->ids);
-  free(g->pids);
-  free(g->node);
-  free(g->subdir);
-  free(g->gz);
-  free(g->service);
-  free(g->key);
-  for (size_t t = 0; t < BATCHER_MAX_TARGETS; t++)
-    free(g->ts[t].failed);
-  free(g);
-}
-
-/* g's payload leaves memory: its buffer becomes the spare the next batch
- * gzips into (its pages stay mapped: a batch's payload is megabytes, each
- * page a fault when new), unless one is kept already or it is past the
- * soft limit. Lock held; the caller accounts mem_payload. */
-static void give_back_gz_locked(batcher *b, group *g) {
-  if (!g->gz)
-    return;
-  if (!b->gz_spare && g->gzcap <= b->merge_soft) {
-    b->gz_spare = g->gz;
-    b->gz_spare_cap = g->gzcap;
-  } else {
-    free(g->gz);
-  }
-  g->gz = NULL;
-  g->gzcap = 0;
-}
-
-/* Frees g and takes its memory out of the accounts. Lock held. */
-static void group_release(batcher *b, group *g) {
-  b->mem_merge -= g->pbmem;
-  if (g->gz)
-    b->mem_payload -= g->gzlen;
-  give_back_gz_locked(b, g);
-  group_free(g);
-}
-
-/* Re-accounts g's builder after a merge. Lock held. */
-static void account_builder(batcher *b, group *g) {
-  size_t now = pp_builder_mem_content(g->pb);
-  b->mem_merge = b->mem_merge - g->pbmem + now;
-  g->pbmem = now;
-}
-
-/* An estimate of what a pending group costs in memory besides its builder
- * and payload: the index the issue allows per batch. */
-static size_t group_index_mem(const group *g) {
-  size_t n = sizeof *g + g->keylen + strlen(g->service) + 2 * 16 +
-             g->capids * (SPOOL_ID_MAX + sizeof *g->pids) +
-             g->nlabels * (sizeof *g->label_store + 32);
-  return n;
-}
-
-/* Every target that still owes g an attempt may try now. */
-static void group_due_now(group *g) {
-  for (size_t t = 0; t < BATCHER_MAX_TARGETS; t++)
-    g->ts[t].next_attempt_mono = 0;
-}
-
-/* The first target of g due at now (-1: none); *next gets the earliest
- * attempt time of the targets not due yet (INT64_MAX: none). */
-static int group_due_target(const batcher *b, const group *g, int64_t now, int64_t *next) {
-  int due = -1;
-  *next = INT64_MAX;
-  for (size_t t = 0; t < b->nex; t++) {
-    if (g->ts[t].done)
-      continue;
-    if (g->ts[t].next_attempt_mono <= now) {
-      if (due < 0)
-        due = (int)t;
-    } else if (g->ts[t].next_attempt_mono < *next) {
-      *next = g->ts[t].next_attempt_mono;
-    }
-  }
-  return due;
-}
-
-/* "pushprof label KEY=VALUE" with every byte outside printable ASCII (and
- * the backslash) as \xNN: a label may hold any bytes, a pprof string should
- * be UTF-8. NULL on ENOMEM. */
-static char *label_comment(const char *k, const char *v) {
-  static const char prefix[] = "pushprof label ";
-  size_t kl = strlen(k), vl = strlen(v);
-  char *out = malloc(sizeof prefix + 4 * (kl + vl) + 2), *o = out;
-  if (!out)
-    return NULL;
-  memcpy(o, prefix, sizeof prefix - 1);
-  o += sizeof prefix - 1;
-  for (int part = 0; part < 2; part++) {
-    for (const unsigned char *p = (const unsigned char *)(part ? v : k); *p; p++) {
-      if (*p >= 0x20 && *p < 0x7f && *p != '\\')
-        *o++ = (char)*p;
-      else
-        o += sprintf(o, "\\x%02x", *p);
-    }
-    if (!part)
-      *o++ = '=';
-  }
-  *o = '\0';
-  return out;
-}
-
-/* The batch's process labels travel in its profile too (one comment each,
- * first), so a file or S3 object says which pod or version it is from:
- * `go tool pprof -comments`. 0, or -1 on ENOMEM. */
-static int add_label_comments(pp_builder *pb, Pushprof__V1__Label *const *labels, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    char *c = label_comment(labels[i]->key, labels[i]->value);
-    int rc = c ? pp_builder_add_comment(pb, c) : -1;
-    free(c);
-    if (rc != 0)
-      return -1;
-  }
-  return 0;
-}
-
-/* A group for req's service and labels. open: pushes are merged into it (a
- * builder, label comments first); a batch recovered from its manifest has
- * its payload already and gets neither. */
-/* A new group; open: with a builder, pb (an empty one to reuse; the group
- * owns it from here, even on failure) or a new one. */
-static group *group_new(char *key, size_t keylen, const Pushprof__V1__PushRequest *req,
-                        pp_builder *pb, bool open) {
-  group *g = calloc(1, sizeof *g);
-  if (!g) {
-    pp_builder_free(pb);
-    return NULL;
-  }
-  g->pb = open ? (pb ? pb : pp_builder_new()) : NULL;
-  g->service = strdup(req->service);
-  if (req->n_labels) {
-    g->label_store = calloc(req->n_labels, sizeof *g->label_store);
-    g->labels = calloc(req->n_labels, sizeof *g->labels);
-  }
-  if ((open && !g->pb) || !g->service || (req->n_labels && (!g->label_store || !g->labels)))
-    goto fail;
-  for (size_t i = 0; i < req->n_labels; i++) {
-    pushprof__v1__label__init(&g->label_store[i]);
-    g->label_store[i].key = strdup(req->labels[i]->key);
-    g->label_store[i].value = strdup(req->labels[i]->value);
-    g->labels[i] = &g->label_store[i];
-    g->nlabels = i + 1;
-    if (!g->label_store[i].key || !g->label_store[i].value)
-      goto fail;
-  }
-  if (open && add_label_comments(g->pb, g->labels, g->nlabels) != 0)
-    goto fail;
-  g->key = key;
-  g->keylen = keylen;
-  g->opened_mono = mono_ns();
-  g->oldest_wall = INT64_MAX;
-  g->start_ns = INT64_MAX;
-  g->end_ns = INT64_MIN;
-  return g;
-fail:
-  group_free(g);
-  return NULL;
-}
-
-static int group_add_id(group *g, const char *id, const dedup_id *pid) {
-  if (g->nids == g->capids) {
-    size_t ncap = g->capids ? g->capids * 2 : 1; /* most batches in an outage hold one push */
-    char(*nv)[SPOOL_ID_MAX] = realloc(g->ids, ncap * sizeof *nv);
-    if (!nv)
-      return -1;
-    g->ids = nv;
-    dedup_id *np = realloc(g->pids, ncap * sizeof *np);
-    if (!np)
-      return -1;
-    g->pids = np;
-    g->capids = ncap;
-  }
-  g->pids[g->nids] = *pid;
-  snprintf(g->ids[g->nids++], SPOOL_ID_MAX, "%s", id);
-  return 0;
-}
-
-/* When the push was first made durable: our spool ids start with the ns time
- * of the write, which survives restarts; else the push's own end time if it
- * is plausible; else now. */
-static int64_t push_birth(const char *id, const Pushprof__V1__PushRequest *req, int64_t now) {
-  if (strlen(id) > 21 && id[20] == '-') {
-    int64_t t = 0;
-    bool digits = true;
-    for (int i = 0; i < 20 && digits; i++) {
-      if (id[i] < '0' || id[i] > '9')
-        digits = false;
-      else
-        t = t * 10 + (id[i] - '0');
-    }
-    if (digits && t > 0 && t <= now)
-      return t;
-  }
-  if (req->end_time_nanos > 0 && req->end_time_nanos <= now)
-    return req->end_time_nanos;
-  return now;
-}
-
-static void unlink_group(batcher *b, group *g) {
-  for (group **pp = &b->groups; *pp; pp = &(*pp)->next) {
-    if (*pp == g) {
-      *pp = g->next;
-      return;
-    }
-  }
-}
-
-static void publish_gauges(batcher *b, int64_t now_wall) {
-  int64_t n = 0, oldest = 0;
-  uint64_t index = 0;
-  for (group *g = b->groups; g; g = g->next) {
-    n++;
-    index += group_index_mem(g);
-    if (g->oldest_wall != INT64_MAX && now_wall - g->oldest_wall > oldest)
-      oldest = now_wall - g->oldest_wall;
-  }
-  metrics_set(G_PENDING_BATCHES, n);
-  metrics_set(G_OLDEST_PENDING_AGE, oldest / NS_PER_S);
-  metrics_set(G_MEMORY_BATCHES, (int64_t)(b->mem_merge + b->mem_payload + index + b->pack_cap +
-                                          b->gz_spare_cap + b->spare_pb_mem));
-  for (size_t t = 0; t < b->nex; t++) {
-    int64_t owed = 0;
-    for (group *g = b->groups; g; g = g->next)
-      owed += !g->ts[t].done;
-    metrics_target_set_pending(b->target_metric[t], owed);
-  }
 }
 
 /* ---- recovery ---- */
@@ -546,7 +90,7 @@ static void recover_cb(void *arg, manifest *m) {
   req.service = m->service;
   req.labels = lp;
   req.n_labels = m->nlabels;
-  g = group_new(NULL, 0, &req, NULL, false);
+  g = batcher_group_new(NULL, 0, &req, NULL, false);
   free(lp);
   if (!g || !(g->node = strdup(m->node)) || !(g->subdir = strdup(m->subdir)))
     goto oom;
@@ -559,12 +103,12 @@ static void recover_cb(void *arg, manifest *m) {
   snprintf(g->mf_name, sizeof g->mf_name, "%s", m->name);
   g->recovered = g->sealed = true;
   g->pid_mixed = true; /* not recorded in manifests */
-  group_due_now(g);
+  batcher_group_due_now(g);
   for (size_t i = 0; i < m->nmembers; i++) {
     dedup_id pid = m->members[i].pushid;
     if (dedup_id_is_zero(&pid))
       dedup_file_id(m->members[i].id, &pid);
-    if (group_add_id(g, m->members[i].id, &pid) != 0)
+    if (batcher_group_add_id(g, m->members[i].id, &pid) != 0)
       goto oom;
     if (dedup_find(b->dx, &pid, NULL))
       log_event(LOG_WARN, "a pending batch holds a push already exported in another batch",
@@ -592,7 +136,7 @@ oom:
   /* Its manifest stays: the next start tries again; until then its pushes
    * stay in the spool, unexported. */
   log_event(LOG_ERROR, "out of memory recovering a batch manifest", "batch=%s", m->name);
-  group_free(g);
+  batcher_group_free(g);
   manifest_free(m);
 }
 
@@ -719,7 +263,7 @@ static bool drop_oldest_batch(void *arg) {
     pthread_mutex_unlock(&b->mu);
     return false;
   }
-  unlink_group(b, old);
+  batcher_group_unlink(b, old);
   settle_ids(b, old, false);
   pthread_mutex_unlock(&b->mu);
   if (old->mf_name[0] && b->md)
@@ -730,7 +274,7 @@ static bool drop_oldest_batch(void *arg) {
             "service=%s pushes=%zu bytes=%zu", log_quote(old->service, q, sizeof q), old->nids,
             old->gzlen);
   pthread_mutex_lock(&b->mu);
-  group_release(b, old);
+  batcher_group_release(b, old);
   pthread_cond_broadcast(&b->cv);
   pthread_mutex_unlock(&b->mu);
   return true;
@@ -772,7 +316,7 @@ static bool seal_for_memory(batcher *b) {
     if (!big)
       break;
     big->sealed = true;
-    group_due_now(big);
+    batcher_group_due_now(big);
     sealed = true;
     open_mem -= big->pbmem;
   }
@@ -790,7 +334,7 @@ static void help_pack_locked(batcher *b) {
     int64_t now = mono_ns(), next;
     group *g = b->groups;
     while (g && !(g->sealed && !g->busy && !g->prepared && g->pb &&
-                  group_due_target(b, g, now, &next) >= 0)) /* not after a failed pack */
+                  batcher_group_due_target(b, g, now, &next) >= 0)) /* not after a failed pack */
       g = g->next;
     if (!g)
       return;
@@ -838,7 +382,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
 
   if (!b || !id || !req || !prof)
     goto out;
-  key = make_key(req, prof, &keylen);
+  key = batcher_key(req, prof, &keylen);
   if (!key) {
     log_event(LOG_ERROR, "out of memory grouping a push; it stays in the spool", "id=%s", id);
     goto out;
@@ -893,7 +437,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
         b->spare_pb = NULL;
         b->spare_pb_mem = 0;
       }
-      g = k ? group_new(k, keylen, req, spare, true) : NULL;
+      g = k ? batcher_group_new(k, keylen, req, spare, true) : NULL;
       if (!g) {
         free(k);
         pthread_mutex_unlock(&b->mu);
@@ -907,8 +451,8 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     if (pp_merge_add(g->pb, prof, why, sizeof why) == 0)
       break;
     if (g->nids == 0) { /* cannot merge even into an empty group */
-      unlink_group(b, g);
-      group_release(b, g);
+      batcher_group_unlink(b, g);
+      batcher_group_release(b, g);
       g = NULL;
       break;
     }
@@ -917,9 +461,9 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     log_event(LOG_INFO, "push does not merge into its batch; starting a new batch",
               "id=%s service=%s reason=%s", id, log_quote(g->service, qs, sizeof qs),
               log_quote(why, q, sizeof q));
-    account_builder(b, g);
+    batcher_account_builder(b, g);
     g->sealed = true;
-    group_due_now(g);
+    batcher_group_due_now(g);
     kick = true;
     g = NULL;
   }
@@ -929,7 +473,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     snprintf(reason, sizeof reason, "cannot merge pprof: %s", why);
     goto fail_push;
   }
-  if (group_add_id(g, id, &pid) != 0) {
+  if (batcher_group_add_id(g, id, &pid) != 0) {
     /* The profile is merged but we cannot remember its file: it would be
      * exported twice at worst (after a restart), never lost. */
     log_event(LOG_ERROR, "out of memory tracking a spool id", "id=%s", id);
@@ -942,23 +486,23 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     g->pid = req->pid;
   else if (g->pid != req->pid)
     g->pid_mixed = true;
-  int64_t birth = push_birth(id, req, now_wall);
+  int64_t birth = batcher_push_birth(id, req, now_wall);
   if (birth < g->oldest_wall)
     g->oldest_wall = birth;
   if (req->start_time_nanos < g->start_ns)
     g->start_ns = req->start_time_nanos;
   if (req->end_time_nanos > g->end_ns)
     g->end_ns = req->end_time_nanos;
-  account_builder(b, g);
+  batcher_account_builder(b, g);
   if (g->bytes >= GROUP_MAX_BYTES) {
     g->sealed = true;
-    group_due_now(g);
+    batcher_group_due_now(g);
     kick = true;
   }
   if (seal_for_memory(b))
     kick = true;
   help_pack_locked(b); /* wakes adds waiting for room when it frees some */
-  publish_gauges(b, now_wall);
+  batcher_publish_gauges(b, now_wall);
   if (kick)
     pthread_cond_broadcast(&b->cv); /* the batcher thread */
   pthread_mutex_unlock(&b->mu);
@@ -1077,7 +621,7 @@ static void prepare_group(batcher *b, group *g) {
    * copies hold under the soft limit (a target down frees them at its first
    * failure). */
   if (on_disk && b->mem_payload + g->gzlen > b->merge_soft)
-    give_back_gz_locked(b, g);
+    batcher_give_back_gz_locked(b, g);
   if (rc != 0) {
     /* Out of memory packing: keep the builder and try again later. */
     log_event(LOG_ERROR, "cannot encode a merged profile (out of memory?); will retry",
@@ -1190,7 +734,7 @@ static void retire_group(batcher *b, group *g, const char *reason) {
   g->pbmem = 0;
   if (g->gz)
     b->mem_payload -= g->gzlen;
-  give_back_gz_locked(b, g);
+  batcher_give_back_gz_locked(b, g);
   pthread_mutex_unlock(&b->mu);
   /* The manifest first: once it is a tombstone (or gone), losing the member
    * files to a crash midway can no longer cause a second export. */
@@ -1208,7 +752,7 @@ static void retire_group(batcher *b, group *g, const char *reason) {
     spool_release(b->sp, (const char(*)[SPOOL_ID_MAX])g->ids, g->nids);
   for (size_t i = 0; b->sp && !g->released && reason && i < g->nids; i++)
     spool_move_failed(b->sp, g->ids[i], reason);
-  group_free(g);
+  batcher_group_free(g);
   /* While a load lasts, freed memory the heap keeps for the next batch is
    * bounded: past TRIM_SLACK (many small batches leave fragments) it goes
    * back now; the rest once nothing is merged (trim_when_idle_locked). */
@@ -1247,7 +791,7 @@ static void drop_payload_copy(batcher *b, group *g) {
   if (!g->gz || !g->mf_name[0])
     return; /* none, or the only copy (no manifest) */
   b->mem_payload -= g->gzlen;
-  give_back_gz_locked(b, g);
+  batcher_give_back_gz_locked(b, g);
 }
 
 /* Handles the outcome of one attempt on target t. b->mu held (dropped
@@ -1304,7 +848,7 @@ static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *d
       return; /* another target still owes it */
     failed |= g->ts[i].failed != NULL;
   }
-  unlink_group(b, g);
+  batcher_group_unlink(b, g);
   if (!failed) {
     settle_ids(b, g, true);
     retire_group(b, g, NULL);
@@ -1327,7 +871,7 @@ static void finish_attempt(batcher *b, group *g, size_t t, int rc, const char *d
  * meanwhile), g busy. */
 static void drop_unreadable(batcher *b, group *g, const char *why) {
   char q[600];
-  unlink_group(b, g);
+  batcher_group_unlink(b, g);
   settle_ids(b, g, false);
   pthread_mutex_unlock(&b->mu);
   if (g->mf_name[0] && b->md) {
@@ -1342,7 +886,7 @@ static void drop_unreadable(batcher *b, group *g, const char *why) {
             log_quote(why, q + 300, 300),
             g->released ? "" : " (its pushes stay in the spool for the next start)");
   pthread_mutex_lock(&b->mu);
-  group_release(b, g);
+  batcher_group_release(b, g);
 }
 
 /* Drops groups older than max_age_s (lock held). */
@@ -1366,7 +910,7 @@ static void drop_expired(batcher *b, int64_t now_wall) {
         spool_account(b->sp, -(int64_t)g->gzlen, -(int64_t)g->nids);
       else if (b->sp)
         spool_release(b->sp, (const char(*)[SPOOL_ID_MAX])g->ids, g->nids);
-      group_release(b, g);
+      batcher_group_release(b, g);
       continue;
     }
     pp = &g->next;
@@ -1427,18 +971,18 @@ static void run_locked(batcher *b) {
         int64_t end = g->opened_mono + (int64_t)b->window_s * NS_PER_S;
         if (b->stopping || now >= end) {
           g->sealed = true;
-          group_due_now(g);
+          batcher_group_due_now(g);
         } else if (end < wake) {
           wake = end;
         }
       }
       if (g->sealed && !g->busy && !g->prepared) {
         /* Packing comes before exports: it is what frees memory. */
-        if (!prep && g->pb && group_due_target(b, g, now, &(int64_t){0}) >= 0)
+        if (!prep && g->pb && batcher_group_due_target(b, g, now, &(int64_t){0}) >= 0)
           prep = g;
       } else if (g->sealed && !g->busy) {
         int64_t next;
-        int t = group_due_target(b, g, now, &next);
+        int t = batcher_group_due_target(b, g, now, &next);
         if (t >= 0 && !due) {
           due = g;
           due_t = t;
@@ -1448,7 +992,7 @@ static void run_locked(batcher *b) {
       }
     }
     trim_when_idle_locked(b);
-    publish_gauges(b, now_wall);
+    batcher_publish_gauges(b, now_wall);
     if (prep) {
       prep->busy = true;
       prepare_group(b, prep);
@@ -1474,7 +1018,7 @@ static void run_locked(batcher *b) {
     if (rc != 0 && rc != ETIMEDOUT && rc != EINTR)
       break;
   }
-  publish_gauges(b, wall_ns());
+  batcher_publish_gauges(b, wall_ns());
 }
 
 static void *thread_main(void *arg) {
@@ -1522,7 +1066,7 @@ void batcher_shutdown(batcher *b, int grace_s) {
   /* Whatever was waiting out a backoff gets one more try now. */
   for (group *g = b->groups; g; g = g->next)
     if (g->sealed && !g->busy)
-      group_due_now(g);
+      batcher_group_due_now(g);
   bool started = b->started;
   pthread_cond_broadcast(&b->cv);
   if (!started)
@@ -1540,7 +1084,7 @@ void batcher_shutdown(batcher *b, int grace_s) {
     b->groups = g->next;
     left++;
     pushes += g->nids;
-    group_release(b, g);
+    batcher_group_release(b, g);
   }
   metrics_set(G_PENDING_BATCHES, 0);
   metrics_set(G_MEMORY_BATCHES, 0);
@@ -1558,7 +1102,7 @@ void batcher_free(batcher *b) {
   while (b->groups) {
     group *g = b->groups;
     b->groups = g->next;
-    group_free(g);
+    batcher_group_free(g);
   }
   if (b->sp)
     spool_set_drop_batch(b->sp, NULL, NULL);
