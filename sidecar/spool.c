@@ -15,181 +15,7 @@
  * batcher calls back into the spool). The directory fsync after a rename is
  * shared by concurrent puts (group commit, sync_dir_after); sync_mu is taken
  * before mu, never the other way round. */
-#include "spool.h"
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "fsutil.h"
-#include "log.h"
-#include "metrics.h"
-#include "pp_frame.h"
-
-#define QUARANTINE_DIR "quarantine"
-#define FAILED_DIR "failed"
-/* A dot temp file younger than this may be a client's drop-in in progress. */
-#define STALE_TEMP_S 5
-/* Later scans remove temp files only once no live writer can own them. */
-#define ABANDONED_TEMP_S 600
-/* Removed spool files are kept for reuse: creating a file costs ext4 an
- * inode allocation, which (without a journal) scans past every recently
- * deleted inode of its group (recently_deleted, find_inode_bit); at hundreds
- * of pushes per second that was the biggest single cost of a push. Removed
- * files of at most RECYCLE_FILE_MAX bytes are renamed to ".recycled-<n>"
- * (ignored by scans: dot files, not *.push), at most RECYCLE_MAX of them, in
- * FIFO order. One is overwritten only once the rename that put it there is
- * durable, so that a crash never brings back an exported push's name
- * holding another push. They outlive a restart: deleting thousands of them
- * at stop, then creating as many files at start, would pay the very cost
- * they avoid, so open adopts a previous run's (after one directory fsync
- * makes their names durable) and close leaves them. Their bytes count against
- * RECYCLE_BYTES_MAX: past it the directory is synced and they are truncated
- * (inodes kept, blocks freed), so they never hold much disk; with less
- * than RECYCLE_MIN_FREE or a tenth of the file system free, nothing is
- * recycled and what was is truncated at once. */
-#define RECYCLE_PREFIX ".recycled-"
-#define RECYCLE_MAX 8192
-#define RECYCLE_FILE_MAX (4u << 20)
-#define RECYCLE_BYTES_MAX (16u << 20)
-/* Only on a file system with room to spare (else files are unlinked, and
- * the recycled ones truncated, as on a full disk every block counts). */
-#define RECYCLE_MIN_FREE ((uint64_t)1 << 30)
-
-/* A held record's state: spill sets SPILLING while it writes the file
- * (without the lock); a release meanwhile sets GONE and the spill then
- * removes what it made. */
-enum { HELD_LIVE, HELD_SPILLING, HELD_GONE };
-
-typedef struct spool_entry {
-  char id[SPOOL_ID_MAX];
-  uint64_t bytes;
-  journal_rec rec; /* held records only */
-  int state;       /* held records only */
-} spool_entry;
-
-typedef struct name_set { /* sorted by strcmp */
-  spool_entry *v;
-  size_t n, cap;
-} name_set;
-
-struct spool {
-  pthread_mutex_t mu;
-  char *dir;
-  int dirfd, qfd, ffd;
-  uint64_t max_bytes;
-  bool drop_oldest;
-  uint64_t bytes; /* pending files + reservations of puts in flight */
-  name_set pending;
-  name_set bad;  /* files we could neither read nor quarantine: never retried */
-  name_set held; /* acked journal records not yet safe elsewhere (rec, state) */
-  /* Pending batches' manifests (spool_account): their bytes count against
-   * max_bytes and their pushes in the pending gauge. */
-  uint64_t batch_bytes, batch_pushes;
-  spool_drop_batch_fn drop_batch;
-  void *drop_arg;
-  pthread_mutex_t spill_mu; /* one spill at a time; taken before mu */
-  uint32_t counter;
-  uint64_t renamed; /* puts renamed into place so far (guarded by mu) */
-  /* Group commit of the directory fsync (guarded by sync_mu): a put may ack
-   * once an fsync of the directory that started after its rename succeeded;
-   * concurrent puts share one instead of queueing one each. */
-  pthread_mutex_t sync_mu;
-  pthread_cond_t sync_cv;
-  bool syncing;
-  uint64_t synced;           /* every rename up to this one is durable */
-  uint64_t fail_lo, fail_hi; /* the last failed fsync covered renames in (lo, hi] */
-  int fail_errno;
-  journal *j; /* NULL: no journal */
-  /* Files to reuse (guarded by mu), a ring of RECYCLE_MAX, oldest first. */
-  struct recycled {
-    uint32_t n;     /* its name: RECYCLE_PREFIX<n> */
-    bool busy;      /* being truncated: not to be taken */
-    uint64_t seq;   /* the rename's number (renamed): reusable once synced */
-    uint64_t bytes; /* what it still holds */
-  } * recycle;
-  size_t rc_head, rc_count;
-  uint64_t rc_bytes;
-  uint32_t rc_ctr;
-};
-
-/* ---- sorted name sets ---- */
-
-static size_t set_lower(const name_set *s, const char *id, bool *found) {
-  size_t lo = 0, hi = s->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(s->v[mid].id, id);
-    if (c == 0) {
-      *found = true;
-      return mid;
-    }
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  *found = false;
-  return lo;
-}
-
-static bool set_has(const name_set *s, const char *id) {
-  bool found;
-  set_lower(s, id, &found);
-  return found;
-}
-
-static spool_entry *set_find(name_set *s, const char *id) {
-  bool found;
-  size_t i = s->n ? set_lower(s, id, &found) : 0;
-  return s->n && found ? &s->v[i] : NULL;
-}
-
-static int set_insert(name_set *s, const char *id, uint64_t bytes) {
-  bool found;
-  size_t i = set_lower(s, id, &found);
-  if (found) {
-    s->v[i].bytes = bytes;
-    return 0;
-  }
-  if (s->n == s->cap) {
-    size_t ncap = s->cap ? s->cap * 2 : 64;
-    spool_entry *nv = realloc(s->v, ncap * sizeof *nv);
-    if (!nv)
-      return -1;
-    s->v = nv;
-    s->cap = ncap;
-  }
-  memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
-  snprintf(s->v[i].id, SPOOL_ID_MAX, "%s", id);
-  s->v[i].bytes = bytes;
-  s->n++;
-  return 0;
-}
-
-/* Removes id; returns true and its byte count if it was there. */
-static bool set_erase(name_set *s, const char *id, uint64_t *bytes) {
-  bool found;
-  size_t i = set_lower(s, id, &found);
-  if (!found)
-    return false;
-  if (bytes)
-    *bytes = s->v[i].bytes;
-  memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
-  s->n--;
-  return true;
-}
+#include "spool_int.h"
 
 /* ---- helpers ---- */
 
@@ -205,12 +31,12 @@ static size_t pushes_locked(const spool *s) {
   return s->pending.n + s->held.n + (size_t)s->batch_pushes;
 }
 
-static void publish_gauges(spool *s) {
+void spool_publish_gauges(spool *s) {
   metrics_set(G_SPOOL_BYTES, (int64_t)used_locked(s));
   metrics_set(G_SPOOL_FILES, (int64_t)pushes_locked(s));
 }
 
-static bool has_suffix(const char *name, const char *suffix) {
+bool spool_has_suffix(const char *name, const char *suffix) {
   size_t n = strlen(name), m = strlen(suffix);
   return n >= m && memcmp(name + n - m, suffix, m) == 0;
 }
@@ -219,7 +45,7 @@ static bool has_suffix(const char *name, const char *suffix) {
 static bool id_ok(const char *id) {
   size_t n = id ? strnlen(id, SPOOL_ID_MAX) : SPOOL_ID_MAX;
   return n > 0 && n < SPOOL_ID_MAX && id[0] != '.' && !strchr(id, '/') &&
-         has_suffix(id, PP_SPOOL_SUFFIX);
+         spool_has_suffix(id, PP_SPOOL_SUFFIX);
 }
 
 static int mkdir_at(int dfd, const char *name) {
@@ -252,7 +78,7 @@ fail:;
 
 /* Moves name out of the spool dir into quarantine/ (counted, logged). On
  * failure the name is remembered so it is never picked up again. Lock held. */
-static void quarantine_locked(spool *s, const char *name, const char *why) {
+void spool_quarantine_locked(spool *s, const char *name, const char *why) {
   char qwhy[512], qerr[128];
   metrics_add(M_SPOOL_QUARANTINED, 1);
   if (renameat(s->dirfd, name, s->qfd, name) == 0) {
@@ -265,7 +91,7 @@ static void quarantine_locked(spool *s, const char *name, const char *why) {
     return;
   }
   int e = errno;
-  if (strnlen(name, SPOOL_ID_MAX) < SPOOL_ID_MAX && set_insert(&s->bad, name, 0) != 0)
+  if (strnlen(name, SPOOL_ID_MAX) < SPOOL_ID_MAX && spool_set_insert(&s->bad, name, 0) != 0)
     log_event(LOG_ERROR, "out of memory remembering a bad spool file", "file=%s", name);
   log_event(LOG_ERROR, "cannot quarantine spool file; ignoring it until restart",
             "file=%s/%s reason=%s err=%s fix=\"check permissions of %s\"", s->dir, name,
@@ -358,7 +184,6 @@ static void remove_stale_temps(spool *s) {
 }
 
 static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len);
-static uint32_t scan_frame_limit(const spool *s);
 
 /* ---- open / close ---- */
 
@@ -486,7 +311,7 @@ spool *spool_open(const spool_config *cfg, char *err, size_t errlen) {
     }
   }
   remove_stale_temps(s);
-  publish_gauges(s);
+  spool_publish_gauges(s);
   return s;
 fail:
   spool_close(s);
@@ -532,9 +357,9 @@ static bool drop_oldest_push(spool *s) {
       pthread_mutex_unlock(&s->mu);
       return false;
     }
-    set_erase(&s->pending, victim.id, NULL);
+    spool_set_erase(&s->pending, victim.id, NULL);
     s->bytes -= victim.bytes;
-    publish_gauges(s);
+    spool_publish_gauges(s);
     pthread_mutex_unlock(&s->mu);
     metrics_drop("spool_full_drop_oldest", 1);
     log_event(LOG_WARN, "spool full: dropped oldest push",
@@ -546,9 +371,9 @@ static bool drop_oldest_push(spool *s) {
     if (s->held.v[i].state != HELD_LIVE)
       continue;
     spool_entry victim = s->held.v[i];
-    set_erase(&s->held, victim.id, NULL);
+    spool_set_erase(&s->held, victim.id, NULL);
     s->bytes -= victim.bytes;
-    publish_gauges(s);
+    spool_publish_gauges(s);
     pthread_mutex_unlock(&s->mu);
     if (journal_release(s->j, &victim.rec) != 0)
       log_event(LOG_ERROR, "cannot release a dropped push's journal record; a restart replays it",
@@ -571,7 +396,7 @@ static int reserve(spool *s, uint64_t len, bool may_drop) {
     pthread_mutex_lock(&s->mu);
     if (s->max_bytes == 0 || used_locked(s) + len <= s->max_bytes) {
       s->bytes += len;
-      publish_gauges(s);
+      spool_publish_gauges(s);
       pthread_mutex_unlock(&s->mu);
       return SPOOL_OK;
     }
@@ -645,7 +470,7 @@ static int put_failed(spool *s, spool_txn *t, bool renamed) {
   unlinkat(s->dirfd, renamed ? t->name : t->tmp, 0);
   pthread_mutex_lock(&s->mu);
   s->bytes -= t->len;
-  publish_gauges(s);
+  spool_publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   bool nospace = e == ENOSPC || e == EDQUOT;
   if (!nospace || nospace_log_allowed())
@@ -718,7 +543,7 @@ int spool_begin(spool *s, const uint8_t *frame, size_t len, spool_txn *t) {
 static void unreserve(spool *s, size_t len) {
   pthread_mutex_lock(&s->mu);
   s->bytes -= len;
-  publish_gauges(s);
+  spool_publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -750,10 +575,11 @@ int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
     /* Held until spool_release: its reservation becomes its bytes. */
     pthread_mutex_lock(&s->mu);
     spool_entry *e = NULL;
-    if (set_insert(&s->held, t->name, t->len) == 0 && (e = set_find(&s->held, t->name))) {
+    if (spool_set_insert(&s->held, t->name, t->len) == 0 &&
+        (e = spool_set_find(&s->held, t->name))) {
       e->rec = t->jrec;
       e->state = HELD_LIVE;
-      publish_gauges(s);
+      spool_publish_gauges(s);
     }
     pthread_mutex_unlock(&s->mu);
     if (!e) {
@@ -778,7 +604,7 @@ int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
     pthread_mutex_unlock(&s->mu);
     return put_failed(s, t, false);
   }
-  if (set_insert(&s->pending, t->name, t->len) != 0) {
+  if (spool_set_insert(&s->pending, t->name, t->len) != 0) {
     pthread_mutex_unlock(&s->mu);
     errno = ENOMEM;
     return put_failed(s, t, true);
@@ -788,7 +614,7 @@ int spool_commit(spool *s, spool_txn *t, char id[SPOOL_ID_MAX]) {
   if (sync_dir_after(s, seq) != 0) {
     int e = errno;
     pthread_mutex_lock(&s->mu);
-    set_erase(&s->pending, t->name, NULL);
+    spool_set_erase(&s->pending, t->name, NULL);
     pthread_mutex_unlock(&s->mu);
     errno = e;
     return put_failed(s, t, true);
@@ -965,7 +791,7 @@ static int write_spool_file(spool *s, const char *name, const uint8_t *buf, uint
     pthread_mutex_lock(&s->mu);
     rc = renameat(s->dirfd, tmp, s->dirfd, name);
     e = errno;
-    if (rc == 0 && claim && set_insert(&s->pending, name, len) != 0) {
+    if (rc == 0 && claim && spool_set_insert(&s->pending, name, len) != 0) {
       unlinkat(s->dirfd, name, 0);
       rc = -1;
       e = ENOMEM;
@@ -1026,7 +852,7 @@ static size_t spill(spool *s, const char *only) {
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < ok; i++) {
       unlinkat(s->dirfd, v[i].id, 0);
-      set_erase(&s->pending, v[i].id, NULL);
+      spool_set_erase(&s->pending, v[i].id, NULL);
     }
     pthread_mutex_unlock(&s->mu);
     ok = 0;
@@ -1046,17 +872,17 @@ static size_t spill(spool *s, const char *only) {
   /* Settle each record's state; one released meanwhile (GONE) goes now. */
   for (size_t i = 0; i < n; i++) {
     pthread_mutex_lock(&s->mu);
-    spool_entry *e = set_find(&s->held, v[i].id);
+    spool_entry *e = spool_set_find(&s->held, v[i].id);
     bool gone = e && e->state == HELD_GONE;
     if (i < ok) {
-      set_erase(&s->held, v[i].id, NULL); /* its bytes now belong to the file */
+      spool_set_erase(&s->held, v[i].id, NULL); /* its bytes now belong to the file */
     } else if (gone) {
       s->bytes -= e->bytes;
-      set_erase(&s->held, v[i].id, NULL);
+      spool_set_erase(&s->held, v[i].id, NULL);
     } else if (e) {
       e->state = HELD_LIVE;
     }
-    publish_gauges(s);
+    spool_publish_gauges(s);
     pthread_mutex_unlock(&s->mu);
     if (gone && i < ok)
       remove_file(s, v[i].id);
@@ -1093,227 +919,6 @@ static int replay_cb(void *arg, const char *id, const uint8_t *frame, size_t len
   return write_spool_file(s, id, frame, 0, len, false, &seq);
 }
 
-/* ---- scans ---- */
-
-static int cmp_names(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Reads a whole file below the spool dir (at most max bytes). */
-static int read_file_at(int dfd, const char *name, uint64_t max, uint8_t **out, size_t *len,
-                        char *why, size_t whylen) {
-  int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), e = EIO;
-  uint8_t *buf = NULL;
-  struct stat st;
-  if (fd < 0) {
-    e = errno;
-    snprintf(why, whylen, "cannot open: %s", strerror(e));
-    errno = e;
-    return -1;
-  }
-  if (fstat(fd, &st) != 0) {
-    snprintf(why, whylen, "cannot stat: %s", strerror(errno));
-    goto fail;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    snprintf(why, whylen, "not a regular file");
-    goto fail;
-  }
-  if ((uint64_t)st.st_size > max) {
-    snprintf(why, whylen, "file of %lld bytes exceeds the frame limit", (long long)st.st_size);
-    goto fail;
-  }
-  buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1);
-  if (!buf) {
-    snprintf(why, whylen, "out of memory");
-    e = ENOMEM;
-    goto fail;
-  }
-  size_t got = 0;
-  while (got < (size_t)st.st_size) {
-    ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      snprintf(why, whylen, "read error: %s", strerror(errno));
-      goto fail;
-    }
-    if (r == 0)
-      break; /* shrank under us: decode will find it torn */
-    got += (size_t)r;
-  }
-  close(fd);
-  *out = buf;
-  *len = got;
-  return 0;
-fail:
-  free(buf);
-  close(fd);
-  errno = e; /* only a failed open says ENOENT */
-  return -1;
-}
-
-static uint32_t scan_frame_limit(const spool *s) {
-  if (s->max_bytes && s->max_bytes < UINT32_MAX)
-    return (uint32_t)s->max_bytes;
-  return UINT32_MAX;
-}
-
-typedef struct found_file {
-  char *name;
-  uint64_t size;
-  mode_t mode;
-} found_file;
-
-/* Lists *.push names in the spool dir without holding the lock (a big spool
- * must not stall puts), sorted. */
-static found_file *list_spool_dir(spool *s, size_t *count) {
-  found_file *v = NULL;
-  size_t n = 0, cap = 0;
-  int fd = dup(s->dirfd);
-  DIR *d = NULL;
-  *count = 0;
-  if (fd < 0 || !(d = fdopendir(fd))) {
-    char q[128];
-    log_event(LOG_ERROR, "cannot list spool directory", "dir=%s err=%s", s->dir,
-              log_quote(strerror(errno), q, sizeof q));
-    if (fd >= 0)
-      close(fd);
-    return NULL;
-  }
-  rewinddir(d);
-  struct dirent *de;
-  time_t now = time(NULL);
-  while ((de = readdir(d)) != NULL) {
-    const char *nm = de->d_name;
-    struct stat st;
-    if (nm[0] == '.' && strstr(nm, PP_SPOOL_SUFFIX)) {
-      /* A temp file this old was abandoned by a writer that died. */
-      if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-          now - st.st_mtime > ABANDONED_TEMP_S && unlinkat(s->dirfd, nm, 0) == 0)
-        log_event(LOG_INFO, "removed abandoned spool temp file", "file=%s/%s", s->dir, nm);
-      continue;
-    }
-    if (nm[0] == '.' || !has_suffix(nm, PP_SPOOL_SUFFIX))
-      continue;
-    if (fstatat(s->dirfd, nm, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode))
-      continue; /* vanished, or a directory someone named *.push */
-    if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 32;
-      found_file *nv = realloc(v, ncap * sizeof *nv);
-      if (!nv)
-        break;
-      v = nv;
-      cap = ncap;
-    }
-    if (!(v[n].name = strdup(nm)))
-      break;
-    v[n].size = (uint64_t)st.st_size;
-    v[n].mode = st.st_mode;
-    n++;
-  }
-  closedir(d);
-  *count = n;
-  return v;
-}
-
-/* Claims the names not known yet (pending with their size) and returns them
- * sorted, oldest first. */
-static char **claim_new(spool *s, size_t *count) {
-  size_t nf = 0, n = 0;
-  found_file *f = list_spool_dir(s, &nf);
-  char **names = nf ? calloc(nf, sizeof *names) : NULL;
-  *count = 0;
-  pthread_mutex_lock(&s->mu);
-  for (size_t i = 0; i < nf && names; i++) {
-    const char *nm = f[i].name;
-    if (strlen(nm) < SPOOL_ID_MAX && (set_has(&s->pending, nm) || set_has(&s->bad, nm)))
-      continue;
-    if (!S_ISREG(f[i].mode)) {
-      quarantine_locked(s, nm, "not a regular file");
-      continue;
-    }
-    if (strlen(nm) >= SPOOL_ID_MAX) {
-      quarantine_locked(s, nm, "file name too long for a spool id (max 63 bytes)");
-      continue;
-    }
-    if (set_insert(&s->pending, nm, f[i].size) != 0)
-      break;
-    s->bytes += f[i].size;
-    names[n++] = f[i].name;
-    f[i].name = NULL;
-  }
-  publish_gauges(s);
-  pthread_mutex_unlock(&s->mu);
-  for (size_t i = 0; i < nf; i++)
-    free(f[i].name);
-  free(f);
-  if (n)
-    qsort(names, n, sizeof *names, cmp_names);
-  else {
-    free(names);
-    names = NULL;
-  }
-  *count = n;
-  return names;
-}
-
-static int scan_new(spool *s, spool_scan_cb cb, void *arg) {
-  size_t n;
-  int handed = 0;
-  char **names = claim_new(s, &n);
-
-  for (size_t i = 0; i < n; i++) {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    char why[256];
-    bool taken = false, vanished = false;
-    if (read_file_at(s->dirfd, names[i], (uint64_t)scan_frame_limit(s) + PP_FRAME_HEADER_SIZE, &buf,
-                     &len, why, sizeof why) == 0) {
-      /* The size we account is the size we read. */
-      pthread_mutex_lock(&s->mu);
-      bool found;
-      size_t k = set_lower(&s->pending, names[i], &found);
-      if (found) {
-        s->bytes = s->bytes - s->pending.v[k].bytes + len;
-        s->pending.v[k].bytes = len;
-      }
-      publish_gauges(s);
-      pthread_mutex_unlock(&s->mu);
-      why[0] = '\0';
-      taken = cb(arg, names[i], buf, len, why, sizeof why) == 0;
-      if (!taken && !why[0])
-        snprintf(why, sizeof why, "refused by the scan");
-    } else {
-      vanished = errno == ENOENT; /* removed since we listed it: nothing to do */
-    }
-    free(buf);
-    if (!taken) {
-      uint64_t b = 0;
-      pthread_mutex_lock(&s->mu);
-      if (set_erase(&s->pending, names[i], &b))
-        s->bytes -= b;
-      if (!vanished)
-        quarantine_locked(s, names[i], why);
-      publish_gauges(s);
-      pthread_mutex_unlock(&s->mu);
-    } else {
-      handed++;
-    }
-    free(names[i]);
-  }
-  free(names);
-  return handed;
-}
-
-int spool_scan(spool *s, spool_scan_cb cb, void *arg) {
-  return scan_new(s, cb, arg);
-}
-
-int spool_rescan_new(spool *s, spool_scan_cb cb, void *arg) {
-  return scan_new(s, cb, arg);
-}
-
 /* ---- remove / fail ---- */
 
 /* Deletes (or recycles) the pending file id and forgets it. */
@@ -1325,11 +930,11 @@ static int remove_file(spool *s, const char *id) {
   bool room = room_to_recycle(s);
   pthread_mutex_lock(&s->mu);
   bool found;
-  size_t k = set_lower(&s->pending, id, &found);
+  size_t k = spool_set_lower(&s->pending, id, &found);
   if (room && found && recycle_locked(s, id, s->pending.v[k].bytes)) {
-    set_erase(&s->pending, id, &b);
+    spool_set_erase(&s->pending, id, &b);
     s->bytes -= b;
-    publish_gauges(s);
+    spool_publish_gauges(s);
     pthread_mutex_unlock(&s->mu);
     trim_recycled(s, false);
     return SPOOL_OK;
@@ -1348,9 +953,9 @@ static int remove_file(spool *s, const char *id) {
     rc = SPOOL_EIO;
   }
   pthread_mutex_lock(&s->mu);
-  if (set_erase(&s->pending, id, &b))
+  if (spool_set_erase(&s->pending, id, &b))
     s->bytes -= b;
-  publish_gauges(s);
+  spool_publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
@@ -1365,7 +970,7 @@ int spool_release(spool *s, const char (*ids)[SPOOL_ID_MAX], size_t n) {
     bool file[RELEASE_CHUNK];
     pthread_mutex_lock(&s->mu);
     for (size_t i = lo; i < hi; i++) {
-      spool_entry *e = set_find(&s->held, ids[i]);
+      spool_entry *e = spool_set_find(&s->held, ids[i]);
       file[i - lo] = !e;
       if (!e)
         continue;
@@ -1375,9 +980,9 @@ int spool_release(spool *s, const char (*ids)[SPOOL_ID_MAX], size_t n) {
       }
       recs[k++] = e->rec;
       s->bytes -= e->bytes;
-      set_erase(&s->held, ids[i], NULL);
+      spool_set_erase(&s->held, ids[i], NULL);
     }
-    publish_gauges(s);
+    spool_publish_gauges(s);
     pthread_mutex_unlock(&s->mu);
     /* One sync for the chunk's dead marks. On failure they stay live: a
      * restart replays them, and the batches' identities tell them apart. */
@@ -1408,7 +1013,7 @@ void spool_account(spool *s, int64_t bytes, int64_t pushes) {
   s->batch_bytes = bytes < 0 && (uint64_t)-bytes > s->batch_bytes ? 0 : s->batch_bytes + bytes;
   s->batch_pushes =
       pushes < 0 && (uint64_t)-pushes > s->batch_pushes ? 0 : s->batch_pushes + pushes;
-  publish_gauges(s);
+  spool_publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -1428,12 +1033,12 @@ int spool_move_failed(spool *s, const char *id, const char *reason) {
   /* A held push gets its file first; if it cannot, it stays in the journal
    * (a restart replays it, and it fails again). */
   pthread_mutex_lock(&s->mu);
-  bool held = set_find(&s->held, id) != NULL;
+  bool held = spool_set_find(&s->held, id) != NULL;
   pthread_mutex_unlock(&s->mu);
   if (held && spill(s, id) != 1) {
     /* A spill that was running may have given it its file already. */
     pthread_mutex_lock(&s->mu);
-    held = set_find(&s->held, id) != NULL;
+    held = spool_set_find(&s->held, id) != NULL;
     pthread_mutex_unlock(&s->mu);
     if (held) {
       log_event(LOG_ERROR, "cannot move a journaled push to failed/; it stays in the journal",
@@ -1442,7 +1047,7 @@ int spool_move_failed(spool *s, const char *id, const char *reason) {
     }
   }
   pthread_mutex_lock(&s->mu);
-  if (set_erase(&s->pending, id, &b))
+  if (spool_set_erase(&s->pending, id, &b))
     s->bytes -= b;
   if (renameat(s->dirfd, id, s->ffd, id) != 0) {
     if (errno != ENOENT) {
@@ -1458,7 +1063,7 @@ int spool_move_failed(spool *s, const char *id, const char *reason) {
     log_event(LOG_WARN, "push moved to failed/", "file=%s/%s/%s reason=%s", s->dir, FAILED_DIR, id,
               log_quote(reason, q, sizeof q));
   }
-  publish_gauges(s);
+  spool_publish_gauges(s);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
