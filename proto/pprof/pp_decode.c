@@ -38,9 +38,6 @@
 
 #include <limits.h>
 #include <string.h>
-#if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
-#include <emmintrin.h>
-#endif
 
 #define WT_VARINT 0
 #define WT_64BIT 1
@@ -175,56 +172,6 @@ static inline uint64_t varint_bits(uint64_t x) {
          (x >> 7 & 0x7full << 49);
 }
 
-#if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
-/* The stop bits (bytes < 0x80) of the 16 bytes x, rem of them in the run,
- * when every value ending in them has one or two bytes; 0 if a longer one
- * does or none ends there. */
-static inline unsigned short_stops(__m128i x, size_t rem) {
-  unsigned cont = (unsigned)_mm_movemask_epi8(x);
-  if (rem < 16)
-    cont |= 0xffffu << rem; /* past the run: never a stop */
-  unsigned stops = ~cont & 0xffffu;
-  if (!stops || (cont & cont << 1 & ((1u << (32 - __builtin_clz(stops))) - 1)))
-    return 0;
-  return stops;
-}
-
-/* Sixteen bytes at *pp (readable; rem of them in the run) as values of one
- * or two bytes, the common case of ids: the value that would end at each
- * byte is computed for all sixteen at once, then the stops pick theirs.
- * false (nothing done) if a value in them is longer, or none ends in them. */
-static inline bool short16(const uint8_t *p, size_t rem, uint64_t *out, size_t *n,
-                           const uint8_t **pp) {
-  __m128i x = _mm_loadu_si128((const __m128i *)p);
-  unsigned stops = short_stops(x, rem);
-  if (!stops)
-    return false;
-  /* Lane i: byte i, and byte i - 1 (0 before the first, which starts a value). */
-  __m128i zero = _mm_setzero_si128(), low7 = _mm_set1_epi16(0x7f);
-  __m128i prev = _mm_slli_si128(x, 1);
-  uint16_t v[16];
-  for (int h = 0; h < 2; h++) {
-    __m128i b = h ? _mm_unpackhi_epi8(x, zero) : _mm_unpacklo_epi8(x, zero);
-    __m128i a = h ? _mm_unpackhi_epi8(prev, zero) : _mm_unpacklo_epi8(prev, zero);
-    /* two: all ones where byte i - 1 continues into byte i */
-    __m128i two = _mm_sub_epi16(zero, _mm_srli_epi16(a, 7));
-    __m128i mul = _mm_add_epi16(_mm_set1_epi16(1), _mm_and_si128(two, _mm_set1_epi16(127)));
-    __m128i val = _mm_or_si128(_mm_mullo_epi16(_mm_and_si128(b, low7), mul),
-                               _mm_and_si128(_mm_and_si128(a, low7), two));
-    _mm_storeu_si128((__m128i *)(v + 8 * h), val);
-  }
-  size_t k = *n;
-  unsigned last = 31 - (unsigned)__builtin_clz(stops);
-  do {
-    out[k++] = v[__builtin_ctz(stops)];
-    stops &= stops - 1;
-  } while (stops);
-  *n = k;
-  *pp = p + last + 1;
-  return true;
-}
-#endif
-
 /* Appends the packed varints of p[0..len) to out (room counted beforehand).
  * Eight bytes at a time where it can: each stop bit (a byte < 0x80) ends one
  * value, so the values of a word are independent of each other, and the
@@ -235,10 +182,6 @@ static bool packed_u64(const uint8_t *p, size_t len, const uint8_t *lim, uint64_
   const uint8_t *end = p + len;
   size_t k = *n;
   while (p < end) {
-#if defined(__SSE2__) && !defined(PP_DECODE_NO_SIMD)
-    if (lim - p >= 16 && short16(p, (size_t)(end - p), out, &k, &p))
-      continue;
-#endif
     if (lim - p >= 8) {
       uint64_t w;
       memcpy(&w, p, 8);

@@ -175,32 +175,6 @@ int pp_decode_ref_compare(const Perftools__Profiles__Profile *a,
   return 0;
 }
 
-/* Decodes data again with another build of the hand decoder and compares
- * it with got (the decoder as built): rc unchanged if they agree, else -1
- * (or -2 out of memory) with why. */
-static int check_variant(const char *name,
-                         Perftools__Profiles__Profile *(*decode)(pp_pprof *, const uint8_t *,
-                                                                 size_t),
-                         const uint8_t *data, size_t len, const Perftools__Profiles__Profile *got,
-                         int rc, char *why, size_t whylen) {
-  pp_pprof *b = pp_pprof_arena_new(len * 4);
-  if (!b)
-    return rc;
-  const Perftools__Profiles__Profile *s = decode(b, data, len);
-  if (!s && pp_pprof_arena_oom(b)) {
-    snprintf(why, whylen, "the %s decoder ran out of memory on %zu bytes", name, len);
-    rc = -2;
-  } else if (!s != !got) {
-    snprintf(why, whylen, "the %s decoder %s %zu bytes, the one as built %s them", name,
-             s ? "accepts" : "rejects", len, got ? "accepts" : "rejects");
-    rc = -1;
-  } else if (s && pp_decode_ref_compare(got, s, why, whylen) != 0) {
-    rc = -1;
-  }
-  pp_pprof_free(b);
-  return rc;
-}
-
 int pp_decode_ref_check(const uint8_t *data, size_t len, char *why, size_t whylen) {
   Perftools__Profiles__Profile *ref = perftools__profiles__profile__unpack(NULL, len, data);
   pp_pprof *a = pp_pprof_arena_new(len * 4);
@@ -223,9 +197,6 @@ int pp_decode_ref_check(const uint8_t *data, size_t len, char *why, size_t whyle
   } else {
     rc = pp_decode_ref_compare(ref, got, why, whylen) == 0 ? 1 : -1;
   }
-  /* The portable path must decide and decode the same. */
-  if (rc >= 0)
-    rc = check_variant("scalar", pp_pprof_decode_scalar, data, len, got, rc, why, whylen);
   pp_pprof_free(a);
   perftools__profiles__profile__free_unpacked(ref, NULL);
   return rc;

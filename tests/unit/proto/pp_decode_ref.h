@@ -14,11 +14,7 @@
 int pp_decode_ref_compare(const Perftools__Profiles__Profile *a,
                           const Perftools__Profiles__Profile *b, char *why, size_t whylen);
 
-/* pp_pprof_decode without its SSE2 path (pp_decode_scalar.c). */
-Perftools__Profiles__Profile *pp_pprof_decode_scalar(pp_pprof *a, const uint8_t *data, size_t len);
-
-/* Decodes data with both decoders (the hand one twice: as built and
- * without its SSE2 path). Returns 1 if both accept it and the
+/* Decodes data with both decoders. Returns 1 if both accept it and the
  * trees are equal, 0 if both reject it, -1 if they disagree (why says how),
  * -2 if the hand decoder ran out of memory. */
 int pp_decode_ref_check(const uint8_t *data, size_t len, char *why, size_t whylen);

@@ -206,9 +206,9 @@ static void test_decode_matches_protobuf_c_on_random_profiles(void) {
 
 /* Packed location ids as profiles carry them (one or two bytes each) mixed
  * with longer ones, in runs of every length from 0 to 70, ending at the
- * input's end or followed by more input: the 16-byte SSE2 path
- * takes a run's middle, the word and byte loops its edges. Each input goes
- * through every build of the decoder (pp_decode_ref_check). */
+ * input's end or followed by more input: the word loop takes a run's
+ * middle, the byte loop its edges. Each input is compared with protobuf-c
+ * (pp_decode_ref_check). */
 static void test_decode_packed_ids_of_every_width_and_position(void) {
   uint64_t seed = 0x9acced1d5ULL;
   enc run = {0}, sample = {0}, e = {0};
