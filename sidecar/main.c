@@ -69,6 +69,15 @@ static int split_memory(uint64_t max, uint64_t *dynamic, char *err, size_t errle
     return -1;
   uint64_t headroom = *dynamic / 8;
   uint64_t limit = rss < 0 ? 0 : max - headroom;
+  /* Test hook, not a user setting: a guard limit in bytes, so tests can put
+   * the sidecar over it without filling its memory. */
+  const char *t = getenv("PUSHPROF_TEST_RSS_LIMIT");
+  if (t && *t) {
+    char *end;
+    unsigned long long v = strtoull(t, &end, 10);
+    if (*end == '\0' && v > 0)
+      limit = v;
+  }
   membudget_guard(limit);
   metrics_set(G_MEMORY_RSS_LIMIT, (int64_t)limit);
   log_event(LOG_INFO, "memory budget", "max_memory=%llu fixed=%llu dynamic=%llu rss_limit=%llu",
@@ -262,6 +271,7 @@ int main(int argc, char **argv) {
             log_quote(cfg.socket_path, q1, sizeof q1), log_quote(targets, q2, sizeof q2), nex,
             log_quote(cfg.node_name, q3, sizeof q3), cfg.batch_window_s);
 
+  bool deferred_dropins = false; /* logged once until there is room again */
   for (;;) {
     struct timespec ts = {cfg.rescan_interval_s, 0};
     siginfo_t si;
@@ -279,6 +289,17 @@ int main(int argc, char **argv) {
       log_event(LOG_ERROR, "sigtimedwait failed", "errno=%d", errno);
       break;
     }
+    /* Drop-ins wait on disk while the resident memory is over the guard's
+     * limit: each adds a pending batch's index entry, and they came in
+     * past the listener's admission. */
+    if (membudget_over()) {
+      if (!deferred_dropins)
+        log_event(LOG_WARN, "spool drop-ins left for later: resident memory near --max-memory",
+                  "rss_limit=%llu", (unsigned long long)membudget_guard_limit());
+      deferred_dropins = true;
+      continue;
+    }
+    deferred_dropins = false;
     int n = spool_rescan_new(sp, batcher_add_spooled, b);
     if (n > 0)
       log_event(LOG_INFO, "spool drop-ins picked up", "files=%d", n);
