@@ -31,7 +31,7 @@ phase "ASan+UBSan"
 # Unit, fuzz-corpus and integration tests, the SDK's stress cases included:
 # workloads built here are instrumented, and uninstrumented hosts (bash,
 # python3, xz) get the ASan runtime preloaded ahead of the SDK
-# (tests/integration/preload_env.sh). Not run here, and why:
+# (tests/integration/lib.sh). Not run here, and why:
 #   it_deploy_files  checks the release images: the final stages' library
 #                    lists and the apps' LD_PRELOAD lines name the plain
 #                    libraries, which an ASan build's are not (libasan first)

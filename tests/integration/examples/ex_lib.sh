@@ -1,15 +1,8 @@
-# Sourced by the example tests: the sidecar helpers (start_sidecar, $W, $SOCK,
-# $OUT, fail, wait_files) plus what the examples need.
-# shellcheck source=../sidecar/lib.sh
-source "$PUSHPROF_SOURCE_DIR/tests/integration/sidecar/lib.sh"
-# Nothing from the caller's environment may steer the SDK under test.
-unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCKET \
-  PUSHPROF_UPLOAD_PERIOD PUSHPROF_EXIT_TIMEOUT_MS PUSHPROF_SPOOL_DIR PUSHPROF_BACKLOG \
-  PUSHPROF_LIBRARY OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES LD_PRELOAD
-# shellcheck source=../preload_env.sh
-. "$S/tests/integration/preload_env.sh"
+# Sourced by the example tests: the shared helpers (start_sidecar, $W,
+# $SOCK, $OUT, fail, wait_files) plus what the examples need.
+# shellcheck source=../lib.sh
+source "$PUSHPROF_SOURCE_DIR/tests/integration/lib.sh"
 LIBSO=$B/sdk/libpushprof.so
-CHECK=(python3 "$S/tests/integration/pprof_check.py")
 
 # accepted_pids: the distinct pids of the sidecar's "push accepted" lines.
 accepted_pids() {

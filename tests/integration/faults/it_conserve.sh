@@ -18,7 +18,7 @@
 # samples (go tool pprof over every object), nothing twice, and that the SDK
 # accounts for every push it was not acknowledged; it prints the tally.
 #   CONSERVE_JOBS (500), CONSERVE_PAR (4), CONSERVE_MS (20), CONSERVE_SEED
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../s3/lib_s3.sh"
 TF=$S/tests/integration/faults
 WL=$B/tests/faults_workloads/wl_conserve

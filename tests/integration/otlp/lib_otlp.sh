@@ -1,7 +1,7 @@
 # Helpers for the OTLP exporter tests (sourced): the sidecar helpers of
-# tests/integration/sidecar/lib.sh plus a strict OTLP receiver per test (a
+# tests/integration/lib.sh plus a strict OTLP receiver per test (a
 # test double; see otlp_receiver.py for what it checks).
-source "$(dirname "${BASH_SOURCE[0]}")/../sidecar/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 RECEIVER=$S/tests/integration/otlp/otlp_receiver.py
 COMPARE=$S/tests/integration/otlp/otlp_compare.py
 GEN_OTLP=$B/tests/gen_otlp_pprof

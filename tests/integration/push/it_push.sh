@@ -2,25 +2,24 @@
 # The SDK's push path against the real sidecar, with real processes under
 # LD_PRELOAD:  it_push.sh CASE   (short | jobs200 | empty | execfail | sigterm |
 #                                 fork | forkexec | spool | slow | backlog)
-set -euo pipefail
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
 case_=$1
-B=${PUSHPROF_BUILD_DIR:?}
-S=${PUSHPROF_SOURCE_DIR:?}
-# shellcheck source=../preload_env.sh
-. "$S/tests/integration/preload_env.sh"
 DEMO=$B/examples/demo_work
 FORK=$B/tests/push_workloads/wl_fork
 CHECK="python3 $S/tests/integration/pprof_check.py"
 # demo_work's three stages; a short job under load may land few samples in any
 # one of them (seen: none in parse_records once), so the check takes any.
 STAGES='^(parse_records|compress_blocks|checksum_output)$'
-export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}
-w=$(mktemp -d /tmp/it_push.XXXXXX)
+w=$W
 sock=$w/run/pushprof.sock
 sidecar_pid=
 cleanup() {
+  local rc=$?
+  set +e
   [ -n "$sidecar_pid" ] && kill "$sidecar_pid" 2>/dev/null && wait "$sidecar_pid" 2>/dev/null
-  rm -rf "$w"
+  (exit $rc) # on_exit takes the status from $?
+  on_exit
 }
 trap cleanup EXIT
 fail() { echo "FAIL [$case_]: $*" >&2; [ -f "$w/side.log" ] && tail -20 "$w/side.log" >&2; exit 1; }

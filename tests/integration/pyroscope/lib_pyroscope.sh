@@ -1,7 +1,7 @@
 # Helpers for the Pyroscope exporter tests (sourced): the sidecar helpers of
-# tests/integration/sidecar/lib.sh plus a Pyroscope stand-in per test (a
+# tests/integration/lib.sh plus a Pyroscope stand-in per test (a
 # test double; see pyroscope_standin.py for what it checks and why).
-source "$(dirname "${BASH_SOURCE[0]}")/../sidecar/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 STANDIN=$S/tests/integration/pyroscope/pyroscope_standin.py
 PY_PIDS=()
 

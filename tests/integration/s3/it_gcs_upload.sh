@@ -11,7 +11,7 @@
 #  - GOOGLE_OAUTH_ACCESS_TOKEN.
 # The stand-ins are doubles built from the documented APIs. Every secret
 # holds SENTINEL, which must never reach a log line or /metrics.
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/lib_s3.sh"
 
 start_s3rver gprofiles

@@ -10,7 +10,7 @@
 #    AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE -> the agent stand-in.
 # Every secret (tokens, issued secrets and session tokens) holds the word
 # SENTINEL, which must never appear in a log line or in /metrics.
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/lib_s3.sh"
 
 echo "SENTINEL-webtoken-1" >"$W/webtoken"

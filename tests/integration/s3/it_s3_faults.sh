@@ -11,7 +11,7 @@
 #  - the sidecar's RSS stays bounded;
 #  - a 403 (AccessDenied) moves the pushes to failed/ with the reason beside
 #    them, counted in /metrics.
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/lib_s3.sh"
 
 start_s3rver profiles

@@ -11,7 +11,7 @@
 #
 # N is 3,000 (~45 s), 600 in a sanitizer build (PUSHPROF_OUTAGE_PUSHES
 # overrides; tests/bench/outage_bench.sh measures 1,000 to 10,000 pending).
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/lib_s3.sh"
 N=3000
 BENCH=$B/tests/bench_sidecar

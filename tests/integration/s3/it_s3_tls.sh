@@ -5,7 +5,7 @@
 #  - --ca-file CA: accepted (the CA is added to the system store);
 #  - --ca-file CA but endpoint https://localhost: host name mismatch, refused;
 #  - --tls-insecure-skip-verify: accepted, with a warning logged at start.
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/lib_s3.sh"
 
 cd "$W"

@@ -4,7 +4,7 @@
 # with Python's hmac/hashlib). Static keys with a session token: every batch
 # arrives under PREFIX/<node>/<service>/<UTC>-<hash16>.pb.gz, its bytes hash
 # to the name, go tool pprof reads it and sample totals match the pushes.
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/lib_s3.sh"
 
 start_s3rver profiles

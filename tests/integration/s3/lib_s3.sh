@@ -1,4 +1,4 @@
-# Shared helpers for the S3/GCS exporter tests (sourced after sidecar/lib.sh).
+# Shared helpers for the S3/GCS exporter tests (sourced after ../lib.sh).
 # s3rver comes from npm, installed once into $PUSHPROF_BUILD_DIR/npm (cached
 # between runs; flock'ed because tests run in parallel).
 T3=$S/tests/integration/s3

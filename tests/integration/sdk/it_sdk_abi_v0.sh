@@ -5,7 +5,7 @@
 # are honoured (hz as the period and sample count, output_path, the signal);
 # an invalid hz is still refused naming pushprof_options.hz.
 #   it_sdk_abi_v0.sh linked|static
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 bin=$WL/wl_abi_v0_$1
 mkdir -p "$T/prof"
 

@@ -8,7 +8,7 @@
 #  - fork without exec writes nothing in the child, exec gets its own profile;
 #  - a setuid program is not profiled and nothing is said (when run as root).
 # Both under LD_PRELOAD and linked (pushprof_start's return code too).
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mkdir -p "$T/prof"
 
 # run MODE STATUS: runs the probe; sets $rc; stdout/stderr in $T/out, $T/err.

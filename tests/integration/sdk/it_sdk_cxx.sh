@@ -3,7 +3,7 @@
 # template argument, class) and keeps the mangled name as system_name.
 # pprof_check reads with -symbolize=none so pprof cannot demangle for us.
 #   it_sdk_cxx.sh preload|linked
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/cxx-%p.pb.gz"

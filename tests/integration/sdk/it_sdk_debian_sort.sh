@@ -14,7 +14,7 @@
 # outside (getrusage of the same run: at most that, at least half of a run
 # without the SDK). sort's CPU time varies by 20% from run to run under
 # the ASan runtime, so a floor from another run's CPU failed 1 run in 3.
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 command -v sort >/dev/null || fail "sort (coreutils) is not installed"
 mkdir -p "$T/prof"
 export ASAN_OPTIONS=$HOST_ASAN # sort and python3 are not ours to leak-check

@@ -3,7 +3,7 @@
 # PUSHPROF_OUTPUT: that path writes one profile with its samples in the
 # stages. (gcc's identical-code folding may merge demo_work's three identical
 # stage functions into one address, so only one stage name is required.)
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mkdir -p "$T/prof"
 rc=0
 LD_PRELOAD=$PRELOAD PUSHPROF_SERVICE=demo-job PUSHPROF_OUTPUT="$T/prof/demo-%p.pb.gz" \

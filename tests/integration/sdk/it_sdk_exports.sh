@@ -9,7 +9,7 @@
 #                   signal's action after start does not replace our handler
 #   exec*, _exit, _Exit (preload only): flush the last window before the
 #                   process replaces itself or skips atexit
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 L=${1:-$B/sdk}
 api='^pushprof_[A-Za-z0-9_]+$'
 allowed_so='^(pthread_create|dlclose|sigaction|signal)$'

@@ -3,7 +3,7 @@
 # consumer builds against them with find_package (shared and static) and
 # with pkg-config, runs and writes a profile; the libraries export only
 # pushprof_* plus the interpositions it_sdk_exports.sh lists.
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 P=$T/prefix
 cmake --install "$B" --prefix "$P" >"$T/install.log" || { cat "$T/install.log"; fail "cmake --install"; }
 for f in lib/libpushprof.so lib/libpushprof.a lib/libpushprof_preload.so include/pushprof.h \

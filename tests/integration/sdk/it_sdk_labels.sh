@@ -8,7 +8,7 @@
 # alone. (pprof reads a purely numeric -tagfocus value such as "3" as a
 # range over numeric labels, hence the non-numeric ids.)
 #   it_sdk_labels.sh linked|static
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/labels-%p.pb.gz"

@@ -15,7 +15,7 @@
 # 200 measured with no profiler at all while another process spins), so the
 # program's own floor is 30%: what it guards against is 0 (our handler
 # took the signal) or foreign signals (we forwarded our own).
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mode=$1
 sig=${2:-SIGPROF}
 late=${3:-}

@@ -15,7 +15,7 @@
 # armed and after it is gone): ~0.06 s of 5.1 s in a normal build, ~0.8 s
 # under ASan on an idle machine and ~4.8 s with a second test running.
 # The floor, 0.85, is 3 standard deviations of ~500 samples below 1.0.
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/short-%p.pb.gz"

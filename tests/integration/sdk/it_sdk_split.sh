@@ -16,7 +16,7 @@
 #   at load average 40; ~400 ms rounds cut the boundaries fourfold.
 # 100 Hz would leave the first error at ~1 point; 200 Hz rather than 250
 # keeps the 5 ms period above the tick, so no expiry falls between ticks.
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/split-%p.pb.gz" PUSHPROF_HZ=200

@@ -4,7 +4,7 @@
 # links against it without duplicate symbols (built here, so a collision is
 # this test's failure, not the build's), calls its own definitions, and is
 # profiled. See also it_sdk_exports.sh.
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 src=$PUSHPROF_SOURCE_DIR/tests/integration/sdk
 mkdir -p "$T/prof"
 # shellcheck disable=SC2086

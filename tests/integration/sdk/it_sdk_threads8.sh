@@ -7,7 +7,7 @@
 # one sample is ~0.2 points of share, well inside +-2. The static variant
 # registers its threads with pushprof_thread_register() and calls
 # pushprof_stop() itself.
-. "$(dirname "$0")/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/t8-%p.pb.gz"

@@ -120,7 +120,7 @@ def main():
     if bad:
         print("FAIL: credential tests with no output, no sidecar log lines, or no exporter "
               "with credentials in them: %s (is the sidecar log kept? "
-              "tests/integration/sidecar/lib.sh on_exit)" % " ".join(bad))
+              "tests/integration/lib.sh on_exit)" % " ".join(bad))
         return 1
     print("ok: no secret in %d lines; %d credential tests scanned (%s)"
           % (lines, len(ran), " ".join(ran)))

@@ -9,7 +9,7 @@
 # exports counted = files found there = pushes accepted, so an escaped file
 # cannot hide. As root the sidecar runs as nobody, so a regression could not
 # write into system directories.
-source "$(dirname "$0")/../sidecar/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../s3/lib_s3.sh"
 
 long128=$(printf '../%.0s' {1..42})..

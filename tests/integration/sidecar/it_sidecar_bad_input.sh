@@ -2,7 +2,7 @@
 # Bad input never disturbs the sidecar: each kind gets its error reply (or a
 # timeout), is counted by reason in /metrics, and a valid push right after
 # still succeeds.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 
 start_sidecar a --batch-window 1 --read-timeout 1 --max-frame-bytes 1MiB
 "$GEN" profile "$W/good.pb" --seed 3 >/dev/null

@@ -6,7 +6,7 @@
 # retried until acked, as the SDK does; none is lost: every service is
 # exported exactly once. RSS, sampled every 100 ms, stays under
 # --max-memory (48 MiB).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 N=${PUSHPROF_BURST_PUSHES:-1000}
 BENCH=$B/tests/bench_sidecar
 [ -x "$BENCH" ] || fail "bench_sidecar not built"

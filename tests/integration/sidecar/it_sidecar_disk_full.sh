@@ -7,7 +7,7 @@
 # Then again with the write-ahead journal, which can still ack into its
 # preallocated ring on a full disk: those pushes are exported once it frees.
 # Skips (exit 77) only if this environment cannot mount a tmpfs.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 mkdir -p "$W/spool"
 if ! mount -t tmpfs -o size=2m,mode=0750 tmpfs "$W/spool" 2>"$W/mount.err"; then
   echo "SKIP: cannot mount a tmpfs as the spool ($(cat "$W/mount.err")); needs root or CAP_SYS_ADMIN"

@@ -2,7 +2,7 @@
 # Durability: pushes acked before a kill -9 are all exported after a restart;
 # a corrupt spool file is quarantined and the rest proceed; on SIGTERM open
 # batches are exported within the grace period.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 
 # A window far longer than the test: nothing is exported before the kill.
 # No journal here, so every acked push is a spool file at once (the journal's

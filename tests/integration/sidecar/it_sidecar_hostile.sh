@@ -6,7 +6,7 @@
 # every 20 ms: every push must be acked, with p99 connect-to-ack under 50 ms,
 # and the sidecar's RSS (VmRSS sampled, and VmHWM) stays under 64 MiB. The
 # good pushes are all exported intact; evictions are counted and logged.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 H="python3 $S/tests/integration/sidecar/hostile.py"
 SECS=${HOSTILE_SECONDS:-20}
 [ "$(ulimit -Hn)" -ge 1100 ] || fail "need 1,100 fds for 1,000 idle connections; ulimit -Hn is $(ulimit -Hn)"

@@ -10,7 +10,7 @@
 #    s3://, gs://, otlp it exits 2 at start with one line naming the module,
 #    where it looked and the fix; a broken or foreign file in the module's
 #    place is reported the same way, never a crash.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 
 HTTP_ONLY='pushprof-sidecar-http\.so|/libcurl[.-]|/libxml2\.|/libjansson\.|/libssl\.'
 

@@ -3,7 +3,7 @@
 # on the same spool with another socket, exits 1 at once with one message
 # naming the running one's pid and the fix, and disturbs nothing; the lock
 # does not outlive a kill -9.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 read -r n c < <("$GEN" profile "$W/p.pb" --seed 5)
 start_sidecar first --batch-window 3600
 first=$SC_PID

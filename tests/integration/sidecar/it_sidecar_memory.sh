@@ -5,7 +5,7 @@
 # memory_rss), and an SDK drop-in stays on disk; once there is room, both
 # go through. The limit is forced with the test hook PUSHPROF_TEST_RSS_LIMIT
 # (bytes): filling the sidecar's memory for real would take minutes.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 
 "$GEN" profile "$W/in.pb.gz" --seed 3 --samples 50 --gzip >/dev/null
 "$GEN" frame "$W/dropin.frame" ok --seed 21 --service dropped-in

@@ -2,7 +2,7 @@
 # Pushes through the real sidecar with `pushprof push`: every push is acked,
 # the exported profiles parse with go tool pprof and their sample totals equal
 # the sum of the inputs; the client's own errors exit non-zero.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 
 # Settings from an INI file (flags from start_sidecar override the rest).
 printf '[sidecar]\ndump_duration_seconds = 5\nrescan_interval = 1\nmax_spool_bytes = 64MiB\n' >"$W/sc.ini"

@@ -8,7 +8,7 @@
 # hostile service name stays inside the export directory, the connection
 # limit holds, a non-socket file at the socket path is never removed, bad
 # settings exit 2 with one clear line.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 me=$(id -u)
 other=$((me + 4242))
 "$GEN" profile "$W/p.pb" --seed 5 >/dev/null

@@ -2,7 +2,7 @@
 # Spool full: pushes are refused with RESOURCE_EXHAUSTED (counted) and
 # accepted again once exports free space; with --spool-drop-oldest the
 # oldest pending push is dropped (counted) instead.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 "$GEN" profile "$W/p.pb" --seed 8 --samples 400 >/dev/null
 size=$(stat -c %s "$W/p.pb")
 

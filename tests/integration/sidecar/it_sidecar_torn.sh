@@ -5,7 +5,7 @@
 # file), exports the intact push, and serves new pushes; two more starts
 # (after SIGTERM, after kill -9) find nothing more to quarantine and never
 # crash. The spool is a tmpfs when one can be mounted (fsync is cheap there).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 mkdir -p "$W/spool"
 if mount -t tmpfs -o size=64m,mode=0750 tmpfs "$W/spool" 2>/dev/null; then
   trap 'rc=$?; [ -z "$SC_PID" ] || kill -9 "$SC_PID" 2>/dev/null; wait 2>/dev/null; umount -l "$W/spool"; (exit $rc); on_exit' EXIT

@@ -8,7 +8,7 @@
 # in it is counted (drops_total{reason="batch_unreadable"}) and logged,
 # nothing half-read is exported, the spool drains, and later pushes export
 # as usual.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../lib.sh"
 export PUSHPROF_TEST_BACKOFF_MS=200
 mkdir -p "$OUT"
 : >"$OUT/testnode" # not a directory: the target is down

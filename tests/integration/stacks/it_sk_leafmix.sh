@@ -9,7 +9,7 @@
 # Tolerance: 3 s of worker CPU at 250 Hz is ~750 samples; segments of 20-60 ms
 # (5-15 samples each, random lengths) put the sampling error of a share near
 # 0.3 points, well inside 2.
-. "$(dirname "$0")/../sdk/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 build=${1:?usage: it_sk_leafmix.sh fp|nofp preload|linked}
 mode=${2:?usage: it_sk_leafmix.sh fp|nofp preload|linked}
 case $build in fp | nofp) ;; *) fail "unknown build $build" ;; esac

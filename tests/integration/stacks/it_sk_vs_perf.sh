@@ -10,7 +10,7 @@
 # Needs perf (Debian linux-perf) allowed to record: as root, or
 # kernel.perf_event_paranoid <= 1. When perf cannot record at all the test
 # says why and exits 77 (ctest: skipped).
-. "$(dirname "$0")/../sdk/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 what=${1:?usage: it_sk_vs_perf.sh sqlite3|xz}
 case $what in
   sqlite3)

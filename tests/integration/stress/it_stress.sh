@@ -9,22 +9,11 @@
 # Each run is under a watchdog: a hang (over $ST_LIMIT s, default 60) dumps
 # every thread's stack (gdb, if installed) of the workload and its children,
 # aborts it and fails the test naming the case.
-set -euo pipefail
-: "${PUSHPROF_BUILD_DIR:?run through ctest (PUSHPROF_BUILD_DIR unset)}"
-: "${PUSHPROF_SOURCE_DIR:?run through ctest (PUSHPROF_SOURCE_DIR unset)}"
-export HOME="${HOME:-/root}" GOCACHE="${GOCACHE:-/tmp/pushprof-gocache}"
-unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCKET \
-  PUSHPROF_UPLOAD_PERIOD PUSHPROF_EXIT_TIMEOUT_MS PUSHPROF_SPOOL_DIR PUSHPROF_BACKLOG \
-  OTEL_SERVICE_NAME LD_PRELOAD
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
 case_=${1:?usage: it_stress.sh CASE}
-B=$PUSHPROF_BUILD_DIR
 WL=$B/tests/stress_workloads
-# shellcheck source=../preload_env.sh
-. "$PUSHPROF_SOURCE_DIR/tests/integration/preload_env.sh"
-CHECK=(python3 "$PUSHPROF_SOURCE_DIR/tests/integration/pprof_check.py")
 LIMIT=${ST_LIMIT:-60}
-T=$(mktemp -d /tmp/pushprof-stress.XXXXXX)
-trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL [$case_]: $*" >&2; exit 1; }
 
 # shellcheck source=st_lib.sh

@@ -8,19 +8,12 @@
 # the pushes accepted, every exported profile valid for `go tool pprof -raw`
 # and holding the workload's functions. A hang (over $ST_LIMIT s, default
 # 60) dumps every thread's stack and fails.
-# shellcheck source=../sidecar/lib.sh
-source "$(dirname "$0")/../sidecar/lib.sh"
-unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCKET \
-  PUSHPROF_UPLOAD_PERIOD PUSHPROF_EXIT_TIMEOUT_MS PUSHPROF_SPOOL_DIR PUSHPROF_BACKLOG \
-  OTEL_SERVICE_NAME LD_PRELOAD
-# shellcheck source=../preload_env.sh
-. "$S/tests/integration/preload_env.sh"
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
 # shellcheck source=st_lib.sh
 . "$(dirname "$0")/st_lib.sh"
 case_=collector
-T=$W
 LIMIT=${ST_LIMIT:-60}
-CHECK=(python3 "$S/tests/integration/pprof_check.py")
 bin=$B/tests/stress_workloads/st_collector
 [ -x "$bin" ] || fail "$bin not built"
 

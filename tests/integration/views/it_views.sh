@@ -7,7 +7,7 @@
 # merging, bad input (exit 2, one line naming the file, nothing written),
 # hostile frame names (the SVG stays well-formed XML) and a diff with known
 # splits.
-. "$(dirname "$0")/../sdk/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 S=$PUSHPROF_SOURCE_DIR/tests/integration/views
 P=$B/views/pushprof
 GEN=$B/tests/gen_views_pprof

@@ -4,7 +4,7 @@
 # no console error; a mouse click zooms, the search reports the share
 # pushprof top gives for the same frames; screenshots are kept in
 # build/test-logs/it_views_browser/ for a look.
-. "$(dirname "$0")/../sdk/sdk_lib.sh"
+. "$(dirname "$0")/../lib.sh"
 S=$PUSHPROF_SOURCE_DIR/tests/integration/views
 P=$B/views/pushprof
 GEN=$B/tests/gen_views_pprof

@@ -1,17 +1,49 @@
-# Shared helpers for the sidecar integration tests (sourced, not run).
-# Every test gets its own mktemp directory (socket, spool, output) and an
-# ephemeral metrics port, so tests run in parallel.
+# The integration tests' shared library, sourced by every script (and by
+# the area fixtures that start a server: s3/lib_s3.sh, otlp/lib_otlp.sh,
+# pyroscope/lib_pyroscope.sh, examples/ex_lib.sh, stress/st_lib.sh). It
+# gives each test its own scratch directory ($W, also $T) and an ephemeral
+# metrics port, so tests run in parallel; the real sidecar's helpers; the
+# two ways to run an SDK workload; and how to load the SDK into a process
+# in the build under test.
 set -euo pipefail
-B=${PUSHPROF_BUILD_DIR:?set PUSHPROF_BUILD_DIR (ctest does)}
-S=${PUSHPROF_SOURCE_DIR:?set PUSHPROF_SOURCE_DIR (ctest does)}
+: "${PUSHPROF_BUILD_DIR:?run through ctest (PUSHPROF_BUILD_DIR unset)}"
+: "${PUSHPROF_SOURCE_DIR:?run through ctest (PUSHPROF_SOURCE_DIR unset)}"
+B=$PUSHPROF_BUILD_DIR
+S=$PUSHPROF_SOURCE_DIR
+export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}
 SIDECAR=$B/sidecar/pushprof-sidecar
 CLI=$B/views/pushprof
 GEN=$B/tests/gen_pprof
 RAW="python3 $S/tests/integration/sidecar/rawclient.py"
-export HOME=${HOME:-/root} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}
-W=$(mktemp -d /tmp/pp-sc.XXXXXX)
+WL=$B/tests/sdk_workloads
+CHECK=(python3 "$S/tests/integration/pprof_check.py")
+
+# Loading the SDK into a process in the build under test (normal, ASan+UBSan
+# or TSan). ctest passes the values (tests/testing.cmake); a sanitizer build
+# needs its runtime preloaded ahead of the SDK in a program the build did
+# not instrument.
+#   PRELOAD      LD_PRELOAD value for libpushprof_preload.so
+#   SAN_RUNTIME  "" (normal build) or the sanitizer runtime: LD_PRELOAD value
+#                for an uninstrumented program that links or dlopens
+#                libpushprof.so (python3 via ctypes, a consumer built apart)
+#   SAN_FLAGS    compile and link flags for a consumer a test builds
+#   HOST_ASAN    ASAN_OPTIONS for an uninstrumented host (bash, python3, xz):
+#                leak checking off, their own leaks are not ours (ours are
+#                checked in the workloads this build instruments)
+: "${PUSHPROF_TEST_PRELOAD:?run through ctest (PUSHPROF_TEST_PRELOAD unset)}"
+PRELOAD=$PUSHPROF_TEST_PRELOAD
+SAN_RUNTIME=${PUSHPROF_TEST_SAN_RUNTIME:-}
+SAN_FLAGS=${PUSHPROF_TEST_SAN_FLAGS:-}
+HOST_ASAN=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+# Nothing from the caller's environment may steer the SDK under test.
+unset PUSHPROF_HZ PUSHPROF_SIGNAL PUSHPROF_SERVICE PUSHPROF_OUTPUT PUSHPROF_SOCKET \
+  PUSHPROF_UPLOAD_PERIOD PUSHPROF_EXIT_TIMEOUT_MS PUSHPROF_SPOOL_DIR PUSHPROF_BACKLOG \
+  PUSHPROF_LIBRARY OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES LD_PRELOAD
+
+W=$(mktemp -d /tmp/pp-it.XXXXXX)
+T=$W
 SOCK=$W/s.sock
-OUT=$W/out
+OUT=$W/exported # the file:// target of start_sidecar
 SC_PID=
 METRICS_PORT=
 SC_LOG=
@@ -167,3 +199,35 @@ wait_metric() {
   done
   fail "metric $1 did not reach $2 within $3 s (now $(metric "$1"))"
 }
+
+# run_workload MODE NAME ARGS...: runs the workload linked (NAME_linked,
+# NAME_static) or plain under LD_PRELOAD; stdout to $T/out, stderr to $T/err.
+# Extra environment comes from the caller (export or VAR=... before the call).
+run_workload() {
+  local mode=$1 name=$2
+  shift 2
+  local rc=0
+  case $mode in
+    preload) LD_PRELOAD=$PRELOAD "$WL/$name" "$@" >"$T/out" 2>"$T/err" || rc=$? ;;
+    linked) "$WL/${name}_linked" "$@" >"$T/out" 2>"$T/err" || rc=$? ;;
+    static) "$WL/${name}_static" "$@" >"$T/out" 2>"$T/err" || rc=$? ;;
+    *) fail "unknown mode $mode" ;;
+  esac
+  cat "$T/err" >&2
+  [ "$rc" -eq 0 ] || fail "$name ($mode) exited with $rc"
+}
+
+# out_value KEY: a key=value line the workload printed.
+out_value() { sed -n "s/^$1=//p" "$T/out" | tail -1; }
+
+# the_profile: the single profile written into $T/prof.
+the_profile() {
+  local files=("$T"/prof/*.pb.gz)
+  [ -e "${files[0]}" ] || fail "no profile written in $T/prof (stderr: $(cat "$T/err"))"
+  [ "${#files[@]}" -eq 1 ] || fail "expected one profile, found ${files[*]}"
+  ls "$T"/prof/*.tmp.* >/dev/null 2>&1 && fail "a temporary file was left behind"
+  echo "${files[0]}"
+}
+
+# expected N: "N:PCT" for --expect-total from cpu_seconds x hz.
+calc() { python3 -c "print($1)"; }
