@@ -920,9 +920,8 @@ static void drop_expired(batcher *b, int64_t now_wall) {
 /* Freed batches' memory (merged builders, payloads, the encoder's buffer,
  * decode arenas) goes back to the system once nothing is being merged: RSS
  * follows the load down within a second (IDLE_WAKE_NS). Not after every
- * batch while a load lasts: the next batch faulted the same pages in again
- * (under the 8-client bench, ~160 page faults per 100 KiB push with a trim
- * per batch, ~70 without). Lock held (dropped meanwhile). */
+ * batch while a load lasts: the next batch would fault the same pages in
+ * again. Lock held (dropped meanwhile). */
 static void trim_when_idle_locked(batcher *b) {
   if (!b->trim_due || b->mem_merge != 0)
     return;

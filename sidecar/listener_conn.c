@@ -178,7 +178,7 @@ static uint8_t *frame_get(listener *l, size_t total, size_t cap) {
       return b;
   }
   /* A mapping of its own: a kept buffer inside a malloc arena would pin
-   * the arena's free memory above it (+2 MiB RSS under the bench). */
+   * the arena's free memory above it. */
   void *m = mmap(NULL, FRAME_POOL_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return m == MAP_FAILED ? NULL : m;
 }
@@ -591,8 +591,7 @@ static uintptr_t stack_low(void) {
  * without touching l (listener_stop may free it as soon as mu is released).
  * The worker's stack (lowest page lo) is trimmed once it has waited
  * TRIM_STACK_MS: under load the next connection comes sooner and would
- * fault the same pages in again (a trim per push was ~1% of the CPU, plus
- * its faults). */
+ * fault the same pages in again. */
 static conn *worker_next(listener *l, uintptr_t lo) {
   int idle_ms = l->cfg.worker_idle_ms > 0 ? l->cfg.worker_idle_ms : WORKER_IDLE_MS;
   struct timespec now;

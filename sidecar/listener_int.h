@@ -97,8 +97,8 @@ struct listener {
   int handling;        /* frames being decoded, made durable and merged; guarded by mu */
   int slot_waiters;    /* threads waiting on slot_cv for one of those; mu */
   /* A freed slot wakes one waiter (CLOCK_MONOTONIC). Its own condition
-   * variable: a broadcast on cv per push woke every waiting connection
-   * thread to find one slot, ~40% of the sidecar's context switches. */
+   * variable: a broadcast on cv would wake every waiting connection thread
+   * to find one slot. */
   pthread_cond_t slot_cv;
   /* Connection threads (workers) and connections admitted but not yet taken
    * by one (FIFO through conn.next); all guarded by mu. */
@@ -107,8 +107,8 @@ struct listener {
   conn *queue, **queue_tail;
   int queued;
   pthread_cond_t work_cv; /* CLOCK_MONOTONIC */
-  /* Frame buffers kept for the next frame (frame_get): a fresh 100 KiB
-   * buffer per push was a page fault per 4 KiB, ~20% of the sidecar's. */
+  /* Frame buffers kept for the next frame (frame_get): a fresh buffer per
+   * push would be a page fault per 4 KiB it holds. */
   _Atomic(uint8_t *) frame_pool[FRAME_POOL];
 };
 

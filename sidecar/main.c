@@ -29,11 +29,9 @@
  * threshold that rises after the first large free, so multi-MiB frames and
  * decoded profiles end up in those arenas for good. Two arenas, and blocks
  * of 1 MiB and more mmap'ed (returned to the system when freed), keep RSS
- * near what is live. The threshold was 64 KiB: then every 100 KiB frame,
- * decode arena and gzip state was a fresh mapping, and page faults and
- * munmap took 15% of the sidecar's CPU under the 8-client bench (perf);
- * at 1 MiB the peak RSS there went from 22 to 26 MiB, it_sidecar_burst
- * stayed at 43 MiB. */
+ * near what is live. Not lower: every frame, decode arena and gzip state of
+ * a typical push (about 100 KiB) would then be a fresh mapping, faulted in
+ * and unmapped each time. */
 static void tune_malloc(void) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   /* (Sanitizer builds: their allocator replaces glibc's and refuses mallopt.) */

@@ -1,9 +1,8 @@
 /* gzip compression with ISA-L's igzip, for the reader side (the sidecar
- * and tools; pushprof_proto_convert). The sidecar gzips every byte it
- * ingests, once per batch: igzip's level 1 is about three times as fast as
- * libdeflate's fastest level and six as zlib's, for output 5% larger than
- * libdeflate's. The SDK keeps zlib's pp_gzip (pp_pprof.h) so it needs no
- * new library inside its hosts. */
+ * and tools; pushprof_proto_read). The sidecar gzips every byte it ingests,
+ * once per batch, and igzip's fastest level is several times as fast as
+ * libdeflate's and zlib's for output a little larger. The SDK keeps zlib's
+ * pp_gzip (pp_gzip.h) so it needs no new library inside its hosts. */
 #ifndef PP_DEFLATE_H
 #define PP_DEFLATE_H
 #include <stddef.h>

@@ -11,9 +11,9 @@
 
 #define GZIP_WINDOW_BITS (15 + 16)   /* 32 KiB window, gzip wrapper */
 #define CHUNK_MAX ((size_t)UINT_MAX) /* zlib counts in uInt */
-/* zlib's fastest level. The sidecar gzips every byte it ingests (each batch
- * once): at the default level 6 that was 60% of its CPU under load (2.3 ms
- * per 100 KiB against 1.0 ms at level 1), for output 3-12% smaller. */
+/* zlib's fastest level: whoever gzips with it (the SDK, once per profile)
+ * pays for every byte, and higher levels cost twice the CPU or more for
+ * output only a little smaller. */
 #define GZIP_LEVEL Z_BEST_SPEED
 
 int pp_gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen) {
