@@ -2,7 +2,7 @@
  * the PushRequest limits of pp_frame.h are enforced. The sidecar's listener
  * calls it once per frame it reads, the spool rescan once per file it reads
  * back; the result goes to the batcher as it is, so no push is decoded twice.
- * Reader side only (pushprof_proto_convert): the SDK never links it.
+ * Reader side only (pushprof_proto_read): the SDK never links it.
  * Thread-safe; each pp_push is owned by one thread at a time. */
 #ifndef PP_PUSH_H
 #define PP_PUSH_H

@@ -1,8 +1,7 @@
 /* Splitting a pprof by sample into complete profiles within a byte and a
- * sample-count limit (what Grafana Pyroscope's per-profile limits need): a
- * reader-side pprof operation beside the merge (pushprof_proto_convert; the
- * SDK does not link it). Not thread-safe per call; each call owns its
- * outputs. */
+ * sample-count limit (what Grafana Pyroscope's per-profile limits need),
+ * beside the exporter that needs it (pushprof_convert; built on the merge).
+ * Not thread-safe per call; each call owns its outputs. */
 #ifndef SIDECAR_PYROSCOPE_SPLIT_H
 #define SIDECAR_PYROSCOPE_SPLIT_H
 #include <stddef.h>
