@@ -1,8 +1,9 @@
 /* The builder's tables, for the two files that touch them: pp_builder.c
- * fills them, pp_pack.c encodes them (and the tests' reference encoder,
- * tests/unit/pp_pack_ref.c, reads them). Nothing else includes this header: the rest of the library
- * goes through pp_builder.h and pp_builder_int.h. Ids are dense: mapping, function and location i + 1
- * is v[i]. */
+ * fills them, pp_builder_pack.c encodes them (and the tests' reference
+ * encoder, tests/unit/proto/pp_pack_ref.c, reads them). Nothing else
+ * includes this header: the rest of the library goes through pp_builder.h
+ * and pp_builder_int.h. Ids are dense: mapping, function and location
+ * i + 1 is v[i]. */
 #ifndef PP_BUILDER_TAB_H
 #define PP_BUILDER_TAB_H
 #include "pp_builder_int.h"
