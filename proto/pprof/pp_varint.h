@@ -1,5 +1,5 @@
 /* Internal to the proto library: protobuf varint writing, for the two
- * places that write profile.proto bytes (pp_pack.c, and pp_builder.c,
+ * places that write profile.proto bytes (pp_builder_pack.c, and pp_builder.c,
  * which stores each sample's location ids and labels as pack writes them). */
 #ifndef PP_VARINT_H
 #define PP_VARINT_H

@@ -1,4 +1,4 @@
-/* The pprof -> OTLP conversion (proto/pp_otlp.c) as the OTLP exporter runs
+/* The pprof -> OTLP conversion (sidecar/exporters/otlp_convert.c) as the OTLP exporter runs
  * it per batch: parse + validate the merged pprof, convert, pack, gzip.
  * Reports CPU ms per MB of (uncompressed) pprof, the same against gzip of
  * the pprof alone (what file/S3 targets pay), and the bytes on the wire,

@@ -1,4 +1,4 @@
-/* pprof -> OTLP (proto/pp_otlp.c): any bytes a pprof parser accepts are
+/* pprof -> OTLP (sidecar/exporters/otlp_convert.c): any bytes a pprof parser accepts are
  * converted (twice into one request, sharing its dictionary), packed and
  * unpacked again with protobuf-c. The request must hold entry 0 of every
  * dictionary table as the zero value, every index in range, one Profile

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A profile merged by pp_merge_add and gzipped by pp_gzip is read by
 # `go tool pprof -raw` (an independent parser) with the summed values and the
-# per-sample labels intact; and the edge profile of test_pprof (pp_pack.c's
+# per-sample labels intact; and the edge profile of test_pprof (pp_builder_pack.c's
 # multi-byte ids and lengths, int64s below 0, numeric labels, mapping flags,
 # comments) reads back with its values.
 set -euo pipefail

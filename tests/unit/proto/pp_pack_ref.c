@@ -1,4 +1,4 @@
-/* The encoder pushprof used before pp_pack.c (protobuf-c structs, then
+/* The encoder pushprof used before pp_builder_pack.c (protobuf-c structs, then
  * get_packed_size and pack), kept for the tests only: it is the reference
  * the direct encoder's bytes are compared with. */
 #include "pp_pack_ref.h"

@@ -1,4 +1,4 @@
-/* pprof builder, its encoder (pp_pack.c, byte for byte against protobuf-c's
+/* pprof builder, its encoder (pp_builder_pack.c, byte for byte against protobuf-c's
  * in pp_pack_ref.c), validation, parse, merge and gzip. With
  * "--write-merged FILE" it writes a gzipped merge of two test profiles, with
  * "--write-edge FILE" the edge profile below (used by it_proto_pprof_raw.sh
@@ -451,7 +451,7 @@ static void test_pack_unpack_round_trip(void) {
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
-/* ---- the direct encoder (pp_pack.c) against protobuf-c's (pp_pack_ref.c) ---- */
+/* ---- the direct encoder (pp_builder_pack.c) against protobuf-c's (pp_pack_ref.c) ---- */
 
 static uint64_t rnd(uint64_t *s) { /* xorshift64* */
   *s ^= *s >> 12;
@@ -599,7 +599,7 @@ static void test_pack_matches_protobuf_c_on_random_profiles(void) {
   }
 }
 
-/* Every number at its widest: pp_pack.c's buffer bound must hold (ASan and
+/* Every number at its widest: pp_builder_pack.c's buffer bound must hold (ASan and
  * the encoder's assert would see an overrun). */
 static void test_pack_matches_protobuf_c_on_widest_values(void) {
   uint64_t seed = 0x2545f4914f6cdd1dULL;

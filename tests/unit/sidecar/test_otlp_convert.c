@@ -1,4 +1,4 @@
-/* pprof -> OTLP (proto/pp_otlp.c) and the OTLP exporter's pure parts
+/* pprof -> OTLP (sidecar/exporters/otlp_convert.c) and the OTLP exporter's pure parts
  * (endpoint and header rules, sidecar/exporters/exporter_otlp.c). The
  * request is decoded back with protobuf-c and checked field by field; the
  * integration tests decode it with Google's runtime instead. */
