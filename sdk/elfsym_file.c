@@ -287,6 +287,16 @@ static void few_add(symsink *s, uint64_t addr, uint64_t size, const char *name, 
   s->nwin[lo] = (uint8_t)(n + 1);
 }
 
+/* A symbol table's name without its version: "memcpy@@GLIBC_2.14" and
+ * "memcpy@GLIBC_2.2.5" (in .symtab of glibc's debug files, and of programs
+ * that define versioned symbols) are the function memcpy that perf, gdb and
+ * every other profile name without it; keeping the version would split one
+ * function in two when profiles of different tools are merged or diffed. */
+static size_t unversioned_len(const char *name) {
+  const char *at = strchr(name, '@');
+  return at && at != name ? (size_t)(at - name) : strlen(name);
+}
+
 /* One function symbol of a table; -1 on ENOMEM. */
 static int sink_add(symsink *s, uint64_t addr, uint64_t size, const char *name, uint8_t rank) {
   if (s->v) {
@@ -295,7 +305,7 @@ static int sink_add(symsink *s, uint64_t addr, uint64_t size, const char *name, 
     s->taken++;
     return 0;
   }
-  size_t len = strlen(name) + 1;
+  size_t len = unversioned_len(name) + 1;
   if (s->nnames + len > UINT32_MAX)
     return 0; /* offsets are 32-bit: the rest is left out */
   if (s->ntmp == s->captmp && sink_reserve(s, s->captmp ? s->captmp : 256) != 0)
@@ -314,7 +324,8 @@ static int sink_add(symsink *s, uint64_t addr, uint64_t size, const char *name, 
     s->names = nn;
     s->capnames = nc;
   }
-  memcpy(s->names + s->nnames, name, len);
+  memcpy(s->names + s->nnames, name, len - 1);
+  s->names[s->nnames + len - 1] = '\0';
   s->tmp[s->ntmp++] = (sym_tmp){addr, size, (uint32_t)s->nnames, rank};
   s->nnames += len;
   s->taken++;
@@ -342,7 +353,7 @@ static void few_finish(symsink *s) {
     if (at < 0)
       continue;
     const few_ent *e = &ent[tab[at].name];
-    char *name = strdup(e->name);
+    char *name = strndup(e->name, unversioned_len(e->name));
     if (!name) {
       s->oom = true;
       break;

@@ -217,6 +217,40 @@ static int vaddr_of(uint64_t pc, char *path, size_t pathlen, uint64_t *vaddr) {
   return ok ? 0 : -1;
 }
 
+/* glibc's .symtab, and any object's that versions its symbols, names them
+ * "vfunc@@VERS_2" and "vfunc@VERS_1": the names come back without the
+ * version, from the whole table and from the few path alike. */
+static void test_elfsym_names_carry_no_symbol_version(void) {
+  void *h = dlopen(ELFSYM_VERSIONED_LIB, RTLD_NOW | RTLD_LOCAL);
+  PP_CHECK(h != NULL);
+  if (!h)
+    return;
+  void *v1 = dlvsym(h, "vfunc", "VERS_1"), *v2 = dlvsym(h, "vfunc", "VERS_2");
+  PP_CHECK(v1 && v2 && v1 != v2);
+  elfsym_cache *c = elfsym_cache_new();
+  elfsym_symbol sym;
+  if (v1 && v2) {
+    PP_CHECK_STR(symbolize(c, (uint64_t)(uintptr_t)v2, &sym, NULL), "vfunc");
+    PP_CHECK_STR(symbolize(c, (uint64_t)(uintptr_t)v1 + 1, &sym, NULL), "vfunc");
+    char path[PATH_MAX];
+    uint64_t vaddr;
+    PP_CHECK(vaddr_of((uint64_t)(uintptr_t)v2, path, sizeof path, &vaddr) == 0);
+    elfsym_image *few = elfsym_image_open(path);
+    PP_CHECK(few != NULL);
+    if (few) {
+      elfsym_symbol out[1];
+      bool found[1] = {false};
+      elfsym_lookup_many(few, &vaddr, 1, NULL, out, found);
+      PP_CHECK(found[0]);
+      PP_CHECK_STR(found[0] && out[0].name ? out[0].name : "(none)", "vfunc");
+      PP_CHECK(!elfsym_table_read(few)); /* the few path answered */
+      elfsym_image_free(few);
+    }
+  }
+  elfsym_cache_free(c);
+  dlclose(h);
+}
+
 /* Probes around vaddr: every stride bytes over +-span, plus each symbol's
  * first, last and next byte and the byte before it (from the full table). */
 static size_t probes_around(elfsym_image *full, uint64_t vaddr, uint64_t span, uint64_t stride,
@@ -882,6 +916,7 @@ int main(void) {
   PP_RUN(test_elfsym_resolves_function_in_this_binary);
   PP_RUN(test_elfsym_finds_outer_symbol_past_inner_entry);
   PP_RUN(test_elfsym_resolves_libc_write);
+  PP_RUN(test_elfsym_names_carry_no_symbol_version);
   PP_RUN(test_elfsym_few_path_names_as_the_full_table);
   PP_RUN(test_elfsym_few_path_keeps_answers_then_reads_the_table);
   PP_RUN(test_elfsym_cache_shares_images_by_build_id);
