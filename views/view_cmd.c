@@ -375,6 +375,14 @@ static int do_top(const char *cmd, opts *o, side *s) {
            100.0 * (double)view_tree_total(s->tree) / total);
   printf("Showing nodes accounting for %s, %.2f%% of %s total; %zu of %zu functions\n", c,
          100.0 * (double)shown / total, a, show, nrows);
+  int64_t unnamed = view_tree_unnamed_self(s->tree);
+  if (unnamed > 0) {
+    char d[64];
+    compact(unnamed, unit, d, sizeof d);
+    printf("No symbol for %s, %.2f%% of %s total: shown as [object] or 0x address (install "
+           "the object's debug symbols, e.g. Debian's -dbgsym package, to name it)\n",
+           d, 100.0 * (double)unnamed / total, a);
+  }
   printf("%10s %6s %6s %10s %6s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "name");
   int64_t sum = 0;
   size_t cap = 0;

@@ -893,6 +893,13 @@ const view_node *view_tree_nodes(const view_tree *t, size_t *count) {
 int64_t view_tree_total(const view_tree *t) {
   return t->total;
 }
+int64_t view_tree_unnamed_self(const view_tree *t) {
+  int64_t sum = 0;
+  for (size_t i = 1; i < t->count; i++)
+    if (t->nodes[i].group == VIEW_GROUP_UNNAMED)
+      sum += t->nodes[i].self;
+  return sum;
+}
 uint32_t view_tree_max_depth(const view_tree *t) {
   return t->max_depth;
 }

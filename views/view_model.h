@@ -96,6 +96,10 @@ const char *view_tree_value_unit(const view_tree *t);
 uint32_t view_tree_child(const view_tree *t, uint32_t parent, uint32_t name);
 int view_tree_index(view_tree *t); /* 0 or -1 (ENOMEM) */
 
+/* Value of the samples whose leaf frame has no symbol (named after its
+ * object, "[libz.so.1]", or its address): what debug symbols would name. */
+int64_t view_tree_unnamed_self(const view_tree *t);
+
 /* Flat and cumulative value per function name (a name counted once per
  * sample in cum, however often it recurs), sorted by flat (or cum) then
  * name. *rows malloc'ed, caller frees. 0 or -1 (ENOMEM). */

@@ -11,6 +11,7 @@ Output (stdout, one JSON object):
   samples       number of sample records
   total         {"samples/count": N, "cpu/nanoseconds": X}  (sum of each value)
   self          {function: value}  the leaf (innermost) function of each sample
+  unnamed_self  value of the samples whose leaf frame has no function name
   cum           {function: value}  every function on the stack, once per sample
   labels        {key: {value: total}}  string and numeric labels
   functions     sorted list of every function name in the locations
@@ -178,6 +179,7 @@ def sample_stacks(profile, value="samples/count"):
 def summarize(prof, value_index=0):
     total = [0] * len(prof["sample_types"])
     self_, cum, labels = {}, {}, {}
+    unnamed = 0  # value of the samples whose leaf frame has no function name
     for s in prof["samples"]:
         for i, v in enumerate(s["values"]):
             if i < len(total):
@@ -188,6 +190,9 @@ def summarize(prof, value_index=0):
             stack.extend(loc_functions(prof["locations"].get(lid)))
         leaf = stack[0] if stack else "<empty stack>"
         self_[leaf] = self_.get(leaf, 0) + v
+        leaf_loc = prof["locations"].get(s["locs"][0]) if s["locs"] else None
+        if leaf_loc is None or not leaf_loc["lines"] or not leaf_loc["lines"][0]["function"]:
+            unnamed += v
         for fn in set(stack):
             cum[fn] = cum.get(fn, 0) + v
         for k, vals in s["labels"].items():
@@ -208,6 +213,7 @@ def summarize(prof, value_index=0):
         "total": dict(zip(prof["sample_types"], total)),
         "value": prof["sample_types"][value_index] if prof["sample_types"] else None,
         "self": dict(sorted(self_.items(), key=lambda kv: -kv[1])),
+        "unnamed_self": unnamed,
         "cum": dict(sorted(cum.items(), key=lambda kv: -kv[1])),
         "labels": labels,
         "functions": functions,

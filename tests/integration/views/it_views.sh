@@ -100,6 +100,16 @@ grep -q '<svg version' "$T/gen.html" && head -c 15 "$T/gen.html" | grep -q '<!DO
 pprof_same unsymbolized "$PUSHPROF_SOURCE_DIR/tests/fuzz/corpus/views/seed_full.pb" "" \
   "-symbolize=none"
 grep -qF '[libc.so.6]' "$T/unsymbolized.top" || fail "no [libc.so.6] frame"
+# The header says how much has no symbol: the share of samples whose leaf
+# frame has no function name, as go tool pprof -raw reads the same file.
+want=$(python3 "$PUSHPROF_SOURCE_DIR/tests/integration/pprof_check.py" \
+  "$PUSHPROF_SOURCE_DIR/tests/fuzz/corpus/views/seed_full.pb" --value cpu/nanoseconds |
+  python3 -c 'import json, sys; r = json.load(sys.stdin)
+print("%.2f" % (100.0 * r["unnamed_self"] / r["total"]["cpu/nanoseconds"]))')
+got=$(sed -n 's/^No symbol for [^,]*, \([0-9.]*\)% of .*/\1/p' "$T/unsymbolized.top")
+[ -n "$got" ] && [ "$got" = "$want" ] ||
+  fail "unnamed share: top says '${got:-nothing}', pprof's samples without a leaf name $want%"
+if grep -q '^No symbol' "$T/gen.top"; then fail "gen.pb.gz has every frame named, yet top says otherwise"; fi
 
 echo "== directories, the export layout, merging, time windows"
 mkdir -p "$T/exp/node1/api" "$T/exp/node1/worker" "$T/exp/node2/api"
