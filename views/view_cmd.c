@@ -29,20 +29,24 @@ bool view_cmd_known(const char *name) {
 }
 
 void view_cmd_usage(FILE *f) {
-  fputs("       pushprof top [--cum] [--nodecount N] [FILTERS] PROFILE...\n"
-        "       pushprof folded [FILTERS] [-o FILE] PROFILE...\n"
-        "       pushprof flame [FILTERS] [--title T] -o FILE.svg|FILE.html PROFILE...\n"
-        "       pushprof diff [FILTERS] BASE... -- NEW... (-o FILE.svg|.html | --folded)\n"
-        "PROFILE: pprof files (gzipped or not) and directories (every .pb.gz, .pprof, .pb\n"
-        "and .prof file below), merged. FILTERS:\n"
-        "  --value TYPE        sample type to show (e.g. samples, cpu); default: samples\n"
-        "                      for folded/flame/diff, the profile's default for top\n"
-        "  --service NAME      only files in a directory NAME (the file exporter's layout)\n"
-        "  --since T --until T profile time: 2026-11-23T10:00:00Z, 2026-11-23, @UNIX, 2h\n"
-        "  --label KEY=VALUE   only samples carrying that label (repeat: all of them)\n"
-        "  --focus REGEX       only samples with a frame matching (POSIX extended)\n"
-        "  --ignore REGEX      drop samples with a frame matching\n",
-        f);
+  fputs(
+      "       pushprof top [--cum] [--nodecount N] [FILTERS] PROFILE...\n"
+      "       pushprof folded [FILTERS] [-o FILE] PROFILE...\n"
+      "       pushprof flame [FILTERS] [--title T] [--inverted] -o FILE.svg|FILE.html PROFILE...\n"
+      "       pushprof diff [FILTERS] [--inverted] BASE... -- NEW... (-o FILE.svg|.html | "
+      "--folded)\n"
+      "PROFILE: pprof files (gzipped or not) and directories (every .pb.gz, .pprof, .pb\n"
+      "and .prof file below), merged. FILTERS:\n"
+      "  --value TYPE        sample type to show (e.g. samples, cpu); default: samples\n"
+      "                      for folded/flame/diff, the profile's default for top\n"
+      "  --service NAME      only files in a directory NAME (the file exporter's layout)\n"
+      "  --since T --until T profile time: 2026-11-23T10:00:00Z, 2026-11-23, @UNIX, 2h\n"
+      "  --label KEY=VALUE   only samples carrying that label (repeat: all of them)\n"
+      "  --focus REGEX       only samples with a frame matching (POSIX extended)\n"
+      "  --ignore REGEX      drop samples with a frame matching\n"
+      "Graphs draw the root on top, so a deep graph opens on its widest frames;\n"
+      "--inverted draws it at the bottom (the classic flame graph).\n",
+      f);
 }
 
 typedef struct opts {
@@ -50,7 +54,7 @@ typedef struct opts {
   const char *labels[MAX_LABELS];
   size_t nlabels;
   int64_t since, until;
-  bool cum, folded, have_focus, have_ignore;
+  bool cum, folded, have_focus, have_ignore, inverted;
   long nodecount;
   regex_t focus, ignore;
 } opts;
@@ -101,7 +105,8 @@ static int parse(const char *cmd, int argc, char **argv, opts *o, char **pos, si
     O_FOCUS,
     O_IGNORE,
     O_FOLDED,
-    O_TITLE
+    O_TITLE,
+    O_INVERTED
   };
   static const struct option lo[] = {{"cum", no_argument, NULL, O_CUM},
                                      {"nodecount", required_argument, NULL, O_NODES},
@@ -114,6 +119,7 @@ static int parse(const char *cmd, int argc, char **argv, opts *o, char **pos, si
                                      {"ignore", required_argument, NULL, O_IGNORE},
                                      {"folded", no_argument, NULL, O_FOLDED},
                                      {"title", required_argument, NULL, O_TITLE},
+                                     {"inverted", no_argument, NULL, O_INVERTED},
                                      {"output", required_argument, NULL, 'o'},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
@@ -179,6 +185,9 @@ static int parse(const char *cmd, int argc, char **argv, opts *o, char **pos, si
       break;
     case O_TITLE:
       o->title = optarg;
+      break;
+    case O_INVERTED:
+      o->inverted = true;
       break;
     case 'o':
       o->output = optarg;
@@ -451,7 +460,7 @@ static int picture(const char *cmd, opts *o, side *s, side *base, char **paths, 
     snprintf(sub, sizeof sub, "%s (%s) of %zu profile file%s: %s", view_tree_value_type(s->tree),
              view_tree_value_unit(s->tree), s->in.nkept, s->in.nkept == 1 ? "" : "s", tot);
   }
-  view_svg_opts so = {title, sub, base ? base->tree : NULL, html};
+  view_svg_opts so = {title, sub, base ? base->tree : NULL, html, o->inverted};
   out_file of;
   if (out_open(cmd, o->output, &of) != 0)
     return 2;

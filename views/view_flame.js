@@ -10,6 +10,8 @@
   var W = +root.getAttribute("data-width");
   var XPAD = +root.getAttribute("data-xpad");
   var FONT = +root.getAttribute("data-font");
+  // Where the root is: ancestors are above a frame when it is on top.
+  var ROOT_ON_TOP = root.getAttribute("data-root") === "top";
   var EPS = 0.01;
   var frames = [];
   var zoomed = null;
@@ -47,7 +49,7 @@
     for (var i = 0; i < frames.length; i++) {
       var f = frames[i];
       f.g.classList.remove("parent");
-      if (f.y > z.y) {
+      if (ROOT_ON_TOP ? f.y < z.y : f.y > z.y) {
         var ancestor = f.x <= x0 + EPS && f.x + f.w >= x0 + w0 - EPS;
         show(f, ancestor);
         if (ancestor) {

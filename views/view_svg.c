@@ -1,6 +1,6 @@
 /* Tree -> SVG. Frames are laid out in one pass over the nodes (a parent is
  * always created before its children, so its x is known when they are
- * placed); the root sits at the bottom. */
+ * placed); the root sits on top, or at the bottom when inverted. */
 #include "view_svg.h"
 
 #include <inttypes.h>
@@ -163,6 +163,7 @@ static bool dark(const int rgb[3]) {
 }
 
 static int put_header(FILE *f, const view_svg_opts *o, int height, char *buf) {
+  /* The frames' script reads which way the stacks grow (data-root). */
   if (o->html) {
     if (fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>", f) == EOF ||
         put_text(f, o->title ? o->title : "pushprof", 512, buf) != 0 ||
@@ -174,8 +175,9 @@ static int put_header(FILE *f, const view_svg_opts *o, int height, char *buf) {
   if (fprintf(f,
               "<svg version=\"1.1\" id=\"ppflame\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
               "%d\" xmlns=\"http://www.w3.org/2000/svg\" data-width=\"%d\" data-xpad=\"%d\" "
-              "data-font=\"%d\">\n",
-              SVG_WIDTH, height, SVG_WIDTH, height, SVG_WIDTH, XPAD, FONT_SIZE) < 0)
+              "data-font=\"%d\" data-root=\"%s\">\n",
+              SVG_WIDTH, height, SVG_WIDTH, height, SVG_WIDTH, XPAD, FONT_SIZE,
+              o->inverted ? "bottom" : "top") < 0)
     return -1;
   if (fprintf(f,
               "<style>text{font-family:Verdana,sans-serif;font-size:%dpx;fill:#000}"
@@ -334,7 +336,10 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
     } else {
       group_colour(t, n->group, raw, rgb);
     }
-    int y = height - BOTTOM_PAD - (int)(n->depth + 1) * FRAME_H;
+    /* Root on top by default: a deep graph (100+ frames) opens on its root
+     * and widest frames, not on thin towers over empty space. */
+    int y = o->inverted ? height - BOTTOM_PAD - (int)(n->depth + 1) * FRAME_H
+                        : TOP_PAD + (int)n->depth * FRAME_H;
     size_t ll = fit_label(name, w, label, NAME_MAX_BYTES + 8);
     if (fputs("<g class=\"f\"><title>", f) == EOF || view_xml_escape(f, name, nl) != 0 ||
         fputs(" (", f) == EOF || view_xml_escape(f, cval, vl) != 0 ||

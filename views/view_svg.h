@@ -19,7 +19,8 @@ typedef struct view_svg_opts {
    * t's names). Each frame is coloured by the change of its share of all
    * samples, red grew, blue shrank. NULL for a plain graph. */
   const view_tree *base;
-  bool html; /* wrap the SVG in an HTML page */
+  bool html;     /* wrap the SVG in an HTML page */
+  bool inverted; /* the root at the bottom (the classic look); else on top */
 } view_svg_opts;
 
 /* Writes the picture of t to f. 0, or -1 on ENOMEM or a write error. */

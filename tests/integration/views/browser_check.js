@@ -139,6 +139,23 @@ async function run(url) {
   const shot = await s("Page.captureScreenshot", { format: "png" });
   fs.writeFileSync(png, Buffer.from(shot.data, "base64"));
   console.log("loaded: " + frames + " frames; screenshot " + png);
+  // The graph opens on its root, however deep it is: the root frame lies
+  // inside the first screen, as the screenshot shows it.
+  const rootBox = await ev(`(function () {
+    var r = null;
+    document.querySelectorAll("g.f").forEach(function (g) {
+      if (g.ppframe.name === "all") r = g.querySelector("rect");
+    });
+    if (!r) return null;
+    var b = r.getBoundingClientRect();
+    return { top: b.top, bottom: b.bottom, screen: window.innerHeight,
+      page: document.documentElement.scrollHeight || +document.documentElement.getAttribute("height") };
+  })()`);
+  if (!rootBox || rootBox.top < 0 || rootBox.bottom > rootBox.screen)
+    fail("the root frame is not on the first screen: " + JSON.stringify(rootBox));
+  else
+    console.log(`root frame at ${rootBox.top.toFixed(0)}-${rootBox.bottom.toFixed(0)} px of a ` +
+      `${rootBox.screen} px screen (page ${rootBox.page} px)`);
 
   // a real click in the middle of the widest frame called zoomName
   const box = await ev(`(function () {

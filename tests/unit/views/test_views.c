@@ -162,7 +162,7 @@ static void test_views_diff_known_splits(void) {
   char *svg = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&svg, &len);
-  view_svg_opts o = {"diff", NULL, tb, false};
+  view_svg_opts o = {"diff", NULL, tb, false, false};
   PP_CHECK_INT(view_svg_write(f, tn, &o), ==, 0);
   fclose(f);
   /* shares of NEW (200 samples): a 90% (was 100%), b 72% (was 50%), c 18% (was 50%) */
@@ -219,7 +219,52 @@ static void test_views_parse_time(void) {
   PP_CHECK_INT(view_parse_time("5x", now, &t), ==, -1);
 }
 
+/* The root on top by default (a deep graph opens on its widest frames),
+ * at the bottom with inverted (the classic look); the script is told which
+ * (data-root), so a zoom shows a frame's ancestors on the right side. */
+static int frame_y(const char *svg, const char *title) {
+  const char *p = strstr(svg, title);
+  const char *y = p ? strstr(p, " y=\"") : NULL;
+  return y ? atoi(y + 4) : -1;
+}
+
+static void test_views_svg_draws_the_root_on_top_unless_inverted(void) {
+  const char *lines[] = {"3 main;a;b", "1 main;c"};
+  Perftools__Profiles__Profile *p = make(lines, 2);
+  view_names *names = view_names_new();
+  char why[256];
+  view_tree *t = p && names ? view_tree_build(p, 0, NULL, names, why, sizeof why) : NULL;
+  PP_CHECK(t != NULL);
+  if (!t) {
+    view_names_free(names);
+    return;
+  }
+  for (int inverted = 0; inverted < 2; inverted++) {
+    char *svg = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&svg, &len);
+    view_svg_opts o = {"t", NULL, NULL, false, inverted};
+    PP_CHECK_INT(view_svg_write(f, t, &o), ==, 0);
+    fclose(f);
+    int root = frame_y(svg, "<title>all ("), main_ = frame_y(svg, "<title>main ("),
+        leaf = frame_y(svg, "<title>b (");
+    PP_CHECK(root > 0 && main_ > 0 && leaf > 0);
+    if (inverted) {
+      PP_CHECK(root > main_ && main_ > leaf);
+      PP_CHECK(strstr(svg, "data-root=\"bottom\"") != NULL);
+    } else {
+      PP_CHECK(root < main_ && main_ < leaf);
+      PP_CHECK(strstr(svg, "data-root=\"top\"") != NULL);
+    }
+    free(svg);
+  }
+  view_tree_free(t);
+  view_names_free(names);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
 int main(void) {
+  PP_RUN(test_views_svg_draws_the_root_on_top_unless_inverted);
   PP_RUN(test_views_top_counts_recursion_once);
   PP_RUN(test_views_filters_label_focus_ignore);
   PP_RUN(test_views_pick_value);
