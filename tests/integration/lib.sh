@@ -129,11 +129,24 @@ rejected() { metric "pushprof_pushes_rejected_total{reason=\"$1\"}"; }
 pprof_totals() {
   local f a=0 c=0 t
   for f in "$@"; do
-    t=$(go tool pprof -raw "$f" 2>"$W/pprof.err" | python3 -c '
+    go tool pprof -raw "$f" >"$W/raw.txt" 2>"$W/pprof.err" ||
+      fail "go tool pprof -raw rejected $f: $(cat "$W/pprof.err")"
+    t=$(raw_sums "$W/raw.txt")
+    [ "$t" != "0 0" ] || fail "go tool pprof -raw found no samples in $f: $(head -5 "$W/pprof.err")"
+    a=$((a + ${t% *}))
+    c=$((c + ${t#* }))
+  done
+  echo "$a $c"
+}
+
+# raw_sums FILE: "<sum col1> <sum col2>" over the samples of the text
+# go tool pprof -raw wrote into FILE.
+raw_sums() {
+  python3 - "$1" <<'PY'
 import re, sys
 inside = False
 n = c = 0
-for line in sys.stdin:
+for line in open(sys.argv[1]):
     if line.startswith("Samples:"):
         inside = True
         continue
@@ -142,12 +155,8 @@ for line in sys.stdin:
     m = re.match(r"^\s+(\d+)\s+(\d+):", line)
     if inside and m:
         n += int(m.group(1)); c += int(m.group(2))
-print(n, c)') || fail "go tool pprof -raw rejected $f: $(cat "$W/pprof.err")"
-    [ "$t" != "0 0" ] || fail "go tool pprof -raw found no samples in $f: $(head -5 "$W/pprof.err")"
-    a=$((a + ${t% *}))
-    c=$((c + ${t#* }))
-  done
-  echo "$a $c"
+print(n, c)
+PY
 }
 
 # wait_for_exports SERVICE_DIR_GLOB COUNT_CMD: waits until find lists >= N files.

@@ -94,19 +94,5 @@ push_profiles() {
 # files are read and merged in one run.
 pprof_totals_big() {
   go tool pprof -raw "$@" >"$W/raw.txt" 2>"$W/pprof.err" || fail "go tool pprof -raw rejected $*: $(cat "$W/pprof.err")"
-  python3 - "$W/raw.txt" <<'PY'
-import re, sys
-inside = False
-n = c = 0
-for line in open(sys.argv[1]):
-    if line.startswith("Samples:"):
-        inside = True
-        continue
-    if line.startswith("Locations"):
-        break
-    m = re.match(r"^\s+(\d+)\s+(\d+):", line)
-    if inside and m:
-        n += int(m.group(1)); c += int(m.group(2))
-print(n, c)
-PY
+  raw_sums "$W/raw.txt"
 }
