@@ -40,6 +40,18 @@ static void tune_malloc(void) {
 #endif
 }
 
+/* Test hook, not a user setting: a guard limit in bytes, so tests can put
+ * the sidecar over it without filling its memory (sanitizer builds too,
+ * where the guard is otherwise off). 0 when unset or not a number. */
+static uint64_t test_rss_limit(void) {
+  const char *t = getenv("PUSHPROF_TEST_RSS_LIMIT");
+  if (!t || !*t)
+    return 0;
+  char *end;
+  unsigned long long v = strtoull(t, &end, 10);
+  return *end == '\0' ? (uint64_t)v : 0;
+}
+
 /* Measures the fixed part of the memory (membudget.h) once the exporters,
  * their libraries and the metrics listener are up, before any push or
  * pending batch is in memory, and arms the RSS guard: the guard leaves an
@@ -49,40 +61,30 @@ static void tune_malloc(void) {
 static int split_memory(uint64_t max, uint64_t *dynamic, char *err, size_t errlen) {
   int64_t rss = membudget_rss();
   uint64_t fixed = rss > 0 ? (uint64_t)rss : 0;
+  uint64_t limit = 0;
   metrics_set(G_MEMORY_FIXED, (int64_t)fixed);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   *dynamic = max;
   (void)err;
   (void)errlen;
-  log_event(LOG_INFO, "memory budget",
-            "max_memory=%llu fixed=%llu dynamic=%llu rss_limit=0 "
-            "note=\"sanitizer build: the fixed part is not deducted and RSS is not bounded\"",
-            (unsigned long long)max, (unsigned long long)fixed, (unsigned long long)max);
-  return 0;
+  log_event(LOG_INFO, "sanitizer build: the fixed part is not deducted and RSS is not bounded",
+            "max_memory=%llu", (unsigned long long)max);
 #else
   if (rss < 0)
     log_event(LOG_WARN, "cannot read /proc/self/statm: the memory budget ignores the fixed part",
               "max_memory=%llu", (unsigned long long)max);
   if (membudget_split(max, fixed, dynamic, err, errlen) != 0)
     return -1;
-  uint64_t headroom = *dynamic / 8;
-  uint64_t limit = rss < 0 ? 0 : max - headroom;
-  /* Test hook, not a user setting: a guard limit in bytes, so tests can put
-   * the sidecar over it without filling its memory. */
-  const char *t = getenv("PUSHPROF_TEST_RSS_LIMIT");
-  if (t && *t) {
-    char *end;
-    unsigned long long v = strtoull(t, &end, 10);
-    if (*end == '\0' && v > 0)
-      limit = v;
-  }
+  limit = rss < 0 ? 0 : max - *dynamic / 8;
+#endif
+  if (test_rss_limit())
+    limit = test_rss_limit();
   membudget_guard(limit);
   metrics_set(G_MEMORY_RSS_LIMIT, (int64_t)limit);
   log_event(LOG_INFO, "memory budget", "max_memory=%llu fixed=%llu dynamic=%llu rss_limit=%llu",
             (unsigned long long)max, (unsigned long long)fixed, (unsigned long long)*dynamic,
             (unsigned long long)limit);
   return 0;
-#endif
 }
 
 /* Each connection holds an fd, and so does each connection being evicted
