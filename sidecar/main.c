@@ -77,8 +77,9 @@ static int split_memory(uint64_t max, uint64_t *dynamic, char *err, size_t errle
     return -1;
   limit = rss < 0 ? 0 : max - *dynamic / 8;
 #endif
-  if (test_rss_limit())
-    limit = test_rss_limit();
+  uint64_t forced = test_rss_limit();
+  if (forced)
+    limit = forced;
   membudget_guard(limit);
   metrics_set(G_MEMORY_RSS_LIMIT, (int64_t)limit);
   log_event(LOG_INFO, "memory budget", "max_memory=%llu fixed=%llu dynamic=%llu rss_limit=%llu",
