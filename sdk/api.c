@@ -16,6 +16,7 @@
 
 #include "api_internal.h"
 #include "env_config.h"
+#include "heap.h"
 #include "options.h"
 #include "pp_gzip.h"
 #include "push.h"
@@ -53,11 +54,12 @@ static int write_all(int fd, const uint8_t *p, size_t len) {
 
 /* Temp file then rename, so a reader never sees half a profile. No fsync:
  * standalone files are the ad-hoc path; the sidecar path is the durable one. */
-static int write_profile(const char *tmpl, const uint8_t *data, size_t len) {
+static int write_profile(const char *tmpl, unsigned profiles, unsigned bit, const uint8_t *data,
+                         size_t len) {
   char path[PATH_MAX], tmp[PATH_MAX];
   pid_t pid = getpid();
   int fd = -1;
-  if (env_config_expand_output(tmpl, pid, path, sizeof path) != 0) {
+  if (env_config_output_for(tmpl, pid, profiles, bit, path, sizeof path) != 0) {
     sdk_log("pushprof: PUSHPROF_OUTPUT=\"%s\" expands to an invalid path; profile not written",
             tmpl);
     return PUSHPROF_EINVAL;
@@ -92,20 +94,16 @@ fail:;
   return PUSHPROF_ESYS;
 }
 
-/* Stops sampling and writes the last window. Caller holds api_lock. */
-static int stop_locked(void) {
+/* Cuts one profile type's last window and writes it to its file. */
+static int write_final(unsigned bit) {
   uint8_t *raw = NULL, *gz = NULL;
   size_t rawlen = 0, gzlen = 0;
   int64_t start_ns = 0, end_ns = 0;
-  int rc;
-  sampler_stop();
-  atomic_store(&api_started, 0);
-  if (push_active()) /* the sidecar path owns the last window */
-    return push_final(api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms
-                                                  : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS);
-  rc = sampler_cut(&raw, &rawlen, &start_ns, &end_ns);
+  int rc = bit == PUSHPROF_PROFILE_HEAP ? heap_cut(&raw, &rawlen, &start_ns, &end_ns)
+                                        : sampler_cut(&raw, &rawlen, &start_ns, &end_ns);
   if (rc != 0) {
-    sdk_log("pushprof: cannot build the final profile: %s", pushprof_strerror(rc));
+    sdk_log("pushprof: cannot build the final %s profile: %s", env_config_profile_name(bit),
+            pushprof_strerror(rc));
     goto done;
   }
   if (!api_cfg.output_path[0])
@@ -115,10 +113,30 @@ static int stop_locked(void) {
     rc = PUSHPROF_ENOMEM;
     goto done;
   }
-  rc = write_profile(api_cfg.output_path, gz, gzlen);
+  rc = write_profile(api_cfg.output_path, api_cfg.profiles, bit, gz, gzlen);
 done:
   free(raw);
   free(gz);
+  return rc;
+}
+
+/* Stops sampling and writes the last window. Caller holds api_lock. */
+static int stop_locked(void) {
+  int rc = 0;
+  sampler_stop();
+  atomic_store(&api_started, 0);
+  if (push_active()) /* the sidecar path owns the last window */
+    rc = push_final(api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms
+                                                : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS);
+  else
+    for (unsigned bit = PUSHPROF_PROFILE_CPU; bit <= PUSHPROF_PROFILE_HEAP; bit <<= 1)
+      if (api_cfg.profiles & bit) {
+        int r = write_final(bit);
+        if (r != 0 && rc == 0)
+          rc = r;
+      }
+  if (api_cfg.profiles & PUSHPROF_PROFILE_HEAP)
+    heap_stop();
   return rc;
 }
 
@@ -256,15 +274,23 @@ static void api_atfork_parent(void) {
 
 static void api_atfork_child(void) {
   pthread_mutex_unlock(&api_lock);
-  if (!atomic_load(&api_started) || !api_cfg.socket_path[0])
+  if (!atomic_load(&api_started))
     return;
+  if (!api_cfg.socket_path[0]) { /* standalone: the child writes nothing */
+    heap_stop();
+    return;
+  }
   char err[256];
   push_atfork_child();
   atomic_store(&api_started, 0);
   sampler_stop();
-  sampler_config sc = {.hz = api_cfg.hz, .signo = api_cfg.signo};
-  if (sampler_start(&sc, err, sizeof err) != 0)
+  sampler_config sc = {.hz = api_cfg.hz,
+                       .signo = api_cfg.signo,
+                       .no_cpu = !(api_cfg.profiles & PUSHPROF_PROFILE_CPU)};
+  if (sampler_start(&sc, err, sizeof err) != 0) {
+    heap_stop();
     return; /* the child runs unprofiled; the parent is unaffected */
+  }
   /* The parent's window is not ours: drop what the cut holds. */
   uint8_t *junk = NULL;
   size_t jl;
@@ -314,16 +340,26 @@ int pushprof_start(const pushprof_options *opts) {
     pthread_mutex_unlock(&api_lock);
     return PUSHPROF_EALREADY;
   }
-  sampler_config sc = {.hz = cfg.hz, .signo = cfg.signo};
+  sampler_config sc = {
+      .hz = cfg.hz, .signo = cfg.signo, .no_cpu = !(cfg.profiles & PUSHPROF_PROFILE_CPU)};
   rc = sampler_start(&sc, err, sizeof err);
   if (rc != 0) {
     sdk_log("pushprof: cannot start sampling: %s; profiling is off",
             err[0] ? err : pushprof_strerror(rc));
     goto out;
   }
-  rc = start_push_locked(&cfg, err, sizeof err);
-  if (rc != 0)
+  if ((cfg.profiles & PUSHPROF_PROFILE_HEAP) && heap_start(cfg.heap_rate, err, sizeof err) != 0) {
+    sampler_stop();
+    sdk_log("pushprof: cannot profile the heap (PUSHPROF_PROFILES=heap): %s; profiling is off",
+            err);
+    rc = PUSHPROF_EINVAL;
     goto out;
+  }
+  rc = start_push_locked(&cfg, err, sizeof err);
+  if (rc != 0) {
+    heap_stop();
+    goto out;
+  }
   api_cfg = cfg;
   atomic_store(&api_pid, (int)getpid());
   atomic_store(&api_started, 1);

@@ -345,7 +345,19 @@ void collector_wake_from_signal(void) {
   wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
 }
 
-static void (*_Atomic g_tick)(void); /* collector_set_tick */
+static void (*_Atomic g_tick)(void);        /* collector_set_tick */
+static void (*_Atomic g_after_drain)(void); /* collector_set_after_drain */
+
+void collector_set_after_drain(void (*fn)(void)) {
+  atomic_store(&g_after_drain, fn);
+}
+
+uint32_t collector_unwind_deferred(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags) {
+  pthread_mutex_lock(&g_mu);
+  uint32_t d = defer_unwind(slot, pcs, max, flags);
+  pthread_mutex_unlock(&g_mu);
+  return d;
+}
 
 void collector_set_tick(void (*fn)(void)) {
   atomic_store(&g_tick, fn);
@@ -381,6 +393,9 @@ static void *collector_main(void *arg) {
      * and walked the same way, so a short process compiles no whole table
      * its samples do not need. */
     collector_drain();
+    void (*after)(void) = atomic_load(&g_after_drain);
+    if (after)
+      after();
     void (*tick)(void) = atomic_load(&g_tick);
     if (tick)
       tick();
@@ -700,6 +715,18 @@ fail:
   agg_free(&a);
   free(st);
   free(labs);
+  return rc;
+}
+
+int collector_build(const profbuild_stack *st, size_t n, const profbuild_meta *meta, uint8_t **out,
+                    size_t *len) {
+  int rc = 0;
+  pthread_mutex_lock(&g_cut_mu);
+  if (!g_pb && !(g_pb = profbuild_new()))
+    rc = PUSHPROF_ENOMEM;
+  else if (profbuild_refresh_maps(g_pb) != 0 || profbuild_build(g_pb, st, n, meta, out, len) != 0)
+    rc = PUSHPROF_ENOMEM;
+  pthread_mutex_unlock(&g_cut_mu);
   return rc;
 }
 

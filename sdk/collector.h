@@ -45,6 +45,20 @@ void collector_wake_from_signal(void);
  * COLLECTOR_DRAIN_MS, and at once after collector_wake_from_signal): the
  * push path starts its thread from there when first needed. NULL: none. */
 void collector_set_tick(void (*fn)(void));
+/* fn runs on the collector thread after each drain, before the tick: the
+ * heap profiler walks its stack copies there. NULL: none. */
+void collector_set_after_drain(void (*fn)(void));
+/* Walks a deferred slot's stack copy (deferred.h) as the drain does, one
+ * walk at a time with the drain's; frees the slot. Any thread but a
+ * signal handler. */
+uint32_t collector_unwind_deferred(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags);
+/* Builds a pprof of stacks with the collector's mappings and symbol caches
+ * (profbuild_build after a refresh of the maps). 0 or a negative
+ * PUSHPROF_E* code. */
+struct profbuild_stack;
+struct profbuild_meta;
+int collector_build(const struct profbuild_stack *st, size_t n, const struct profbuild_meta *meta,
+                    uint8_t **out, size_t *len);
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
 /* Called (through sampler_before_dlclose) before the real dlclose, on the caller's

@@ -75,7 +75,70 @@ int env_config_parse_signal(const char *s) {
   return env_config_signal_ok(signo) ? signo : -1;
 }
 
-int env_config_expand_output(const char *tmpl, pid_t pid, char *out, size_t outlen) {
+unsigned env_config_parse_profiles(const char *s) {
+  unsigned bits = 0;
+  if (!s)
+    return 0;
+  for (;;) {
+    while (*s == ' ' || *s == '\t')
+      s++;
+    const char *e = s;
+    while (*e && *e != ',')
+      e++;
+    const char *t = e;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t'))
+      t--;
+    size_t n = (size_t)(t - s);
+    if (n == 3 && memcmp(s, "cpu", 3) == 0)
+      bits |= PUSHPROF_PROFILE_CPU;
+    else if (n == 4 && memcmp(s, "heap", 4) == 0)
+      bits |= PUSHPROF_PROFILE_HEAP;
+    else
+      return 0; /* an unknown name, or an empty item */
+    if (!*e)
+      return bits;
+    s = e + 1;
+  }
+}
+
+const char *env_config_profile_name(unsigned bit) {
+  return bit == PUSHPROF_PROFILE_HEAP ? "heap" : "cpu";
+}
+
+int env_config_output_for(const char *tmpl, pid_t pid, unsigned profiles, unsigned bit, char *out,
+                          size_t outlen) {
+  const char *type = env_config_profile_name(bit);
+  if (env_config_expand_output(tmpl, pid, type, out, outlen) != 0)
+    return -1;
+  int has_t = 0;
+  for (const char *p = tmpl; *p; p++)
+    if (*p == '%') {
+      has_t |= p[1] == 't';
+      p++;
+    }
+  unsigned first = profiles & PUSHPROF_PROFILE_CPU ? PUSHPROF_PROFILE_CPU : PUSHPROF_PROFILE_HEAP;
+  if (has_t || bit == first)
+    return 0;
+  size_t n = strlen(out), tl = strlen(type);
+  static const char *const exts[] = {".pb.gz", ".pprof"};
+  size_t at = n;
+  for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
+    size_t el = strlen(exts[i]);
+    if (n > el && strcmp(out + n - el, exts[i]) == 0) {
+      at = n - el;
+      break;
+    }
+  }
+  if (n + 1 + tl >= outlen)
+    return -1;
+  memmove(out + at + 1 + tl, out + at, n - at + 1);
+  out[at] = '.';
+  memcpy(out + at + 1, type, tl);
+  return 0;
+}
+
+int env_config_expand_output(const char *tmpl, pid_t pid, const char *type, char *out,
+                             size_t outlen) {
   size_t o = 0;
   if (!tmpl || outlen == 0)
     return -1;
@@ -95,6 +158,10 @@ int env_config_expand_output(const char *tmpl, pid_t pid, char *out, size_t outl
       if (w < 0 || (size_t)w >= sizeof num)
         return -1;
       n = (size_t)w;
+      p++;
+    } else if (p[1] == 't') {
+      piece = type ? type : "cpu";
+      n = strlen(piece);
       p++;
     } else {
       return -1;
@@ -379,9 +446,10 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
   if (cfg->output_path[0]) {
     char probe[PATH_MAX];
     s.from_env = !(o->output_path && o->output_path[0]);
-    if (env_config_expand_output(cfg->output_path, 2147483647, probe, sizeof probe) != 0)
+    if (env_config_expand_output(cfg->output_path, 2147483647, "heap", probe, sizeof probe) != 0)
       return fail(&s, cfg->output_path,
-                  "a file path; %p is replaced by the pid and %% by a '%', no other % sequence",
+                  "a file path; %p is replaced by the pid, %t by the profile type and %% by a "
+                  "'%', no other % sequence",
                   err, errlen);
   }
 
@@ -419,6 +487,35 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
                    "an integer 1..1000 profiles; default 6", &cfg->backlog, err, errlen);
   if (rc)
     return rc;
+
+  s = (source){"pushprof_options.profiles", "PUSHPROF_PROFILES", 0};
+  const char *prof = o->profiles && o->profiles[0] ? o->profiles : NULL;
+  if (!prof && (prof = env_value(get, ctx, "PUSHPROF_PROFILES")) != NULL)
+    s.from_env = 1;
+  cfg->profiles = PUSHPROF_PROFILE_CPU;
+  if (prof && (cfg->profiles = env_config_parse_profiles(prof)) == 0)
+    return fail(&s, prof, "a comma list of cpu, heap; default cpu", err, errlen);
+
+  s = (source){"pushprof_options.heap_rate", "PUSHPROF_HEAP_RATE", 0};
+  cfg->heap_rate = ENV_CONFIG_HEAP_RATE_DEFAULT;
+  const char *rate_accepted = "an integer 1..1099511627776 bytes; default 524288";
+  if (o->heap_rate != 0) {
+    if (o->heap_rate < 1 || o->heap_rate > ENV_CONFIG_HEAP_RATE_MAX)
+      return fail_int(&s, (long)o->heap_rate, rate_accepted, err, errlen);
+    cfg->heap_rate = o->heap_rate;
+  } else {
+    const char *v = env_value(get, ctx, "PUSHPROF_HEAP_RATE");
+    if (v) {
+      char *end;
+      s.from_env = 1;
+      errno = 0;
+      long long r = strtoll(v, &end, 10);
+      if (errno || end == v || *end || r < 1 || r > ENV_CONFIG_HEAP_RATE_MAX || v[0] == '+' ||
+          v[0] == ' ')
+        return fail(&s, v, rate_accepted, err, errlen);
+      cfg->heap_rate = r;
+    }
+  }
 
   rc = resolve_labels(get, ctx, cfg, err, errlen);
   if (rc)

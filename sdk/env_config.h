@@ -22,6 +22,8 @@
 #define ENV_CONFIG_BACKLOG_MAX 1000
 #define ENV_CONFIG_LABELS_MAX 64     /* process labels, as the sidecar accepts (PP_LABELS_MAX) */
 #define ENV_CONFIG_LABELS_BYTES 8192 /* all of them packed */
+#define ENV_CONFIG_HEAP_RATE_DEFAULT 524288
+#define ENV_CONFIG_HEAP_RATE_MAX (1LL << 40)
 
 /* Returns the value of an environment variable or NULL (like getenv). */
 typedef const char *(*env_config_getenv_fn)(void *ctx, const char *name);
@@ -37,6 +39,8 @@ typedef struct env_config {
   int handle_term_signals;
   char spool_dir[PATH_MAX]; /* "" = none */
   int backlog;
+  unsigned profiles;   /* PUSHPROF_PROFILE_* bits, at least one */
+  long long heap_rate; /* bytes */
   /* Process labels: OTEL_RESOURCE_ATTRIBUTES, then PUSHPROF_LABELS (whose
    * keys replace the same keys): nlabels "key\0value\0" pairs. */
   size_t nlabels, labels_len;
@@ -74,8 +78,22 @@ int env_config_parse_signal(const char *s);
 /* 1 if signo may be used for sampling (see env_config_parse_signal). */
 int env_config_signal_ok(int signo);
 
-/* Expands an output template: %p becomes pid, %% a '%'. Returns 0, or -1 if
- * the result does not fit in outlen or the template holds another %
- * sequence. */
-int env_config_expand_output(const char *tmpl, pid_t pid, char *out, size_t outlen);
+/* Parses a PUSHPROF_PROFILES list ("cpu,heap": names separated by commas,
+ * blanks trimmed). Returns the PUSHPROF_PROFILE_* bits, or 0 if the list is
+ * empty or names an unknown type. */
+unsigned env_config_parse_profiles(const char *s);
+/* The name of one profile type bit ("cpu", "heap"). */
+const char *env_config_profile_name(unsigned bit);
+
+/* Expands an output template: %p becomes pid, %t the profile type (type
+ * NULL: "cpu"), %% a '%'. Returns 0, or -1 if the result does not fit in
+ * outlen or the template holds another % sequence. */
+int env_config_expand_output(const char *tmpl, pid_t pid, const char *type, char *out,
+                             size_t outlen);
+/* The file a profile type goes to when several are on: the expanded
+ * template when it holds %t; otherwise the first type (cpu) goes to the
+ * path itself and each other type to the path with ".TYPE" put before a
+ * trailing ".pb.gz" or ".pprof" (else appended). 0 or -1 as above. */
+int env_config_output_for(const char *tmpl, pid_t pid, unsigned profiles, unsigned bit, char *out,
+                          size_t outlen);
 #endif

@@ -9,6 +9,10 @@ _Static_assert(offsetof(pushprof_options, hz) == 4 && offsetof(pushprof_options,
                    offsetof(pushprof_options, backlog) == 64 &&
                    offsetof(pushprof_options, reserved0) == 68,
                "after the first word, the 0.1 layout's offsets are kept");
+_Static_assert(offsetof(pushprof_options, profiles) == 72 &&
+                   offsetof(pushprof_options, heap_rate) == 80 &&
+                   sizeof(pushprof_options) == OPTIONS_V2_SIZE,
+               "0.2 appends profiles and heap_rate");
 
 int options_import(const pushprof_options *in, pushprof_options *out, char *err, size_t errlen) {
   const unsigned char *b = (const unsigned char *)in;

@@ -11,6 +11,7 @@
  * and in the first header that tagged struct_size. */
 #define OPTIONS_V0_SIZE 72
 #define OPTIONS_V1_SIZE 72
+#define OPTIONS_V2_SIZE 88 /* 0.2: profiles, heap_rate */
 
 /* Fills *out from in (NULL: all unset). Returns 0, or PUSHPROF_EINVAL with
  * one line in err (no "pushprof:" prefix, no newline) for a struct_size this

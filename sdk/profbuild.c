@@ -375,12 +375,22 @@ static elfsym_demangle_fn find_demangler(void) {
 }
 
 static int add_header(pp_builder *b, const profbuild_meta *meta) {
-  if (pp_builder_add_sample_type(b, "samples", "count") != 0)
-    return -1;
-  if (pp_builder_add_sample_type(b, "cpu", "nanoseconds") != 0)
-    return -1;
-  if (pp_builder_set_period(b, "cpu", "nanoseconds", meta->period_ns) != 0)
-    return -1;
+  if (meta->types) {
+    for (size_t i = 0; i < meta->ntypes; i++)
+      if (pp_builder_add_sample_type(b, meta->types[i].type, meta->types[i].unit) != 0)
+        return -1;
+    if (pp_builder_set_period(b, meta->period_type.type, meta->period_type.unit, meta->period) != 0)
+      return -1;
+    if (meta->default_type && pp_builder_set_default_sample_type(b, meta->default_type) != 0)
+      return -1;
+  } else {
+    if (pp_builder_add_sample_type(b, "samples", "count") != 0)
+      return -1;
+    if (pp_builder_add_sample_type(b, "cpu", "nanoseconds") != 0)
+      return -1;
+    if (pp_builder_set_period(b, "cpu", "nanoseconds", meta->period_ns) != 0)
+      return -1;
+  }
   pp_builder_set_time(b, meta->time_nanos, meta->duration_nanos);
   for (size_t i = 0; i < meta->ncomments; i++)
     if (meta->comments[i] && pp_builder_add_comment(b, meta->comments[i]) != 0)
@@ -498,7 +508,7 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
       continue;
     for (uint32_t d = 0; d < stacks[i].depth; d++) {
       keys[nk].pc = (uint64_t)stacks[i].pcs[d];
-      keys[nk].ret = d > 0;
+      keys[nk].ret = d > 0 || stacks[i].leaf_is_return;
       nk++;
     }
   }
@@ -556,7 +566,11 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
   /* 5. samples */
   for (size_t i = 0; i < n; i++) {
     const profbuild_stack *s = &stacks[i];
-    int64_t values[2] = {s->count, s->count * meta->period_ns};
+    int64_t cpu[2] = {s->count, s->count * meta->period_ns};
+    const int64_t *values = meta->types ? s->values : cpu;
+    size_t nvalues = meta->types ? meta->ntypes : 2;
+    if (!values)
+      goto done;
     size_t nlocs = 0;
     if (s->special || !s->pcs || s->depth == 0) {
       locs[0] = pseudo_location(b, s->special ? s->special : "[pushprof] no stack");
@@ -566,14 +580,14 @@ int profbuild_build(profbuild *pb, const profbuild_stack *stacks, size_t n,
     }
     if (s->pcs) {
       for (uint32_t d = 0; d < s->depth; d++) {
-        frame_key k = {(uint64_t)s->pcs[d], d > 0};
+        frame_key k = {(uint64_t)s->pcs[d], d > 0 || s->leaf_is_return};
         size_t idx;
         if (frame_index(keys, nu, &k, &idx) != 0)
           goto done; /* cannot happen */
         locs[nlocs++] = info[idx].location_id;
       }
     }
-    if (pp_builder_sample(b, locs, nlocs, values, 2, s->labels, s->nlabels) != 0)
+    if (pp_builder_sample(b, locs, nlocs, values, nvalues, s->labels, s->nlabels) != 0)
       goto done;
   }
   rc = pp_builder_pack(b, out, len);

@@ -18,7 +18,15 @@ typedef struct profbuild_stack {
   /* Non-NULL: a pseudo-frame with this name, e.g. "[pushprof] ring full",
    * as the leaf; pcs (may be NULL) are its callers. */
   const char *special;
+  /* With profbuild_meta.types: this stack's values, one per type (count is
+   * then unused). */
+  const int64_t *values;
+  int leaf_is_return; /* pcs[0] is a return address too (a walk from our own code) */
 } profbuild_stack;
+
+typedef struct profbuild_type {
+  const char *type, *unit;
+} profbuild_type;
 
 typedef struct profbuild_meta {
   int64_t period_ns; /* 1e9 / hz */
@@ -26,6 +34,14 @@ typedef struct profbuild_meta {
   int64_t duration_nanos;
   const char *const *comments;
   size_t ncomments;
+  /* NULL: the CPU layout (samples/count and cpu/nanoseconds from each
+   * stack's count; period cpu/nanoseconds = period_ns). Else these sample
+   * types, each stack's values, and the period below. */
+  const profbuild_type *types;
+  size_t ntypes;
+  profbuild_type period_type;
+  int64_t period;
+  const char *default_type; /* may be NULL */
 } profbuild_meta;
 
 typedef struct profbuild profbuild; /* caches mappings and ELF symbols by build id */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "heap.h"
 #include "sdk_log.h"
 #include "pp_client.h"
 #include "pp_frame.h"
@@ -29,7 +30,7 @@
 #define PUSH_NOTICE_CONNECT_MS 20 /* the no-samples notice: connect, never wait */
 
 typedef struct push_entry {
-  uint8_t *pprof;
+  uint8_t *pprof; /* one profile type's window (cpu, heap) */
   size_t len;
   int64_t start_ns, end_ns;
   uint64_t seq;
@@ -46,6 +47,7 @@ static struct {
   char labels[ENV_CONFIG_LABELS_BYTES]; /* env_config's packed pairs */
   size_t nlabels;
   int period_ms, exit_timeout_ms;
+  unsigned profiles; /* PUSHPROF_PROFILE_* */
   int wake_r, wake_w;
   pthread_t thread;
   void (*on_term)(void); /* the owner's stop, run by the pusher on a term signal */
@@ -240,13 +242,24 @@ static int send_entry(const push_entry *e, int timeout_ms, int *rc) {
  * backlog is empty, else the last failure's code. */
 static int cut_and_send(int64_t deadline, int per_send_ms) {
   push_entry e = {0};
-  int rc = sampler_cut(&e.pprof, &e.len, &e.start_ns, &e.end_ns);
-  pthread_mutex_lock(&push_lock);
-  if (rc == 0) {
-    e.seq = ++P.seq;
-    q_push_back_locked(e);
+  int rc = 0;
+  /* One push per profile type: each has its own sample types, and the
+   * sidecar batches and merges each by its meaning. */
+  for (unsigned bit = PUSHPROF_PROFILE_CPU; bit <= PUSHPROF_PROFILE_HEAP; bit <<= 1) {
+    if (!(P.profiles & bit))
+      continue;
+    memset(&e, 0, sizeof e);
+    int r = bit == PUSHPROF_PROFILE_HEAP ? heap_cut(&e.pprof, &e.len, &e.start_ns, &e.end_ns)
+                                         : sampler_cut(&e.pprof, &e.len, &e.start_ns, &e.end_ns);
+    pthread_mutex_lock(&push_lock);
+    if (r == 0) {
+      e.seq = ++P.seq;
+      q_push_back_locked(e);
+    }
+    pthread_mutex_unlock(&push_lock);
+    if (r != 0 && rc == 0)
+      rc = r;
   }
-  pthread_mutex_unlock(&push_lock);
   int last = rc;
   for (;;) {
     int64_t left_ms = (deadline - now_ns(CLOCK_MONOTONIC)) / 1000000;
@@ -499,6 +512,7 @@ int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t e
     snprintf(P.hostname, sizeof P.hostname, "unknown");
   P.hostname[sizeof P.hostname - 1] = '\0';
   P.period_ms = cfg->upload_period_s * 1000;
+  P.profiles = cfg->profiles;
   P.on_term = on_term;
   atomic_store(&g_term_signo, 0);
   atomic_store(&g_process_start_ns, 0); /* a forked child has its own */
@@ -578,7 +592,8 @@ int push_nothing_to_send(void) {
   pthread_mutex_lock(&push_lock);
   int backlog = P.qlen > 0;
   pthread_mutex_unlock(&push_lock);
-  return !backlog && sampler_window_empty();
+  return !backlog && (!(P.profiles & PUSHPROF_PROFILE_CPU) || sampler_window_empty()) &&
+         (!(P.profiles & PUSHPROF_PROFILE_HEAP) || heap_window_empty());
 }
 
 int push_leave_empty(void) {

@@ -12,8 +12,10 @@
 struct sigaction;
 
 typedef struct sampler_config {
-  int hz;    /* 1..1000, already validated */
-  int signo; /* SIGPROF or another signal, already validated */
+  int hz;     /* 1..1000, already validated */
+  int signo;  /* SIGPROF or another signal, already validated */
+  int no_cpu; /* 1: no CPU sampling (no handler, no timers); the collector
+               * thread still runs for the other profile types */
 } sampler_config;
 
 /* Installs the handler, arms a per-thread CPU timer for every live thread

@@ -10,6 +10,7 @@
 
 #include "collector.h"
 #include "handler.h"
+#include "heap.h"
 #include "pushprof.h"
 #include "sampler_internal.h"
 #include "sdk_log.h"
@@ -50,13 +51,18 @@ void sampler_after_dlclose(void) {
   collector_after_dlclose();
 }
 
+/* The heap profiler's lock is taken last: a thread holding any other lock
+ * of ours may allocate, and its sampled path takes the heap's (and only
+ * malloc inside it). */
 static void atfork_prepare(void) {
   collector_atfork_prepare();
   threads_atfork_prepare();
-  dlphdr_atfork_prepare(); /* last: a refresh holds the collector's lock, then this */
+  dlphdr_atfork_prepare(); /* a refresh holds the collector's lock, then this */
+  heap_atfork_prepare();
 }
 
 static void atfork_parent(void) {
+  heap_atfork_parent();
   dlphdr_atfork_parent();
   threads_atfork_parent();
   collector_atfork_parent();
@@ -65,6 +71,7 @@ static void atfork_parent(void) {
 static void atfork_child(void) {
   /* No timer survives fork and there is no collector thread: the child is
    * not sampling until the SDK's fork handler restarts it. */
+  heap_atfork_child();
   dlphdr_atfork_child();
   threads_atfork_child();
   collector_atfork_child();
@@ -97,6 +104,13 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
   }
   collector_init();
   pthread_once(&g_atfork_once, register_atfork);
+  if (cfg->no_cpu) {
+    g_mode = COLLECTOR_MODE_TIMERS;
+    rc = collector_start(cfg->hz, cfg->signo, g_mode, err, errlen);
+    if (rc == 0)
+      g_started = 1;
+    goto out;
+  }
   threads_set_exit_owed_hook(handler_record_at_exit);
   rc = handler_install(cfg->signo, err, errlen);
   if (rc < 0)

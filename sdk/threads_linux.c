@@ -260,7 +260,9 @@ int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
   return 0;
 }
 
-static void self_bounds(uintptr_t *lo, uintptr_t *hi) {
+__thread int threads_is_own __attribute__((tls_model("initial-exec")));
+
+void threads_self_bounds(uintptr_t *lo, uintptr_t *hi) {
   pthread_attr_t attr;
   void *addr;
   size_t size;
@@ -279,7 +281,7 @@ static void self_bounds(uintptr_t *lo, uintptr_t *hi) {
 int threads_register_self(void) {
   uintptr_t lo, hi;
   pthread_once(&g_once, init_once);
-  self_bounds(&lo, &hi);
+  threads_self_bounds(&lo, &hi);
   pthread_mutex_lock(&g_lock);
   int rc = register_self_locked(lo, hi);
   pthread_mutex_unlock(&g_lock);
@@ -288,6 +290,7 @@ int threads_register_self(void) {
 
 void threads_exclude_self(void) {
   pid_t tid = gettid();
+  threads_is_own = 1;
   pthread_mutex_lock(&g_lock);
   if (!excluded_locked(tid)) {
     int i = 0;
@@ -437,7 +440,7 @@ int threads_rescan(void) {
 int threads_arm_all(int signo, int64_t period_ns, char *err, size_t errlen) {
   uintptr_t lo, hi;
   pthread_once(&g_once, init_once);
-  self_bounds(&lo, &hi);
+  threads_self_bounds(&lo, &hi);
   pthread_mutex_lock(&g_lock);
   g_signo = signo;
   g_period_ns = period_ns;

@@ -67,6 +67,13 @@ int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi);
  * is sampled. At most 4 at once (the oldest is forgotten beyond that). */
 void threads_exclude_self(void);
 void threads_exclude_end(void);
+/* 1 on the SDK's own threads (set by threads_exclude_self): the heap
+ * profiler does not sample their allocations. */
+extern __thread int threads_is_own __attribute__((tls_model("initial-exec")));
+/* The calling thread's stack bounds (the main thread's from
+ * threads_main_stack_bounds, others' from pthread_getattr_np); 0, 0 if
+ * unknown. Allocates (pthread_getattr_np may). */
+void threads_self_bounds(uintptr_t *lo, uintptr_t *hi);
 /* CPU time the SDK's own threads have used since the process started: those
  * that ended (each adds its own at threads_exclude_end) and those running.
  * Not async-signal-safe (takes the table lock). */

@@ -410,6 +410,14 @@ int pp_builder_add_comment(pp_builder *b, const char *comment) {
   return ix < 0 ? -1 : pp_builder_add_comment_ix(b, ix);
 }
 
+int pp_builder_set_default_sample_type(pp_builder *b, const char *type) {
+  int64_t ix = pp_builder_string(b, type);
+  if (ix < 0)
+    return -1;
+  b->default_sample_type = ix;
+  return 0;
+}
+
 void pp_builder_set_extras_ix(pp_builder *b, int64_t drop_frames, int64_t keep_frames,
                               int64_t default_sample_type, int64_t doc_url) {
   if (!b->drop_frames && string_ok(b, drop_frames))

@@ -26,6 +26,8 @@ int pp_builder_add_sample_type(pp_builder *b, const char *type, const char *unit
 int pp_builder_set_period(pp_builder *b, const char *type, const char *unit, int64_t period);
 void pp_builder_set_time(pp_builder *b, int64_t time_nanos, int64_t duration_nanos);
 int pp_builder_add_comment(pp_builder *b, const char *comment);
+/* The sample type readers show when not told (Go's heap: "inuse_space"). */
+int pp_builder_set_default_sample_type(pp_builder *b, const char *type);
 /* Each returns an id >= 1 (identical arguments return the same id), 0 on ENOMEM. */
 uint64_t pp_builder_mapping(pp_builder *b, uint64_t start, uint64_t limit, uint64_t offset,
                             const char *file, const char *build_id, bool has_functions);

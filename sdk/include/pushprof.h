@@ -46,6 +46,10 @@ extern "C" {
 #define PUSHPROF_ESETUID (-11)      /* refused to run in a setuid/setgid program */
 #define PUSHPROF_ESTANDALONE (-12)  /* profiling runs without a sidecar: nothing to push to */
 
+/* Profile types (PUSHPROF_PROFILES, pushprof_options.profiles). */
+#define PUSHPROF_PROFILE_CPU 1u
+#define PUSHPROF_PROFILE_HEAP 2u
+
 /* Options for pushprof_start(). Start from PUSHPROF_OPTIONS_INIT (or
  * pushprof_options_init()), then set what you need; every unset field (0 or
  * NULL) means "from the environment (PUSHPROF_*), else the default":
@@ -89,12 +93,15 @@ typedef struct pushprof_options {
   const char *spool_dir;    /* sidecar spool to write into if it is down at exit */
   int backlog;              /* unsent profiles kept in memory (default 6) */
   int reserved0;            /* must be 0 (a later version's field) */
+  /* Added in 0.2: */
+  const char *profiles; /* comma list of "cpu", "heap" (default "cpu") */
+  long long heap_rate;  /* heap: mean bytes between samples (default 524288) */
   /* Later versions append their fields here. */
 } pushprof_options;
 
 #ifdef __cplusplus /* every member: g++ warns on the ones a list leaves out */
 #define PUSHPROF_OPTIONS_INIT                                                                      \
-  { PUSHPROF_OPTIONS_STRUCT_SIZE, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, 0 }
+  { PUSHPROF_OPTIONS_STRUCT_SIZE, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, 0, NULL, 0 }
 #else
 #define PUSHPROF_OPTIONS_INIT                                                                      \
   { .struct_size = PUSHPROF_OPTIONS_STRUCT_SIZE }

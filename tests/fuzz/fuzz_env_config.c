@@ -40,7 +40,7 @@ static void check_value(const char *v) {
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
     char out[4096];
     memset(out, 'x', sizeof out);
-    if (env_config_expand_output(v, 12345, out, lens[i]) != 0)
+    if (env_config_expand_output(v, 12345, "heap", out, lens[i]) != 0)
       continue;
     size_t n = strnlen(out, lens[i]);
     FUZZ_CHECK(n < lens[i], "expansion of \"%s\" overflowed %zu bytes", v, lens[i]);
@@ -62,7 +62,7 @@ static void check_resolved(const env_config *c) {
   FUZZ_CHECK(strnlen(c->spool_dir, sizeof c->spool_dir) < sizeof c->spool_dir, "spool dir");
   if (c->output_path[0]) {
     char out[PATH_MAX];
-    FUZZ_CHECK(env_config_expand_output(c->output_path, 1, out, sizeof out) == 0,
+    FUZZ_CHECK(env_config_expand_output(c->output_path, 1, "cpu", out, sizeof out) == 0,
                "accepted output template \"%s\" does not expand", c->output_path);
   }
   FUZZ_CHECK(c->upload_period_s >= 1 && c->upload_period_s <= ENV_CONFIG_PERIOD_MAX_S, "period %d",

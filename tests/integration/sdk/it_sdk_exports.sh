@@ -7,12 +7,15 @@
 #   dlclose         interposed so a library's symbols outlive its unloading
 #   sigaction, signal  interposed so a program that sets the sampling
 #                   signal's action after start does not replace our handler
+#   malloc, calloc, realloc, reallocarray, free, posix_memalign,
+#   aligned_alloc, memalign, valloc, pvalloc
+#                   interposed for heap profiling (PUSHPROF_PROFILES=heap)
 #   exec*, _exit, _Exit (preload only): flush the last window before the
 #                   process replaces itself or skips atexit
 . "$(dirname "$0")/../lib.sh"
 L=${1:-$B/sdk}
 api='^pushprof_[A-Za-z0-9_]+$'
-allowed_so='^(pthread_create|dlclose|sigaction|signal)$'
+allowed_so='^(pthread_create|dlclose|sigaction|signal|malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)$'
 allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
 
 # must_export SYMS WHAT: the documented API is all there.
@@ -36,7 +39,8 @@ for so in libpushprof.so libpushprof_preload.so; do
   [ "$so" = libpushprof_preload.so ] && bad=$(grep -Ev "$allowed_preload" <<<"$bad" || true)
   [ -z "$bad" ] || fail "$so exports symbols outside the API: $(echo $bad)"
   must_export "$syms" "$so"
-  for fn in pthread_create sigaction signal; do
+  for fn in pthread_create sigaction signal malloc calloc realloc reallocarray free \
+    posix_memalign aligned_alloc memalign valloc pvalloc; do
     grep -qx "$fn" <<<"$syms" || fail "$so does not interpose $fn"
   done
   echo "ok $so exports: $(echo $syms)"

@@ -203,18 +203,18 @@ static void test_env_config_parses_signal_names_and_numbers(void) {
 
 static void test_env_config_expands_pid_and_percent(void) {
   char out[64];
-  PP_CHECK_INT(env_config_expand_output("/tmp/p-%p.pb.gz", 4242, out, sizeof out), ==, 0);
+  PP_CHECK_INT(env_config_expand_output("/tmp/p-%p.pb.gz", 4242, NULL, out, sizeof out), ==, 0);
   PP_CHECK_STR(out, "/tmp/p-4242.pb.gz");
-  PP_CHECK_INT(env_config_expand_output("%p-%p-100%%", 7, out, sizeof out), ==, 0);
+  PP_CHECK_INT(env_config_expand_output("%p-%p-100%%", 7, NULL, out, sizeof out), ==, 0);
   PP_CHECK_STR(out, "7-7-100%");
-  PP_CHECK_INT(env_config_expand_output("plain", 7, out, sizeof out), ==, 0);
+  PP_CHECK_INT(env_config_expand_output("plain", 7, NULL, out, sizeof out), ==, 0);
   PP_CHECK_STR(out, "plain");
-  PP_CHECK_INT(env_config_expand_output("/x/%s", 7, out, sizeof out), ==, -1);
-  PP_CHECK_INT(env_config_expand_output("/x/%", 7, out, sizeof out), ==, -1);
+  PP_CHECK_INT(env_config_expand_output("/x/%s", 7, NULL, out, sizeof out), ==, -1);
+  PP_CHECK_INT(env_config_expand_output("/x/%", 7, NULL, out, sizeof out), ==, -1);
   /* Exactly fitting, and one byte too long. */
-  PP_CHECK_INT(env_config_expand_output("ab%p", 12, out, 5), ==, 0);
+  PP_CHECK_INT(env_config_expand_output("ab%p", 12, NULL, out, 5), ==, 0);
   PP_CHECK_STR(out, "ab12");
-  PP_CHECK_INT(env_config_expand_output("ab%p", 123, out, 5), ==, -1);
+  PP_CHECK_INT(env_config_expand_output("ab%p", 123, NULL, out, 5), ==, -1);
 }
 
 static void test_env_config_default_service_is_sanitised(void) {

@@ -129,12 +129,13 @@ static void test_profbuild_names_values_labels_and_ids(void) {
   pp_label l1[] = {{"trace_id", "abc123", 0, NULL}, {"route", "/checkout", 0, NULL}};
   pp_label l2[] = {{"trace_id", "zzz", 0, NULL}};
   profbuild_stack st[] = {
-      {s1, 3, l1, 2, 3, NULL},
-      {s2, 2, l2, 1, 5, NULL},
-      {s2, 2, NULL, 0, 7, NULL},
+      {s1, 3, l1, 2, 3, NULL, NULL, 0},
+      {s2, 2, l2, 1, 5, NULL, NULL, 0},
+      {s2, 2, NULL, 0, 7, NULL, NULL, 0},
   };
   const char *comments[] = {"pushprof test", "effective hz 100"};
-  profbuild_meta meta = {10000000, 1700000000123456789, 2000000000, comments, 2};
+  profbuild_meta meta = {10000000, 1700000000123456789, 2000000000, comments, 2, NULL,
+                         0,        {NULL, NULL},        0,          NULL};
   Profile *p = build_and_parse(pb, st, 3, &meta, g_out_path);
   PP_CHECK(p != NULL);
   if (!p)
@@ -230,8 +231,9 @@ static void test_profbuild_opens_only_the_objects_samples_touch(void) {
     return;
   PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
   uintptr_t s1[] = {PC(profbuild_probe_leaf, 4), PC(profbuild_probe_root, 9)};
-  profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL}};
-  profbuild_meta meta = {10000000, 1700000000123456789, 1000000000, NULL, 0};
+  profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL, NULL, 0}};
+  profbuild_meta meta = {10000000, 1700000000123456789, 1000000000, NULL, 0, NULL,
+                         0,        {NULL, NULL},        0,          NULL};
   /* libc's own write: &write is a sanitizer's interceptor in an ASan build. */
   void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   void *libc_write = libc ? dlsym(libc, "write") : NULL;
@@ -240,7 +242,8 @@ static void test_profbuild_opens_only_the_objects_samples_touch(void) {
     dlclose(libc);
   for (int round = 0; round < 2 && libc_write; round++) {
     uintptr_t s2[] = {(uintptr_t)libc_write + 2, PC(profbuild_probe_root, 9)};
-    profbuild_stack st2[] = {{s1, 2, NULL, 0, 1, NULL}, {s2, 2, NULL, 0, 1, NULL}};
+    profbuild_stack st2[] = {{s1, 2, NULL, 0, 1, NULL, NULL, 0},
+                             {s2, 2, NULL, 0, 1, NULL, NULL, 0}};
     Profile *p = build_and_parse(pb, round ? st2 : st, round ? 2 : 1, &meta, NULL);
     PP_CHECK(p != NULL);
     if (!p)
@@ -293,8 +296,8 @@ static void test_profbuild_symbolizes_return_addresses_as_pc_minus_one(void) {
   }
   uintptr_t end = mid + (uintptr_t)sym.size; /* first byte after profbuild_probe_mid */
   uintptr_t st1[] = {PC(profbuild_probe_leaf, 2), end};
-  profbuild_stack st[] = {{st1, 2, NULL, 0, 1, NULL}};
-  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+  profbuild_stack st[] = {{st1, 2, NULL, 0, 1, NULL, NULL, 0}};
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   Profile *p = build_and_parse(pb, st, 1, &meta, NULL);
   PP_CHECK(p != NULL);
   if (p) {
@@ -324,8 +327,8 @@ static void test_profbuild_demangles_cxx_and_resolves_libc(void) {
   PP_CHECK(w != NULL);
   uintptr_t s1[] = {(uintptr_t)profbuild_cxx_function() + 2, PC(profbuild_probe_root, 9)};
   uintptr_t s2[] = {(uintptr_t)w + 1, PC(profbuild_probe_root, 9)};
-  profbuild_stack st[] = {{s1, 2, NULL, 0, 2, NULL}, {s2, 2, NULL, 0, 4, NULL}};
-  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+  profbuild_stack st[] = {{s1, 2, NULL, 0, 2, NULL, NULL, 0}, {s2, 2, NULL, 0, 4, NULL, NULL, 0}};
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   Profile *p = build_and_parse(pb, st, 2, &meta, NULL);
   PP_CHECK(p != NULL);
   if (!p)
@@ -397,8 +400,8 @@ static void test_profbuild_few_and_many_pcs_name_alike(void) {
     many[nmany++] = base[i % nb] + (i / nb) * 211 - 4096;
   profbuild_stack st[MANY];
   for (size_t i = 0; i < MANY; i++)
-    st[i] = (profbuild_stack){&many[i], 1, NULL, 0, 1, NULL};
-  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+    st[i] = (profbuild_stack){&many[i], 1, NULL, 0, 1, NULL, NULL, 0};
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   profbuild *pa = profbuild_new(), *pb = profbuild_new();
   PP_CHECK(pa && pb);
   Profile *a = pa ? build_and_parse(pa, st, nfew, &meta, NULL) : NULL;
@@ -442,12 +445,12 @@ static void test_profbuild_unknown_pcs_and_special_stacks(void) {
   PP_CHECK(anon != MAP_FAILED);
   uintptr_t s1[] = {0x10, (uintptr_t)anon + 8, PC(profbuild_probe_root, 9)};
   profbuild_stack st[] = {
-      {s1, 3, NULL, 0, 1, NULL},
-      {NULL, 0, NULL, 0, 9, "[pushprof] ring full"},
-      {s1, 0, NULL, 0, 2, "[pushprof] truncated"}, /* depth 0: no callers */
-      {s1 + 2, 1, NULL, 0, 4, "[pushprof] thread ended before its sample"}, /* a caller */
+      {s1, 3, NULL, 0, 1, NULL, NULL, 0},
+      {NULL, 0, NULL, 0, 9, "[pushprof] ring full", NULL, 0},
+      {s1, 0, NULL, 0, 2, "[pushprof] truncated", NULL, 0}, /* depth 0: no callers */
+      {s1 + 2, 1, NULL, 0, 4, "[pushprof] thread ended before its sample", NULL, 0}, /* a caller */
   };
-  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
   Profile *p = build_and_parse(pb, st, 4, &meta, NULL);
   PP_CHECK(p != NULL);
@@ -517,14 +520,14 @@ done:
  * once the maps are refreshed. */
 static void test_profbuild_sees_dlopen_and_vdso(void) {
   profbuild *pb = profbuild_new();
-  profbuild_meta meta = {1000000, 1, 1, NULL, 0};
+  profbuild_meta meta = {1000000, 1, 1, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   void *h = NULL;
   char dir[] = "/tmp/pp-profbuild-XXXXXX", copy[64];
   PP_CHECK(pb != NULL);
   if (!pb || !mkdtemp(dir))
     goto done;
   uintptr_t s0[] = {PC(profbuild_probe_root, 9)};
-  profbuild_stack st0[] = {{s0, 1, NULL, 0, 1, NULL}};
+  profbuild_stack st0[] = {{s0, 1, NULL, 0, 1, NULL, NULL, 0}};
   Profile *p = build_and_parse(pb, st0, 1, &meta, NULL);
   PP_CHECK(p != NULL);
   if (p)
@@ -547,7 +550,7 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
     goto done;
   uintptr_t s1[] = {(uintptr_t)fn + 1, PC(profbuild_probe_root, 9)};
   uintptr_t s2[] = {(uintptr_t)gt + 1, PC(profbuild_probe_root, 9)};
-  profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL}, {s2, 2, NULL, 0, 1, NULL}};
+  profbuild_stack st[] = {{s1, 2, NULL, 0, 1, NULL, NULL, 0}, {s2, 2, NULL, 0, 1, NULL, NULL, 0}};
   PP_CHECK_INT(profbuild_refresh_maps(pb), ==, 0);
   p = build_and_parse(pb, st, gt ? 2 : 1, &meta, NULL);
   PP_CHECK(p != NULL);
@@ -587,7 +590,7 @@ static void test_profbuild_empty_profile_is_valid(void) {
   PP_CHECK(pb != NULL);
   if (!pb)
     return;
-  profbuild_meta meta = {10000000, 5, 6, NULL, 0};
+  profbuild_meta meta = {10000000, 5, 6, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   Profile *p = build_and_parse(pb, NULL, 0, &meta, NULL);
   PP_CHECK(p != NULL);
   if (p) {
@@ -629,7 +632,7 @@ static void test_profbuild_many_distinct_stacks(void) {
     st[i].depth = DEPTH;
     st[i].count = 1;
   }
-  profbuild_meta meta = {10000000, 1, 1, NULL, 0};
+  profbuild_meta meta = {10000000, 1, 1, NULL, 0, NULL, 0, {NULL, NULL}, 0, NULL};
   double best = 1e9;
   for (int round = 0; round < 3; round++) {
     uint8_t *out = NULL;

@@ -1,0 +1,253 @@
+/* The allocation interposers (only in the .so files): malloc, calloc,
+ * realloc, reallocarray, free, posix_memalign, aligned_alloc, memalign,
+ * valloc and pvalloc call the next definition (libc's, or an allocator
+ * preloaded after us) and tell the heap profiler (heap.h). C++'s operator
+ * new and delete reach them through libstdc++.
+ *
+ * With heap profiling off an allocation costs one load and a branch more
+ * than the allocator's own; a free, one load and a branch.
+ *
+ * The next definitions are looked up with dlsym(RTLD_NEXT), once, at the
+ * first allocation (the loader and libc allocate before any constructor of
+ * ours runs). dlsym itself allocates: what it asks for meanwhile comes from
+ * a small static arena whose blocks are never given back. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "heap.h"
+
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void (*free_fn)(void *);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*memalign_fn)(size_t, size_t);
+
+static struct {
+  _Atomic(malloc_fn) malloc;
+  _Atomic(calloc_fn) calloc;
+  _Atomic(realloc_fn) realloc;
+  _Atomic(free_fn) free;
+  _Atomic(posix_memalign_fn) posix_memalign;
+  _Atomic(memalign_fn) memalign, aligned_alloc;
+  _Atomic(malloc_fn) valloc, pvalloc;
+} R;
+
+#define REAL(name) atomic_load_explicit(&R.name, memory_order_relaxed)
+
+/* ---- the bootstrap arena (during dlsym) ---- */
+
+static _Alignas(64) unsigned char g_boot[16384];
+static _Atomic size_t g_boot_used;
+static _Atomic int g_resolving;
+
+static int in_boot(const void *p) {
+  return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + sizeof g_boot;
+}
+
+/* Each block is preceded by its size (for realloc). */
+static void *boot_alloc(size_t n, size_t align) {
+  if (align < 16)
+    align = 16;
+  if (n > sizeof g_boot || align > 4096)
+    return NULL;
+  size_t used = atomic_load(&g_boot_used), start, end;
+  do {
+    start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
+    end = start + n;
+    if (end > sizeof g_boot)
+      return NULL;
+  } while (!atomic_compare_exchange_weak(&g_boot_used, &used, end));
+  memcpy(g_boot + start - sizeof(size_t), &n, sizeof n);
+  return g_boot + start;
+}
+
+static size_t boot_size(const void *p) {
+  size_t n;
+  memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
+  return n;
+}
+
+static void resolve(void) {
+  if (atomic_exchange(&g_resolving, 1))
+    return; /* another thread is resolving: it will be done shortly */
+  atomic_store(&R.malloc, (malloc_fn)dlsym(RTLD_NEXT, "malloc"));
+  atomic_store(&R.calloc, (calloc_fn)dlsym(RTLD_NEXT, "calloc"));
+  atomic_store(&R.realloc, (realloc_fn)dlsym(RTLD_NEXT, "realloc"));
+  atomic_store(&R.free, (free_fn)dlsym(RTLD_NEXT, "free"));
+  atomic_store(&R.posix_memalign, (posix_memalign_fn)dlsym(RTLD_NEXT, "posix_memalign"));
+  atomic_store(&R.memalign, (memalign_fn)dlsym(RTLD_NEXT, "memalign"));
+  atomic_store(&R.aligned_alloc, (memalign_fn)dlsym(RTLD_NEXT, "aligned_alloc"));
+  atomic_store(&R.valloc, (malloc_fn)dlsym(RTLD_NEXT, "valloc"));
+  atomic_store(&R.pvalloc, (malloc_fn)dlsym(RTLD_NEXT, "pvalloc"));
+  heap_set_real_free(REAL(free));
+  atomic_store(&g_resolving, 0);
+}
+
+/* 1 once the next definitions are known; 0 while dlsym runs (the caller
+ * then uses the arena). */
+static inline int ready(void) {
+  if (__builtin_expect(REAL(free) != NULL, 1))
+    return 1;
+  if (atomic_load(&g_resolving))
+    return 0;
+  resolve();
+  return REAL(free) != NULL;
+}
+
+/* ---- the interposers ---- */
+
+__attribute__((visibility("default"))) void *malloc(size_t n) {
+  if (__builtin_expect(!ready(), 0))
+    return boot_alloc(n, 16);
+  void *p = REAL(malloc)(n);
+  heap_after_alloc(p, n);
+  return p;
+}
+
+__attribute__((visibility("default"))) void free(void *p) {
+  if (__builtin_expect(in_boot(p), 0))
+    return;
+  if (heap_before_free(p))
+    return; /* parked: freed when this thread leaves the profiler */
+  free_fn f = REAL(free);
+  if (__builtin_expect(f != NULL, 1))
+    f(p);
+  else if (ready())
+    REAL(free)(p);
+}
+
+__attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
+  if (__builtin_expect(!ready(), 0)) {
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes))
+      return NULL;
+    return boot_alloc(bytes, 16); /* static storage: already zero */
+  }
+  void *p = REAL(calloc)(n, size);
+  heap_after_alloc(p, n * size);
+  return p;
+}
+
+__attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
+  if (!p)
+    return malloc(n);
+  if (__builtin_expect(in_boot(p), 0)) {
+    void *q = malloc(n);
+    if (q) {
+      size_t old = boot_size(p);
+      memcpy(q, p, old < n ? old : n);
+    }
+    return q;
+  }
+  if (!ready())
+    return NULL;
+  if (n == 0) { /* glibc frees p and returns NULL */
+    if (heap_before_free(p))
+      return NULL;
+    return REAL(realloc)(p, 0);
+  }
+  /* A move is a free and an allocation; so is a block resized in place. */
+  int taken = heap_realloc_take(p);
+  void *q = REAL(realloc)(p, n);
+  if (!q) {
+    if (taken)
+      heap_realloc_failed(p);
+    return NULL;
+  }
+  heap_after_alloc(q, n);
+  return q;
+}
+
+__attribute__((visibility("default"))) void *reallocarray(void *p, size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(p, bytes);
+}
+
+__attribute__((visibility("default"))) int posix_memalign(void **out, size_t align, size_t n) {
+  if (__builtin_expect(!ready(), 0)) {
+    void *p = boot_alloc(n, align);
+    if (!p)
+      return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  int rc = REAL(posix_memalign)(out, align, n);
+  if (rc == 0)
+    heap_after_alloc(*out, n);
+  return rc;
+}
+
+__attribute__((visibility("default"))) void *aligned_alloc(size_t align, size_t n) {
+  if (__builtin_expect(!ready(), 0))
+    return boot_alloc(n, align);
+  memalign_fn f = REAL(aligned_alloc) ? REAL(aligned_alloc) : REAL(memalign);
+  void *p = f(align, n);
+  heap_after_alloc(p, n);
+  return p;
+}
+
+__attribute__((visibility("default"))) void *memalign(size_t align, size_t n) {
+  if (__builtin_expect(!ready(), 0))
+    return boot_alloc(n, align);
+  void *p = REAL(memalign)(align, n);
+  heap_after_alloc(p, n);
+  return p;
+}
+
+static size_t page_size(void) {
+  long pg = sysconf(_SC_PAGESIZE);
+  return pg > 0 ? (size_t)pg : 4096;
+}
+
+__attribute__((visibility("default"))) void *valloc(size_t n) {
+  if (__builtin_expect(!ready(), 0))
+    return boot_alloc(n, 4096);
+  void *p = REAL(valloc) ? REAL(valloc)(n) : REAL(memalign)(page_size(), n);
+  heap_after_alloc(p, n);
+  return p;
+}
+
+__attribute__((visibility("default"))) void *pvalloc(size_t n) {
+  size_t pg = page_size();
+  size_t rounded = n ? (n + pg - 1) & ~(pg - 1) : pg;
+  if (rounded < n) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (__builtin_expect(!ready(), 0))
+    return boot_alloc(rounded, 4096);
+  void *p = REAL(pvalloc) ? REAL(pvalloc)(n) : REAL(memalign)(pg, rounded);
+  heap_after_alloc(p, rounded);
+  return p;
+}
+
+/* ---- is the process's malloc ours? ---- */
+
+#if defined(__GNUC__) && !defined(__clang__)
+static void *self_malloc(size_t n) __attribute__((alias("malloc"), copy(malloc)));
+#else
+static void *self_malloc(size_t n) __attribute__((alias("malloc")));
+#endif
+
+/* A sanitizer's runtime or an allocator linked into the program defines
+ * malloc ahead of every library: then the program never calls ours. */
+static int is_ours(void) {
+  return dlsym(RTLD_DEFAULT, "malloc") == (void *)self_malloc;
+}
+
+__attribute__((constructor(101))) static void heap_interpose_init(void) {
+  (void)ready();
+  heap_set_interposed(is_ours);
+}
