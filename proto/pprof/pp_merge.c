@@ -297,13 +297,17 @@ static int merge_header(merge_ctx *c, bool adopt) {
 }
 
 /* Merges samples [lo, hi) of src into b; with all, every string, mapping,
- * function and location of src first. */
+ * function and location of src first. keep (NULL: every column) zeroes the
+ * other columns and leaves out the samples it leaves all zero. */
 static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t lo, size_t hi,
-                 bool all, char *why, size_t whylen) {
+                 bool all, const bool *keep, char *why, size_t whylen) {
   int rc = -1;
   merge_ctx c = {.b = b, .src = src, .why = why, .whylen = whylen};
   uint8_t *stmp = NULL; /* a sample's location ids, encoded (pp_builder_sample_prep) */
   pp_ilabel *labels = NULL;
+  /* keep's values of the sample being readied and of the one before it,
+   * which stay valid until its commit */
+  int64_t *kept = NULL;
   size_t maxtmp = 1, maxlab = 1;
   pp_sample_prep prep[2] = {{0}};
   int cur = 0;
@@ -343,7 +347,10 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
    * 3 (its length and zeros) overwritten by the next. */
   stmp = malloc(maxtmp * PP_VARINT32_MAX + 8);
   labels = malloc(maxlab * sizeof *labels);
-  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.ftmp || !c.lines || !stmp || !labels) {
+  if (keep)
+    kept = malloc(2 * (src->n_sample_type + 1) * sizeof *kept);
+  if (!c.sx || !c.mx || !c.fx || !c.lx || !c.ftmp || !c.lines || !stmp || !labels ||
+      (keep && !kept)) {
     oom(&c);
     goto fail;
   }
@@ -369,6 +376,23 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   }
   for (size_t i = lo; i < hi; i++) {
     const Perftools__Profiles__Sample *s = src->sample[i];
+    const int64_t *values = s->value;
+    if (s->n_value != src->n_sample_type) {
+      pp_say(why, whylen, "cannot merge: sample %zu has %zu values, want %zu", i, s->n_value,
+             src->n_sample_type);
+      goto fail;
+    }
+    if (keep) {
+      int64_t *v = kept + (size_t)cur * (src->n_sample_type + 1);
+      bool any = false;
+      for (size_t j = 0; j < s->n_value; j++) {
+        v[j] = keep[j] ? s->value[j] : 0;
+        any |= v[j] != 0;
+      }
+      if (!any)
+        continue;
+      values = v;
+    }
     uint8_t *q = stmp;
     for (size_t j = 0; j < s->n_location_id; j++) {
       int64_t pos = pp_idmap_find(&c.locs, s->location_id[j]);
@@ -394,14 +418,9 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
         goto fail;
       labels[j] = (pp_ilabel){key, str, l->num, unit};
     }
-    if (s->n_value != src->n_sample_type) {
-      pp_say(why, whylen, "cannot merge: sample %zu has %zu values, want %zu", i, s->n_value,
-             src->n_sample_type);
-      goto fail;
-    }
     /* Ready this sample, then add the one before (see pp_sample_prep). */
-    if (pp_builder_sample_prep(b, &prep[cur], stmp, (size_t)(q - stmp), s->value, s->n_value,
-                               labels, s->n_label) != 0 ||
+    if (pp_builder_sample_prep(b, &prep[cur], stmp, (size_t)(q - stmp), values, s->n_value, labels,
+                               s->n_label) != 0 ||
         (pending && pp_builder_sample_commit(b, &prep[cur ^ 1]) != 0)) {
       oom(&c);
       goto fail;
@@ -424,6 +443,7 @@ fail:
   free(c.lines);
   free(stmp);
   free(labels);
+  free(kept);
   pp_sample_prep_free(&prep[0]);
   pp_sample_prep_free(&prep[1]);
   pp_idmap_free(&c.maps);
@@ -433,7 +453,12 @@ fail:
 }
 
 int pp_merge_add(pp_builder *b, const Perftools__Profiles__Profile *src, char *why, size_t whylen) {
-  return merge(b, src, 0, src->n_sample, true, why, whylen);
+  return merge(b, src, 0, src->n_sample, true, NULL, why, whylen);
+}
+
+int pp_merge_add_columns(pp_builder *b, const Perftools__Profiles__Profile *src, const bool *keep,
+                         char *why, size_t whylen) {
+  return merge(b, src, 0, src->n_sample, true, keep, why, whylen);
 }
 
 int pp_merge_add_samples(pp_builder *b, const Perftools__Profiles__Profile *src, size_t lo,
@@ -442,5 +467,5 @@ int pp_merge_add_samples(pp_builder *b, const Perftools__Profiles__Profile *src,
     pp_say(why, whylen, "cannot merge samples [%zu, %zu) of %zu", lo, hi, src->n_sample);
     return -1;
   }
-  return merge(b, src, lo, hi, false, why, whylen);
+  return merge(b, src, lo, hi, false, NULL, why, whylen);
 }

@@ -1344,6 +1344,67 @@ static void test_merge_sums_values_and_keeps_labels(void) {
 
 /* Times at the ends of int64 (untrusted profiles) merge without overflow:
  * the window is clamped (found by fuzz_pprof). */
+/* A merge of a's column 0 then of its column 1 is one whole merge: each
+ * adds only its column, and a sample left all zero is not added. */
+static void test_merge_columns_add_up_to_a_whole_merge(void) {
+  Perftools__Profiles__Profile *a = profile_a(), *bp = profile_b();
+  pp_builder *whole = pp_builder_new(), *cols = pp_builder_new();
+  char why[256] = "";
+  static const bool first[2] = {true, false}, second[2] = {false, true};
+  PP_CHECK_INT(pp_merge_add(whole, a, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_merge_add(whole, bp, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_merge_add_columns(cols, a, first, why, sizeof why), ==, 0);
+  Perftools__Profiles__Profile *p = pack_unpack(cols);
+  PP_CHECK_INT(p->n_sample_type, ==, 2); /* the types are taken whole */
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 0), ==, 4);
+  PP_CHECK_INT(value_of(p, "leaf;work;main|route=/a", 1), ==, 0);
+  PP_CHECK_INT(p->n_location, ==, 3);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  PP_CHECK_INT(pp_merge_add_columns(cols, bp, first, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_merge_add_columns(cols, a, second, why, sizeof why), ==, 0);
+  PP_CHECK_INT(pp_merge_add_columns(cols, bp, second, why, sizeof why), ==, 0);
+  Perftools__Profiles__Profile *w = pack_unpack(whole);
+  p = pack_unpack(cols);
+  PP_CHECK_INT(p->n_sample, ==, w->n_sample);
+  const char *keys[] = {"leaf;work;main|route=/a", "work;main",
+                        "other;main|bytes=123bytes,route=/b"};
+  for (size_t k = 0; k < 3; k++)
+    for (size_t v = 0; v < 2; v++)
+      PP_CHECK_INT(value_of(p, keys[k], v), ==, value_of(w, keys[k], v));
+  PP_CHECK_INT(p->time_nanos, ==, w->time_nanos);
+  PP_CHECK_INT(p->duration_nanos, ==, w->duration_nanos);
+  PP_CHECK_INT(p->n_comment, ==, 2);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  perftools__profiles__profile__free_unpacked(w, NULL);
+
+  /* A sample whose kept columns are zero is left out, not added as zero. */
+  pp_builder *hb = pp_builder_new();
+  PP_CHECK_INT(pp_builder_add_sample_type(hb, "alloc_space", "bytes"), ==, 0);
+  PP_CHECK_INT(pp_builder_add_sample_type(hb, "inuse_space", "bytes"), ==, 0);
+  uint64_t f = pp_builder_function(hb, "old", "old", "", 0);
+  uint64_t g = pp_builder_function(hb, "new", "new", "", 0);
+  uint64_t lf = pp_builder_location(hb, 0, 0x10, &f, NULL, 1);
+  uint64_t lg = pp_builder_location(hb, 0, 0x20, &g, NULL, 1);
+  PP_CHECK_INT(pp_builder_sample(hb, &lf, 1, (int64_t[]){0, 4096}, 2, NULL, 0), ==, 0);
+  PP_CHECK_INT(pp_builder_sample(hb, &lg, 1, (int64_t[]){512, 0}, 2, NULL, 0), ==, 0);
+  Perftools__Profiles__Profile *h = pack_unpack(hb);
+  pp_builder *alloc = pp_builder_new();
+  PP_CHECK_INT(pp_merge_add_columns(alloc, h, first, why, sizeof why), ==, 0);
+  p = pack_unpack(alloc);
+  PP_CHECK_INT(p->n_sample, ==, 1);
+  PP_CHECK_INT(value_of(p, "new", 0), ==, 512);
+  PP_CHECK_INT(value_of(p, "old", 0), ==, -1);
+  PP_CHECK_INT(p->n_location, ==, 2); /* the stack of the one left out stays */
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  pp_builder_free(alloc);
+  perftools__profiles__profile__free_unpacked(h, NULL);
+  pp_builder_free(hb);
+  pp_builder_free(whole);
+  pp_builder_free(cols);
+  perftools__profiles__profile__free_unpacked(a, NULL);
+  perftools__profiles__profile__free_unpacked(bp, NULL);
+}
+
 static void test_merge_clamps_extreme_times(void) {
   pp_builder *m = pp_builder_new();
   PP_CHECK(m != NULL);
@@ -1553,6 +1614,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_parse_plain_gzip_and_garbage);
   PP_RUN(test_parse_survives_corruption_and_merge_accepts_what_it_accepts);
   PP_RUN(test_merge_sums_values_and_keeps_labels);
+  PP_RUN(test_merge_columns_add_up_to_a_whole_merge);
   PP_RUN(test_merge_clamps_extreme_times);
   PP_RUN(test_merge_rejects_mismatched_types_and_period);
   PP_RUN(test_merge_many_is_linear);
