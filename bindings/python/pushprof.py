@@ -71,12 +71,14 @@ class _Options(ctypes.Structure):
         ("spool_dir", ctypes.c_char_p),
         ("backlog", ctypes.c_int),
         ("reserved0", ctypes.c_int),
+        ("profiles", ctypes.c_char_p),
+        ("heap_rate", ctypes.c_longlong),
     ]
 
 
 _OPTIONS_TAG = 0x70700000  # PUSHPROF_OPTIONS_TAG
 _INT_OPTIONS = ("hz", "signal_number", "upload_period_s", "exit_timeout_ms", "backlog")
-_STR_OPTIONS = ("service", "output_path", "socket_path", "spool_dir")
+_STR_OPTIONS = ("service", "output_path", "socket_path", "spool_dir", "profiles")
 
 
 def _load():
@@ -151,6 +153,13 @@ def _options(kw):
                 raise ValueError("pushprof: %s must be a positive int (None: from the "
                                  "environment, else the default), got %r" % (name, v))
             setattr(o, name, int(v))
+        elif name == "heap_rate":
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError("pushprof: heap_rate must be an int, got %s" % type(v).__name__)
+            if not 1 <= v <= 2**63 - 1:
+                raise ValueError("pushprof: heap_rate must be a positive int (None: from the "
+                                 "environment, else the default), got %r" % (v,))
+            o.heap_rate = int(v)
         elif name in _STR_OPTIONS:
             if isinstance(v, os.PathLike):
                 v = os.fspath(v)
@@ -175,18 +184,22 @@ def _options(kw):
 
 def start(*, hz=None, service=None, output_path=None, signal_number=None, socket_path=None,
           upload_period_s=None, exit_timeout_ms=None, handle_term_signals=None, spool_dir=None,
-          backlog=None):
+          backlog=None, profiles=None, heap_rate=None):
     """Starts profiling every thread. Each option left None comes from its
     PUSHPROF_* variable, else the default (the names and ranges are those of
     pushprof_options and the variables: hz PUSHPROF_HZ, socket_path
     PUSHPROF_SOCKET, output_path PUSHPROF_OUTPUT, ...). A wrong type raises
     TypeError, a value that cannot mean anything (0, negative, empty, NUL)
     ValueError, a value the SDK refuses Error (code EINVAL; its reason is on
-    stderr). The final profile is pushed at normal exit, or by stop()."""
+    stderr). The final profile is pushed at normal exit, or by stop().
+    profiles="cpu,heap" (PUSHPROF_PROFILES) adds heap profiling, which needs
+    libpushprof.so preloaded (LD_PRELOAD) so that it is the process's
+    malloc; heap_rate (PUSHPROF_HEAP_RATE) is the mean bytes between
+    samples."""
     kw = dict(hz=hz, service=service, output_path=output_path, signal_number=signal_number,
               socket_path=socket_path, upload_period_s=upload_period_s,
               exit_timeout_ms=exit_timeout_ms, handle_term_signals=handle_term_signals,
-              spool_dir=spool_dir, backlog=backlog)
+              spool_dir=spool_dir, backlog=backlog, profiles=profiles, heap_rate=heap_rate)
     opts = _options(kw)
     _check("pushprof_start", _lib.pushprof_start(ctypes.byref(opts)))
 

@@ -82,19 +82,59 @@ class Options(unittest.TestCase):
                         (dict(hz=1.5), TypeError), (dict(hz=0), ValueError),
                         (dict(backlog=-1), ValueError), (dict(output_path=""), ValueError),
                         (dict(output_path="a\0b"), ValueError), (dict(service=3), TypeError),
-                        (dict(handle_term_signals=1), TypeError), (dict(bogus=1), TypeError)]:
+                        (dict(handle_term_signals=1), TypeError), (dict(bogus=1), TypeError),
+                        (dict(profiles=""), ValueError), (dict(profiles=1), TypeError),
+                        (dict(heap_rate="1"), TypeError), (dict(heap_rate=0), ValueError)]:
             with self.assertRaises(exc, msg=repr(kw)):
                 pushprof.start(**kw)
         with self.assertRaises(TypeError):
             pushprof.start(100)  # keyword-only
+
+    def test_heap_profile_beside_cpu_when_preloaded(self):
+        if os.environ.get("SAN_RUNTIME"):
+            self.skipTest("a sanitizer's malloc comes first: heap profiling cannot run")
+        out = os.path.join(self.dir.name, "py-%t.pb.gz")
+        env = dict(os.environ, LD_PRELOAD=os.environ["PUSHPROF_LIBRARY"], PYTHONMALLOC="malloc")
+        prog = ("import pushprof\npushprof.start(output_path=%r, profiles='cpu,heap', "
+                "heap_rate=4096)\nkeep = [bytearray(100000) for _ in range(200)]\n"
+                "junk = [bytearray(100000) for _ in range(800)]\ndel junk\n" % out + SPIN +
+                "pushprof.stop()\n")
+        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           timeout=60, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["py-cpu.pb.gz", "py-heap.pb.gz"])
+        heap = subprocess.run(CHECK + ["--value", "alloc_space/bytes",
+                                       os.path.join(self.dir.name, "py-heap.pb.gz")],
+                              capture_output=True, text=True, check=True)
+        h = json.loads(heap.stdout)
+        self.assertEqual(h["period"], 4096)
+        # 1000 bytearrays of 100000 bytes allocated, 200 of them live at stop.
+        self.assertGreater(h["total"]["alloc_space/bytes"], 0.9 * 1000 * 100000)
+        self.assertGreater(h["total"]["inuse_space/bytes"], 0.9 * 200 * 100000)
+        self.assertLess(h["total"]["inuse_space/bytes"], 2 * 200 * 100000)
+
+    def test_heap_without_the_preload_is_refused(self):
+        r = run_child("try:\n    pushprof.start(output_path=%r, profiles='heap')\n"
+                      "except pushprof.Error as e:\n    print(e.code == pushprof.EINVAL)\n"
+                      % self.out)
+        self.assertEqual(r.stdout.strip(), "True", r.stdout + r.stderr)
+        self.assertIn("LD_PRELOAD", r.stderr)
 
     def test_values_the_sdk_refuses_raise_einval(self):
         with self.assertRaises(pushprof.Error) as cm:
             pushprof.start(hz=5000, output_path=self.out)
         self.assertEqual(cm.exception.code, pushprof.EINVAL)
         with self.assertRaises(pushprof.Error) as cm:
+            pushprof.start(profiles="cpu,gpu", output_path=self.out)
+        self.assertEqual(cm.exception.code, pushprof.EINVAL)
+        with self.assertRaises(pushprof.Error) as cm:
             pushprof.stop()
         self.assertEqual(cm.exception.code, pushprof.ENOTSTARTED)
+
+
+def ctypes_sizeof_options():
+    import ctypes
+    return ctypes.sizeof(pushprof._Options)
 
 
 class Codes(unittest.TestCase):
@@ -110,6 +150,9 @@ class Codes(unittest.TestCase):
     def test_options_layout_matches_the_header(self):
         self.assertEqual(pushprof._Options.hz.offset, 4)
         self.assertEqual(pushprof._Options.backlog.offset, 64)
+        self.assertEqual(pushprof._Options.profiles.offset, 72)
+        self.assertEqual(pushprof._Options.heap_rate.offset, 80)
+        self.assertEqual(ctypes_sizeof_options(), 88)
 
 
 if __name__ == "__main__":
