@@ -71,10 +71,10 @@ static void atfork_parent(void) {
 static void atfork_child(void) {
   /* No timer survives fork and there is no collector thread: the child is
    * not sampling until the SDK's fork handler restarts it. */
-  heap_atfork_child();
   dlphdr_atfork_child();
   threads_atfork_child();
   collector_atfork_child();
+  heap_atfork_child(); /* after the deferred slots are reset: it keeps its own */
   handler_set_running(0);
   pthread_mutex_init(&g_api_mu, NULL);
   handler_atfork_child();

@@ -73,8 +73,11 @@ void heap_set_real_free(heap_free_fn fn) {
   g_real_free = fn;
 }
 
-void heap_set_interposed(int (*is_ours)(void)) {
+static const void *g_own_code;
+
+void heap_set_interposed(int (*is_ours)(void), const void *own_code) {
   g_is_ours = is_ours;
+  g_own_code = own_code;
 }
 
 int heap_running(void) {
@@ -597,8 +600,8 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
              "allocator linked into the program ahead of it");
     return -1;
   }
-  if (!g_self_hi)
-    dl_iterate_phdr(find_self, (void *)(uintptr_t)heap_start);
+  if (!g_self_hi && g_own_code)
+    dl_iterate_phdr(find_self, (void *)(uintptr_t)g_own_code);
   pthread_mutex_lock(&g_mu);
   if (!g_filter_mem)
     g_filter_mem = calloc((size_t)1 << HEAP_FILTER_BITS, sizeof *g_filter_mem);
@@ -861,7 +864,8 @@ void heap_atfork_parent(void) {
 
 void heap_atfork_child(void) {
   /* The live blocks are the child's too; its allocations start now. Stack
-   * copies waiting in deferred slots are gone with the parent's slots. */
+   * copies waiting in deferred slots stay (the slots were copied with the
+   * memory) and are walked by the child. */
   pthread_mutex_init(&g_mu, NULL);
   pthread_mutex_init(&g_cut_mu, NULL);
   for (size_t i = 0; i < g_nst; i++) {
@@ -869,13 +873,9 @@ void heap_atfork_child(void) {
     if (!s->used)
       continue;
     s->alloc_obj = s->alloc_bytes = 0;
-    if (s->defer >= 0) {
-      s->defer = -1;
-      s->pcs = NULL;
-      s->depth = 0;
-    }
+    if (s->defer >= 0)
+      defer_keep_after_fork(s->defer);
   }
-  g_npending = 0;
   g_win_start_ns = now_ns(CLOCK_REALTIME);
   heap_self.busy = 0;
   heap_self.nparked = 0;

@@ -113,8 +113,10 @@ int heap_start(int64_t rate, char *err, size_t errlen);
 /* Stops: nothing is sampled after it and the live table is emptied. */
 void heap_stop(void);
 int heap_running(void);
-/* 1 if the interposers are in place (heap_interpose.c calls it). */
-void heap_set_interposed(int (*is_ours)(void));
+/* The interposers (heap_interpose.c) hand over is_ours (1 if the process's
+ * malloc is theirs) and an address in their object, whose frames are cut
+ * from the top of every stack (own_code NULL: none are). */
+void heap_set_interposed(int (*is_ours)(void), const void *own_code);
 
 /* Cuts a window: an uncompressed pprof in Go's heap layout
  * (alloc_objects/count, alloc_space/bytes, inuse_objects/count,

@@ -249,5 +249,5 @@ static int is_ours(void) {
 
 __attribute__((constructor(101))) static void heap_interpose_init(void) {
   (void)ready();
-  heap_set_interposed(is_ours);
+  heap_set_interposed(is_ours, (const void *)(uintptr_t)heap_interpose_init);
 }

@@ -81,3 +81,8 @@ unsigned defer_busy(void) {
 void defer_atfork_child(void) {
   atomic_store(&g_busy, 0);
 }
+
+void defer_keep_after_fork(int slot) {
+  if (slot >= 0 && slot < DEFER_SLOTS)
+    atomic_fetch_or(&g_busy, 1u << slot);
+}

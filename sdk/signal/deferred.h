@@ -35,4 +35,7 @@ unsigned defer_busy(void);
 
 /* fork child: the threads that held slots are gone. */
 void defer_atfork_child(void);
+/* fork child, after defer_atfork_child: slot still holds a copy its owner
+ * (the heap profiler) will have walked. */
+void defer_keep_after_fork(int slot);
 #endif

@@ -1,0 +1,377 @@
+/* The heap profiler (sdk/heap/heap.c) driven directly, as the interposers
+ * drive it: each allocation here is followed by heap_after_alloc and each
+ * free preceded by heap_before_free. The profiles are read back with
+ * protobuf-c (an independent parser). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "pp_parse_ref.h"
+#include "pp_test.h"
+#include "pushprof.h"
+#include "sampler.h"
+
+typedef Perftools__Profiles__Profile Profile;
+
+static int always_ours(void) {
+  return 1;
+}
+
+static _Atomic int g_real_frees;
+static void counting_free(void *p) {
+  atomic_fetch_add(&g_real_frees, 1);
+  free(p);
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n);
+  heap_after_alloc(p, n);
+  return p;
+}
+
+static void xfree(void *p) {
+  if (!heap_before_free(p))
+    free(p);
+}
+
+/* Two allocation sites the profile must tell apart. */
+void *heap_site_a(size_t n);
+void *heap_site_b(size_t n);
+
+__attribute__((noinline)) void *heap_site_a(size_t n) {
+  void *p = xmalloc(n);
+  __asm__ volatile("" ::: "memory"); /* not a tail call: this frame is in the stack */
+  return p;
+}
+
+__attribute__((noinline)) void *heap_site_b(size_t n) {
+  void *p = xmalloc(n);
+  __asm__ volatile("" ::: "memory");
+  return p;
+}
+
+static Profile *cut(void) {
+  uint8_t *raw = NULL;
+  size_t len = 0;
+  int64_t t0, t1;
+  int rc = heap_cut(&raw, &len, &t0, &t1);
+  PP_CHECK_INT(rc, ==, 0);
+  if (rc != 0)
+    return NULL;
+  Profile *p = pp_ref_parse(raw, len, 64u << 20, NULL, 0);
+  free(raw);
+  PP_CHECK(p != NULL);
+  return p;
+}
+
+static const char *str(const Profile *p, int64_t i) {
+  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
+}
+
+/* Sum of value column v over samples whose stack holds a function named fn
+ * (NULL: all samples). */
+static int64_t sum(const Profile *p, size_t v, const char *fn) {
+  int64_t s = 0;
+  for (size_t i = 0; i < p->n_sample; i++) {
+    const Perftools__Profiles__Sample *sm = p->sample[i];
+    int hit = fn == NULL;
+    for (size_t k = 0; !hit && k < sm->n_location_id; k++)
+      for (size_t l = 0; l < p->n_location; l++)
+        if (p->location[l]->id == sm->location_id[k])
+          for (size_t q = 0; q < p->location[l]->n_line; q++)
+            for (size_t f = 0; f < p->n_function; f++)
+              if (p->function[f]->id == p->location[l]->line[q]->function_id &&
+                  strcmp(str(p, p->function[f]->name), fn) == 0)
+                hit = 1;
+    if (hit && v < sm->n_value)
+      s += sm->value[v];
+  }
+  return s;
+}
+
+enum { ALLOC_OBJ, ALLOC_SPACE, INUSE_OBJ, INUSE_SPACE };
+
+static void start(int64_t rate) {
+  char err[256] = "";
+  int rc = heap_start(rate, err, sizeof err);
+  PP_CHECK_INT(rc, ==, 0);
+  if (rc)
+    fprintf(stderr, "heap_start: %s\n", err);
+  heap_self.rng = 0; /* a fresh interval at this rate, as a new thread gets */
+  heap_self.left = 0;
+}
+
+static void test_layout_and_exact_counts_at_rate_one(void) {
+  start(1); /* every allocation of 40 bytes or more is sampled, weight 1 */
+  void *b[500];
+  for (int i = 0; i < 1000; i++)
+    xfree(heap_site_a(64));
+  for (int i = 0; i < 500; i++)
+    b[i] = heap_site_b(128);
+  Profile *p = cut();
+  if (!p)
+    return;
+  PP_CHECK_INT(p->n_sample_type, ==, 4);
+  const char *want[4][2] = {{"alloc_objects", "count"},
+                            {"alloc_space", "bytes"},
+                            {"inuse_objects", "count"},
+                            {"inuse_space", "bytes"}};
+  for (size_t i = 0; i < 4 && i < p->n_sample_type; i++) {
+    PP_CHECK_STR(str(p, p->sample_type[i]->type), want[i][0]);
+    PP_CHECK_STR(str(p, p->sample_type[i]->unit), want[i][1]);
+  }
+  PP_CHECK_STR(str(p, p->period_type->type), "space");
+  PP_CHECK_STR(str(p, p->period_type->unit), "bytes");
+  PP_CHECK_INT(p->period, ==, 1);
+  PP_CHECK_STR(str(p, p->default_sample_type), "inuse_space");
+  PP_CHECK_INT(sum(p, ALLOC_OBJ, "heap_site_a"), ==, 1000);
+  PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), ==, 64000);
+  PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_a"), ==, 0);
+  PP_CHECK_INT(sum(p, ALLOC_OBJ, "heap_site_b"), ==, 500);
+  PP_CHECK_INT(sum(p, INUSE_OBJ, "heap_site_b"), ==, 500);
+  PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_b"), ==, 64000);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+
+  /* The live heap is a gauge: a cut with no new allocation still shows it;
+   * the allocations were this window's only. */
+  p = cut();
+  if (p) {
+    PP_CHECK_INT(sum(p, ALLOC_OBJ, NULL), ==, 0);
+    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_b"), ==, 64000);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  PP_CHECK_INT(heap_window_empty(), ==, 0);
+  for (int i = 0; i < 500; i++)
+    xfree(b[i]);
+  p = cut();
+  if (p) {
+    PP_CHECK_INT(sum(p, INUSE_OBJ, NULL), ==, 0);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  PP_CHECK_INT(heap_window_empty(), ==, 1);
+  heap_stop();
+}
+
+static void test_one_sample_is_weighted_by_its_probability(void) {
+  start(1024);
+  heap_self.rng = 12345;
+  heap_self.left = 1; /* the next allocation crosses the interval */
+  void *p1 = heap_site_a(2048);
+  Profile *p = cut();
+  if (p) {
+    /* p = 1 - exp(-2048/1024) = 0.864665: 1/p objects, 2048/p bytes. */
+    PP_CHECK_INT(sum(p, ALLOC_OBJ, "heap_site_a"), ==, 1);
+    PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), >=, 2368);
+    PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), <=, 2369);
+    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_a"), ==, sum(p, ALLOC_SPACE, "heap_site_a"));
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  xfree(p1);
+  heap_stop();
+}
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+static void test_estimates_are_unbiased(void) {
+  start(4096);
+  uint64_t seed = 42, truth_a = 0, truth_b = 0, n_a = 0;
+  for (int i = 0; i < 300000; i++) {
+    size_t n = 16 + lcg(&seed) % 1009;
+    if (i % 4 == 0) {
+      xfree(heap_site_b(n));
+      truth_b += n;
+    } else {
+      xfree(heap_site_a(n));
+      truth_a += n;
+      n_a++;
+    }
+  }
+  Profile *p = cut();
+  if (p) {
+    double ea = (double)sum(p, ALLOC_SPACE, "heap_site_a"),
+           eb = (double)sum(p, ALLOC_SPACE, "heap_site_b");
+    double oa = (double)sum(p, ALLOC_OBJ, "heap_site_a");
+    fprintf(stderr, "  bytes a %.0f of %llu, b %.0f of %llu; objects a %.0f of %llu\n", ea,
+            (unsigned long long)truth_a, eb, (unsigned long long)truth_b, oa,
+            (unsigned long long)n_a);
+    /* About 40,000 samples: a 5% band is many standard deviations. */
+    PP_CHECK(ea > 0.95 * (double)truth_a && ea < 1.05 * (double)truth_a);
+    PP_CHECK(eb > 0.95 * (double)truth_b && eb < 1.05 * (double)truth_b);
+    PP_CHECK(oa > 0.95 * (double)n_a && oa < 1.05 * (double)n_a);
+    PP_CHECK_INT(sum(p, INUSE_SPACE, NULL), ==, 0);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  heap_stop();
+}
+
+static void *blocks[2000];
+static void *alloc_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 2000; i++)
+    blocks[i] = heap_site_a(100);
+  return NULL;
+}
+static void *free_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 2000; i++)
+    xfree(blocks[i]);
+  return NULL;
+}
+
+static void test_frees_from_other_threads_and_exited_threads(void) {
+  start(1);
+  pthread_t t;
+  pthread_create(&t, NULL, alloc_thread, NULL);
+  pthread_join(t, NULL); /* the allocating thread is gone; its blocks live */
+  Profile *p = cut();
+  if (p) {
+    PP_CHECK_INT(sum(p, INUSE_OBJ, "heap_site_a"), ==, 2000);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  pthread_create(&t, NULL, free_thread, NULL);
+  pthread_join(t, NULL);
+  p = cut();
+  if (p) {
+    PP_CHECK_INT(sum(p, INUSE_OBJ, NULL), ==, 0);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  heap_stats st;
+  heap_get_stats(&st);
+  PP_CHECK_INT(st.live, ==, 0);
+  heap_stop();
+}
+
+static void test_realloc_is_a_free_and_an_allocation(void) {
+  start(1);
+  void *a = heap_site_a(100);
+  PP_CHECK_INT(heap_realloc_take(a), ==, 1);
+  void *b = realloc(a, 5000);
+  heap_after_alloc(b, 5000);
+  /* A failed realloc leaves the block live: its entry goes back. */
+  void *c = heap_site_b(300);
+  PP_CHECK_INT(heap_realloc_take(c), ==, 1);
+  heap_realloc_failed(c);
+  Profile *p = cut();
+  if (p) {
+    PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), ==, 100);
+    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_a"), ==, 0);
+    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_b"), ==, 300);
+    PP_CHECK_INT(sum(p, INUSE_SPACE, NULL), ==, 5300);
+    PP_CHECK_INT(sum(p, ALLOC_SPACE, NULL), ==, 5400);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  xfree(b);
+  xfree(c);
+  heap_stop();
+}
+
+static void test_frees_while_busy_are_parked_then_done(void) {
+  start(1);
+  void *a = heap_site_a(64), *b = heap_site_b(64);
+  heap_stats before, after;
+  heap_get_stats(&before);
+  int frees0 = atomic_load(&g_real_frees);
+  heap_self.busy = 1; /* as if a signal handler of the host ran inside the profiler */
+  void *c = xmalloc(64);
+  PP_CHECK_INT(heap_before_free(a), ==, 1); /* parked: not freed yet */
+  heap_self.busy = 0;
+  heap_get_stats(&after);
+  PP_CHECK_INT(after.skipped_busy, ==, before.skipped_busy + 1);
+  PP_CHECK_INT(after.parked, ==, before.parked + 1);
+  PP_CHECK_INT(after.live, ==, 2);
+  PP_CHECK_INT(atomic_load(&g_real_frees), ==, frees0);
+  xfree(b); /* leaving the profiler does the parked free first */
+  heap_get_stats(&after);
+  PP_CHECK_INT(after.live, ==, 0);
+  PP_CHECK_INT(atomic_load(&g_real_frees), ==, frees0 + 1);
+  free(c);
+  heap_stop();
+}
+
+static void test_unsampled_and_older_blocks_free_cheaply(void) {
+  void *old = malloc(64); /* before profiling started */
+  start(1 << 30);
+  heap_stats before, after;
+  heap_get_stats(&before);
+  for (int i = 0; i < 10000; i++)
+    xfree(xmalloc(64));
+  PP_CHECK_INT(heap_before_free(old), ==, 0);
+  free(old);
+  PP_CHECK_INT(heap_before_free(NULL), ==, 0);
+  heap_get_stats(&after);
+  PP_CHECK_INT(after.live, ==, 0);
+  PP_CHECK_INT(after.frees_sampled, ==, before.frees_sampled);
+  heap_stop();
+}
+
+static void test_fork_child_keeps_the_live_heap(void) {
+  start(1);
+  void *keep[100];
+  for (int i = 0; i < 100; i++)
+    keep[i] = heap_site_b(1000);
+  for (int i = 0; i < 50; i++)
+    xfree(heap_site_a(10));
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* The child's first window: no allocation yet, the inherited live heap;
+     * a free of an inherited block is seen. */
+    xfree(keep[0]);
+    Profile *p = cut();
+    int ok = p && sum(p, ALLOC_OBJ, NULL) == 0 && sum(p, INUSE_OBJ, "heap_site_b") == 99 &&
+             sum(p, INUSE_SPACE, "heap_site_b") == 99000;
+    if (!ok && p)
+      fprintf(stderr, "  child: alloc %lld, in use %lld objects %lld bytes\n",
+              (long long)sum(p, ALLOC_OBJ, NULL), (long long)sum(p, INUSE_OBJ, "heap_site_b"),
+              (long long)sum(p, INUSE_SPACE, "heap_site_b"));
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  PP_CHECK_INT(waitpid(pid, &status, 0), ==, pid);
+  PP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  Profile *p = cut();
+  if (p) {
+    PP_CHECK_INT(sum(p, INUSE_OBJ, "heap_site_b"), ==, 100);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  for (int i = 0; i < 100; i++)
+    xfree(keep[i]);
+  heap_stop();
+}
+
+static void test_bad_rates_and_foreign_malloc_are_refused(void) {
+  char err[256];
+  PP_CHECK_INT(heap_start(0, err, sizeof err), ==, -1);
+  PP_CHECK_INT(heap_start(HEAP_RATE_MAX + 1, err, sizeof err), ==, -1);
+  heap_set_interposed(NULL, NULL);
+  PP_CHECK_INT(heap_start(1024, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "LD_PRELOAD") != NULL);
+  PP_CHECK_INT(heap_running(), ==, 0);
+  heap_set_interposed(always_ours, NULL);
+}
+
+int main(void) {
+  heap_set_interposed(always_ours, NULL);
+  heap_set_real_free(counting_free);
+  char err[256];
+  sampler_config sc = {.hz = 100, .signo = SIGPROF, .no_cpu = 1};
+  if (sampler_start(&sc, err, sizeof err) != 0) { /* the collector walks stack copies */
+    fprintf(stderr, "sampler_start: %s\n", err);
+    return 1;
+  }
+  PP_RUN(test_layout_and_exact_counts_at_rate_one);
+  PP_RUN(test_one_sample_is_weighted_by_its_probability);
+  PP_RUN(test_estimates_are_unbiased);
+  PP_RUN(test_frees_from_other_threads_and_exited_threads);
+  PP_RUN(test_realloc_is_a_free_and_an_allocation);
+  PP_RUN(test_frees_while_busy_are_parked_then_done);
+  PP_RUN(test_unsampled_and_older_blocks_free_cheaply);
+  PP_RUN(test_fork_child_keeps_the_live_heap);
+  PP_RUN(test_bad_rates_and_foreign_malloc_are_refused);
+  sampler_stop();
+  PP_DONE();
+}
