@@ -1,18 +1,21 @@
 /* The batcher. Pushes are merged into their group's pp_builder as they
  * arrive (batcher_add, on the caller's thread), so memory holds one merged
  * profile per group rather than every push; the group remembers only the
- * spool ids it owes. The batcher thread seals a group when its window ends
- * (or it grows too big), packs + gzips + hashes it once, writes it into its
- * manifest and drops it from memory, and offers it to the exporter (reading
- * the bytes back from the manifest for each attempt) until it is accepted,
- * refused for good, or too old.
+ * spool ids it owes (gauge columns, a heap profile's inuse_*, count only in
+ * each process's latest push: the group keeps that aside and adds it when it
+ * is packed, batcher_gauge.h). The batcher thread seals a group when its
+ * window ends (or it grows too big), packs + gzips + hashes it once, writes
+ * it into its manifest and drops it from memory, and offers it to the
+ * exporter (reading the bytes back from the manifest for each attempt)
+ * until it is accepted, refused for good, or too old.
  *
  * Memory is bounded by --max-memory, not by the backlog: a pending batch
  * costs memory only for its index entry (struct group, its member ids);
- * the builders of open groups are accounted (pp_builder_mem) and kept under
- * a twelfth of the budget by sealing the largest open group early, and the
- * adding threads pack sealed groups themselves (help_pack_locked) so packing
- * keeps up with ingest; past a sixth (builders not yet packed plus payloads
+ * the builders of open groups and the gauges they keep aside are accounted
+ * (pp_builder_mem, pp_pprof_mem) and kept under a twelfth of the budget by
+ * sealing the largest open group early, and the adding threads pack sealed
+ * groups themselves (help_pack_locked) so packing keeps up with ingest;
+ * past a sixth (builders not yet packed plus payloads
  * that could not go to a manifest) adds wait and batcher_wait_room says no,
  * so the listener tells new pushes to retry. The listener's frames have
  * their own quarter; the rest is the process itself (threads, libraries,
@@ -366,6 +369,20 @@ static void wait_for_room_locked(batcher *b) {
   }
 }
 
+/* Merges prof into g: whole, or without its gauge columns, which count
+ * only in its process's latest push (batcher_gauge.h); the caller offers
+ * the push as that once this succeeded. 0, or -1 with why. Lock held. */
+static int merge_push(group *g, const Perftools__Profiles__Profile *prof, char *why,
+                      size_t whylen) {
+  if (!g->cols.ngauge)
+    return pp_merge_add(g->pb, prof, why, whylen);
+  if (batcher_gauge_reserve(&g->gauges) != 0) {
+    snprintf(why, whylen, "out of memory keeping a process's latest gauge values");
+    return -1;
+  }
+  return pp_merge_add_columns(g->pb, prof, g->cols.counter, why, whylen);
+}
+
 void batcher_add(batcher *b, const char *id, pp_push *push) {
   Pushprof__V1__PushRequest *req = push ? push->req : NULL;
   const Perftools__Profiles__Profile *prof =
@@ -438,6 +455,11 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
         b->spare_pb_mem = 0;
       }
       g = k ? batcher_group_new(k, keylen, req, spare, true) : NULL;
+      if (g && batcher_gauge_cols(&g->cols, prof) != 0) {
+        batcher_group_free(g);
+        g = NULL;
+        k = NULL; /* the group owned it */
+      }
       if (!g) {
         free(k);
         pthread_mutex_unlock(&b->mu);
@@ -448,7 +470,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
       b->groups = g;
       kick = true;
     }
-    if (pp_merge_add(g->pb, prof, why, sizeof why) == 0)
+    if (merge_push(g, prof, why, sizeof why) == 0)
       break;
     if (g->nids == 0) { /* cannot merge even into an empty group */
       batcher_group_unlink(b, g);
@@ -473,6 +495,8 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     snprintf(reason, sizeof reason, "cannot merge pprof: %s", why);
     goto fail_push;
   }
+  if (g->cols.ngauge)
+    batcher_gauge_offer(&g->gauges, push); /* may take its profile */
   if (batcher_group_add_id(g, id, &pid) != 0) {
     /* The profile is merged but we cannot remember its file: it would be
      * exported twice at worst (after a restart), never lost. */
@@ -544,7 +568,16 @@ static int group_pack(batcher *b, group *g) {
   b->pack_buf = b->gz_spare = NULL;
   b->pack_cap = b->gz_spare_cap = 0;
   pthread_mutex_unlock(&b->mu);
-  int rc = pp_builder_pack_reuse(g->pb, &raw, &cap, &rawlen);
+  char why[256];
+  int rc = 0;
+  if (g->gauges.n && batcher_gauge_merge(&g->gauges, g->pb, &g->cols, why, sizeof why) != 0) {
+    char q[300];
+    log_event(LOG_ERROR, "cannot add the processes' latest gauge values to a batch", "reason=%s",
+              log_quote(why, q, sizeof q));
+    rc = -1;
+  }
+  if (rc == 0)
+    rc = pp_builder_pack_reuse(g->pb, &raw, &cap, &rawlen);
   if (rc == 0)
     rc = pp_gzip_fast_into(raw, rawlen, &gz, &gzcap, &g->gzlen);
   g->gz = gz;
@@ -626,6 +659,7 @@ static void prepare_group(batcher *b, group *g) {
     /* Out of memory packing: keep the builder and try again later. */
     log_event(LOG_ERROR, "cannot encode a merged profile (out of memory?); will retry",
               "pushes=%zu", g->nids);
+    batcher_account_builder(b, g); /* the gauges it added are the builder's now */
     for (size_t t = 0; t < b->nex; t++)
       g->ts[t].next_attempt_mono = mono_ns() + b->backoff_base_ms * NS_PER_MS;
     return;

@@ -92,6 +92,8 @@ void batcher_group_free(group *g) {
   free(g->label_store);
   free(g->labels);
   pp_builder_free(g->pb);
+  batcher_gauge_free(&g->gauges);
+  batcher_gauge_cols_free(&g->cols);
   free(g->ids);
   free(g->pids);
   free(g->node);
@@ -132,7 +134,7 @@ void batcher_group_release(batcher *b, group *g) {
 
 /* Re-accounts g's builder after a merge. Lock held. */
 void batcher_account_builder(batcher *b, group *g) {
-  size_t now = pp_builder_mem_content(g->pb);
+  size_t now = (g->pb ? pp_builder_mem_content(g->pb) : 0) + g->gauges.mem;
   b->mem_merge = b->mem_merge - g->pbmem + now;
   g->pbmem = now;
 }

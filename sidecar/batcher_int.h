@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batcher_gauge.h"
 #include "dedup.h"
 #include "log.h"
 #include "manifest.h"
@@ -51,8 +52,15 @@ typedef struct group {
   Pushprof__V1__Label **labels;
   size_t nlabels;
   pp_builder *pb; /* NULL once packed */
-  size_t pbmem;   /* pp_builder_mem_content(pb) as last accounted in b->mem_merge */
-  bool prepared;  /* packed, hashed, manifest written (then gz is NULL) */
+  /* Gauge columns (batcher_gauge.h): each process's latest push, added to
+   * pb when the group is packed. cols.ngauge 0: none, every push merges
+   * whole. */
+  gauge_cols cols;
+  gauge_latest gauges;
+  /* pp_builder_mem_content(pb) plus gauges.mem, as last accounted in
+   * b->mem_merge */
+  size_t pbmem;
+  bool prepared; /* packed, hashed, manifest written (then gz is NULL) */
   char (*ids)[SPOOL_ID_MAX];
   dedup_id *pids; /* each member's identity, parallel to ids */
   size_t nids, capids;
@@ -107,7 +115,7 @@ struct batcher {
   uint64_t rng;
   /* Memory (see the top of this file), lock held. */
   uint64_t merge_soft, merge_hard; /* seal early beyond; no room beyond */
-  uint64_t mem_merge;              /* sum of pbmem */
+  uint64_t mem_merge;              /* sum of pbmem (builders and kept gauges) */
   uint64_t mem_payload;            /* gz bytes held in memory */
   /* The encoder's buffer, kept from one batch to the next while batches
    * come (its pages stay mapped), freed when nothing is merged; counted in

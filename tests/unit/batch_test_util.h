@@ -43,6 +43,94 @@ static inline uint8_t *btu_pprof(int64_t value, const char *leaf, size_t *len) {
   return out;
 }
 
+/* An uncompressed heap pprof in Go's layout (alloc_objects/count,
+ * alloc_space/bytes, inuse_objects/count, inuse_space/bytes; period
+ * space/bytes 524288, default inuse_space) with two stacks, main->grow and
+ * main->old, holding the values va and vb (one per sample type). */
+static inline uint8_t *btu_heap_pprof(const int64_t va[4], const int64_t vb[4], size_t *len) {
+  pp_builder *b = pp_builder_new();
+  uint8_t *out = NULL;
+  if (!b)
+    return NULL;
+  pp_builder_add_sample_type(b, "alloc_objects", "count");
+  pp_builder_add_sample_type(b, "alloc_space", "bytes");
+  pp_builder_add_sample_type(b, "inuse_objects", "count");
+  pp_builder_add_sample_type(b, "inuse_space", "bytes");
+  pp_builder_set_period(b, "space", "bytes", 524288);
+  pp_builder_set_default_sample_type(b, "inuse_space");
+  pp_builder_set_time(b, 1795341600LL * 1000000000LL, 1000000000LL);
+  uint64_t m = pp_builder_mapping(b, 0x400000, 0x500000, 0, "/bin/app", "abcd", true);
+  uint64_t fmain = pp_builder_function(b, "main", "main", "main.c", 1);
+  uint64_t fgrow = pp_builder_function(b, "grow", "grow", "grow.c", 10);
+  uint64_t fold = pp_builder_function(b, "old", "old", "old.c", 20);
+  int64_t line = 3;
+  uint64_t lmain = pp_builder_location(b, m, 0x401000, &fmain, &line, 1);
+  uint64_t lgrow = pp_builder_location(b, m, 0x402000, &fgrow, &line, 1);
+  uint64_t lold = pp_builder_location(b, m, 0x403000, &fold, &line, 1);
+  uint64_t stack_a[2] = {lgrow, lmain}, stack_b[2] = {lold, lmain};
+  if (pp_builder_sample(b, stack_a, 2, va, 4, NULL, 0) != 0 ||
+      pp_builder_sample(b, stack_b, 2, vb, 4, NULL, 0) != 0 || pp_builder_pack(b, &out, len) != 0)
+    out = NULL;
+  pp_builder_free(b);
+  return out;
+}
+
+/* Who pushes: the process identity and the push's place among its pushes. */
+typedef struct btu_who {
+  uint32_t pid;
+  const char *host;
+  int64_t process_start_ns;
+  uint64_t seq;
+  int64_t end_ns; /* the window ends here; it started a second before */
+} btu_who;
+
+/* A push frame of pprof for service from w, with the labels of
+ * btu_frame_raw. */
+static inline uint8_t *btu_frame_who(const char *service, const uint8_t *pprof, size_t plen,
+                                     const btu_who *w, size_t *len) {
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  Pushprof__V1__Label l1 = PUSHPROF__V1__LABEL__INIT, l2 = PUSHPROF__V1__LABEL__INIT;
+  Pushprof__V1__Label *labels[2] = {&l1, &l2};
+  l1.key = "env";
+  l1.value = "prod";
+  l2.key = "region";
+  l2.value = "eu";
+  req.service = (char *)service;
+  req.labels = labels;
+  req.n_labels = 2;
+  req.pid = w->pid;
+  req.hostname = (char *)w->host;
+  req.process_start_time_nanos = w->process_start_ns;
+  req.sequence = w->seq;
+  req.end_time_nanos = w->end_ns;
+  req.start_time_nanos = w->end_ns - 1000000000LL;
+  req.pprof.data = (uint8_t *)pprof;
+  req.pprof.len = plen;
+  size_t n = pushprof__v1__push_request__get_packed_size(&req);
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
+  if (!f)
+    return NULL;
+  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
+  pushprof__v1__push_request__pack(&req, f + PP_FRAME_HEADER_SIZE);
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
+}
+
+/* A heap push frame from w whose stack main->grow holds alloc bytes (and
+ * alloc/512 objects) and inuse bytes (inuse/512 objects), and whose stack
+ * main->old holds 1 object of 4096 bytes live, allocated before. */
+static inline uint8_t *btu_heap_frame(const char *service, int64_t alloc, int64_t inuse,
+                                      const btu_who *w, size_t *len) {
+  const int64_t va[4] = {alloc / 512, alloc, inuse / 512, inuse}, vb[4] = {0, 0, 1, 4096};
+  size_t plen;
+  uint8_t *p = btu_heap_pprof(va, vb, &plen);
+  if (!p)
+    return NULL;
+  uint8_t *f = btu_frame_who(service, p, plen, w, len);
+  free(p);
+  return f;
+}
+
 /* A complete push frame (header + PushRequest) for service. */
 static inline uint8_t *btu_frame_raw(const char *service, const uint8_t *pprof, size_t plen,
                                      size_t *len) {
@@ -117,6 +205,27 @@ static inline int btu_write_file(const char *path, const void *data, size_t len)
     return -1;
   size_t w = fwrite(data, 1, len, f);
   return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+/* Sum of value vi over the samples whose leaf function is named leaf; -1
+ * when no sample has that leaf. */
+static inline int64_t btu_leaf_value(const Perftools__Profiles__Profile *p, const char *leaf,
+                                     size_t vi) {
+  int64_t sum = -1;
+  for (size_t i = 0; i < p->n_sample; i++) {
+    const Perftools__Profiles__Sample *s = p->sample[i];
+    if (!s->n_location_id || vi >= s->n_value)
+      continue;
+    const char *name = NULL;
+    for (size_t l = 0; l < p->n_location && !name; l++)
+      if (p->location[l]->id == s->location_id[0] && p->location[l]->n_line)
+        for (size_t f = 0; f < p->n_function && !name; f++)
+          if (p->function[f]->id == p->location[l]->line[0]->function_id)
+            name = p->string_table[p->function[f]->name];
+    if (name && strcmp(name, leaf) == 0)
+      sum = (sum < 0 ? 0 : sum) + s->value[vi];
+  }
+  return sum;
 }
 
 /* Sum of the first value of every sample. */

@@ -12,6 +12,8 @@
 #include "exporter_backends.h"
 #include "manifest.h"
 #include "metrics.h"
+#include "pp_gzip.h"
+#include "pp_merge.h"
 #include "pp_push.h"
 #include "pp_test.h"
 #include "spool.h"
@@ -1142,6 +1144,207 @@ static void test_first_attempts_use_the_payload_in_memory(void) {
   teardown(s);
 }
 
+/* ---- heap profiles: gauges per process ---- */
+
+#define SEC 1000000000LL
+#define T0 (1795341600LL * SEC)
+
+/* A heap push from w (btu_heap_frame: main->grow holds alloc and inuse
+ * bytes, main->old 4096 bytes live) made durable and added. Its frame is
+ * copied to frame_out (malloc'ed) when given. */
+static void heap_push_to(batcher *b, spool *s, int64_t alloc, int64_t inuse, const btu_who *w,
+                         uint8_t **frame_out, size_t *len_out) {
+  size_t len = 0;
+  char id[SPOOL_ID_MAX], why[256];
+  int code;
+  uint8_t *f = btu_heap_frame("api", alloc, inuse, w, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(spool_put(s, f, len, id), ==, SPOOL_OK);
+  pp_push *p = pp_push_decode(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (p && b)
+    batcher_add(b, id, p);
+  else
+    pp_push_free(p);
+  if (frame_out) {
+    *frame_out = f;
+    *len_out = len;
+  } else {
+    free(f);
+  }
+}
+
+/* Process A pushes six times (seq 1..6, inuse 1000 * seq, 1024 bytes
+ * allocated each time) and process B twice (inuse 700 then 500); A's push
+ * 3 arrives a second time (a retry whose ack was lost). With b NULL the
+ * pushes only go to the spool. A's sixth frame goes to a6 when given. */
+static void heap_pushes(batcher *b, spool *s, uint8_t **a6, size_t *a6len) {
+  btu_who a = {.pid = 100, .host = "node-a", .process_start_ns = T0 - 3600 * SEC};
+  btu_who bw = {.pid = 200, .host = "node-a", .process_start_ns = T0 - 60 * SEC};
+  for (int k = 1; k <= 6; k++) {
+    a.seq = (uint64_t)k;
+    a.end_ns = T0 + k * SEC;
+    heap_push_to(b, s, 1024, 1000 * k, &a, k == 6 ? a6 : NULL, a6len);
+    if (k == 3)
+      heap_push_to(b, s, 1024, 1000 * k, &a, NULL, NULL);
+    if (k == 2 || k == 5) {
+      bw.seq++;
+      bw.end_ns = T0 + k * SEC;
+      heap_push_to(b, s, 1024, k == 2 ? 700 : 500, &bw, NULL, NULL);
+    }
+  }
+}
+
+/* What heap_pushes must export as one batch: alloc_* adds over the eight
+ * distinct pushes, inuse_* is A's latest plus B's latest. */
+static void check_heap_batch(const fake *f, int i) {
+  char why[256] = "";
+  Perftools__Profiles__Profile *p = pp_ref_parse(f->data[i], f->len[i], 1 << 24, why, sizeof why);
+  PP_CHECK(p != NULL);
+  if (!p) {
+    fprintf(stderr, "parse: %s\n", why);
+    return;
+  }
+  PP_CHECK_INT(p->n_sample_type, ==, 4);
+  if (p->n_sample_type == 4) {
+    PP_CHECK_STR(p->string_table[p->sample_type[0]->type], "alloc_objects");
+    PP_CHECK_STR(p->string_table[p->sample_type[3]->type], "inuse_space");
+    PP_CHECK_STR(p->string_table[p->sample_type[3]->unit], "bytes");
+  }
+  PP_CHECK(p->period_type != NULL);
+  if (p->period_type)
+    PP_CHECK_STR(p->string_table[p->period_type->type], "space");
+  PP_CHECK_INT(p->period, ==, 524288);
+  PP_CHECK_STR(p->string_table[p->default_sample_type], "inuse_space");
+  PP_CHECK_INT(btu_leaf_value(p, "grow", 0), ==, 8 * 2);    /* alloc_objects */
+  PP_CHECK_INT(btu_leaf_value(p, "grow", 1), ==, 8 * 1024); /* alloc_space */
+  PP_CHECK_INT(btu_leaf_value(p, "grow", 2), ==, 6000 / 512 + 500 / 512);
+  PP_CHECK_INT(btu_leaf_value(p, "grow", 3), ==, 6000 + 500); /* not 21000 + 1200 */
+  PP_CHECK_INT(btu_leaf_value(p, "old", 1), ==, 0);
+  PP_CHECK_INT(btu_leaf_value(p, "old", 2), ==, 2);        /* one object per process */
+  PP_CHECK_INT(btu_leaf_value(p, "old", 3), ==, 2 * 4096); /* not eight times */
+  PP_CHECK_INT(p->n_sample, ==, 2);                        /* one per stack */
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* A batch of heap pushes shows each process's heap once: its latest push's
+ * inuse_* (a gauge), summed over processes, while alloc_* adds up over
+ * every push; a second copy of a push counts in neither. */
+static void test_heap_batch_counts_each_process_latest_heap_once(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  uint64_t d0 = mtu_value("pushprof_pushes_deduplicated_total");
+  heap_pushes(b, s, NULL, NULL);
+  PP_CHECK_INT(mtu_value("pushprof_pushes_deduplicated_total"), ==, d0 + 1);
+  /* the two kept profiles count in the memory the batches hold */
+  PP_CHECK(mtu_value("pushprof_memory_batches_bytes") > 0);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  if (f.nobj == 1)
+    check_heap_batch(&f, 0);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f);
+  teardown(s);
+}
+
+/* The sidecar dies with the batch open: the next start rebuilds it from the
+ * spool (the scan, as main does it) and exports what it would have, even
+ * with a drop-in copy of A's last push beside the original. */
+static void test_heap_batch_rebuilt_after_a_restart_is_the_same(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f1;
+  fake_init(&f1, s);
+  batcher *b = batcher_new(&cfg60, &f1.base, s);
+  uint8_t *a6 = NULL;
+  size_t a6len = 0;
+  heap_pushes(b, s, &a6, &a6len);
+  batcher_free(b); /* never started, never shut down: as if killed */
+  PP_CHECK_INT(f1.calls, ==, 0);
+  PP_CHECK_INT(spool_files(s), ==, 8);
+  /* An SDK's drop-in is named for the time it was written (the batch's
+   * age starts there). */
+  char dropin[256];
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  snprintf(dropin, sizeof dropin, "%s/%020lld-4242-1.push", dir,
+           (long long)now.tv_sec * SEC + now.tv_nsec);
+  PP_CHECK_INT(btu_write_file(dropin, a6, a6len), ==, 0);
+  free(a6);
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 9);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.nobj, ==, 1);
+  if (f2.nobj == 1)
+    check_heap_batch(&f2, 0);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f1);
+  fake_free(&f2);
+  teardown(s);
+}
+
+/* CPU profiles have no gauge column: their batch is, byte for byte, the
+ * label comments and a pp_merge_add of each push. */
+static void test_cpu_batch_is_a_plain_merge(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  push(b, s, "api", 100);
+  push(b, s, "api", 7);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 1);
+  pp_builder *want = pp_builder_new();
+  PP_CHECK(want != NULL);
+  PP_CHECK_INT(pp_builder_add_comment(want, "pushprof label env=prod"), ==, 0);
+  PP_CHECK_INT(pp_builder_add_comment(want, "pushprof label region=eu"), ==, 0);
+  char why[256] = "";
+  const int64_t values[2] = {100, 7};
+  for (int i = 0; i < 2; i++) {
+    size_t len = 0;
+    uint8_t *raw = btu_pprof(values[i], "work", &len);
+    Perftools__Profiles__Profile *p = pp_ref_parse(raw, len, 1 << 20, why, sizeof why);
+    PP_CHECK(p != NULL);
+    if (p)
+      PP_CHECK_INT(pp_merge_add(want, p, why, sizeof why), ==, 0);
+    if (p)
+      perftools__profiles__profile__free_unpacked(p, NULL);
+    free(raw);
+  }
+  uint8_t *wbuf = NULL, *got = NULL;
+  size_t wlen = 0, glen = 0;
+  PP_CHECK_INT(pp_builder_pack(want, &wbuf, &wlen), ==, 0);
+  if (f.nobj == 1) {
+    PP_CHECK_INT(pp_gunzip(f.data[0], f.len[0], 1 << 24, &got, &glen), ==, 0);
+    PP_CHECK_INT(glen, ==, wlen);
+    PP_CHECK(got && wbuf && glen == wlen && memcmp(got, wbuf, wlen) == 0);
+  }
+  free(got);
+  free(wbuf);
+  pp_builder_free(want);
+  fake_free(&f);
+  teardown(s);
+}
+
 int main(void) {
   PP_RUN(test_merges_pushes_of_one_service_into_one_object);
   PP_RUN(test_window_end_exports_without_shutdown);
@@ -1163,5 +1366,8 @@ int main(void) {
   PP_RUN(test_rescan_decodes_each_push_once);
   PP_RUN(test_unreadable_payload_drops_its_batch_counted);
   PP_RUN(test_first_attempts_use_the_payload_in_memory);
+  PP_RUN(test_heap_batch_counts_each_process_latest_heap_once);
+  PP_RUN(test_heap_batch_rebuilt_after_a_restart_is_the_same);
+  PP_RUN(test_cpu_batch_is_a_plain_merge);
   PP_DONE();
 }
