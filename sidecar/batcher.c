@@ -98,6 +98,7 @@ static void recover_cb(void *arg, manifest *m) {
   if (!g || !(g->node = strdup(m->node)) || !(g->subdir = strdup(m->subdir)))
     goto oom;
   g->prepared = true;
+  snprintf(g->ptype, sizeof g->ptype, "%s", m->ptype ? m->ptype : "");
   g->gzlen = m->gzlen; /* the bytes stay in the manifest (checked by manifest_load_all) */
   memcpy(g->hash, m->hash, sizeof g->hash);
   g->start_ns = m->start_ns;
@@ -455,6 +456,8 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
         b->spare_pb_mem = 0;
       }
       g = k ? batcher_group_new(k, keylen, req, spare, true) : NULL;
+      if (g)
+        snprintf(g->ptype, sizeof g->ptype, "%s", exporter_profile_type(prof));
       if (g && batcher_gauge_cols(&g->cols, prof) != 0) {
         batcher_group_free(g);
         g = NULL;
@@ -604,6 +607,7 @@ static void write_manifest(batcher *b, group *g) {
   m.service = g->service;
   m.node = g->node ? g->node : b->node;
   m.subdir = g->subdir ? g->subdir : b->subdir;
+  m.ptype = g->ptype;
   m.labels = g->label_store;
   m.nlabels = g->nlabels;
   m.start_ns = g->start_ns;
@@ -742,6 +746,7 @@ static int export_group(batcher *b, group *g, size_t t, char *err, size_t errlen
       .pprof_len = rawlen,
       .content_hash = g->hash,
       .pid = g->pid_mixed ? 0 : g->pid,
+      .profile_type = g->ptype,
   };
   err[0] = '\0';
   ex->retry_after_s = -1;

@@ -65,6 +65,7 @@ typedef struct group {
   dedup_id *pids; /* each member's identity, parallel to ids */
   size_t nids, capids;
   char *node, *subdir;             /* recorded in a recovered manifest; NULL: the batcher's */
+  char ptype[16];                  /* exporter_profile_type of its pushes (or its manifest's) */
   char mf_name[MANIFEST_NAME_MAX]; /* its manifest, "" while none */
   bool recovered;                  /* read back from a manifest at start */
   /* Its manifest is durable and the only copy of its pushes: they left the

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "profile.pb-c.h"
 #include "pushprof.pb-c.h"
 
 enum export_result {
@@ -31,6 +32,9 @@ typedef struct export_object {
   size_t pprof_len;
   const char *content_hash; /* hex SHA-256 of data: idempotent object names */
   uint32_t pid;             /* the pushing process when every push was one's, else 0 */
+  /* exporter_profile_type of the batch: "heap"; "" or NULL for none (CPU
+   * and any other layout) */
+  const char *profile_type;
 } export_object;
 
 typedef struct exporter exporter;
@@ -76,6 +80,16 @@ void exporter_destroy(exporter *ex);
 /* Replaces every byte outside [A-Za-z0-9._-] with '_', and "." / ".." /
  * "" with "_"; out always NUL-terminated. Used for path segments and keys. */
 const char *exporter_sanitize(const char *in, char *out, size_t outlen);
+/* The profile type a batch's names and series carry, from its sample
+ * types: "heap" when one is Go's heap layout's (alloc_* or inuse_*), else
+ * "" (CPU profiles, whose names never had a type, and any other layout). */
+const char *exporter_profile_type(const Perftools__Profiles__Profile *p);
+/* The name of a batch's file or object: "<UTC start>-<hash16>.pb.gz", or
+ * "<UTC start>-<type>-<hash16>.pb.gz" when it has a profile type, e.g.
+ * "20261122T101500Z-heap-3b73d9cb3e31b5ff.pb.gz"; a CPU batch and a heap
+ * batch of one service and second differ, and a reader tells them apart
+ * by name. 0, or -1 (start time out of range, or outlen too small). */
+int exporter_object_name(const export_object *obj, char *out, size_t outlen);
 /* Copies url to out without userinfo ("user:pass@") and without query or
  * fragment, so it can go in a log line. */
 void exporter_redact_url(const char *url, char *out, size_t outlen);

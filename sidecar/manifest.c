@@ -1,7 +1,8 @@
 /* Batch manifests (see manifest.h). The file is text lines, then the gzip
  * payload:
  *   pushprof-batch 1
- *   service :<s>   node :<s>   subdir :<s>   label :<key> :<value> (repeated)
+ *   service :<s>   node :<s>   subdir :<s>   [type :<s>]
+ *   label :<key> :<value> (repeated)
  *   start <ns>   end <ns>   born <ns>   hash <64 hex>
  *   member :<spool id> <32 hex identity | ->   (repeated)
  *   payload <bytes>
@@ -120,6 +121,10 @@ static uint8_t *encode_header(const manifest *m, size_t *len) {
   buf_str(&b, m->node);
   buf_printf(&b, "\nsubdir");
   buf_str(&b, m->subdir);
+  if (m->ptype && *m->ptype) { /* absent for CPU batches, as before types */
+    buf_printf(&b, "\ntype");
+    buf_str(&b, m->ptype);
+  }
   for (size_t i = 0; i < m->nlabels; i++) {
     buf_printf(&b, "\nlabel");
     buf_str(&b, m->labels[i].key);
@@ -236,6 +241,7 @@ void manifest_free(manifest *m) {
   free(m->service);
   free(m->node);
   free(m->subdir);
+  free(m->ptype);
   for (size_t i = 0; i < m->nlabels; i++) {
     free(m->labels[i].key);
     free(m->labels[i].value);
@@ -325,6 +331,11 @@ manifest *manifest_decode(const uint8_t *data, size_t len, bool want_payload, ch
       if (!(*dst = dec_str(tok[1], tl[1])))
         BAD("line %zu: bad string", lineno);
       have[k] = true;
+    } else if (nt == 2 && IS("type")) {
+      if (m->ptype)
+        BAD("line %zu: repeated field", lineno);
+      if (!(m->ptype = dec_str(tok[1], tl[1])))
+        BAD("line %zu: bad string", lineno);
     } else if (nt == 3 && IS("label")) {
       if (!grow_array((void **)&m->labels, m->nlabels, &cap_labels, sizeof *m->labels))
         BAD("out of memory");

@@ -2,9 +2,9 @@
  * sidecar crashes. Before a batch is first offered to the exporter, the
  * batcher writes <spool>/batches/<name>.batch (temp file, fsync, rename,
  * directory fsync) holding everything the object's name and bytes depend on:
- * service, process labels, node, subdir, start/end time, the member pushes'
- * spool ids with their push identities, and the gzip payload with its
- * SHA-256. Once durable it is the batch's only copy (the pushes leave the
+ * service, process labels, node, subdir, profile type, start/end time, the
+ * member pushes' spool ids with their push identities, and the gzip payload
+ * with its SHA-256. Once durable it is the batch's only copy (the pushes leave the
  * spool). A restarted sidecar re-exports a .batch byte for byte under the
  * same key (an idempotent PUT for file, s3 and gs).
  * After success the file becomes .<name>.done (payload cut off): a tombstone
@@ -36,6 +36,9 @@ typedef struct manifest {
   char name[MANIFEST_NAME_MAX]; /* file name without .batch/.done; set by manifest_write */
   bool done;                    /* read from a .done tombstone */
   char *service, *node, *subdir;
+  /* exporter_profile_type ("heap"); NULL or "" for none: a CPU batch, or a
+   * manifest written before batches had types (its names have none) */
+  char *ptype;
   Pushprof__V1__Label *labels; /* nlabels, key/value malloc'ed */
   size_t nlabels;
   int64_t start_ns, end_ns;

@@ -31,7 +31,7 @@ exporter *s3compat_exporter_new(const char *scheme, const char *bucket, const ch
  * 0, or -1 if endpoint is not http(s)://HOST[:PORT][/]. */
 int exporter_bucket_base_url(const char *endpoint, const char *bucket, bool path_style, char *out,
                              size_t outlen);
-/* PREFIX/<subdir...>/<node>/<service>/<UTC start>-<hash16>.pb.gz, every
+/* PREFIX/<subdir...>/<node>/<service>/<exporter_object_name>, every
  * segment sanitized to [A-Za-z0-9._-]. 0, or -1 if it does not fit. */
 int exporter_object_key(const char *prefix, const export_object *obj, char *out, size_t outlen);
 /* "SCHEME://BUCKET/PREFIX" -> malloc'ed bucket and prefix (no trailing '/'). */

@@ -26,7 +26,6 @@
 #include "pp_hex.h"
 
 #define SEG_MAX 256
-#define HASH_PREFIX 16
 
 typedef struct file_exporter {
   exporter base;
@@ -97,9 +96,20 @@ static bool is_object_name(const char *n) {
   return n[0] != '.' && l > 6 && strcmp(n + l - 6, ".pb.gz") == 0;
 }
 
-/* Keeps the newest max objects in dfd (names start with the UTC time, so
- * name order is age order). */
-static void prune(int dfd, const char *path, int max) {
+/* The profile type in an object's name (exporter_object_name): "" for
+ * "<time>-<hash>.pb.gz", "heap" for "<time>-heap-<hash>.pb.gz". */
+static void name_type(const char *n, char *out, size_t outlen) {
+  const char *a = strchr(n, '-'), *b = a ? strchr(a + 1, '-') : NULL;
+  size_t l = b ? (size_t)(b - a - 1) : 0;
+  snprintf(out, outlen, "%.*s", (int)(l < outlen ? l : outlen - 1), b ? a + 1 : "");
+}
+
+/* Keeps the newest max objects of the profile type of name in dfd (names
+ * start with the UTC time, so name order is age order): CPU and heap
+ * profiles of a service are kept max each. */
+static void prune(int dfd, const char *path, int max, const char *name) {
+  char type[64], t[64];
+  name_type(name, type, sizeof type);
   int fd = dup(dfd);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   char **names = NULL;
@@ -112,6 +122,9 @@ static void prune(int dfd, const char *path, int max) {
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     if (!is_object_name(de->d_name))
+      continue;
+    name_type(de->d_name, t, sizeof t);
+    if (strcmp(t, type) != 0)
       continue;
     if (n == cap) {
       size_t ncap = cap ? cap * 2 : 16;
@@ -190,24 +203,11 @@ static int file_put(exporter *ex, const export_object *obj, char *err, size_t er
       plen += (size_t)snprintf(path + plen, sizeof path - plen, "/%s", seg);
   }
 
-  int64_t t = obj->start_ns;
-  if (t <= 0) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-  }
-  time_t secs = (time_t)(t / 1000000000);
-  struct tm tm;
-  if (!gmtime_r(&secs, &tm)) {
-    snprintf(err, errlen, "start time %lld out of range", (long long)t);
+  if (exporter_object_name(obj, name, sizeof name) != 0) {
+    snprintf(err, errlen, "start time %lld out of range", (long long)obj->start_ns);
     rc = EXPORT_PERMANENT;
     goto out;
   }
-  char hash[HASH_PREFIX + 1];
-  exporter_sanitize(obj->content_hash && *obj->content_hash ? obj->content_hash : "nohash", hash,
-                    sizeof hash);
-  snprintf(name, sizeof name, "%04d%02d%02dT%02d%02d%02dZ-%s.pb.gz", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, hash);
   snprintf(tmp, sizeof tmp, ".%s.tmp", name);
 
   stage = "create";
@@ -234,7 +234,7 @@ static int file_put(exporter *ex, const export_object *obj, char *err, size_t er
     goto out;
   }
   if (fe->max_retained > 0)
-    prune(dfd, path, fe->max_retained);
+    prune(dfd, path, fe->max_retained, name);
   snprintf(err, errlen, "%s/%s", path, name); /* where it went, for the log */
   rc = EXPORT_OK;
   goto out;

@@ -3,7 +3,11 @@
 #include "exporter.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#define HASH_PREFIX 16 /* hex digits of the content hash in a name */
 
 const char *exporter_sanitize(const char *in, char *out, size_t outlen) {
   if (!out || outlen == 0)
@@ -55,4 +59,37 @@ void exporter_redact_url(const char *url, char *out, size_t outlen) {
     rest = outlen - 1 - o;
   memcpy(out + o, p, rest);
   out[o + rest] = '\0';
+}
+
+const char *exporter_profile_type(const Perftools__Profiles__Profile *p) {
+  for (size_t i = 0; p && i < p->n_sample_type; i++) {
+    int64_t t = p->sample_type[i]->type;
+    const char *name = t >= 0 && (size_t)t < p->n_string_table ? p->string_table[t] : "";
+    if (strncmp(name, "alloc_", 6) == 0 || strncmp(name, "inuse_", 6) == 0)
+      return "heap";
+  }
+  return "";
+}
+
+int exporter_object_name(const export_object *obj, char *out, size_t outlen) {
+  int64_t t = obj->start_ns;
+  if (t <= 0) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  }
+  time_t secs = (time_t)(t / 1000000000);
+  struct tm tm;
+  if (!gmtime_r(&secs, &tm))
+    return -1;
+  char hash[HASH_PREFIX + 1], type[32] = "";
+  exporter_sanitize(obj->content_hash && *obj->content_hash ? obj->content_hash : "nohash", hash,
+                    sizeof hash);
+  if (obj->profile_type && *obj->profile_type) {
+    type[0] = '-';
+    exporter_sanitize(obj->profile_type, type + 1, sizeof type - 1);
+  }
+  int n = snprintf(out, outlen, "%04d%02d%02dT%02d%02d%02dZ%s-%s.pb.gz", tm.tm_year + 1900,
+                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, type, hash);
+  return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }

@@ -24,7 +24,6 @@
 #include "log.h"
 
 #define KEY_MAX 1024
-#define HASH_PREFIX 16
 
 typedef struct s3_exporter {
   exporter base;
@@ -66,21 +65,8 @@ int exporter_object_key(const char *prefix, const export_object *obj, char *out,
   }
   APPEND("%s/", exporter_sanitize(obj->node, seg, sizeof seg));
   APPEND("%s/", exporter_sanitize(obj->service, seg, sizeof seg));
-  int64_t t = obj->start_ns;
-  if (t <= 0) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-  }
-  time_t secs = (time_t)(t / 1000000000);
-  struct tm tm;
-  if (!gmtime_r(&secs, &tm))
+  if (exporter_object_name(obj, out + o, outlen - o) != 0)
     return -1;
-  char hash[HASH_PREFIX + 1];
-  exporter_sanitize(obj->content_hash && *obj->content_hash ? obj->content_hash : "nohash", hash,
-                    sizeof hash);
-  APPEND("%04d%02d%02dT%02d%02d%02dZ-%s.pb.gz", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-         tm.tm_hour, tm.tm_min, tm.tm_sec, hash);
 #undef APPEND
   return 0;
 }

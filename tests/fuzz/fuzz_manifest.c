@@ -18,6 +18,7 @@ static void check_same(const manifest *a, const manifest *b, bool payload) {
   FUZZ_CHECK(str_eq(a->service, b->service), "service changed");
   FUZZ_CHECK(str_eq(a->node, b->node), "node changed");
   FUZZ_CHECK(str_eq(a->subdir, b->subdir), "subdir changed");
+  FUZZ_CHECK(str_eq(a->ptype, b->ptype), "profile type changed");
   FUZZ_CHECK(a->nlabels == b->nlabels, "%zu labels became %zu", a->nlabels, b->nlabels);
   for (size_t i = 0; i < a->nlabels; i++) {
     FUZZ_CHECK(str_eq(a->labels[i].key, b->labels[i].key), "label %zu key changed", i);

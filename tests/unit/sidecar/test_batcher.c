@@ -1249,8 +1249,49 @@ static void test_heap_batch_counts_each_process_latest_heap_once(void) {
   PP_CHECK_INT(f.nobj, ==, 1);
   if (f.nobj == 1)
     check_heap_batch(&f, 0);
+  PP_CHECK(strstr(f.key[0], "Z-heap-") != NULL); /* apart from the service's CPU batches */
   PP_CHECK_INT(spool_files(s), ==, 0);
   fake_free(&f);
+  teardown(s);
+}
+
+/* A heap batch whose manifest is written but whose export was cut short
+ * goes out under the same name after a restart: the manifest holds its
+ * profile type. */
+static void test_recovered_heap_batch_keeps_its_name(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f1;
+  fake_init(&f1, s);
+  for (int i = 0; i < 16; i++)
+    f1.script[i] = EXPORT_RETRY;
+  f1.nscript = 16;
+  setenv("PUSHPROF_TEST_BACKOFF_MS", "5000", 1);
+  batcher *b = batcher_new(&cfg60, &f1.base, s);
+  unsetenv("PUSHPROF_TEST_BACKOFF_MS");
+  heap_pushes(b, s, NULL, NULL);
+  batcher_shutdown(b, 1);
+  batcher_free(b);
+  PP_CHECK(f1.calls >= 1);
+  s = reopen(s);
+  if (!s) {
+    fake_free(&f1);
+    return;
+  }
+  fake f2;
+  fake_init(&f2, s);
+  b = batcher_new(&cfg60, &f2.base, s);
+  PP_CHECK_INT(spool_scan(s, scan_to_batcher, b), ==, 0);
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f2.nobj, ==, 1);
+  PP_CHECK(strstr(f1.key[0], "Z-heap-") != NULL);
+  PP_CHECK_STR(f2.key[0], f1.key[0]);
+  if (f2.nobj == 1)
+    check_heap_batch(&f2, 0);
+  fake_free(&f1);
+  fake_free(&f2);
   teardown(s);
 }
 
@@ -1337,6 +1378,7 @@ static void test_cpu_batch_is_a_plain_merge(void) {
     PP_CHECK_INT(pp_gunzip(f.data[0], f.len[0], 1 << 24, &got, &glen), ==, 0);
     PP_CHECK_INT(glen, ==, wlen);
     PP_CHECK(got && wbuf && glen == wlen && memcmp(got, wbuf, wlen) == 0);
+    PP_CHECK(strstr(f.key[0], "heap") == NULL); /* CPU names as they always were */
   }
   free(got);
   free(wbuf);
@@ -1368,6 +1410,7 @@ int main(void) {
   PP_RUN(test_first_attempts_use_the_payload_in_memory);
   PP_RUN(test_heap_batch_counts_each_process_latest_heap_once);
   PP_RUN(test_heap_batch_rebuilt_after_a_restart_is_the_same);
+  PP_RUN(test_recovered_heap_batch_keeps_its_name);
   PP_RUN(test_cpu_batch_is_a_plain_merge);
   PP_DONE();
 }

@@ -189,6 +189,39 @@ out:
   teardown();
 }
 
+/* A CPU batch and a heap batch of one service and second land under two
+ * names a reader tells apart; each type is pruned on its own. */
+static void test_heap_and_cpu_batches_have_their_own_names(void) {
+  setup();
+  exporter *ex = make(2);
+  PP_CHECK(ex != NULL);
+  if (!ex)
+    goto out;
+  char err[512], hash[32], dir[256], path[PATH_MAX];
+  struct stat st;
+  for (int i = 0; i < 4; i++) {
+    snprintf(hash, sizeof hash, "%016d", i);
+    export_object o = obj_for("svc", hash, (1795341600LL + i) * 1000000000LL);
+    o.profile_type = "";
+    PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+    o.profile_type = "heap"; /* the same hash: only the type tells them apart */
+    PP_CHECK_INT(ex->put(ex, &o, err, sizeof err), ==, EXPORT_OK);
+  }
+  snprintf(dir, sizeof dir, "%s/out/node-1/svc", root);
+  PP_CHECK_INT(count_objects(dir), ==, 4); /* the newest 2 of each */
+  snprintf(path, sizeof path, "%s/20261122T100003Z-0000000000000003.pb.gz", dir);
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  snprintf(path, sizeof path, "%s/20261122T100003Z-heap-0000000000000003.pb.gz", dir);
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  snprintf(path, sizeof path, "%s/20261122T100002Z-heap-0000000000000002.pb.gz", dir);
+  PP_CHECK_INT(stat(path, &st), ==, 0);
+  snprintf(path, sizeof path, "%s/20261122T100001Z-heap-0000000000000001.pb.gz", dir);
+  PP_CHECK_INT(stat(path, &st), ==, -1);
+  exporter_destroy(ex);
+out:
+  teardown();
+}
+
 static void test_blocked_path_is_retry_with_reason(void) {
   setup();
   exporter *ex = make(0);
@@ -403,6 +436,7 @@ int main(void) {
   PP_RUN(test_put_writes_object_under_node_and_service);
   PP_RUN(test_put_keeps_hostile_names_inside_dir);
   PP_RUN(test_max_dumps_retained_prunes_oldest);
+  PP_RUN(test_heap_and_cpu_batches_have_their_own_names);
   PP_RUN(test_blocked_path_is_retry_with_reason);
   PP_RUN(test_put_writes_aligned_objects_past_the_page_cache);
   PP_RUN(test_put_falls_back_to_the_cache_without_o_direct);

@@ -97,6 +97,27 @@ static void test_manifest_round_trips_every_field(void) {
   manifest_free(m);
 }
 
+/* A batch's profile type travels in its manifest (its object name holds
+ * it); a CPU batch's manifest has no such line, as before types. */
+static void test_manifest_keeps_the_profile_type(void) {
+  manifest *m = sample();
+  size_t len = 0, hdr = 0;
+  char why[256] = "";
+  uint8_t *enc = manifest_encode(m, &len, &hdr);
+  PP_CHECK(enc && !memmem(enc, hdr, "\ntype ", 6));
+  free(enc);
+  m->ptype = strdup("heap");
+  enc = manifest_encode(m, &len, &hdr);
+  PP_CHECK(enc && memmem(enc, hdr, "\ntype :heap\n", 12));
+  manifest *d = enc ? manifest_decode(enc, len, true, why, sizeof why) : NULL;
+  PP_CHECK(d != NULL);
+  if (d)
+    PP_CHECK_STR(d->ptype, "heap");
+  manifest_free(d);
+  free(enc);
+  manifest_free(m);
+}
+
 static void test_manifest_cut_or_damaged_is_refused(void) {
   manifest *m = sample();
   size_t len = 0, hdr = 0;
@@ -401,6 +422,7 @@ static void test_dedup_index_forgets_oldest_beyond_its_cap(void) {
 
 int main(void) {
   PP_RUN(test_manifest_round_trips_every_field);
+  PP_RUN(test_manifest_keeps_the_profile_type);
   PP_RUN(test_manifest_cut_or_damaged_is_refused);
   PP_RUN(test_manifest_random_damage_never_crashes);
   PP_RUN(test_manifest_files_write_done_prune);

@@ -106,6 +106,9 @@ static void test_s3sign_object_key_layout_and_charset(void) {
   PP_CHECK_INT(exporter_object_key("", &o, key, sizeof key), ==, 0);
   PP_CHECK_STR(key, "_/node-1/my_svc_.._x/20231114T221320Z-0123456789abcdef.pb.gz");
   PP_CHECK_INT(exporter_object_key("", &o, key, 20), ==, -1);
+  o.profile_type = "heap";
+  PP_CHECK_INT(exporter_object_key("", &o, key, sizeof key), ==, 0);
+  PP_CHECK_STR(key, "_/node-1/my_svc_.._x/20231114T221320Z-heap-0123456789abcdef.pb.gz");
 }
 
 static void test_s3sign_bucket_urls(void) {
