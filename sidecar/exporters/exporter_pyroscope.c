@@ -4,8 +4,9 @@
  * Push API (default): POST PREFIX/push.v1.PusherService/Push, a Connect
  * unary call with an application/proto body (proto/pyroscope_push.proto).
  * The exporter interface hands over one merged profile per put(), so each
- * request carries one series (its labels: __name__=process_cpu,
- * service_name and the process labels) whose samples are that profile, or
+ * request carries one series (its labels: __name__=process_cpu, or memory
+ * with __delta__=false for a heap profile, service_name and the process
+ * labels) whose samples are that profile, or
  * its pieces when it is above Pyroscope's per-profile limits
  * (validation.max-profile-size-bytes, 4 MiB uncompressed, and
  * validation.max-profile-stacktrace-samples, 16000, by default; over either
@@ -189,24 +190,36 @@ static bool name_taken(const pyroscope_label *v, size_t n, const char *name) {
   return false;
 }
 
-int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels, size_t nlabels,
+int pyroscope_series_labels(const char *service, const char *profile_type,
+                            Pushprof__V1__Label *const *labels, size_t nlabels,
                             pyroscope_label **out, size_t *nout, char *notes, size_t noteslen) {
   *out = NULL;
   *nout = 0;
   if (notes && noteslen)
     notes[0] = '\0';
-  pyroscope_label *v = calloc(nlabels + 2, sizeof *v);
+  bool heap = profile_type && strcmp(profile_type, "heap") == 0;
+  pyroscope_label *v = calloc(nlabels + 3, sizeof *v);
   size_t n = 0;
   bool changed = false;
   if (!v)
     return -1;
   v[0].name = strdup("__name__");
-  v[0].value = strdup("process_cpu");
+  v[0].value = strdup(heap ? "memory" : "process_cpu");
   v[1].name = strdup("service_name");
   v[1].value = sanitize_value(service && *service ? service : "unknown_service", &changed);
   n = 2;
   if (!v[0].name || !v[0].value || !v[1].name || !v[1].value)
     goto oom;
+  if (heap) {
+    /* Pyroscope takes a memory profile's alloc_* for totals since the
+     * process started and stores the difference to the series' previous
+     * profile unless told otherwise; a batch's alloc_* is its window's. */
+    v[n].name = strdup("__delta__");
+    v[n].value = strdup("false");
+    n++;
+    if (!v[n - 1].name || !v[n - 1].value)
+      goto oom;
+  }
   for (size_t i = 0; i < nlabels; i++) {
     const char *key = labels[i] && labels[i]->key ? labels[i]->key : "";
     const char *val = labels[i] && labels[i]->value ? labels[i]->value : "";
@@ -498,8 +511,8 @@ static int push_connect(pyro_exporter *pe, const export_object *obj, const gz_pi
   char(*ids)[37] = NULL;
   uint8_t *body = NULL;
 
-  if (pyroscope_series_labels(obj->service, obj->labels, obj->nlabels, &lab, &nlab, notes,
-                              sizeof notes) != 0) {
+  if (pyroscope_series_labels(obj->service, obj->profile_type, obj->labels, obj->nlabels, &lab,
+                              &nlab, notes, sizeof notes) != 0) {
     snprintf(err, errlen, "out of memory building Pyroscope labels");
     return EXPORT_RETRY;
   }
@@ -644,8 +657,8 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
   char notes[1024], tenant_hdr[TENANT_MAX + 32];
   char *enc = NULL, *key = NULL, *url = NULL;
   int rc = EXPORT_RETRY;
-  if (pyroscope_series_labels(obj->service, obj->labels, obj->nlabels, &lab, &nlab, notes,
-                              sizeof notes) != 0) {
+  if (pyroscope_series_labels(obj->service, obj->profile_type, obj->labels, obj->nlabels, &lab,
+                              &nlab, notes, sizeof notes) != 0) {
     snprintf(err, errlen, "out of memory building Pyroscope labels");
     return EXPORT_RETRY;
   }
@@ -654,7 +667,8 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
     log_event(LOG_WARN, "process labels adjusted for Pyroscope", "notes=%s",
               log_quote(notes, q, sizeof q));
   }
-  /* name=SERVICE{k=v,...}: the service and __name__ are implied. */
+  /* name=SERVICE{k=v,...}: the service is implied, and the server names
+   * the profile and sets __delta__ itself (from its sample types). */
   const char *svc = obj->service && *obj->service ? obj->service : "unknown_service";
   size_t keycap = strlen(svc) + 3;
   for (size_t i = 0; i < nlab; i++)
@@ -666,7 +680,7 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
   ingest_clean(svc, key, keycap);
   size_t kl = strlen(key), nin = 0;
   for (size_t i = 0; i < nlab; i++) {
-    if (strcmp(lab[i].name, "__name__") == 0 || strcmp(lab[i].name, "service_name") == 0)
+    if (strncmp(lab[i].name, "__", 2) == 0 || strcmp(lab[i].name, "service_name") == 0)
       continue;
     kl += (size_t)snprintf(key + kl, keycap - kl, "%s%s=", nin++ ? "," : "{", lab[i].name);
     ingest_clean(lab[i].value, key + kl, keycap - kl);

@@ -30,15 +30,20 @@ typedef struct pyroscope_label {
 #define PYROSCOPE_MAX_LABEL_VALUE 2048
 #define PYROSCOPE_MAX_LABELS 30
 
-/* Builds the series labels, sorted by name: __name__=process_cpu,
- * service_name=service, then each process label with its name made valid
+/* Builds the series labels, sorted by name: __name__ (the profile's name
+ * in Pyroscope, as its own ingestion names Go's profiles: "memory" for a
+ * heap batch, profile_type "heap", plus __delta__=false because its alloc_*
+ * values are per batch already, not totals since the process started;
+ * "process_cpu" for any other), service_name=service, then each process
+ * label with its name made valid
  * ([a-zA-Z_][a-zA-Z0-9_]*, dots and other bytes become '_', a leading digit
  * gets a '_' prefix, the reserved "__" prefix becomes "_") and its value
  * made valid UTF-8 of at most PYROSCOPE_MAX_LABEL_VALUE bytes. Labels that
  * cannot be kept (empty, a name taken already, over the count limit) are
  * skipped and described in notes (for the log), never silently.
  * Returns 0 with *out (malloc'ed, *nout entries) or -1 on ENOMEM. */
-int pyroscope_series_labels(const char *service, Pushprof__V1__Label *const *labels, size_t nlabels,
+int pyroscope_series_labels(const char *service, const char *profile_type,
+                            Pushprof__V1__Label *const *labels, size_t nlabels,
                             pyroscope_label **out, size_t *nout, char *notes, size_t noteslen);
 void pyroscope_labels_free(pyroscope_label *l, size_t n);
 

@@ -4,7 +4,9 @@
  * every piece must fit, validate, and together the pieces must hold exactly
  * the samples and value sums of the whole. Odd: the rest is a service line
  * and KEY=VALUE lines within the sidecar's push limits, given to
- * pyroscope_series_labels: the result must be a valid Pyroscope label set. */
+ * pyroscope_series_labels (for a heap batch when the first byte's bit 1 is
+ * set): the result must be a valid Pyroscope label set. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "exporter_pyroscope.h"
@@ -116,7 +118,7 @@ static int utf8_valid(const unsigned char *s) {
   return 1;
 }
 
-static void check_labels(const uint8_t *data, size_t size) {
+static void check_labels(const uint8_t *data, size_t size, bool heap) {
   Pushprof__V1__Label lab[PP_LABELS_MAX], *labp[PP_LABELS_MAX];
   char *owned[2 * PP_LABELS_MAX + 1];
   size_t nowned = 0, nl = 0;
@@ -149,7 +151,8 @@ static void check_labels(const uint8_t *data, size_t size) {
   pyroscope_label *out = NULL;
   size_t nout = 0;
   char notes[1024];
-  int rc = pyroscope_series_labels(service, labp, nl, &out, &nout, notes, sizeof notes);
+  int rc = pyroscope_series_labels(service, heap ? "heap" : "", labp, nl, &out, &nout, notes,
+                                   sizeof notes);
   FUZZ_CHECK(rc == 0, "pyroscope_series_labels failed");
   FUZZ_CHECK(nout >= 2 && nout <= PYROSCOPE_MAX_LABELS, "%zu labels", nout);
   int have_name = 0, have_service = 0;
@@ -164,7 +167,7 @@ static void check_labels(const uint8_t *data, size_t size) {
     if (i > 0)
       FUZZ_CHECK(strcmp(out[i - 1].name, k) < 0, "labels not sorted or repeated: %s, %s",
                  out[i - 1].name, k);
-    have_name |= strcmp(k, "__name__") == 0 && strcmp(v, "process_cpu") == 0;
+    have_name |= strcmp(k, "__name__") == 0 && strcmp(v, heap ? "memory" : "process_cpu") == 0;
     have_service |= strcmp(k, "service_name") == 0;
   }
   FUZZ_CHECK(have_name && have_service, "__name__ or service_name missing");
@@ -177,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
   if (data[0] & 1)
-    check_labels(data + 1, size - 1);
+    check_labels(data + 1, size - 1, (data[0] & 2) != 0);
   else
     check_split(data + 1, size - 1);
   return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_test_util.h"
 #include "exporter_otlp.h"
 #include "otlp_profiles.pb-c.h"
 #include "otlp_convert.h"
@@ -131,6 +132,59 @@ static void test_otlp_dictionary_zero_entries_and_one_type_per_profile(void) {
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* A heap profile (Go's layout) becomes four Profiles, one per sample type,
+ * each with its unit and the sampling period in bytes. The schema has no
+ * default sample type: a reader picks a Profile by its sample_type. */
+static void test_otlp_heap_profile_is_four_profiles(void) {
+  const int64_t va[4] = {2, 1024, 1, 512}, vb[4] = {0, 0, 1, 4096};
+  size_t len = 0;
+  char why[256] = "";
+  uint8_t *raw = btu_heap_pprof(va, vb, &len);
+  Perftools__Profiles__Profile *p = raw ? pp_ref_parse(raw, len, 1 << 20, why, sizeof why) : NULL;
+  free(raw);
+  PP_CHECK(p != NULL);
+  if (!p)
+    return;
+  pp_otlp *o = pp_otlp_new();
+  pp_otlp_attr res[1] = {{.key = "service.name", .str = "svc"}};
+  PP_CHECK(pp_otlp_add(o, p, res, 1, "pushprof", "0.1.0", why, sizeof why) == 0);
+  uint8_t *out = NULL;
+  PP_CHECK(pp_otlp_pack(o, &out, &len) == 0);
+  Pushprof__Otlp__ExportProfilesServiceRequest *r =
+      out ? pushprof__otlp__export_profiles_service_request__unpack(NULL, len, out) : NULL;
+  PP_CHECK(r != NULL && r->n_resource_profiles == 1);
+  if (r && r->n_resource_profiles == 1) {
+    const Pushprof__Otlp__ProfilesDictionary *d = r->dictionary;
+    const Pushprof__Otlp__ScopeProfiles *sp = r->resource_profiles[0]->scope_profiles[0];
+    static const char *const want[4][2] = {{"alloc_objects", "count"},
+                                           {"alloc_space", "bytes"},
+                                           {"inuse_objects", "count"},
+                                           {"inuse_space", "bytes"}};
+    static const int64_t sums[4] = {2, 1024, 2, 4608};
+    PP_CHECK_INT(sp->n_profiles, ==, 4);
+    for (size_t t = 0; t < sp->n_profiles && t < 4; t++) {
+      const Pushprof__Otlp__Profile *pr = sp->profiles[t];
+      PP_CHECK_STR(d->string_table[pr->sample_type->type_strindex], want[t][0]);
+      PP_CHECK_STR(d->string_table[pr->sample_type->unit_strindex], want[t][1]);
+      PP_CHECK(pr->period_type != NULL);
+      if (pr->period_type) {
+        PP_CHECK_STR(d->string_table[pr->period_type->type_strindex], "space");
+        PP_CHECK_STR(d->string_table[pr->period_type->unit_strindex], "bytes");
+      }
+      PP_CHECK_INT(pr->period, ==, 524288);
+      int64_t sum = 0;
+      for (size_t i = 0; i < pr->n_samples; i++)
+        sum += pr->samples[i]->values[0];
+      PP_CHECK_INT(sum, ==, sums[t]);
+    }
+  }
+  if (r)
+    pushprof__otlp__export_profiles_service_request__free_unpacked(r, NULL);
+  free(out);
+  pp_otlp_free(o);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
 static void test_otlp_hex_ids(void) {
   uint8_t id[16];
   PP_CHECK(pp_otlp_hex_id(TRACE, id, 16));
@@ -202,6 +256,7 @@ static void test_otlp_header_syntax(void) {
 
 int main(void) {
   PP_RUN(test_otlp_dictionary_zero_entries_and_one_type_per_profile);
+  PP_RUN(test_otlp_heap_profile_is_four_profiles);
   PP_RUN(test_otlp_hex_ids);
   PP_RUN(test_otlp_endpoint_rules);
   PP_RUN(test_otlp_header_syntax);

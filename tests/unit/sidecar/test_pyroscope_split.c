@@ -252,9 +252,10 @@ static void test_pyroscope_labels_follow_pyroscope_rules(void) {
   pyroscope_label *out = NULL;
   size_t nout = 0;
   char notes[1024];
-  PP_CHECK_INT(pyroscope_series_labels("checkout", ptrs, n, &out, &nout, notes, sizeof notes), ==,
-               0);
+  PP_CHECK_INT(pyroscope_series_labels("checkout", "", ptrs, n, &out, &nout, notes, sizeof notes),
+               ==, 0);
   PP_CHECK_STR(find(out, nout, "__name__"), "process_cpu");
+  PP_CHECK(find(out, nout, "__delta__") == NULL);
   PP_CHECK_STR(find(out, nout, "service_name"), "checkout");
   PP_CHECK_STR(find(out, nout, "k8s_pod_name"), "pod-1");
   PP_CHECK_STR(find(out, nout, "_1st"), "a");
@@ -282,9 +283,21 @@ static void test_pyroscope_labels_follow_pyroscope_rules(void) {
     store[i].value = "v";
     ptrs[i] = &store[i];
   }
-  PP_CHECK_INT(pyroscope_series_labels("svc", ptrs, 40, &out, &nout, notes, sizeof notes), ==, 0);
+  PP_CHECK_INT(pyroscope_series_labels("svc", NULL, ptrs, 40, &out, &nout, notes, sizeof notes), ==,
+               0);
   PP_CHECK_INT(nout, ==, PYROSCOPE_MAX_LABELS);
   PP_CHECK(strstr(notes, "over 30 labels") != NULL);
+  pyroscope_labels_free(out, nout);
+
+  /* A heap batch is Pyroscope's "memory", its alloc_* already per batch. */
+  PP_CHECK_INT(pyroscope_series_labels("svc", "heap", ptrs, 40, &out, &nout, notes, sizeof notes),
+               ==, 0);
+  PP_CHECK_STR(find(out, nout, "__name__"), "memory");
+  PP_CHECK_STR(find(out, nout, "__delta__"), "false");
+  PP_CHECK_STR(find(out, nout, "service_name"), "svc");
+  PP_CHECK_INT(nout, ==, PYROSCOPE_MAX_LABELS);
+  for (size_t i = 1; i < nout; i++)
+    PP_CHECK(strcmp(out[i - 1].name, out[i].name) < 0);
   pyroscope_labels_free(out, nout);
 }
 
