@@ -37,8 +37,11 @@ void view_cmd_usage(FILE *f) {
       "--folded)\n"
       "PROFILE: pprof files (gzipped or not) and directories (every .pb.gz, .pprof, .pb\n"
       "and .prof file below), merged. FILTERS:\n"
-      "  --value TYPE        sample type to show (e.g. samples, cpu); default: samples\n"
-      "                      for folded/flame/diff, the profile's default for top\n"
+      "  --value TYPE        sample type to show (e.g. samples, cpu, inuse_space);\n"
+      "                      default: the profile's default type (a heap profile's\n"
+      "                      inuse_space), else samples for folded/flame/diff and\n"
+      "                      the last type for top; in directories, only the\n"
+      "                      profiles that have TYPE\n"
       "  --service NAME      only files in a directory NAME (the file exporter's layout)\n"
       "  --since T --until T profile time: 2026-11-23T10:00:00Z, 2026-11-23, @UNIX, 2h\n"
       "  --label KEY=VALUE   only samples carrying that label (repeat: all of them)\n"
@@ -285,7 +288,7 @@ typedef struct side {
 static int load_side(const char *cmd, opts *o, char **paths, size_t n, bool prefer_count,
                      view_names *names, side *s) {
   char err[1024];
-  view_input_opts io = {o->service, o->since, o->until};
+  view_input_opts io = {o->service, o->since, o->until, o->value};
   if (view_input_load((const char *const *)paths, n, &io, &s->in, err, sizeof err) != 0)
     return bad(cmd, "%s", err);
   const Perftools__Profiles__Profile *p = s->in.profile;
@@ -330,7 +333,7 @@ static void trim_num(double a, char *buf, size_t len) {
   }
 }
 
-/* pprof-like compact values for the table: 1.02s, 620ms, 1234, 1.5MB */
+/* pprof-like compact values for the table: 1.02s, 620ms, 1234, 1.5MiB */
 static void compact(int64_t v, const char *unit, char *buf, size_t len) {
   double a = (double)(v < 0 ? -v : v);
   const char *sign = v < 0 ? "-" : "", *u = "";
@@ -345,7 +348,7 @@ static void compact(int64_t v, const char *unit, char *buf, size_t len) {
       a /= 1000, i++;
     u = us[i];
   } else if (!strcmp(unit, "bytes")) {
-    static const char *const us[] = {"B", "kB", "MB", "GB", "TB"};
+    static const char *const us[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     size_t i = 0;
     while (a >= 1024 && i < 4)
       a /= 1024, i++;
@@ -446,11 +449,12 @@ static int picture(const char *cmd, opts *o, side *s, side *base, char **paths, 
     snprintf(title, sizeof title, "Differential flame graph: %s", base_name(paths[0]));
   else
     snprintf(title, sizeof title, "Flame graph: %s%s", base_name(paths[0]), n > 1 ? ", ..." : "");
-  view_format_value(view_tree_total(s->tree), view_tree_value_unit(s->tree), tot, sizeof tot);
+  view_format_value(view_tree_total(s->tree), view_tree_value_type(s->tree),
+                    view_tree_value_unit(s->tree), tot, sizeof tot);
   if (base) {
     char btot[64];
-    view_format_value(view_tree_total(base->tree), view_tree_value_unit(base->tree), btot,
-                      sizeof btot);
+    view_format_value(view_tree_total(base->tree), view_tree_value_type(base->tree),
+                      view_tree_value_unit(base->tree), btot, sizeof btot);
     snprintf(sub, sizeof sub,
              "drawn on NEW (%zu file%s, %s), coloured by the change of each frame's share since "
              "BASE (%zu file%s, %s): red grew, blue shrank",

@@ -19,6 +19,7 @@
 
 typedef struct path_list {
   char **v;
+  bool *in_dir; /* found below a directory given, not named (set by the caller) */
   size_t n, cap;
 } path_list;
 
@@ -36,6 +37,10 @@ static int list_add(path_list *l, const char *dir, const char *name) {
     if (!nv)
       return -1;
     l->v = nv;
+    bool *nd = realloc(l->in_dir, cap * sizeof *nd);
+    if (!nd)
+      return -1;
+    l->in_dir = nd;
     l->cap = cap;
   }
   char *p;
@@ -49,6 +54,7 @@ static int list_add(path_list *l, const char *dir, const char *name) {
     if (!p)
       return -1;
   }
+  l->in_dir[l->n] = false;
   l->v[l->n++] = p;
   return 0;
 }
@@ -57,6 +63,7 @@ static void list_free(path_list *l) {
   for (size_t i = 0; i < l->n; i++)
     free(l->v[i]);
   free(l->v);
+  free(l->in_dir);
   memset(l, 0, sizeof *l);
 }
 
@@ -183,6 +190,15 @@ static bool service_matches(const char *path, const char *service) {
   return n == strlen(service) && memcmp(start, service, n) == 0;
 }
 
+static bool has_type(const Perftools__Profiles__Profile *p, const char *type) {
+  for (size_t i = 0; i < p->n_sample_type; i++) {
+    int64_t t = p->sample_type[i]->type;
+    if (t >= 0 && (size_t)t < p->n_string_table && strcmp(p->string_table[t], type) == 0)
+      return true;
+  }
+  return false;
+}
+
 static bool time_matches(const Perftools__Profiles__Profile *p, const view_input_opts *o) {
   if (!o->since_ns && !o->until_ns)
     return true;
@@ -225,6 +241,8 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
         say(err, errlen, "%s: no .pb.gz, .pprof, .pb or .prof file in this directory", paths[i]);
         goto out;
       }
+      for (size_t f = before; f < files.n; f++)
+        files.in_dir[f] = true;
     } else if (list_add(&files, NULL, paths[i]) != 0) {
       say(err, errlen, "out of memory");
       goto out;
@@ -246,7 +264,10 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
       say(err, errlen, "%s: %s", path, why);
       goto out;
     }
-    if (o && !time_matches(pp_pprof_profile(pp), o)) {
+    /* A directory may hold several profile types of one service (the file
+     * exporter's CPU and heap batches): --value picks those that have it. */
+    bool other_type = o && o->value && files.in_dir[i] && !has_type(pp_pprof_profile(pp), o->value);
+    if (o && (other_type || !time_matches(pp_pprof_profile(pp), o))) {
       pp_pprof_free(pp);
       continue;
     }
@@ -269,7 +290,10 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
     int m = pp_merge_add(b, pp_pprof_profile(pp), why, sizeof why);
     pp_pprof_free(pp);
     if (m != 0) {
-      say(err, errlen, "%s: cannot merge with %s: %s", path, first_kept, why);
+      say(err, errlen, "%s: cannot merge with %s: %s%s", path, first_kept, why,
+          strstr(why, "sample types differ") && !(o && o->value)
+              ? " (pick the profiles of one type with --value TYPE)"
+              : "");
       goto out;
     }
   }
@@ -277,9 +301,13 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
     char what[300] = "";
     if (o && o->service)
       snprintf(what, sizeof what, " of service \"%.200s\"", o->service);
+    if (o && o->value)
+      snprintf(what + strlen(what), sizeof what - strlen(what), " with sample type \"%.40s\"",
+               o->value);
     say(err, errlen, "none of the %zu profile file%s%s%s", files.n, files.n == 1 ? "" : "s", what,
-        o && (o->since_ns || o->until_ns) ? " is in the --since/--until window"
-                                          : (o && o->service ? " was found" : " was kept"));
+        o && (o->since_ns || o->until_ns)
+            ? " is in the --since/--until window"
+            : (o && (o->service || o->value) ? " was found" : " was kept"));
     goto out;
   }
   if (b) {

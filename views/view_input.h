@@ -2,8 +2,8 @@
  * .pprof, .pb and .prof file below a directory, in name order), each parsed
  * and validated by the proto library (gzip or not), kept or skipped by
  * service (the file exporter's DIR/.../<node>/<service>/<file> layout: the
- * file's parent directory) and by time, and merged with pp_merge_add, the
- * sidecar's merge. Not thread-safe. */
+ * file's parent directory), by time and by sample type, and merged with
+ * pp_merge_add, the sidecar's merge. Not thread-safe. */
 #ifndef VIEW_INPUT_H
 #define VIEW_INPUT_H
 #include <stddef.h>
@@ -16,6 +16,9 @@ typedef struct view_input_opts {
   const char *service; /* NULL: any */
   int64_t since_ns;    /* 0: no bound; a profile is kept if its time window */
   int64_t until_ns;    /* overlaps [since, until) */
+  /* NULL: any; else a file found in a directory is kept only if it has this
+   * sample type (a file named itself always is) */
+  const char *value;
 } view_input_opts;
 
 typedef struct view_input {

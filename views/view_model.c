@@ -301,16 +301,18 @@ int view_pick_value(const Perftools__Profiles__Profile *p, const char *type_name
     say(why, whylen, "no sample type \"%.100s\" (the profile has: %s)", type_name, have);
     return -1;
   }
-  if (prefer_count)
-    for (size_t i = 0; i < p->n_sample_type; i++)
-      if (strcmp(pstr(p, p->sample_type[i]->unit), "count") == 0)
-        return (int)i;
+  /* The producer's choice first, as pprof does: a heap profile's
+   * inuse_space, not its first count type (alloc_objects). */
   if (p->default_sample_type) {
     const char *d = pstr(p, p->default_sample_type);
     for (size_t i = 0; i < p->n_sample_type; i++)
       if (strcmp(pstr(p, p->sample_type[i]->type), d) == 0)
         return (int)i;
   }
+  if (prefer_count)
+    for (size_t i = 0; i < p->n_sample_type; i++)
+      if (strcmp(pstr(p, p->sample_type[i]->unit), "count") == 0)
+        return (int)i;
   return (int)p->n_sample_type - 1;
 }
 

@@ -59,9 +59,10 @@ typedef struct view_top_row {
 } view_top_row;
 
 /* Picks a sample type: type_name matches a sample type's name ("samples",
- * "cpu"); NULL picks prefer_count ? the first "count" type, else the
- * profile's default_sample_type, else the last type (pprof's rule).
- * Returns the index, or -1 with why (naming the types there are). */
+ * "cpu", "inuse_space"); NULL picks the profile's default_sample_type (a
+ * Go heap profile's inuse_space), else with prefer_count the first "count"
+ * type, else the last type (pprof's rule). Returns the index, or -1 with
+ * why (naming the types there are). */
 int view_pick_value(const Perftools__Profiles__Profile *p, const char *type_name, bool prefer_count,
                     char *why, size_t whylen);
 

@@ -73,7 +73,7 @@ static void with_commas(uint64_t v, char *buf, size_t len) {
   buf[o] = 0;
 }
 
-void view_format_value(int64_t v, const char *unit, char *buf, size_t len) {
+void view_format_value(int64_t v, const char *type, const char *unit, char *buf, size_t len) {
   char num[40];
   uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
   const char *sign = v < 0 ? "-" : "";
@@ -86,16 +86,24 @@ void view_format_value(int64_t v, const char *unit, char *buf, size_t len) {
     else
       snprintf(buf, len, "%s%.2f us", sign, s * 1e6);
   } else if (strcmp(unit, "bytes") == 0) {
-    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double b = (double)a;
     size_t u = 0;
     while (b >= 1024 && u + 1 < sizeof units / sizeof units[0])
       b /= 1024, u++;
     snprintf(buf, len, u ? "%s%.2f %s" : "%s%.0f %s", sign, b, units[u]);
-  } else {
+  } else if (strcmp(unit, "count") == 0) {
+    /* what is counted: samples, or the word after the type's last '_'
+     * (alloc_objects, inuse_objects: objects) */
+    const char *what = type && *type ? type : "samples", *us = strrchr(what, '_');
+    if (us && us[1])
+      what = us + 1;
     with_commas(a, num, sizeof num);
     snprintf(buf, len, "%s%s %s", sign, num,
-             strcmp(unit, "count") == 0 ? (a == 1 ? "sample" : "samples") : unit);
+             strcmp(what, "samples") == 0 && a == 1 ? "sample" : what);
+  } else {
+    with_commas(a, num, sizeof num);
+    snprintf(buf, len, "%s%s %s", sign, num, unit);
   }
 }
 
@@ -313,7 +321,7 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
     goto out;
   if (fputs("<g id=\"ppframes\">\n", f) == EOF)
     goto out;
-  const char *unit = view_tree_value_unit(t);
+  const char *unit = view_tree_value_unit(t), *vtype = view_tree_value_type(t);
   for (size_t i = 0; i < count; i++) {
     const view_node *n = &nodes[i];
     double w = (double)n->total * scale;
@@ -322,7 +330,7 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
     const char *raw = view_names_at(names, n->name);
     size_t nl = view_clean_name(raw, strlen(raw), name, NAME_MAX_BYTES);
     char val[96], cval[96 * 3 + 8];
-    view_format_value(n->total, unit, val, sizeof val);
+    view_format_value(n->total, vtype, unit, val, sizeof val);
     size_t vl = view_clean_name(val, strlen(val), cval, 96); /* the unit is the profile's */
     double pct = 100.0 * (double)n->total / (double)total;
     int rgb[3];

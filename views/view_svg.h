@@ -30,6 +30,8 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o);
  * view_clean_name). 0 or -1. */
 int view_xml_escape(FILE *f, const char *s, size_t len);
 
-/* "1,234 samples", "1.23 s", "12.5 MB": v in the unit of a sample type. */
-void view_format_value(int64_t v, const char *unit, char *buf, size_t len);
+/* "1,234 samples", "1.23 s", "12.50 MiB", "3 objects": v in the unit of a
+ * sample type (bytes in powers of 1024; a count named by what its type
+ * counts). */
+void view_format_value(int64_t v, const char *type, const char *unit, char *buf, size_t len);
 #endif

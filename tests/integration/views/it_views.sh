@@ -69,6 +69,10 @@ pprof_same go_value "$T/go/cpu.pprof" "--value samples" "-sample_index=samples"
 pprof_same go_heap "$T/go/heap.pprof" "--value alloc_space" "-sample_index=alloc_space" top-only
 grep -q "main.hoard" "$T/go_heap.top" || fail "main.hoard missing from the heap profile's top"
 pprof_same go_heap_objects "$T/go/heap.pprof" "--value alloc_objects" "-sample_index=alloc_objects"
+# without --value, pprof's default (inuse_space), in bytes
+pprof_same go_heap_default "$T/go/heap.pprof" "" "" top-only
+grep -q '^Type: inuse_space (bytes)' "$T/go_heap_default.top" ||
+  fail "a heap profile's top does not default to inuse_space"
 # the same file uncompressed
 gzip -dc "$T/go/cpu.pprof" >"$T/go/plain.prof"
 "$P" folded "$T/go/plain.prof" | cmp -s - "$T/go.folded" || fail "plain and gzip files differ"
@@ -135,6 +139,17 @@ expect_bad 'of service "nope"' "" "$P" top --service nope "$T/exp"
 "$P" folded "$T/go/cpu.pprof" "$demo" >/dev/null || fail "Go and SDK CPU profiles merge"
 expect_bad "$T/go/heap.pprof: cannot merge with $T/go/cpu.pprof: sample types differ" \
   "$T/mix.svg" "$P" flame -o "$T/mix.svg" "$T/go/cpu.pprof" "$T/go/heap.pprof"
+# a service's directory with CPU and heap batches (the file exporter's
+# names): --value picks the profiles of one type, without it a hint says so
+mkdir -p "$T/mixed/node1/api"
+cp "$T/go/cpu.pprof" "$T/mixed/node1/api/20231114T221320Z-aa.pb.gz"
+cp "$T/go/heap.pprof" "$T/mixed/node1/api/20231114T221320Z-heap-bb.pb.gz"
+"$P" top --value inuse_space "$T/mixed" >"$T/mixed.top" || fail "--value inuse_space on a mixed directory"
+grep -q '^Type: inuse_space (bytes), 1 of 2 profile files' "$T/mixed.top" || {
+  cat "$T/mixed.top"; fail "--value inuse_space did not pick the heap profile alone"; }
+"$P" folded --value samples "$T/mixed" | cmp -s - "$T/go.folded" ||
+  fail "--value samples did not pick the CPU profile alone"
+expect_bad "pick the profiles of one type with --value TYPE" "" "$P" top "$T/mixed"
 
 echo "== bad input"
 mkdir -p "$T/empty" "$T/outdir"

@@ -145,6 +145,56 @@ static void test_views_pick_value(void) {
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* Go's heap layout with default_sample_type inuse_space: every view shows
+ * inuse_space unless told otherwise (pprof's rule), not the first count
+ * type (alloc_objects); bytes read in powers of 1024, counts by what they
+ * count. */
+static void test_views_heap_default_type_and_units(void) {
+  pp_builder *b = pp_builder_new();
+  PP_CHECK(b != NULL);
+  if (!b)
+    return;
+  static const char *const types[4][2] = {{"alloc_objects", "count"},
+                                          {"alloc_space", "bytes"},
+                                          {"inuse_objects", "count"},
+                                          {"inuse_space", "bytes"}};
+  for (int i = 0; i < 4; i++)
+    PP_CHECK_INT(pp_builder_add_sample_type(b, types[i][0], types[i][1]), ==, 0);
+  PP_CHECK_INT(pp_builder_set_period(b, "space", "bytes", 524288), ==, 0);
+  PP_CHECK_INT(pp_builder_set_default_sample_type(b, "inuse_space"), ==, 0);
+  uint64_t fn = pp_builder_function(b, "grow", NULL, "", 0);
+  uint64_t loc = pp_builder_location(b, 0, 0x1000, &fn, NULL, 1);
+  PP_CHECK_INT(pp_builder_sample(b, &loc, 1, (int64_t[]){3, 3 << 20, 1, 1572864}, 4, NULL, 0), ==,
+               0);
+  uint8_t *raw = NULL;
+  size_t len = 0;
+  char why[256] = "";
+  PP_CHECK_INT(pp_builder_pack(b, &raw, &len), ==, 0);
+  pp_builder_free(b);
+  Perftools__Profiles__Profile *p = raw ? pp_ref_parse(raw, len, 1 << 20, why, sizeof why) : NULL;
+  free(raw);
+  PP_CHECK(p != NULL);
+  if (!p)
+    return;
+  PP_CHECK_INT(view_pick_value(p, NULL, true, why, sizeof why), ==, 3);  /* folded, flame, diff */
+  PP_CHECK_INT(view_pick_value(p, NULL, false, why, sizeof why), ==, 3); /* top */
+  PP_CHECK_INT(view_pick_value(p, "alloc_objects", true, why, sizeof why), ==, 0);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+  char buf[64];
+  view_format_value(1572864, "inuse_space", "bytes", buf, sizeof buf);
+  PP_CHECK_STR(buf, "1.50 MiB");
+  view_format_value(2048, "alloc_space", "bytes", buf, sizeof buf);
+  PP_CHECK_STR(buf, "2.00 KiB");
+  view_format_value(512, "inuse_space", "bytes", buf, sizeof buf);
+  PP_CHECK_STR(buf, "512 B");
+  view_format_value(1234, "inuse_objects", "count", buf, sizeof buf);
+  PP_CHECK_STR(buf, "1,234 objects");
+  view_format_value(1, "samples", "count", buf, sizeof buf);
+  PP_CHECK_STR(buf, "1 sample");
+  view_format_value(2, "samples", "count", buf, sizeof buf);
+  PP_CHECK_STR(buf, "2 samples");
+}
+
 /* BASE splits a 50/50 between b and c; NEW 80/20, and twice as many samples:
  * b +30.0 pt, c -30.0 pt, a unchanged; d only in NEW (+10.0 pt). */
 static void test_views_diff_known_splits(void) {
@@ -268,6 +318,7 @@ int main(void) {
   PP_RUN(test_views_top_counts_recursion_once);
   PP_RUN(test_views_filters_label_focus_ignore);
   PP_RUN(test_views_pick_value);
+  PP_RUN(test_views_heap_default_type_and_units);
   PP_RUN(test_views_diff_known_splits);
   PP_RUN(test_views_names_cleaned_and_escaped);
   PP_RUN(test_views_parse_time);
