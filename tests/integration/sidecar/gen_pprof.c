@@ -3,7 +3,13 @@
  *       writes a pprof (sample types samples/count, cpu/nanoseconds) and
  *       prints "<sum of samples> <sum of cpu>" on stdout;
  *   gen_pprof frame OUT KIND [--service NAME] [--seed N] [--samples N]
- *       writes one complete push frame, KIND: ok | badproto | badpprof. */
+ *       writes one complete push frame, KIND: ok | badproto | badpprof;
+ *   gen_pprof frame OUT heap [--service NAME] [--pid N] [--host H] [--seq N]
+ *       [--base-s S] [--alloc BYTES] [--inuse BYTES]
+ *       a heap push in Go's layout from process H/N (started at S - 3600),
+ *       its window ending at S + seq seconds: main;serve;grow allocated
+ *       BYTES in the window (64 KiB objects) and holds --inuse bytes live,
+ *       main;init;old holds one 4096-byte object live from before. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +89,69 @@ out:
   return rc;
 }
 
+/* Who pushes a heap frame, and what it holds. */
+typedef struct heap_push {
+  uint32_t pid;
+  const char *host;
+  uint64_t seq;
+  int64_t base_s, alloc, inuse;
+} heap_push;
+
+static int build_heap_profile(const heap_push *h, uint8_t **out, size_t *len) {
+  pp_builder *b = pp_builder_new();
+  if (!b)
+    return -1;
+  int rc = -1;
+  static const char *const types[4][2] = {{"alloc_objects", "count"},
+                                          {"alloc_space", "bytes"},
+                                          {"inuse_objects", "count"},
+                                          {"inuse_space", "bytes"}};
+  for (int i = 0; i < 4; i++)
+    if (pp_builder_add_sample_type(b, types[i][0], types[i][1]) != 0)
+      goto out;
+  if (pp_builder_set_period(b, "space", "bytes", 524288) != 0 ||
+      pp_builder_set_default_sample_type(b, "inuse_space") != 0)
+    goto out;
+  int64_t end = (h->base_s + (int64_t)h->seq) * 1000000000;
+  pp_builder_set_time(b, end - 1000000000, 1000000000);
+  uint64_t map =
+      pp_builder_mapping(b, 0x400000, 0x800000, 0, "/usr/bin/heapprog", "abcdef12", true);
+  static const char *const names[5] = {"main", "serve", "grow", "init", "old"};
+  uint64_t loc[5];
+  for (int i = 0; i < 5; i++) {
+    uint64_t fid = pp_builder_function(b, names[i], names[i], "/src/heapprog.c", 10 * i);
+    int64_t line = 10 * i + 1;
+    if (!fid ||
+        !(loc[i] = pp_builder_location(b, map, 0x401000 + 16 * (uint64_t)i, &fid, &line, 1)))
+      goto out;
+  }
+  uint64_t grow[3] = {loc[2], loc[1], loc[0]}, old[3] = {loc[4], loc[3], loc[0]};
+  int64_t vg[4] = {h->alloc / 65536, h->alloc, h->inuse / 65536, h->inuse};
+  int64_t vo[4] = {0, 0, 1, 4096};
+  if (pp_builder_sample(b, grow, 3, vg, 4, NULL, 0) != 0 ||
+      pp_builder_sample(b, old, 3, vo, 4, NULL, 0) != 0)
+    goto out;
+  rc = pp_builder_pack(b, out, len);
+out:
+  pp_builder_free(b);
+  return rc;
+}
+
+static int build_heap_frame(const char *service, const heap_push *h, const uint8_t *pprof,
+                            size_t plen, uint8_t **out, size_t *len) {
+  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
+  req.service = (char *)service;
+  req.pid = h->pid;
+  req.hostname = (char *)h->host;
+  req.process_start_time_nanos = (h->base_s - 3600) * 1000000000;
+  req.end_time_nanos = (h->base_s + (int64_t)h->seq) * 1000000000;
+  req.start_time_nanos = req.end_time_nanos - 1000000000;
+  req.sequence = h->seq;
+  req.pprof.data = (uint8_t *)pprof;
+  req.pprof.len = plen;
+  return pp_client_encode_push(&req, out, len);
+}
+
 static int build_frame(const char *service, const uint8_t *pprof, size_t plen, uint8_t **out,
                        size_t *len) {
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
@@ -114,6 +183,7 @@ int main(int argc, char **argv) {
   }
   int samples = 200, funcs = 40;
   bool gz = false;
+  heap_push hp = {.pid = 4242, .host = "gen-host", .seq = 1, .base_s = time(NULL)};
   rng_state = 1;
   for (; argi < argc; argi++) {
     if (!strcmp(argv[argi], "--gzip"))
@@ -126,6 +196,18 @@ int main(int argc, char **argv) {
       funcs = atoi(argv[++argi]);
     else if (argi + 1 < argc && !strcmp(argv[argi], "--service"))
       service = argv[++argi];
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--pid"))
+      hp.pid = (uint32_t)strtoul(argv[++argi], NULL, 10);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--host"))
+      hp.host = argv[++argi];
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--seq"))
+      hp.seq = strtoull(argv[++argi], NULL, 10);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--base-s"))
+      hp.base_s = strtoll(argv[++argi], NULL, 10);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--alloc"))
+      hp.alloc = strtoll(argv[++argi], NULL, 10);
+    else if (argi + 1 < argc && !strcmp(argv[argi], "--inuse"))
+      hp.inuse = strtoll(argv[++argi], NULL, 10);
     else {
       fprintf(stderr, "gen_pprof: unknown argument %s\n", argv[argi]);
       return 2;
@@ -155,6 +237,10 @@ int main(int argc, char **argv) {
       if (build_profile(samples, funcs, &prof, &plen, &sn, &sc) != 0)
         return 1;
       if (build_frame(service, prof, plen, &data, &dlen) != 0)
+        return 1;
+    } else if (!strcmp(kind, "heap")) {
+      if (build_heap_profile(&hp, &prof, &plen) != 0 ||
+          build_heap_frame(service, &hp, prof, plen, &data, &dlen) != 0)
         return 1;
     } else if (!strcmp(kind, "badpprof")) {
       /* Decodes as protobuf but breaks pprof rules: string_table[0] is not "". */
