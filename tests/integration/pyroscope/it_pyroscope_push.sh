@@ -2,7 +2,8 @@
 # The real sidecar exports to a Pyroscope stand-in (a test double checking
 # Pyroscope's documented push API rules) over the push API: tenant and basic
 # auth headers, series labels (__name__, service_name, dotted process labels
-# turned into underscores), every profile a valid pprof, a 5 MiB profile
+# turned into underscores; a heap profile is __name__=memory with
+# __delta__=false), every profile a valid pprof, a 5 MiB profile
 # split below the 4 MiB per-profile limit and, with --pyroscope-max-samples
 # lowered, a 3 x 200-sample merged profile split by count, sample totals kept.
 source "$(dirname "$0")/lib_pyroscope.sh"
@@ -26,6 +27,10 @@ read -r big_n big_c < <("$B/tests/gen_big_pprof" "$W/big.pb" 5000 300)
 big_len=$(stat -c %s "$W/big.pb")
 [ "$big_len" -gt $((4 << 20)) ] || fail "generated profile is only $big_len bytes"
 "$CLI" push "$W/big.pb" --socket "$SOCK" --service bigsvc >/dev/null || fail "push big"
+# A heap profile (Go's layout): Pyroscope's memory profile.
+"$GEN" frame "$W/heap.frame" heap --service heapsvc --alloc 1048576 --inuse 2097152 ||
+  fail "gen_pprof heap"
+case $($RAW "$SOCK" send "$W/heap.frame") in code=0\ *) ;; *) fail "heap push not acked" ;; esac
 
 wait_accepted "$PY_OUT" 2 40
 wait_metric pushprof_batches_exported_total 2 40 # every request of the split one too
@@ -41,6 +46,13 @@ ncheck=$(pyq "$PY_OUT" 'sum(len(s["samples"]) for r in reqs for s in r["series"]
 [ "$ncheck" -ge 2 ] || fail "3 x 200 samples with --pyroscope-max-samples 250 arrived as $ncheck profile(s)"
 maxn=$(pyq "$PY_OUT" 'max(smp["samples"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "checkout" for smp in s["samples"])')
 [ "$maxn" -le 250 ] || fail "a checkout piece has $maxn samples"
+
+# heapsvc: __name__=memory, and __delta__=false (its alloc_* is the batch's).
+heap_series() { pyq "$PY_OUT" 'sum(1 for r in reqs for s in r["series"] if s["labels"]["service_name"] == "heapsvc")'; }
+wait_count "heapsvc series at the stand-in" 1 40 heap_series
+labels=$(pyq "$PY_OUT" '[s["labels"] for r in reqs for s in r["series"] if s["labels"]["service_name"] == "heapsvc"][0]')
+want="{'__delta__': 'false', '__name__': 'memory', 'service_name': 'heapsvc'}"
+[ "$labels" = "$want" ] || fail "heapsvc labels $labels, want $want"
 
 # bigsvc: split into several profiles, each under 4 MiB, totals kept.
 nbig=$(pyq "$PY_OUT" 'sum(len(s["samples"]) for r in reqs for s in r["series"] if s["labels"]["service_name"] == "bigsvc")')
