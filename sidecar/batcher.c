@@ -12,10 +12,10 @@
  * Memory is bounded by --max-memory, not by the backlog: a pending batch
  * costs memory only for its index entry (struct group, its member ids);
  * the builders of open groups and the gauges they keep aside are accounted
- * (pp_builder_mem, pp_pprof_mem) and kept under a twelfth of the budget by
- * sealing the largest open group early, and the adding threads pack sealed
- * groups themselves (help_pack_locked) so packing keeps up with ingest;
- * past a sixth (builders not yet packed plus payloads
+ * (pp_builder_mem, the packed gauges' bytes) and kept under a twelfth of
+ * the budget by sealing the largest open group early, and the adding
+ * threads pack sealed groups themselves (help_pack_locked) so packing keeps
+ * up with ingest; past a sixth (builders not yet packed plus payloads
  * that could not go to a manifest) adds wait and batcher_wait_room says no,
  * so the listener tells new pushes to retry. The listener's frames have
  * their own quarter; the rest is the process itself (threads, libraries,
@@ -377,10 +377,6 @@ static int merge_push(group *g, const Perftools__Profiles__Profile *prof, char *
                       size_t whylen) {
   if (!g->cols.ngauge)
     return pp_merge_add(g->pb, prof, why, whylen);
-  if (batcher_gauge_reserve(&g->gauges) != 0) {
-    snprintf(why, whylen, "out of memory keeping a process's latest gauge values");
-    return -1;
-  }
   return pp_merge_add_columns(g->pb, prof, g->cols.counter, why, whylen);
 }
 
@@ -498,8 +494,11 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
     snprintf(reason, sizeof reason, "cannot merge pprof: %s", why);
     goto fail_push;
   }
-  if (g->cols.ngauge)
-    batcher_gauge_offer(&g->gauges, push); /* may take its profile */
+  if (g->cols.ngauge && batcher_gauge_offer(&g->gauges, &g->cols, push, why, sizeof why) != 0) {
+    char q[300];
+    log_event(LOG_ERROR, "a process's live heap is left as of its earlier push in this batch",
+              "id=%s pid=%" PRIu32 " reason=%s", id, req->pid, log_quote(why, q, sizeof q));
+  }
   if (batcher_group_add_id(g, id, &pid) != 0) {
     /* The profile is merged but we cannot remember its file: it would be
      * exported twice at worst (after a restart), never lost. */
@@ -573,7 +572,7 @@ static int group_pack(batcher *b, group *g) {
   pthread_mutex_unlock(&b->mu);
   char why[256];
   int rc = 0;
-  if (g->gauges.n && batcher_gauge_merge(&g->gauges, g->pb, &g->cols, why, sizeof why) != 0) {
+  if (g->gauges.n && batcher_gauge_merge(&g->gauges, g->pb, why, sizeof why) != 0) {
     char q[300];
     log_event(LOG_ERROR, "cannot add the processes' latest gauge values to a batch", "reason=%s",
               log_quote(why, q, sizeof q));

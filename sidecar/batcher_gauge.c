@@ -1,16 +1,18 @@
 /* A group's gauge columns and each process's latest push (see
- * batcher_gauge.h). Processes are kept in an array searched linearly: a
- * batch holds one service with one set of process labels, so a handful of
- * processes, rarely hundreds. */
+ * batcher_gauge.h). A latest push is kept as a packed pprof of its gauge
+ * columns only: a decoded profile's arena holds about 16 times its encoded
+ * size, and its counter columns are in the batch already. Processes are
+ * kept in an array searched linearly: a batch holds one service with one
+ * set of process labels, so a handful of processes, rarely hundreds. */
 #include "batcher_gauge.h"
 
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pp_frame.h"
 #include "pp_merge.h"
+#include "pp_parse.h"
 
 #define GAUGE_PREFIX "inuse_"
 
@@ -20,8 +22,8 @@ struct gauge_proc {
   int64_t start_ns;
   int64_t end_ns;
   uint64_t seq;
-  pp_pprof *prof;
-  size_t mem; /* the profile's arena */
+  uint8_t *pprof; /* its gauge columns, packed (pp_builder_pack) */
+  size_t len;
 };
 
 int batcher_gauge_cols(gauge_cols *c, const Perftools__Profiles__Profile *p) {
@@ -51,7 +53,7 @@ void batcher_gauge_cols_free(gauge_cols *c) {
   memset(c, 0, sizeof *c);
 }
 
-int batcher_gauge_reserve(gauge_latest *s) {
+static int reserve(gauge_latest *s) {
   if (s->n < s->cap)
     return 0;
   size_t ncap = s->cap ? 2 * s->cap : 4;
@@ -77,49 +79,72 @@ static bool later(const gauge_proc *g, const Pushprof__V1__PushRequest *r) {
   return r->sequence >= g->seq;
 }
 
-static void put(gauge_latest *s, gauge_proc *g, pp_push *push) {
+/* p's gauge columns as a packed pprof (only the samples that have gauge
+ * values). 0, or -1 with why. */
+static int pack_gauges(const Perftools__Profiles__Profile *p, const gauge_cols *c, uint8_t **out,
+                       size_t *len, char *why, size_t whylen) {
+  pp_builder *b = pp_builder_new();
+  int rc = -1;
+  if (!b)
+    snprintf(why, whylen, "out of memory keeping a process's gauge values");
+  else if (pp_merge_add_columns(b, p, c->gauge, why, whylen) == 0) {
+    rc = pp_builder_pack(b, out, len);
+    if (rc != 0)
+      snprintf(why, whylen, "out of memory packing a process's gauge values");
+  }
+  pp_builder_free(b);
+  return rc;
+}
+
+int batcher_gauge_offer(gauge_latest *s, const gauge_cols *c, const pp_push *push, char *why,
+                        size_t whylen) {
   const Pushprof__V1__PushRequest *r = push->req;
-  snprintf(g->host, sizeof g->host, "%s", r->hostname ? r->hostname : "");
-  g->pid = r->pid;
-  g->start_ns = r->process_start_time_nanos;
+  gauge_proc *g = NULL;
+  if (r->pid != 0)
+    for (size_t i = 0; i < s->n && !g; i++)
+      if (same_process(&s->procs[i], r))
+        g = &s->procs[i];
+  if (g && !later(g, r))
+    return 0;
+  if (!g && reserve(s) != 0) {
+    snprintf(why, whylen, "out of memory keeping a process's gauge values");
+    return -1;
+  }
+  uint8_t *packed = NULL;
+  size_t len = 0;
+  if (pack_gauges(pp_pprof_profile(push->prof), c, &packed, &len, why, whylen) != 0)
+    return -1;
+  if (g) {
+    s->mem -= g->len;
+    free(g->pprof);
+  } else {
+    g = &s->procs[s->n++];
+    snprintf(g->host, sizeof g->host, "%s", r->hostname ? r->hostname : "");
+    g->pid = r->pid;
+    g->start_ns = r->process_start_time_nanos;
+  }
   g->end_ns = r->end_time_nanos;
   g->seq = r->sequence;
-  g->prof = push->prof;
-  g->mem = pp_pprof_mem(push->prof);
-  s->mem += g->mem;
-  push->prof = NULL;
+  g->pprof = packed;
+  g->len = len;
+  s->mem += len;
+  return 0;
 }
 
-void batcher_gauge_offer(gauge_latest *s, pp_push *push) {
-  const Pushprof__V1__PushRequest *r = push->req;
-  if (r->pid != 0)
-    for (size_t i = 0; i < s->n; i++) {
-      gauge_proc *g = &s->procs[i];
-      if (!same_process(g, r))
-        continue;
-      if (!later(g, r))
-        return;
-      s->mem -= g->mem;
-      pp_pprof_free(g->prof);
-      put(s, g, push);
-      return;
-    }
-  assert(s->n < s->cap); /* batcher_gauge_reserve */
-  put(s, &s->procs[s->n++], push);
-}
-
-int batcher_gauge_merge(gauge_latest *s, pp_builder *b, const gauge_cols *c, char *why,
-                        size_t whylen) {
+int batcher_gauge_merge(gauge_latest *s, pp_builder *b, char *why, size_t whylen) {
   size_t done = 0;
   int rc = 0;
   for (; done < s->n; done++) {
     gauge_proc *g = &s->procs[done];
-    if (pp_merge_add_columns(b, pp_pprof_profile(g->prof), c->gauge, why, whylen) != 0) {
+    pp_pprof *p = pp_pprof_parse(g->pprof, g->len, g->len, why, whylen);
+    if (!p || pp_merge_add(b, pp_pprof_profile(p), why, whylen) != 0) {
+      pp_pprof_free(p);
       rc = -1;
       break;
     }
-    s->mem -= g->mem;
-    pp_pprof_free(g->prof);
+    pp_pprof_free(p);
+    s->mem -= g->len;
+    free(g->pprof);
   }
   memmove(s->procs, s->procs + done, (s->n - done) * sizeof *s->procs);
   s->n -= done;
@@ -128,7 +153,7 @@ int batcher_gauge_merge(gauge_latest *s, pp_builder *b, const gauge_cols *c, cha
 
 void batcher_gauge_free(gauge_latest *s) {
   for (size_t i = 0; i < s->n; i++)
-    pp_pprof_free(s->procs[i].prof);
+    free(s->procs[i].pprof);
   free(s->procs);
   memset(s, 0, sizeof *s);
 }

@@ -42,25 +42,24 @@ void batcher_gauge_cols_free(gauge_cols *c);
 
 typedef struct gauge_proc gauge_proc;
 
-/* The latest push of each process of one group. Zeroed memory is empty. */
+/* The latest push of each process of one group, as a packed pprof of its
+ * gauge columns. Zeroed memory is empty. */
 typedef struct gauge_latest {
   gauge_proc *procs;
   size_t n, cap;
-  size_t mem; /* heap bytes it holds: the kept profiles' arenas and its table */
+  size_t mem; /* heap bytes it holds: the packed profiles and its table */
 } gauge_latest;
 
-/* Room for one more process, so that the offer after a merge cannot fail.
- * 0, or -1 on ENOMEM. */
-int batcher_gauge_reserve(gauge_latest *s);
-/* Offers push (already merged with its gauge columns left out) as its
- * process's latest: when it is, s takes its profile (push->prof is then
- * NULL) and frees the one it replaces; else push is left as it is. Call
- * batcher_gauge_reserve first. */
-void batcher_gauge_offer(gauge_latest *s, pp_push *push);
-/* Adds the gauge columns of each kept profile to b and frees the profile.
- * 0, or -1 with why (out of memory): the profiles not added yet stay kept,
- * and the one being added may be in b in part. */
-int batcher_gauge_merge(gauge_latest *s, pp_builder *b, const gauge_cols *c, char *why,
+/* Offers push (a profile with c's columns; its counter columns merged into
+ * the batch by the caller) as its process's latest: when it is, its gauge
+ * columns are packed and kept, replacing the process's earlier ones. 0 (kept,
+ * or older than what is kept), or -1 with why when out of memory (s is then
+ * as it was: the batch shows this process's heap as of its previous push). */
+int batcher_gauge_offer(gauge_latest *s, const gauge_cols *c, const pp_push *push, char *why,
                         size_t whylen);
+/* Adds each kept process's gauge columns to b and frees them. 0, or -1 with
+ * why (out of memory): the processes not added yet stay kept, and the one
+ * being added may be in b in part. */
+int batcher_gauge_merge(gauge_latest *s, pp_builder *b, char *why, size_t whylen);
 void batcher_gauge_free(gauge_latest *s);
 #endif

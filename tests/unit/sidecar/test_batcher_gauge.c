@@ -27,31 +27,43 @@ static pp_push *heap_push(int64_t alloc, int64_t inuse, const btu_who *w) {
   return p;
 }
 
-/* Offers push as batcher_add does (reserve, then offer) and frees what the
- * set did not take. */
+/* The gauge columns of the heap layout (btu_heap_pprof). */
+static gauge_cols heap_cols(void) {
+  const int64_t v[4] = {0, 0, 0, 0};
+  size_t len = 0;
+  char why[256] = "";
+  gauge_cols c = {0};
+  uint8_t *raw = btu_heap_pprof(v, v, &len);
+  Perftools__Profiles__Profile *shape =
+      raw ? pp_ref_parse(raw, len, 1 << 20, why, sizeof why) : NULL;
+  PP_CHECK(shape != NULL);
+  if (shape) {
+    PP_CHECK_INT(batcher_gauge_cols(&c, shape), ==, 0);
+    perftools__profiles__profile__free_unpacked(shape, NULL);
+  }
+  free(raw);
+  return c;
+}
+
+/* Offers push as batcher_add does, then frees it. */
 static void offer(gauge_latest *s, pp_push *p) {
+  char why[256] = "";
   if (!p)
     return;
-  PP_CHECK_INT(batcher_gauge_reserve(s), ==, 0);
-  batcher_gauge_offer(s, p);
+  gauge_cols c = heap_cols();
+  PP_CHECK_INT(batcher_gauge_offer(s, &c, p, why, sizeof why), ==, 0);
+  batcher_gauge_cols_free(&c);
   pp_push_free(p);
 }
 
 /* The inuse_space (column 3) of main->grow the kept profiles add up to. */
 static int64_t kept_inuse(gauge_latest *s) {
   pp_builder *b = pp_builder_new();
-  gauge_cols c;
   char why[256] = "";
   PP_CHECK(b != NULL);
   if (!b)
     return -2;
-  const int64_t v[4] = {0, 0, 0, 0};
-  size_t len = 0;
-  uint8_t *raw = btu_heap_pprof(v, v, &len);
-  Perftools__Profiles__Profile *shape = pp_ref_parse(raw, len, 1 << 20, why, sizeof why);
-  PP_CHECK(shape != NULL);
-  PP_CHECK_INT(batcher_gauge_cols(&c, shape), ==, 0);
-  PP_CHECK_INT(batcher_gauge_merge(s, b, &c, why, sizeof why), ==, 0);
+  PP_CHECK_INT(batcher_gauge_merge(s, b, why, sizeof why), ==, 0);
   PP_CHECK_INT(s->n, ==, 0);
   uint8_t *out = NULL;
   size_t olen = 0;
@@ -66,10 +78,6 @@ static int64_t kept_inuse(gauge_latest *s) {
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   free(out);
-  free(raw);
-  if (shape)
-    perftools__profiles__profile__free_unpacked(shape, NULL);
-  batcher_gauge_cols_free(&c);
   pp_builder_free(b);
   return got;
 }
@@ -171,34 +179,26 @@ static void test_processes_add_their_latest(void) {
   batcher_gauge_free(&s);
 }
 
-/* What the kept profiles cost is counted while they are kept and given
- * back when they are replaced or added to a batch; an older push is not
- * taken (its owner frees it). */
+/* What the kept gauges cost is counted while they are kept and given back
+ * when they are replaced or added to a batch: a packed profile of the gauge
+ * columns, much less than the decoded push. */
 static void test_memory_is_accounted(void) {
   gauge_latest s = {0};
   btu_who w = {.pid = 7, .host = "h1", .process_start_ns = T0, .seq = 2, .end_ns = T0 + 2 * SEC};
-  pp_push *p = heap_push(100, 1000, &w);
-  if (!p)
-    return;
-  size_t arena = pp_pprof_mem(p->prof);
-  PP_CHECK(arena > 0);
-  PP_CHECK_INT(batcher_gauge_reserve(&s), ==, 0);
-  size_t table = s.mem;
-  PP_CHECK(table > 0);
-  batcher_gauge_offer(&s, p);
-  PP_CHECK(p->prof == NULL); /* taken */
-  PP_CHECK_INT(s.mem, ==, table + arena);
-  pp_push_free(p);
+  offer(&s, heap_push(100, 1000, &w));
+  PP_CHECK_INT(s.n, ==, 1);
+  size_t one = s.mem;
+  PP_CHECK(one > 0 && one < 4096);
+  w.seq = 3;
+  w.end_ns += SEC;
+  offer(&s, heap_push(100, 2000, &w)); /* replaces it */
+  PP_CHECK(s.mem > 0 && s.mem < 2 * one);
   w.seq = 1;
   w.end_ns = T0 + SEC;
-  p = heap_push(100, 1000, &w);
-  PP_CHECK_INT(batcher_gauge_reserve(&s), ==, 0);
-  batcher_gauge_offer(&s, p);
-  PP_CHECK(p && p->prof != NULL); /* older: left to its owner */
-  pp_push_free(p);
-  PP_CHECK_INT(s.mem, ==, table + arena);
-  PP_CHECK_INT(kept_inuse(&s), ==, 1000);
-  PP_CHECK_INT(s.mem, ==, table);
+  offer(&s, heap_push(100, 9000, &w)); /* older: not kept */
+  PP_CHECK(s.mem > 0 && s.mem < 2 * one);
+  PP_CHECK_INT(kept_inuse(&s), ==, 2000);
+  PP_CHECK(s.mem < one); /* the table alone */
   batcher_gauge_free(&s);
   PP_CHECK_INT(s.mem, ==, 0);
 }
