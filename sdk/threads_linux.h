@@ -72,7 +72,8 @@ void threads_exclude_end(void);
 extern __thread int threads_is_own __attribute__((tls_model("initial-exec")));
 /* The calling thread's stack bounds (the main thread's from
  * threads_main_stack_bounds, others' from pthread_getattr_np); 0, 0 if
- * unknown. Allocates (pthread_getattr_np may). */
+ * unknown. Allocates while holding the thread's lock (pthread_getattr_np):
+ * never from an allocation hook. */
 void threads_self_bounds(uintptr_t *lo, uintptr_t *hi);
 /* CPU time the SDK's own threads have used since the process started: those
  * that ended (each adds its own at threads_exclude_end) and those running.

@@ -365,6 +365,11 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
+/* The thread's stack bounds: those its registration published, or the
+ * main thread's. Never pthread_getattr_np here: it allocates while holding
+ * the thread's lock, and that allocation may be the one being sampled.
+ * Unknown bounds are asked again at the next sample (the thread is
+ * usually being registered right now). */
 static void thread_bounds(heap_tls *t) {
   threads_slot *s = threads_self;
   uintptr_t hi = s ? atomic_load_explicit(&s->stack_hi, memory_order_acquire) : 0;
@@ -373,9 +378,11 @@ static void thread_bounds(heap_tls *t) {
     t->stack_hi = hi;
     return;
   }
-  threads_self_bounds(&t->stack_lo, &t->stack_hi);
-  if (!t->stack_hi)
-    t->stack_hi = 1; /* unknown: leaf only, not asked again */
+  uintptr_t lo, mhi;
+  if (gettid() == getpid() && threads_main_stack_bounds(&lo, &mhi) == 0) {
+    t->stack_lo = lo;
+    t->stack_hi = mhi;
+  }
 }
 
 /* Walks the caller's stack into pcs (return addresses, the caller of malloc
@@ -395,7 +402,7 @@ __attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, i
   *defer = -1;
   *truncated = 0;
   uintptr_t lo = t->stack_lo, hi = t->stack_hi;
-  if (hi <= 1 || r.sp < lo || r.sp >= hi)
+  if (!hi || r.sp < lo || r.sp >= hi)
     return 0; /* another stack (a coroutine's): no walk */
   uintptr_t raw[MAX_DEPTH];
   unsigned fl = 0;
