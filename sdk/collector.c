@@ -347,14 +347,22 @@ void collector_wake_from_signal(void) {
 
 static void (*_Atomic g_tick)(void);        /* collector_set_tick */
 static void (*_Atomic g_after_drain)(void); /* collector_set_after_drain */
+static _Atomic int g_all_tables;            /* collector_want_all_tables */
+
+void collector_want_all_tables(void) {
+  atomic_store(&g_all_tables, 1);
+  if (utab_want())
+    collector_wake_from_signal();
+}
 
 void collector_set_after_drain(void (*fn)(void)) {
   atomic_store(&g_after_drain, fn);
 }
 
-uint32_t collector_unwind_deferred(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags) {
+uint32_t collector_unwind_copy(const unwind_regs *regs, const uintptr_t *words, size_t len,
+                               int partial, uintptr_t *pcs, uint32_t max, unsigned *flags) {
   pthread_mutex_lock(&g_mu);
-  uint32_t d = defer_unwind(slot, pcs, max, flags);
+  uint32_t d = defer_unwind_copy(regs, words, len, partial, pcs, max, flags);
   pthread_mutex_unlock(&g_mu);
   return d;
 }
@@ -403,7 +411,7 @@ static void *collector_main(void *arg) {
     if (utab_wanted()) {
       if (wanted_ns == 0)
         wanted_ns = now;
-      int full = now - wanted_ns >= COLLECTOR_DRAIN_MS * 1000000LL;
+      int full = atomic_load(&g_all_tables) || now - wanted_ns >= COLLECTOR_DRAIN_MS * 1000000LL;
       int built = full ? utab_refresh(&g_utab_cancel) : utab_refresh_first(&g_utab_cancel);
       if (built > 0)
         collector_drain();

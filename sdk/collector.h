@@ -48,10 +48,16 @@ void collector_set_tick(void (*fn)(void));
 /* fn runs on the collector thread after each drain, before the tick: the
  * heap profiler walks its stack copies there. NULL: none. */
 void collector_set_after_drain(void (*fn)(void));
-/* Walks a deferred slot's stack copy (deferred.h) as the drain does, one
- * walk at a time with the drain's; frees the slot. Any thread but a
- * signal handler. */
-uint32_t collector_unwind_deferred(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags);
+/* Builds every loaded object's unwind table at the next wake-up (now),
+ * not the executable's and libc's first: for the heap profiler, whose
+ * stacks start with the process. */
+void collector_want_all_tables(void);
+/* Walks a stack copy the caller owns (defer_unwind_copy) as the drain
+ * walks the handler's, one walk at a time with the drain's. Any thread but
+ * a signal handler. */
+struct unwind_regs;
+uint32_t collector_unwind_copy(const struct unwind_regs *regs, const uintptr_t *words, size_t len,
+                               int partial, uintptr_t *pcs, uint32_t max, unsigned *flags);
 /* Builds a pprof of stacks with the collector's mappings and symbol caches
  * (profbuild_build after a refresh of the maps). 0 or a negative
  * PUSHPROF_E* code. */

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "collector.h"
-#include "deferred.h"
 #include "profbuild.h"
 #include "pushprof.h"
 #include "ring.h"
@@ -30,7 +29,7 @@ _Atomic(uint16_t *) heap_filter;
 typedef struct hstack {
   uintptr_t *pcs; /* return addresses, caller of malloc first; NULL while pending */
   uint32_t depth;
-  int32_t defer; /* >= 0: a stack copy waits in that deferred slot */
+  struct heap_copy *copy; /* non-NULL: the stack is this copy, walked later */
   uint64_t hash;
   unsigned truncated : 1;
   unsigned used : 1;
@@ -61,12 +60,27 @@ static int64_t g_win_start_ns;
 static heap_free_fn g_real_free;
 static int (*g_is_ours)(void);
 static uintptr_t g_self_lo, g_self_hi; /* our own code: frames stripped from stacks */
-static size_t g_npending;              /* stacks whose copy waits in a deferred slot; under g_mu */
+static size_t g_npending;              /* stacks whose copy waits to be walked; under g_mu */
+
+/* A copy of the stack above SP, taken when the tables its walk needs are
+ * not built yet (the first milliseconds, a library just loaded) and walked
+ * on the collector thread with them. At most HEAP_COPY_BYTES each, and
+ * HEAP_COPIES_MAX bytes waiting in all: beyond, the walk stops where the
+ * tables do (counted). */
+#define HEAP_COPY_BYTES (32u << 10)
+#define HEAP_COPIES_MAX (8u << 20)
+typedef struct heap_copy {
+  unwind_regs regs;
+  size_t len;
+  int partial;
+  uintptr_t words[];
+} heap_copy;
+static _Atomic size_t g_copy_bytes;
 static const pp_label truncated_label = {.key = "pushprof_stack", .str = "truncated"};
 
 static struct {
   _Atomic uint64_t samples, frees_sampled, filter_misses, parked, parked_full, deferred,
-      skipped_busy, table_oom;
+      skipped_busy, table_oom, cut_short;
 } S;
 
 void heap_set_real_free(heap_free_fn fn) {
@@ -186,18 +200,24 @@ static uint64_t stack_hash(const uintptr_t *pcs, uint32_t n) {
   return h | 1;
 }
 
-static int sidx_insert(uint32_t idx) {
-  size_t mask = g_sidx_cap - 1;
-  for (size_t i = (size_t)g_st[idx].hash & mask;; i = (i + 1) & mask)
+/* The index is kept at most half full (sidx_rebuild), so a free slot is
+ * always found; the bound is a guard only. */
+static void sidx_insert(uint32_t idx) {
+  size_t mask = g_sidx_cap - 1, i = (size_t)g_st[idx].hash & mask;
+  for (size_t k = 0; k < g_sidx_cap; k++, i = (i + 1) & mask)
     if (g_sidx[i] == 0) {
       g_sidx[i] = idx + 1;
-      return 0;
+      return;
     }
 }
 
-/* Rebuilds the index at cap slots (a power of two), from the used stacks
- * that are walked. Under g_mu; *garbage gets the old index to free. */
-static int sidx_rebuild(size_t cap, void **garbage) {
+/* Rebuilds the index from the used stacks that are walked, with room for
+ * every slot at half load (stacks walked from copies join g_nst without
+ * being indexed). Under g_mu; *garbage gets the old index to free. */
+static int sidx_rebuild(void **garbage) {
+  size_t cap = 512;
+  while (cap < (g_nst + 1) * 2)
+    cap *= 2;
   uint32_t *n = calloc(cap, sizeof *n);
   if (!n)
     return -1;
@@ -241,7 +261,7 @@ static int64_t stack_intern(const uintptr_t *pcs, uint32_t n, int truncated, voi
         return g_sidx[i] - 1;
     }
   }
-  if ((g_nst + 1) * 2 > g_sidx_cap && sidx_rebuild(g_sidx_cap ? g_sidx_cap * 2 : 512, g1) != 0)
+  if ((g_nst + 1) * 2 > g_sidx_cap && sidx_rebuild(g1) != 0)
     return -1;
   uintptr_t *copy = malloc((n ? n : 1) * sizeof *copy);
   if (!copy)
@@ -256,7 +276,7 @@ static int64_t stack_intern(const uintptr_t *pcs, uint32_t n, int truncated, voi
   memset(s, 0, sizeof *s);
   s->pcs = copy;
   s->depth = n;
-  s->defer = -1;
+  s->copy = NULL;
   s->hash = h;
   s->truncated = truncated != 0;
   s->used = 1;
@@ -385,9 +405,50 @@ static void thread_bounds(heap_tls *t) {
   }
 }
 
+/* A word loop, not memcpy: a sanitizer's memcpy would check the stack's
+ * redzones, and the bounds are ours to guarantee. */
+__attribute__((no_sanitize_address)) static heap_copy *copy_stack(const unwind_regs *r,
+                                                                  uintptr_t hi) {
+  uintptr_t sp = r->sp & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+  size_t len = hi - sp, room = len > HEAP_COPY_BYTES ? HEAP_COPY_BYTES : len;
+  size_t had = atomic_fetch_add(&g_copy_bytes, room);
+  if (had + room > HEAP_COPIES_MAX) {
+    atomic_fetch_sub(&g_copy_bytes, room);
+    return NULL;
+  }
+  heap_copy *c = malloc(sizeof *c + room);
+  if (!c) {
+    atomic_fetch_sub(&g_copy_bytes, room);
+    return NULL;
+  }
+  c->regs = *r;
+  c->regs.sp = sp;
+  c->len = room;
+  c->partial = len > room;
+  for (size_t i = 0; i < room / sizeof(uintptr_t); i++)
+    c->words[i] = ((const volatile uintptr_t *)sp)[i];
+  return c;
+}
+
+static void copy_free(heap_copy *c) {
+  if (c) {
+    atomic_fetch_sub(&g_copy_bytes, c->len);
+    free(c);
+  }
+}
+
+/* Drops the leading frames in our own object. */
+static uint32_t strip_own(const uintptr_t *raw, uint32_t n, uintptr_t *pcs) {
+  uint32_t k = 0;
+  while (k < n && raw[k] >= g_self_lo && raw[k] < g_self_hi)
+    k++;
+  memcpy(pcs, raw + k, (n - k) * sizeof *pcs);
+  return n - k;
+}
+
 /* Walks the caller's stack into pcs (return addresses, the caller of malloc
- * first). *defer gets a deferred slot when the walk must wait for tables. */
-__attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, int *defer,
+ * first), or takes a copy (*copy) when the walk must wait for tables. */
+__attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, heap_copy **copy,
                                                   int *truncated) {
   unwind_regs r = {0};
 #if defined(__x86_64__)
@@ -399,7 +460,7 @@ __attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, i
 #else
   return 0;
 #endif
-  *defer = -1;
+  *copy = NULL;
   *truncated = 0;
   uintptr_t lo = t->stack_lo, hi = t->stack_hi;
   if (!hi || r.sp < lo || r.sp >= hi)
@@ -414,20 +475,17 @@ __attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, i
   } else if (utab_want()) {
     collector_wake_from_signal(); /* the first ask builds the tables */
   }
-  *defer = defer_take(&r, hi);
-  if (*defer >= 0) {
+  *copy = copy_stack(&r, hi);
+  if (*copy) {
     atomic_fetch_add_explicit(&S.deferred, 1, memory_order_relaxed);
     return 0;
   }
+  atomic_fetch_add_explicit(&S.cut_short, 1, memory_order_relaxed);
   if (n == 0)
     n = unwind_stack(&r, lo, hi, raw, MAX_DEPTH, &fl); /* frame pointers where no table */
 walked:
   *truncated = (fl & UNWIND_F_TRUNCATED) != 0;
-  uint32_t k = 0;
-  while (k < n && raw[k] >= g_self_lo && raw[k] < g_self_hi)
-    k++;
-  memcpy(pcs, raw + k, (n - k) * sizeof *pcs);
-  return n - k;
+  return strip_own(raw, n, pcs);
 }
 
 void heap_sample_slow(void *p, size_t size) {
@@ -449,8 +507,9 @@ void heap_sample_slow(void *p, size_t size) {
   if (!t->stack_hi)
     thread_bounds(t);
   uintptr_t pcs[MAX_DEPTH];
-  int defer, truncated;
-  uint32_t n = capture(t, pcs, &defer, &truncated);
+  heap_copy *copy;
+  int truncated;
+  uint32_t n = capture(t, pcs, &copy, &truncated);
   /* Sampled with probability 1 - exp(-size/rate): the sample stands for
    * the inverse of that in allocations and in bytes. */
   double prob = one_minus_exp_neg((double)size / (double)rate);
@@ -460,17 +519,19 @@ void heap_sample_slow(void *p, size_t size) {
   pthread_mutex_lock(&g_mu);
   if (!atomic_load_explicit(&heap_on, memory_order_relaxed) || !g_filter_mem) {
     pthread_mutex_unlock(&g_mu);
+    copy_free(copy);
     leave_busy(t);
     return;
   }
   int64_t idx;
-  if (defer >= 0) {
+  if (copy) {
     idx = stack_slot(&g2);
     if (idx >= 0) {
       memset(&g_st[idx], 0, sizeof g_st[idx]);
-      g_st[idx].defer = defer;
+      g_st[idx].copy = copy;
       g_st[idx].used = 1;
       g_npending++;
+      copy = NULL;
     }
   } else {
     idx = stack_intern(pcs, n, truncated, &g1, &g2);
@@ -478,6 +539,7 @@ void heap_sample_slow(void *p, size_t size) {
   if (idx < 0 || ((g_nlive + 1) * 10 > g_live_cap * 7 && live_grow(&g3) != 0)) {
     atomic_fetch_add_explicit(&S.table_oom, 1, memory_order_relaxed);
     pthread_mutex_unlock(&g_mu);
+    copy_free(copy);
     free(g1);
     free(g2);
     leave_busy(t);
@@ -594,12 +656,21 @@ static void reset_locked(void **garbage, size_t *ng) {
   g_live_cap = g_nlive = 0;
 }
 
+/* One allocation through the PLT, as the program's go (the asm keeps the
+ * compiler from dropping the pair). */
+__attribute__((noinline)) static void probe_malloc(void) {
+  void *p = malloc(24);
+  __asm__ volatile("" : : "r"(p) : "memory");
+  free(p);
+}
+
 int heap_start(int64_t rate, char *err, size_t errlen) {
   if (rate < 1 || rate > HEAP_RATE_MAX) {
     snprintf(err, errlen, "heap rate %" PRId64 " is out of range (1..%lld bytes)", rate,
              (long long)HEAP_RATE_MAX);
     return -1;
   }
+  probe_malloc();
   if (!g_is_ours || !g_is_ours()) {
     snprintf(err, errlen,
              "heap profiling needs the process's malloc to be pushprof's: use libpushprof.so or "
@@ -623,12 +694,13 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
   atomic_store(&heap_on, 1);
   pthread_mutex_unlock(&g_mu);
   collector_set_after_drain(heap_resolve_pending);
+  collector_want_all_tables(); /* stacks need every table from the start */
   return 0;
 }
 
 void heap_stop(void) {
   pthread_mutex_lock(&g_cut_mu);
-  heap_resolve_pending(); /* gives the deferred slots back */
+  heap_resolve_pending(); /* frees the stack copies */
   heap_tls *t = &heap_self;
   t->busy = 1;
   pthread_mutex_lock(&g_mu);
@@ -651,56 +723,60 @@ void heap_stop(void) {
 /* ---- stack copies ---- */
 
 void heap_resolve_pending(void) {
+  enum { BATCH = 32 };
   struct {
     uint32_t idx;
-    int slot;
+    heap_copy *copy;
     uint32_t depth;
     int truncated;
     uintptr_t *pcs;
-  } todo[DEFER_SLOTS];
-  size_t n = 0;
+  } todo[BATCH];
   heap_tls *t = &heap_self;
   int was_busy = t->busy;
   t->busy = 1;
-  pthread_mutex_lock(&g_mu);
-  for (size_t i = 0; g_npending && i < g_nst && n < DEFER_SLOTS; i++)
-    if (g_st[i].used && g_st[i].defer >= 0) {
-      todo[n].idx = (uint32_t)i;
-      todo[n].slot = g_st[i].defer;
-      n++;
+  for (;;) {
+    size_t n = 0;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; g_npending && i < g_nst && n < BATCH; i++)
+      if (g_st[i].used && g_st[i].copy) {
+        todo[n].idx = (uint32_t)i;
+        todo[n].copy = g_st[i].copy;
+        n++;
+      }
+    pthread_mutex_unlock(&g_mu);
+    if (n == 0)
+      break;
+    for (size_t k = 0; k < n; k++) {
+      uintptr_t raw[MAX_DEPTH], own[MAX_DEPTH];
+      unsigned fl = 0;
+      const heap_copy *c = todo[k].copy;
+      uint32_t d =
+          collector_unwind_copy(&c->regs, c->words, c->len, c->partial, raw, MAX_DEPTH, &fl);
+      d = strip_own(raw, d, own);
+      todo[k].depth = d;
+      todo[k].truncated = (fl & UNWIND_F_TRUNCATED) != 0;
+      todo[k].pcs = malloc((d ? d : 1) * sizeof(uintptr_t));
+      if (todo[k].pcs)
+        memcpy(todo[k].pcs, own, d * sizeof(uintptr_t));
     }
-  pthread_mutex_unlock(&g_mu);
-  for (size_t k = 0; k < n; k++) {
-    uintptr_t raw[MAX_DEPTH];
-    unsigned fl = 0;
-    uint32_t d = collector_unwind_deferred(todo[k].slot, raw, MAX_DEPTH, &fl);
-    uint32_t j = 0;
-    while (j < d && raw[j] >= g_self_lo && raw[j] < g_self_hi)
-      j++;
-    todo[k].depth = d - j;
-    todo[k].truncated = (fl & UNWIND_F_TRUNCATED) != 0;
-    todo[k].pcs = malloc((d - j ? d - j : 1) * sizeof(uintptr_t));
-    if (todo[k].pcs)
-      memcpy(todo[k].pcs, raw + j, (d - j) * sizeof(uintptr_t));
+    pthread_mutex_lock(&g_mu);
+    for (size_t k = 0; k < n; k++) {
+      /* Pending stacks are neither pruned nor reset: idx is still theirs. */
+      hstack *s = &g_st[todo[k].idx];
+      s->copy = NULL;
+      g_npending--;
+      s->pcs = todo[k].pcs;
+      s->depth = todo[k].pcs ? todo[k].depth : 0;
+      s->truncated = todo[k].truncated != 0;
+      s->hash = s->pcs ? stack_hash(s->pcs, s->depth) : 1;
+      todo[k].pcs = NULL;
+      /* Not indexed: a later identical walk makes its own entry, and
+       * readers sum identical stacks. */
+    }
+    pthread_mutex_unlock(&g_mu);
+    for (size_t k = 0; k < n; k++)
+      copy_free(todo[k].copy);
   }
-  pthread_mutex_lock(&g_mu);
-  for (size_t k = 0; k < n; k++) {
-    hstack *s = &g_st[todo[k].idx];
-    if (!s->used || s->defer != todo[k].slot)
-      continue; /* cannot happen: pending stacks are neither pruned nor reset */
-    s->defer = -1;
-    g_npending--;
-    s->pcs = todo[k].pcs;
-    s->depth = todo[k].pcs ? todo[k].depth : 0;
-    s->truncated = todo[k].truncated != 0;
-    s->hash = s->pcs ? stack_hash(s->pcs, s->depth) : 1;
-    todo[k].pcs = NULL;
-    /* Not indexed: a later identical walk makes its own entry, and
-     * readers sum identical stacks. */
-  }
-  pthread_mutex_unlock(&g_mu);
-  for (size_t k = 0; k < n; k++)
-    free(todo[k].pcs);
   if (!was_busy)
     leave_busy(t);
 }
@@ -763,7 +839,7 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
     hstack *s = &g_st[i];
     if (!s->used)
       continue;
-    if (!s->alloc_obj && !s->inuse_obj && s->defer < 0) {
+    if (!s->alloc_obj && !s->inuse_obj && !s->copy) {
       garbage[ng++] = s->pcs; /* nothing left to say: the slot goes */
       s->used = 0;
       s->pcs = NULL;
@@ -782,14 +858,14 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
                                  .depth = s->depth,
                                  .values = v,
                                  .leaf_is_return = 1,
-                                 .special = s->defer >= 0 ? "[pushprof] stack not walked yet"
+                                 .special = s->copy ? "[pushprof] stack not walked yet"
                                             : !s->pcs || !s->depth ? "[pushprof] no stack"
                                                                    : NULL,
                                  .labels = s->truncated ? &truncated_label : NULL,
                                  .nlabels = s->truncated ? 1 : 0};
     s->alloc_obj = s->alloc_bytes = 0;
   }
-  if (pruned && g_sidx_cap && sidx_rebuild(g_sidx_cap, &g1) != 0) {
+  if (pruned && g_sidx_cap && sidx_rebuild(&g1) != 0) {
     /* The old index would point at freed slots: drop it, stacks are then
      * simply not shared until the next rebuild. */
     g1 = g_sidx;
@@ -804,7 +880,7 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
 
   heap_stats hs;
   heap_get_stats(&hs);
-  char c0[256], c1[256];
+  char c0[256], c1[384];
   const char *cp[2] = {c0, c1};
   snprintf(c0, sizeof c0,
            "pushprof: heap sampled every %" PRId64 " bytes on average; %zu sampled blocks live "
@@ -812,10 +888,11 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
            rate, nlive, isum, asum);
   snprintf(c1, sizeof c1,
            "pushprof: since the start %" PRIu64 " samples (%" PRIu64
-           " walked from a stack copy), %" PRIu64 " sampled frees, %" PRIu64
+           " walked from a stack copy, %" PRIu64 " cut short where no unwind table was built "
+           "yet), %" PRIu64 " sampled frees, %" PRIu64
            " allocations made inside the profiler not sampled, %" PRIu64
            " frees made inside it not checked, %" PRIu64 " samples lost to memory",
-           hs.samples, hs.deferred, hs.frees_sampled, hs.skipped_busy, hs.parked_full,
+           hs.samples, hs.deferred, hs.cut_short, hs.frees_sampled, hs.skipped_busy, hs.parked_full,
            hs.table_oom);
   profbuild_meta meta = {.time_nanos = t0,
                          .duration_nanos = t1 - t0,
@@ -854,6 +931,7 @@ void heap_get_stats(heap_stats *st) {
   st->deferred = atomic_load(&S.deferred);
   st->skipped_busy = atomic_load(&S.skipped_busy);
   st->table_oom = atomic_load(&S.table_oom);
+  st->cut_short = atomic_load(&S.cut_short);
   pthread_mutex_lock(&g_mu);
   st->live = g_nlive;
   pthread_mutex_unlock(&g_mu);
@@ -871,8 +949,7 @@ void heap_atfork_parent(void) {
 
 void heap_atfork_child(void) {
   /* The live blocks are the child's too; its allocations start now. Stack
-   * copies waiting in deferred slots stay (the slots were copied with the
-   * memory) and are walked by the child. */
+   * copies are the child's too, walked by its collector. */
   pthread_mutex_init(&g_mu, NULL);
   pthread_mutex_init(&g_cut_mu, NULL);
   for (size_t i = 0; i < g_nst; i++) {
@@ -880,8 +957,6 @@ void heap_atfork_child(void) {
     if (!s->used)
       continue;
     s->alloc_obj = s->alloc_bytes = 0;
-    if (s->defer >= 0)
-      defer_keep_after_fork(s->defer);
   }
   g_win_start_ns = now_ns(CLOCK_REALTIME);
   heap_self.busy = 0;

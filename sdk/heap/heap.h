@@ -134,7 +134,7 @@ void heap_resolve_pending(void);
 /* Statistics (tests, profile comments). */
 typedef struct heap_stats {
   uint64_t samples, live, frees_sampled, filter_misses, parked, parked_full, deferred, skipped_busy,
-      table_oom;
+      table_oom, cut_short;
 } heap_stats;
 void heap_get_stats(heap_stats *st);
 

@@ -235,19 +235,17 @@ __attribute__((visibility("default"))) void *pvalloc(size_t n) {
 
 /* ---- is the process's malloc ours? ---- */
 
-#if defined(__GNUC__) && !defined(__clang__)
-static void *self_malloc(size_t n) __attribute__((alias("malloc"), copy(malloc)));
-#else
-static void *self_malloc(size_t n) __attribute__((alias("malloc")));
-#endif
-
-/* A sanitizer's runtime or an allocator linked into the program defines
- * malloc ahead of every library: then the program never calls ours. */
+/* The next definitions are looked up at the first call of an interposer,
+ * and heap_start makes an allocation through the PLT first: if they are
+ * still unknown then, nobody's malloc calls reach ours (a sanitizer's
+ * runtime or an allocator linked into the program comes first). Comparing
+ * addresses would not do: a program that takes malloc's address (not
+ * built as PIE) makes its own PLT entry the address everyone sees, while
+ * its calls still come here. */
 static int is_ours(void) {
-  return dlsym(RTLD_DEFAULT, "malloc") == (void *)self_malloc;
+  return REAL(free) != NULL;
 }
 
 __attribute__((constructor(101))) static void heap_interpose_init(void) {
-  (void)ready();
   heap_set_interposed(is_ours, (const void *)(uintptr_t)heap_interpose_init);
 }

@@ -50,12 +50,10 @@ int defer_take(const unwind_regs *regs, uintptr_t hi) {
   return i;
 }
 
-uint32_t defer_unwind(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags) {
-  *flags = 0;
-  if (slot < 0 || slot >= DEFER_SLOTS)
-    return 0;
-  defer_slot *s = &g_slots[slot];
+uint32_t defer_unwind_copy(const unwind_regs *regs, const uintptr_t *words, size_t len, int partial,
+                           uintptr_t *pcs, uint32_t max, unsigned *flags) {
   uint32_t depth = 0;
+  *flags = 0;
   /* Objects with no table yet give the rows of just the FDEs this stack
    * needs (a short process need not compile whole objects); an object
    * without .eh_frame is built whole, then the walk is redone (bounded by
@@ -63,13 +61,21 @@ uint32_t defer_unwind(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags) {
   utab_on_demand_trim();
   for (int tries = 0; tries < 16; tries++) {
     uintptr_t missing = 0;
-    depth = unwind_stack_copy(&s->regs, s->words, s->len, pcs, max, flags, &missing,
-                              utab_row_on_demand);
+    depth = unwind_stack_copy(regs, words, len, pcs, max, flags, &missing, utab_row_on_demand);
     if (!(*flags & UNWIND_F_NO_TABLE) || !missing || utab_build_for(missing) == 0)
       break;
   }
-  if (s->partial && !(*flags & UNWIND_F_TRUNCATED) && !(*flags & UNWIND_F_END))
+  if (partial && !(*flags & UNWIND_F_TRUNCATED) && !(*flags & UNWIND_F_END))
     *flags |= UNWIND_F_TRUNCATED;
+  return depth;
+}
+
+uint32_t defer_unwind(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags) {
+  *flags = 0;
+  if (slot < 0 || slot >= DEFER_SLOTS)
+    return 0;
+  defer_slot *s = &g_slots[slot];
+  uint32_t depth = defer_unwind_copy(&s->regs, s->words, s->len, s->partial, pcs, max, flags);
   atomic_fetch_and_explicit(&g_busy, ~(1u << slot), memory_order_release);
   return depth;
 }
@@ -80,9 +86,4 @@ unsigned defer_busy(void) {
 
 void defer_atfork_child(void) {
   atomic_store(&g_busy, 0);
-}
-
-void defer_keep_after_fork(int slot) {
-  if (slot >= 0 && slot < DEFER_SLOTS)
-    atomic_fetch_or(&g_busy, 1u << slot);
 }

@@ -30,12 +30,15 @@ int defer_take(const unwind_regs *regs, uintptr_t hi);
  * off the end of a partial copy). */
 uint32_t defer_unwind(int slot, uintptr_t *pcs, uint32_t max, unsigned *flags);
 
+/* The same walk over any copy: words holds the len bytes that were at
+ * [regs->sp, regs->sp + len); partial: the stack went on above it. One
+ * call at a time with defer_unwind (the collector's lock). */
+uint32_t defer_unwind_copy(const unwind_regs *regs, const uintptr_t *words, size_t len, int partial,
+                           uintptr_t *pcs, uint32_t max, unsigned *flags);
+
 /* Slots in use (tests, statistics). */
 unsigned defer_busy(void);
 
 /* fork child: the threads that held slots are gone. */
 void defer_atfork_child(void);
-/* fork child, after defer_atfork_child: slot still holds a copy its owner
- * (the heap profiler) will have walked. */
-void defer_keep_after_fork(int slot);
 #endif

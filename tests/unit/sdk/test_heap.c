@@ -212,6 +212,7 @@ static void test_estimates_are_unbiased(void) {
 static void *blocks[2000];
 static void *alloc_thread(void *arg) {
   (void)arg;
+  sampler_thread_register(); /* as the pthread_create interposer does */
   for (int i = 0; i < 2000; i++)
     blocks[i] = heap_site_a(100);
   return NULL;
