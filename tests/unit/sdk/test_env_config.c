@@ -217,6 +217,74 @@ static void test_env_config_expands_pid_and_percent(void) {
   PP_CHECK_INT(env_config_expand_output("ab%p", 123, NULL, out, 5), ==, -1);
 }
 
+static void test_env_config_profiles_and_heap_rate(void) {
+  env_config c;
+  char err[256];
+  PP_CHECK_INT(resolve(NULL, NULL, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.profiles, ==, PUSHPROF_PROFILE_CPU);
+  PP_CHECK_INT(c.heap_rate, ==, 524288);
+  const char *env[] = {"PUSHPROF_PROFILES", " heap , cpu ", "PUSHPROF_HEAP_RATE", "4096", NULL};
+  PP_CHECK_INT(resolve(NULL, env, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.profiles, ==, PUSHPROF_PROFILE_CPU | PUSHPROF_PROFILE_HEAP);
+  PP_CHECK_INT(c.heap_rate, ==, 4096);
+  PP_CHECK_INT(env_config_parse_profiles("heap"), ==, PUSHPROF_PROFILE_HEAP);
+  const char *bad[] = {"", ",", "cpu,", "gpu", "CPU", "cpu heap", NULL};
+  for (int i = 0; bad[i]; i++)
+    PP_CHECK_INT(env_config_parse_profiles(bad[i]), ==, 0);
+  const char *benv[] = {"PUSHPROF_PROFILES", "cpu,gpu", NULL};
+  PP_CHECK_INT(resolve(NULL, benv, &c, err, sizeof err), ==, PUSHPROF_ECONFIG);
+  PP_CHECK(strstr(err, "PUSHPROF_PROFILES=\"cpu,gpu\"") && strstr(err, "cpu, heap"));
+  const char *rates[] = {"0", "-1", "1x", "1099511627777", "+5", NULL};
+  for (int i = 0; rates[i]; i++) {
+    const char *renv[] = {"PUSHPROF_HEAP_RATE", rates[i], NULL};
+    PP_CHECK_INT(resolve(NULL, renv, &c, err, sizeof err), ==, PUSHPROF_ECONFIG);
+    PP_CHECK(strstr(err, "PUSHPROF_HEAP_RATE") != NULL);
+  }
+  /* Options override the environment; a bad option is EINVAL. */
+  pushprof_options o = PUSHPROF_OPTIONS_INIT;
+  o.profiles = "heap";
+  o.heap_rate = 100;
+  PP_CHECK_INT(resolve(&o, env, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.profiles, ==, PUSHPROF_PROFILE_HEAP);
+  PP_CHECK_INT(c.heap_rate, ==, 100);
+  o.heap_rate = -3;
+  PP_CHECK_INT(resolve(&o, NULL, &c, err, sizeof err), ==, PUSHPROF_EINVAL);
+  PP_CHECK(strstr(err, "pushprof_options.heap_rate") != NULL);
+}
+
+static void test_env_config_output_per_profile_type(void) {
+  char out[128];
+  unsigned both = PUSHPROF_PROFILE_CPU | PUSHPROF_PROFILE_HEAP;
+  PP_CHECK_INT(env_config_expand_output("/t/p-%t-%p.pb.gz", 9, "heap", out, sizeof out), ==, 0);
+  PP_CHECK_STR(out, "/t/p-heap-9.pb.gz");
+  PP_CHECK_INT(
+      env_config_output_for("/t/p-%t.pb.gz", 9, both, PUSHPROF_PROFILE_CPU, out, sizeof out), ==,
+      0);
+  PP_CHECK_STR(out, "/t/p-cpu.pb.gz");
+  /* Without %t: cpu keeps the path, heap gets .heap before the extension. */
+  PP_CHECK_INT(
+      env_config_output_for("/t/p-%p.pb.gz", 9, both, PUSHPROF_PROFILE_CPU, out, sizeof out), ==,
+      0);
+  PP_CHECK_STR(out, "/t/p-9.pb.gz");
+  PP_CHECK_INT(
+      env_config_output_for("/t/p-%p.pb.gz", 9, both, PUSHPROF_PROFILE_HEAP, out, sizeof out), ==,
+      0);
+  PP_CHECK_STR(out, "/t/p-9.heap.pb.gz");
+  PP_CHECK_INT(
+      env_config_output_for("/t/prof.pprof", 9, both, PUSHPROF_PROFILE_HEAP, out, sizeof out), ==,
+      0);
+  PP_CHECK_STR(out, "/t/prof.heap.pprof");
+  PP_CHECK_INT(env_config_output_for("/t/prof", 9, both, PUSHPROF_PROFILE_HEAP, out, sizeof out),
+               ==, 0);
+  PP_CHECK_STR(out, "/t/prof.heap");
+  /* Heap alone: the path as given. */
+  PP_CHECK_INT(env_config_output_for("/t/prof.pb.gz", 9, PUSHPROF_PROFILE_HEAP,
+                                     PUSHPROF_PROFILE_HEAP, out, sizeof out),
+               ==, 0);
+  PP_CHECK_STR(out, "/t/prof.pb.gz");
+  PP_CHECK_INT(env_config_output_for("/t/prof", 9, both, PUSHPROF_PROFILE_HEAP, out, 12), ==, -1);
+}
+
 static void test_env_config_default_service_is_sanitised(void) {
   env_config c;
   char err[256];
@@ -302,6 +370,8 @@ int main(void) {
   PP_RUN(test_env_config_rejects_bad_options_with_einval);
   PP_RUN(test_env_config_parses_signal_names_and_numbers);
   PP_RUN(test_env_config_expands_pid_and_percent);
+  PP_RUN(test_env_config_profiles_and_heap_rate);
+  PP_RUN(test_env_config_output_per_profile_type);
   PP_RUN(test_env_config_default_service_is_sanitised);
   PP_RUN(test_env_config_reads_process_labels);
   PP_RUN(test_env_config_rejects_bad_labels);
