@@ -16,6 +16,7 @@
 
 #include "api_internal.h"
 #include "env_config.h"
+#include "otel_ctx.h"
 #include "heap.h"
 #include "options.h"
 #include "pp_gzip.h"
@@ -262,6 +263,16 @@ static int start_push_locked(const env_config *cfg, char *err, size_t errlen) {
   return 0;
 }
 
+/* The OpenTelemetry process context: readers outside the process see our
+ * service and labels; failing to publish it leaves profiling on. */
+static void publish_otel_ctx(const env_config *cfg) {
+  char err[256];
+  if (otel_ctx_publish(cfg->service, cfg->labels, cfg->nlabels, err, sizeof err) != 0)
+    sdk_log("pushprof: cannot publish the OpenTelemetry process context: %s; profilers outside "
+            "the process do not see this one's service and labels",
+            err);
+}
+
 /* fork(): the child gets a fresh profile of its own (its pid, its threads,
  * none of the parent's samples) and pushes it at its own exit. */
 static void api_atfork_prepare(void) {
@@ -299,6 +310,7 @@ static void api_atfork_child(void) {
     free(junk);
   if (start_push_locked(&api_cfg, err, sizeof err) != 0)
     return;
+  publish_otel_ctx(&api_cfg);
   atomic_store(&api_pid, (int)getpid());
   atomic_store(&api_started, 1);
 }
@@ -361,6 +373,7 @@ int pushprof_start(const pushprof_options *opts) {
     goto out;
   }
   api_cfg = cfg;
+  publish_otel_ctx(&cfg);
   atomic_store(&api_pid, (int)getpid());
   atomic_store(&api_started, 1);
   if (!api_atexit_installed) {

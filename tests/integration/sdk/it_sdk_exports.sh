@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # What the SDK's libraries make visible to the programs that use them:
-# libpushprof.a defines only pushprof_* globally (it_sdk_static_names.sh
-# links a program against it that defines the other names); the .so files
-# export only pushprof_* plus the deliberate interpositions listed here:
+# libpushprof.a defines only pushprof_* and otel_thread_ctx_v1 globally
+# (it_sdk_static_names.sh links a program against it that defines the other
+# names); the .so files export only those plus the deliberate interpositions
+# listed here:
+#   otel_thread_ctx_v1  the OpenTelemetry thread record pointer (ELF TLS),
+#                   found by outside readers in the dynamic symbol table
 #   pthread_create  interposed so threads created later are sampled
 #   dlclose         interposed so a library's symbols outlive its unloading
 #   sigaction, signal  interposed so a program that sets the sampling
@@ -14,7 +17,7 @@
 #                   process replaces itself or skips atexit
 . "$(dirname "$0")/../lib.sh"
 L=${1:-$B/sdk}
-api='^pushprof_[A-Za-z0-9_]+$'
+api='^(pushprof_[A-Za-z0-9_]+|otel_thread_ctx_v1)$'
 allowed_so='^(pthread_create|dlclose|sigaction|signal|malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)$'
 allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
 
@@ -43,6 +46,8 @@ for so in libpushprof.so libpushprof_preload.so; do
     posix_memalign aligned_alloc memalign valloc pvalloc; do
     grep -qx "$fn" <<<"$syms" || fail "$so does not interpose $fn"
   done
+  readelf --dyn-syms -W "$L/$so" | grep -Eq ' TLS +GLOBAL +DEFAULT +[0-9]+ otel_thread_ctx_v1$' ||
+    fail "$so does not export otel_thread_ctx_v1 as a TLS symbol"
   echo "ok $so exports: $(echo $syms)"
 done
 echo pass
