@@ -1,7 +1,9 @@
 /* Per-thread labels: see labels.h for the protocol. The set path after the
  * thread's first label is: bounded strnlen of key and value, a scan of at
  * most PUSHPROF_LABELS_MAX pairs, an edit of the private copy and a copy of
- * its words into the inactive buffer. No malloc, no locks, no syscalls. */
+ * its words into the inactive buffer, then the OpenTelemetry record built
+ * from the private copy. No malloc, no locks, no syscalls, except the first
+ * time the process sees a key (the key map grows under a lock). */
 #include "labels.h"
 
 #include <pthread.h>
@@ -25,7 +27,9 @@ static int g_key_ok;
 static _Atomic uint64_t g_skipped;
 
 static void free_block(void *p) {
-  /* The handler reads g_self on this thread: clear it before the free. */
+  /* The handler and external readers follow these pointers on this thread:
+   * clear them before the free. */
+  otel_thread_ctx_v1 = NULL;
   g_self = NULL;
   atomic_signal_fence(memory_order_seq_cst);
   free(p);
@@ -60,6 +64,85 @@ static labels_block *self_block(void) {
   return b;
 }
 
+/* Builds the thread's OTEP 4947 record from the private copy into the
+ * record no reader is pointed at, then points otel_thread_ctx_v1 at it (or
+ * at nothing when the thread has no labels). The ids are the record's only
+ * if both trace_id and span_id are W3C hex; else they go as attributes.
+ * Compiler fences suffice: readers see this thread stopped. */
+static void publish_otel(labels_block *b) {
+  if (!b->nlabels) {
+    otel_thread_ctx_v1 = NULL;
+    return;
+  }
+  otel_record *r = &b->rec[b->cur ^ 1];
+  int ids = b->ids_ok == 3;
+  if (ids) {
+    memcpy(r->trace_id, b->trace_id, 16);
+    memcpy(r->span_id, b->span_id, 8);
+  } else {
+    memset(r->trace_id, 0, 24);
+  }
+  r->valid = 1;
+  r->flags = 0;
+  uint8_t *p = r->attrs;
+  size_t off = 0;
+  for (unsigned i = 0; i < b->nlabels; i++) {
+    size_t kl = b->klens[i], vl = b->vlens[i];
+    const char *v = b->shadow + off + kl + 1;
+    off += kl + vl + 2;
+    int idx = b->kidx[i];
+    if (idx < 0 || (ids && idx <= OTEL_KEY_SPAN_ID))
+      continue;
+    if (vl > OTEL_ATTR_VALUE_MAX) { /* cut at a UTF-8 character boundary */
+      vl = OTEL_ATTR_VALUE_MAX;
+      while (vl && ((unsigned char)v[vl] & 0xc0) == 0x80)
+        vl--;
+    }
+    p[0] = (uint8_t)idx;
+    p[1] = (uint8_t)vl;
+    /* Whole words: values are short, and a variable-length memcpy costs
+     * more here than the copy. The bytes past vl stay within the block
+     * (the shadow's tail, the record's room) and the next entry or
+     * attrs_size covers them. */
+    for (size_t j = 0; j < vl; j += 8)
+      memcpy(p + 2 + j, v + j, 8);
+    p += 2 + vl;
+  }
+  r->attrs_size = (uint16_t)(p - r->attrs);
+  atomic_signal_fence(memory_order_seq_cst);
+  otel_thread_ctx_v1 = r;
+  b->cur ^= 1;
+}
+
+/* The pair with key index idx now has value (vlen bytes; NULL: removed):
+ * keeps the decoded ids current. */
+static void note_ids(labels_block *b, int idx, const char *value, size_t vlen) {
+  if (idx == OTEL_KEY_TRACE_ID) {
+    b->ids_ok = (uint8_t)((b->ids_ok & ~1u) |
+                          (value && otel_hex_id(value, vlen, b->trace_id, 16) ? 1u : 0u));
+  } else if (idx == OTEL_KEY_SPAN_ID) {
+    b->ids_ok =
+        (uint8_t)((b->ids_ok & ~2u) | (value && otel_hex_id(value, vlen, b->span_id, 8) ? 2u : 0u));
+  }
+}
+
+/* Recomputes every pair's key index and the ids (after a restore). */
+static void reindex(labels_block *b) {
+  size_t off = 0;
+  b->ids_ok = 0;
+  for (unsigned i = 0; i < b->nlabels; i++) {
+    const char *k = b->shadow + off;
+    size_t kl = strlen(k);
+    const char *v = k + kl + 1;
+    size_t vl = strlen(v);
+    b->klens[i] = (uint16_t)kl;
+    b->vlens[i] = (uint16_t)vl;
+    b->kidx[i] = (int16_t)otel_key_index(k, kl);
+    note_ids(b, b->kidx[i], v, vl);
+    off += kl + vl + 2;
+  }
+}
+
 static void publish(labels_block *b) {
   uint64_t s = atomic_load_explicit(&b->seq, memory_order_relaxed);
   unsigned nb = (unsigned)(((s >> 1) + 1) & 1);
@@ -73,17 +156,20 @@ static void publish(labels_block *b) {
   }
   atomic_store_explicit(&b->meta[nb], (uint32_t)b->nlabels << 16 | b->len, memory_order_relaxed);
   atomic_store_explicit(&b->seq, s + 2, memory_order_release);
+  publish_otel(b);
 }
 
-/* Offset of the pair whose key is key (klen bytes), or -1; *pairlen its size. */
-static int find_pair(const labels_block *b, const char *key, size_t klen, size_t *pairlen) {
+/* Offset of the pair whose key is key (klen bytes), or -1; *pairlen its
+ * size, *ord its position. */
+static int find_pair(const labels_block *b, const char *key, size_t klen, size_t *pairlen,
+                     unsigned *ord) {
   size_t off = 0;
   for (unsigned i = 0; i < b->nlabels; i++) {
     const char *k = b->shadow + off;
-    size_t kl = strlen(k);
-    size_t vl = strlen(k + kl + 1);
+    size_t kl = b->klens[i], vl = b->vlens[i];
     if (kl == klen && memcmp(k, key, klen) == 0) {
       *pairlen = kl + vl + 2;
+      *ord = i;
       return (int)off;
     }
     off += kl + vl + 2;
@@ -113,13 +199,18 @@ int pushprof_label_set(const char *key, const char *value) {
       return PUSHPROF_ENOMEM;
   }
   size_t oldlen = 0;
-  int off = find_pair(b, key, klen, &oldlen);
+  unsigned ord = 0;
+  int off = find_pair(b, key, klen, &oldlen, &ord);
   if (!value) {
     if (off < 0)
       return PUSHPROF_OK;
     memmove(b->shadow + off, b->shadow + off + oldlen, b->len - (size_t)off - oldlen);
     b->len = (uint16_t)(b->len - oldlen);
     b->nlabels--;
+    note_ids(b, b->kidx[ord], NULL, 0);
+    memmove(b->kidx + ord, b->kidx + ord + 1, (b->nlabels - ord) * sizeof b->kidx[0]);
+    memmove(b->klens + ord, b->klens + ord + 1, (b->nlabels - ord) * sizeof b->klens[0]);
+    memmove(b->vlens + ord, b->vlens + ord + 1, (b->nlabels - ord) * sizeof b->vlens[0]);
     publish(b);
     return PUSHPROF_OK;
   }
@@ -134,6 +225,8 @@ int pushprof_label_set(const char *key, const char *value) {
       b->len = (uint16_t)(b->len - oldlen + newlen);
     }
     memcpy(v, value, vlen + 1);
+    b->vlens[ord] = (uint16_t)vlen;
+    note_ids(b, b->kidx[ord], value, vlen);
   } else {
     if (b->nlabels >= PUSHPROF_LABELS_MAX || b->len + newlen > RING_LABEL_BYTES)
       return PUSHPROF_ELIMIT;
@@ -141,6 +234,10 @@ int pushprof_label_set(const char *key, const char *value) {
     memcpy(p, key, klen + 1);
     memcpy(p + klen + 1, value, vlen + 1);
     b->len = (uint16_t)(b->len + newlen);
+    b->klens[b->nlabels] = (uint16_t)klen;
+    b->vlens[b->nlabels] = (uint16_t)vlen;
+    b->kidx[b->nlabels] = (int16_t)otel_key_index(key, klen);
+    note_ids(b, b->kidx[b->nlabels], value, vlen);
     b->nlabels++;
   }
   publish(b);
@@ -188,6 +285,7 @@ int pushprof_labels_restore(const pushprof_label_scope *scope) {
   memcpy(b->shadow, d->pairs, d->len);
   b->nlabels = d->nlabels;
   b->len = d->len;
+  reindex(b);
   publish(b);
   return PUSHPROF_OK;
 }
@@ -197,6 +295,7 @@ int pushprof_labels_clear(void) {
   if (b && b->nlabels) {
     b->nlabels = 0;
     b->len = 0;
+    b->ids_ok = 0;
     publish(b);
   }
   return PUSHPROF_OK;

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "otel_ctx.h"
 #include "ring.h"
 
 #define LABELS_WORDS (RING_LABEL_BYTES / 8)
@@ -24,6 +25,15 @@ typedef struct labels_block {
   /* Owner thread only: the current set, "key\0value\0" pairs. */
   uint16_t nlabels, len;
   char shadow[RING_LABEL_BYTES];
+  /* Owner thread only: each pair's key and value lengths and its index in
+   * the OpenTelemetry key map (-1: none); the decoded trace_id and span_id
+   * labels (ids_ok bits 1 and 2); two records: otel_thread_ctx_v1 points
+   * at rec[cur] or is NULL, the next one is built in the other. */
+  uint16_t klens[RING_MAX_LABELS], vlens[RING_MAX_LABELS];
+  int16_t kidx[RING_MAX_LABELS];
+  uint8_t ids_ok, cur;
+  uint8_t trace_id[16], span_id[8];
+  otel_record rec[2];
 } labels_block;
 
 /* pushprof_label_set / pushprof_labels_clear are implemented in labels.c. */
