@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The OpenTelemetry context as outside readers see it: wl_otel (linked or
-# under LD_PRELOAD) starts profiling, labels one thread with W3C trace_id
-# and span_id, route and tenant, labels then clears another, and forks.
+# The OpenTelemetry context as outside readers see it: wl_otel (linked,
+# under LD_PRELOAD or with libpushprof.a) starts profiling, labels one
+# thread with W3C trace_id and span_id, route and tenant, labels then
+# clears another, and forks.
 # otel_reader.py, written from the OTEP texts, must find the OTEL_CTX
 # mapping and decode a Resource with our service.name, a service.instance.id,
 # the process labels, the schema version and a key map that grew with the
 # keys the threads used; the forked child must have no context; gdb must
 # see the labelled thread's otel_thread_ctx_v1 point at a valid record with
 # our ids and attributes, and the others at nothing.
-#   it_sdk_otel_ctx.sh linked|preload
+# With libpushprof.a the executable itself must export the symbol.
+#   it_sdk_otel_ctx.sh linked|preload|static
 . "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
@@ -18,15 +20,26 @@ ready=$T/ready
 case $mode in
   preload) LD_PRELOAD=$PRELOAD "$WL/wl_otel" "$ready" 60 >"$T/out" 2>"$T/err" & ;;
   linked) "$WL/wl_otel_linked" "$ready" 60 >"$T/out" 2>"$T/err" & ;;
+  static)
+    readelf --dyn-syms -W "$WL/wl_otel_static" |
+      grep -Eq ' TLS +GLOBAL +DEFAULT +[0-9]+ otel_thread_ctx_v1$' ||
+      fail "wl_otel_static does not export otel_thread_ctx_v1"
+    "$WL/wl_otel_static" "$ready" 60 >"$T/out" 2>"$T/err" &
+    ;;
   *) fail "unknown mode $mode" ;;
 esac
 wl=$!
 child=
-cleanup() {
-  kill -9 $wl ${child:+$child} 2>/dev/null || true
-  wait $wl 2>/dev/null || true
+# The workload and its child go down with the test, pass or fail.
+otel_on_exit() {
+  local rc=$?
+  set +e
+  kill -9 $wl ${child:+$child} 2>/dev/null
+  wait $wl 2>/dev/null
+  (exit $rc) # on_exit takes the status from $?
+  on_exit
 }
-trap cleanup EXIT
+trap otel_on_exit EXIT
 for _ in $(seq 200); do
   [ -e "$ready" ] && break
   kill -0 $wl 2>/dev/null || fail "wl_otel exited early: $(cat "$T/err")"

@@ -5,8 +5,9 @@
  * its labels; the main thread forks a child that publishes nothing. It
  * writes "pid=P child=C labelled=TID cleared=TID" to the file named by
  * argv[1] when all that is done, then sleeps (threads included) until
- * killed or argv[2] seconds pass. The label calls go through dlsym, so the
- * same source serves the preloaded and the linked program. */
+ * killed or argv[2] seconds pass. Under LD_PRELOAD the label calls go
+ * through dlsym; linked (WL_LINKED, also with libpushprof.a) they are
+ * direct. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -66,8 +67,13 @@ int main(int argc, char **argv) {
   if (argc > 2)
     hold_s = atoi(argv[2]);
   wl_start();
+#ifdef WL_LINKED
+  label_set = pushprof_label_set;
+  labels_clear = pushprof_labels_clear;
+#else
   label_set = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "pushprof_label_set");
   labels_clear = (int (*)(void))dlsym(RTLD_DEFAULT, "pushprof_labels_clear");
+#endif
   if (!label_set || !labels_clear) {
     fprintf(stderr, "wl_otel: the SDK is not loaded\n");
     return 3;
