@@ -29,7 +29,8 @@ static _Atomic uint64_t g_skipped;
 static void free_block(void *p) {
   /* The handler and external readers follow these pointers on this thread:
    * clear them before the free. */
-  otel_thread_ctx_v1 = NULL;
+  if (atomic_load_explicit(&otel_records_on, memory_order_relaxed))
+    otel_thread_ctx_v1 = NULL;
   g_self = NULL;
   atomic_signal_fence(memory_order_seq_cst);
   free(p);
@@ -70,6 +71,8 @@ static labels_block *self_block(void) {
  * if both trace_id and span_id are W3C hex; else they go as attributes.
  * Compiler fences suffice: readers see this thread stopped. */
 static void publish_otel(labels_block *b) {
+  if (!atomic_load_explicit(&otel_records_on, memory_order_relaxed))
+    return;
   if (!b->nlabels) {
     otel_thread_ctx_v1 = NULL;
     return;

@@ -5,6 +5,7 @@
  * the timestamp before and after its copy never keeps a torn payload. */
 #include "otel_ctx.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +43,10 @@ _Static_assert(sizeof(ctx_header) == CTX_HEADER_BYTES, "OTEP 4719 header layout"
 _Static_assert(sizeof(void *) == 8, "the header's payload field is a 64-bit pointer");
 
 __thread otel_record *otel_thread_ctx_v1 __attribute__((visibility("default")));
+/* Our own definition, whichever one the name binds to in the process. */
+extern __thread otel_record *otel_own_ctx
+    __attribute__((alias("otel_thread_ctx_v1"), visibility("hidden")));
+_Atomic int otel_records_on;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -73,6 +78,11 @@ static void atfork_child(void) {
 }
 
 static void init_once(void) {
+  /* A program or library that defines otel_thread_ctx_v1 ahead of ours
+   * owns the pointer: writing it would replace its records with ours.
+   * NULL: the name is in no dynamic symbol table, so ours is the one. */
+  void *bound = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
+  atomic_store(&otel_records_on, !bound || bound == (void *)&otel_own_ctx);
   static char trace_id[] = "trace_id", span_id[] = "span_id";
   atomic_store(&g_keys[OTEL_KEY_TRACE_ID], trace_id);
   atomic_store(&g_klens[OTEL_KEY_TRACE_ID], sizeof trace_id - 1);

@@ -34,6 +34,12 @@ _Static_assert(offsetof(otel_record, attrs) == OTEL_RECORD_HEAD, "record head la
  * thread is stopped, written only by the thread itself (compiler fences). */
 extern __thread otel_record *otel_thread_ctx_v1 __attribute__((visibility("default")));
 
+/* 1 if otel_thread_ctx_v1 is ours to write: set once the key map is first
+ * used (before any thread record exists); 0 while another definition of
+ * the name comes first in the process (a tracer's), whose pointer we leave
+ * alone. */
+extern _Atomic int otel_records_on;
+
 /* Publishes the process context, or updates it if already published.
  * labels holds nlabels "key\0value\0" pairs (service.name,
  * service.instance.id and threadlocal.* among them are left out).

@@ -10,9 +10,16 @@
 # see the labelled thread's otel_thread_ctx_v1 point at a valid record with
 # our ids and attributes, and the others at nothing.
 # With libpushprof.a the executable itself must export the symbol.
-#   it_sdk_otel_ctx.sh linked|preload|static
+# foreign: a program that defines otel_thread_ctx_v1 itself keeps its
+# pointer whatever pushprof's labels do (wl_otel_foreign checks).
+#   it_sdk_otel_ctx.sh linked|preload|static|foreign
 . "$(dirname "$0")/../lib.sh"
 mode=$1
+if [ "$mode" = foreign ]; then
+  "$WL/wl_otel_foreign" || fail "wl_otel_foreign"
+  echo pass
+  exit 0
+fi
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/otel-%p.pb.gz" PUSHPROF_SERVICE=otel-checkout
 export PUSHPROF_LABELS="deployment.environment.name=test,team=profiling"
