@@ -20,7 +20,7 @@
 
 __thread heap_tls heap_self __attribute__((tls_model("initial-exec")));
 _Atomic int heap_on;
-_Atomic(uint16_t *) heap_filter;
+_Atomic(uint64_t *) heap_filter;
 
 #define OBJ_ONE 1024 /* objects are counted in 1/1024ths: a sample stands for 1/p of them */
 #define MAX_DEPTH RING_MAX_DEPTH
@@ -54,7 +54,9 @@ static uint32_t *g_sidx; /* stack index + 1 by hash, open addressing */
 static size_t g_sidx_cap;
 static hlive *g_live; /* by address, open addressing, backward-shift delete */
 static size_t g_live_cap, g_nlive;
-static uint16_t *g_filter_mem; /* kept across stop/start: racing frees may still read it */
+static uint16_t *g_filter_mem;  /* live sampled blocks per filter slot */
+static uint64_t *g_filter_bits; /* heap_filter's bits; kept across stop/start: racing frees
+                                 * may still read it */
 static _Atomic int64_t g_rate = HEAP_RATE_DEFAULT;
 static int64_t g_win_start_ns;
 static heap_free_fn g_real_free;
@@ -339,13 +341,20 @@ static void live_delete(hlive *e) {
   g_nlive--;
 }
 
+/* Under g_mu: the slot's count, and its bit when the count leaves or
+ * reaches 0. A saturated count stays (its frees always check the table). */
 static void filter_add(uintptr_t p, int d) {
-  _Atomic uint16_t *c = (_Atomic uint16_t *)&g_filter_mem[heap_filter_slot((void *)p)];
-  uint16_t v = atomic_load_explicit(c, memory_order_relaxed);
-  if (d > 0 && v < UINT16_MAX)
-    atomic_store_explicit(c, (uint16_t)(v + 1), memory_order_relaxed);
-  else if (d < 0 && v > 0 && v < UINT16_MAX) /* a saturated counter stays: always checked */
-    atomic_store_explicit(c, (uint16_t)(v - 1), memory_order_relaxed);
+  size_t s = heap_filter_slot((void *)p);
+  uint16_t *c = &g_filter_mem[s];
+  _Atomic uint64_t *w = (_Atomic uint64_t *)&g_filter_bits[s >> 6];
+  uint64_t bit = 1ull << (s & 63);
+  if (d > 0 && *c < UINT16_MAX) {
+    if ((*c)++ == 0)
+      atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+  } else if (d < 0 && *c > 0 && *c < UINT16_MAX) {
+    if (--(*c) == 0)
+      atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+  }
 }
 
 /* The live entry of p goes: its stack's in-use totals drop. count: a free
@@ -584,10 +593,7 @@ int heap_free_slow(void *p) {
 }
 
 int heap_realloc_take(void *p) {
-  uint16_t *f = atomic_load_explicit(&heap_filter, memory_order_relaxed);
-  if (!f || !p)
-    return 0;
-  if (atomic_load_explicit((_Atomic uint16_t *)&f[heap_filter_slot(p)], memory_order_relaxed) == 0)
+  if (!heap_filter_hit(p))
     return 0;
   heap_tls *t = &heap_self;
   if (t->busy) { /* its entry, if any, stays until the address is sampled again */
@@ -683,14 +689,16 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
   pthread_mutex_lock(&g_mu);
   if (!g_filter_mem)
     g_filter_mem = calloc((size_t)1 << HEAP_FILTER_BITS, sizeof *g_filter_mem);
-  if (!g_filter_mem) {
+  if (!g_filter_bits)
+    g_filter_bits = calloc(((size_t)1 << HEAP_FILTER_BITS) / 64, sizeof *g_filter_bits);
+  if (!g_filter_mem || !g_filter_bits) {
     pthread_mutex_unlock(&g_mu);
     snprintf(err, errlen, "out of memory for the heap profiler's filter");
     return -1;
   }
   atomic_store(&g_rate, rate);
   g_win_start_ns = now_ns(CLOCK_REALTIME);
-  atomic_store(&heap_filter, g_filter_mem);
+  atomic_store(&heap_filter, g_filter_bits);
   atomic_store(&heap_on, 1);
   pthread_mutex_unlock(&g_mu);
   collector_set_after_drain(heap_resolve_pending);
@@ -712,6 +720,9 @@ void heap_stop(void) {
     reset_locked(garbage, &ng);
   if (g_filter_mem)
     memset(g_filter_mem, 0, ((size_t)1 << HEAP_FILTER_BITS) * sizeof *g_filter_mem);
+  if (g_filter_bits)
+    for (size_t i = 0; i < ((size_t)1 << HEAP_FILTER_BITS) / 64; i++)
+      atomic_store_explicit((_Atomic uint64_t *)&g_filter_bits[i], 0, memory_order_relaxed);
   pthread_mutex_unlock(&g_mu);
   for (size_t i = 0; i < ng; i++)
     free(garbage[i]);

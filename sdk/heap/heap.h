@@ -12,9 +12,10 @@
  * The live heap. Sampled blocks are kept in a table by address until they
  * are freed. A free must tell sampled from unsampled blocks cheaply and
  * exactly: a counting filter (one 16-bit counter per hash of the address,
- * raised while a sampled block with that hash is live) answers "not
- * sampled" with one load for almost every free; a non-zero counter sends
- * the free to the table, which is exact. No free of a sampled block is
+ * raised while a sampled block with that hash is live, summarised in one
+ * bit per counter that the free reads) answers "not sampled" with one load
+ * from 8 KiB for almost every free; a set bit sends the free to the table,
+ * which is exact. No free of a sampled block is
  * missed: the table entry goes before the block is given back to malloc.
  *
  * Reentrancy. The sampled path and the table run with the thread's busy
@@ -58,8 +59,10 @@ typedef struct heap_tls {
 extern __thread heap_tls heap_self __attribute__((tls_model("initial-exec")));
 /* 1 while heap profiling runs. */
 extern _Atomic int heap_on;
-/* The counting filter while heap profiling runs, else NULL. */
-extern _Atomic(uint16_t *) heap_filter;
+/* While heap profiling runs, one bit per filter slot: set while the slot's
+ * count of live sampled blocks is not 0 (8 KiB, so the check on every
+ * free stays in the cache); else NULL. */
+extern _Atomic(uint64_t *) heap_filter;
 
 /* The allocator's free, for frees parked while busy (set by the
  * interposers; the tests set theirs). */
@@ -86,15 +89,21 @@ static inline void heap_after_alloc(void *p, size_t size) {
   heap_sample_slow(p, size);
 }
 
+/* 1 if p may be a live sampled block (then the table knows), 0 if not. */
+static inline int heap_filter_hit(const void *p) {
+  uint64_t *f = atomic_load_explicit(&heap_filter, memory_order_relaxed);
+  if (__builtin_expect(!f, 1) || !p)
+    return 0;
+  size_t s = heap_filter_slot(p);
+  _Atomic uint64_t *w = (_Atomic uint64_t *)&f[s >> 6];
+  return (int)((atomic_load_explicit(w, memory_order_relaxed) >> (s & 63)) & 1);
+}
+
 /* Before p is given back to the allocator (free, or a realloc that may
  * move it). Returns 1 if the caller must not free p now (it was parked and
  * will be freed when this thread leaves the sampled path), else 0. */
 static inline int heap_before_free(void *p) {
-  uint16_t *f = atomic_load_explicit(&heap_filter, memory_order_relaxed);
-  if (__builtin_expect(!f, 1) || !p)
-    return 0;
-  _Atomic uint16_t *c = (_Atomic uint16_t *)&f[heap_filter_slot(p)];
-  if (__builtin_expect(atomic_load_explicit(c, memory_order_relaxed) == 0, 1))
+  if (__builtin_expect(!heap_filter_hit(p), 1))
     return 0;
   return heap_free_slow(p);
 }

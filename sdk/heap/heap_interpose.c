@@ -155,7 +155,7 @@ __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
     return REAL(realloc)(p, 0);
   }
   /* A move is a free and an allocation; so is a block resized in place. */
-  int taken = heap_realloc_take(p);
+  int taken = heap_filter_hit(p) ? heap_realloc_take(p) : 0;
   void *q = REAL(realloc)(p, n);
   if (!q) {
     if (taken)
