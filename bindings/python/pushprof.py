@@ -193,8 +193,8 @@ def start(*, hz=None, service=None, output_path=None, signal_number=None, socket
     ValueError, a value the SDK refuses Error (code EINVAL; its reason is on
     stderr). The final profile is pushed at normal exit, or by stop().
     profiles="cpu,heap" (PUSHPROF_PROFILES) adds heap profiling, which needs
-    libpushprof.so preloaded (LD_PRELOAD) so that it is the process's
-    malloc; heap_rate (PUSHPROF_HEAP_RATE) is the mean bytes between
+    libpushprof_heap.so preloaded (LD_PRELOAD) so that its interposers are
+    the process's malloc; heap_rate (PUSHPROF_HEAP_RATE) is the mean bytes between
     samples."""
     kw = dict(hz=hz, service=service, output_path=output_path, signal_number=signal_number,
               socket_path=socket_path, upload_period_s=upload_period_s,

@@ -2,6 +2,7 @@
 #include "heap.h"
 
 #include <inttypes.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,9 +19,13 @@
 #include "unwind.h"
 #include "unwind_tables.h"
 
-__thread heap_tls heap_self __attribute__((tls_model("initial-exec")));
-_Atomic int heap_on;
-_Atomic(uint64_t *) heap_filter;
+/* The interposer library's hooks once heap profiling has started (or the
+ * tests'); NULL before. */
+static heap_hooks *_Atomic g_h;
+static heap_hooks *g_test_hooks;
+/* The thread state of a thread when there are no hooks (heap profiling
+ * never started): cuts and stops still mark themselves busy. */
+static __thread heap_tls g_no_hooks_tls;
 
 #define OBJ_ONE 1024 /* objects are counted in 1/1024ths: a sample stands for 1/p of them */
 #define MAX_DEPTH RING_MAX_DEPTH
@@ -59,10 +64,9 @@ static uint64_t *g_filter_bits; /* heap_filter's bits; kept across stop/start: r
                                  * may still read it */
 static _Atomic int64_t g_rate = HEAP_RATE_DEFAULT;
 static int64_t g_win_start_ns;
-static heap_free_fn g_real_free;
-static int (*g_is_ours)(void);
-static uintptr_t g_self_lo, g_self_hi; /* our own code: frames stripped from stacks */
-static size_t g_npending;              /* stacks whose copy waits to be walked; under g_mu */
+/* The interposer library's code: a stack starts below its frames. */
+static uintptr_t g_own_lo, g_own_hi;
+static size_t g_npending; /* stacks whose copy waits to be walked; under g_mu */
 
 /* A copy of the stack above SP, taken when the tables its walk needs are
  * not built yet (the first milliseconds, a library just loaded) and walked
@@ -85,19 +89,22 @@ static struct {
       skipped_busy, table_oom, cut_short;
 } S;
 
-void heap_set_real_free(heap_free_fn fn) {
-  g_real_free = fn;
+void heap_use_hooks(heap_hooks *h) {
+  g_test_hooks = h;
 }
 
-static const void *g_own_code;
+static heap_tls *self(void) {
+  heap_hooks *h = atomic_load_explicit(&g_h, memory_order_acquire);
+  return h ? h->self() : &g_no_hooks_tls;
+}
 
-void heap_set_interposed(int (*is_ours)(void), const void *own_code) {
-  g_is_ours = is_ours;
-  g_own_code = own_code;
+static int is_on(void) {
+  heap_hooks *h = atomic_load_explicit(&g_h, memory_order_acquire);
+  return h && atomic_load_explicit(&h->on, memory_order_relaxed);
 }
 
 int heap_running(void) {
-  return atomic_load(&heap_on);
+  return is_on();
 }
 
 static int64_t now_ns(clockid_t c) {
@@ -183,9 +190,10 @@ static void leave_busy(heap_tls *t) {
     for (uint32_t i = 0; i < n; i++)
       table_remove_locked((uintptr_t)q[i], 1);
     pthread_mutex_unlock(&g_mu);
+    heap_hooks *h = atomic_load_explicit(&g_h, memory_order_acquire);
     for (uint32_t i = 0; i < n; i++)
-      if (g_real_free)
-        g_real_free(q[i]);
+      if (h && h->real_free)
+        h->real_free(q[i]);
   }
   t->busy = 0;
 }
@@ -377,21 +385,36 @@ static void table_remove_locked(uintptr_t p, int count) {
 
 /* ---- the sampled path ---- */
 
+/* arg: the g_own slot to fill; its lo holds an address in the object. */
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
-  uintptr_t here = (uintptr_t)arg;
+  uintptr_t *slot = arg, here = slot[0];
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
       continue;
     uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
     if (here >= lo && here < hi) {
-      g_self_lo = lo;
-      g_self_hi = hi;
+      slot[0] = lo;
+      slot[1] = hi;
       return 1;
     }
   }
   return 0;
+}
+
+static void find_own(const void *code) {
+  if (g_own_hi || !code)
+    return;
+  uintptr_t slot[2] = {(uintptr_t)code, 0};
+  if (dl_iterate_phdr(find_self, slot) == 1) {
+    g_own_lo = slot[0];
+    g_own_hi = slot[1];
+  }
+}
+
+static int is_own(uintptr_t pc) {
+  return pc >= g_own_lo && pc < g_own_hi;
 }
 
 /* The thread's stack bounds: those its registration published, or the
@@ -446,10 +469,18 @@ static void copy_free(heap_copy *c) {
   }
 }
 
-/* Drops the leading frames in our own object. */
+/* Drops the profiler's frames: the SDK's (the walk starts in it) and the
+ * interposer's, up to the first frame below the interposer. A stack with
+ * no interposer frame near its top is kept whole (the tests call the
+ * profiler directly). */
+#define OWN_FRAMES_MAX 8
 static uint32_t strip_own(const uintptr_t *raw, uint32_t n, uintptr_t *pcs) {
   uint32_t k = 0;
-  while (k < n && raw[k] >= g_self_lo && raw[k] < g_self_hi)
+  while (k < n && k < OWN_FRAMES_MAX && !is_own(raw[k]))
+    k++;
+  if (k == n || k == OWN_FRAMES_MAX)
+    k = 0;
+  while (k < n && is_own(raw[k]))
     k++;
   memcpy(pcs, raw + k, (n - k) * sizeof *pcs);
   return n - k;
@@ -498,7 +529,7 @@ walked:
 }
 
 void heap_sample_slow(void *p, size_t size) {
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   if (t->busy || threads_is_own) {
     if (t->busy)
       atomic_fetch_add_explicit(&S.skipped_busy, 1, memory_order_relaxed);
@@ -526,7 +557,7 @@ void heap_sample_slow(void *p, size_t size) {
   int64_t obj = (int64_t)(inv * OBJ_ONE + 0.5), bytes = (int64_t)((double)size * inv + 0.5);
   void *g1 = NULL, *g2 = NULL, *g3 = NULL;
   pthread_mutex_lock(&g_mu);
-  if (!atomic_load_explicit(&heap_on, memory_order_relaxed) || !g_filter_mem) {
+  if (!is_on() || !g_filter_mem) {
     pthread_mutex_unlock(&g_mu);
     copy_free(copy);
     leave_busy(t);
@@ -573,7 +604,7 @@ void heap_sample_slow(void *p, size_t size) {
 }
 
 int heap_free_slow(void *p) {
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   if (t->busy) {
     if (t->nparked < HEAP_PARKED_MAX) {
       t->parked[t->nparked++] = p;
@@ -593,9 +624,7 @@ int heap_free_slow(void *p) {
 }
 
 int heap_realloc_take(void *p) {
-  if (!heap_filter_hit(p))
-    return 0;
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   if (t->busy) { /* its entry, if any, stays until the address is sampled again */
     atomic_fetch_add_explicit(&S.parked_full, 1, memory_order_relaxed);
     return 0;
@@ -618,7 +647,7 @@ int heap_realloc_take(void *p) {
 }
 
 void heap_realloc_failed(void *p) {
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   if (t->busy || t->saved_p != (uintptr_t)p)
     return;
   t->busy = 1;
@@ -626,8 +655,8 @@ void heap_realloc_failed(void *p) {
   pthread_mutex_lock(&g_mu);
   /* The stack may have been pruned by a cut meanwhile: then the block
    * counts as freed. */
-  if (atomic_load_explicit(&heap_on, memory_order_relaxed) && t->saved_stack < g_nst &&
-      g_st[t->saved_stack].used && ((g_nlive + 1) * 10 <= g_live_cap * 7 || live_grow(&g) == 0)) {
+  if (is_on() && t->saved_stack < g_nst && g_st[t->saved_stack].used &&
+      ((g_nlive + 1) * 10 <= g_live_cap * 7 || live_grow(&g) == 0)) {
     hstack *s = &g_st[t->saved_stack];
     s->inuse_obj += t->saved_obj;
     s->inuse_bytes += t->saved_bytes;
@@ -676,16 +705,27 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
              (long long)HEAP_RATE_MAX);
     return -1;
   }
-  probe_malloc();
-  if (!g_is_ours || !g_is_ours()) {
+  heap_hooks *h = g_test_hooks;
+  if (!h) {
+    heap_hooks_fn get = (heap_hooks_fn)dlsym(RTLD_DEFAULT, HEAP_HOOKS_SYMBOL);
+    h = get ? get() : NULL;
+  }
+  if (!h || !h->self || !h->is_ours) {
     snprintf(err, errlen,
-             "heap profiling needs the process's malloc to be pushprof's: use libpushprof.so or "
-             "LD_PRELOAD=libpushprof_preload.so (not the static library), and no sanitizer or "
-             "allocator linked into the program ahead of it");
+             "heap profiling needs libpushprof_heap.so, the allocation interposers: add it to "
+             "LD_PRELOAD (LD_PRELOAD=\"libpushprof_preload.so libpushprof_heap.so\") or link "
+             "the program with -lpushprof_heap");
     return -1;
   }
-  if (!g_self_hi && g_own_code)
-    dl_iterate_phdr(find_self, (void *)(uintptr_t)g_own_code);
+  probe_malloc();
+  if (!h->is_ours()) {
+    snprintf(err, errlen,
+             "libpushprof_heap.so is loaded but the program's malloc calls do not reach it: a "
+             "sanitizer runtime or an allocator linked into the program comes first (with "
+             "LD_PRELOAD, no allocator may come before libpushprof_heap.so)");
+    return -1;
+  }
+  find_own(h->own_code);
   pthread_mutex_lock(&g_mu);
   if (!g_filter_mem)
     g_filter_mem = calloc((size_t)1 << HEAP_FILTER_BITS, sizeof *g_filter_mem);
@@ -698,8 +738,13 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
   }
   atomic_store(&g_rate, rate);
   g_win_start_ns = now_ns(CLOCK_REALTIME);
-  atomic_store(&heap_filter, g_filter_bits);
-  atomic_store(&heap_on, 1);
+  atomic_store(&h->sample_slow, heap_sample_slow);
+  atomic_store(&h->free_slow, heap_free_slow);
+  atomic_store(&h->realloc_take, heap_realloc_take);
+  atomic_store(&h->realloc_failed, heap_realloc_failed);
+  atomic_store_explicit(&g_h, h, memory_order_release);
+  atomic_store(&h->filter, g_filter_bits);
+  atomic_store(&h->on, 1);
   pthread_mutex_unlock(&g_mu);
   collector_set_after_drain(heap_resolve_pending);
   collector_want_all_tables(); /* stacks need every table from the start */
@@ -709,11 +754,14 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
 void heap_stop(void) {
   pthread_mutex_lock(&g_cut_mu);
   heap_resolve_pending(); /* frees the stack copies */
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   t->busy = 1;
   pthread_mutex_lock(&g_mu);
-  atomic_store(&heap_on, 0);
-  atomic_store(&heap_filter, NULL);
+  heap_hooks *h = atomic_load(&g_h);
+  if (h) {
+    atomic_store(&h->on, 0);
+    atomic_store(&h->filter, NULL);
+  }
   size_t ng = 0;
   void **garbage = malloc((g_nst + 4) * sizeof *garbage);
   if (garbage)
@@ -742,7 +790,7 @@ void heap_resolve_pending(void) {
     int truncated;
     uintptr_t *pcs;
   } todo[BATCH];
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   int was_busy = t->busy;
   t->busy = 1;
   for (;;) {
@@ -820,7 +868,7 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
   *len = 0;
   pthread_mutex_lock(&g_cut_mu);
   heap_resolve_pending();
-  heap_tls *t = &heap_self;
+  heap_tls *t = self();
   int was_busy = t->busy;
   t->busy = 1;
   int rc = 0;
@@ -970,6 +1018,7 @@ void heap_atfork_child(void) {
     s->alloc_obj = s->alloc_bytes = 0;
   }
   g_win_start_ns = now_ns(CLOCK_REALTIME);
-  heap_self.busy = 0;
-  heap_self.nparked = 0;
+  heap_tls *t = self();
+  t->busy = 0;
+  t->nparked = 0;
 }

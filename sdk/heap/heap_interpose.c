@@ -1,11 +1,11 @@
-/* The allocation interposers (only in the .so files): malloc, calloc,
+/* libpushprof_heap.so, the allocation interposers: malloc, calloc,
  * realloc, reallocarray, free, posix_memalign, aligned_alloc, memalign,
  * valloc and pvalloc call the next definition (libc's, or an allocator
- * preloaded after us) and tell the heap profiler (heap.h). C++'s operator
- * new and delete reach them through libstdc++.
- *
- * With heap profiling off an allocation costs one load and a branch more
- * than the allocator's own; a free, one load and a branch.
+ * preloaded after us) and tell the heap profiler in the SDK through the
+ * hooks of heap_hooks.h. C++'s operator new and delete reach them through
+ * libstdc++. This object depends on nothing of the SDK's: loaded without
+ * it, or with heap profiling off, an allocation costs one load and a
+ * branch more than the allocator's own; a free, one load and a branch.
  *
  * The next definitions are looked up with dlsym(RTLD_NEXT), once, at the
  * first allocation (the loader and libc allocate before any constructor of
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "heap.h"
+#include "heap_hooks.h"
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -87,7 +87,6 @@ static void resolve(void) {
   atomic_store(&R.aligned_alloc, (memalign_fn)dlsym(RTLD_NEXT, "aligned_alloc"));
   atomic_store(&R.valloc, (malloc_fn)dlsym(RTLD_NEXT, "valloc"));
   atomic_store(&R.pvalloc, (malloc_fn)dlsym(RTLD_NEXT, "pvalloc"));
-  heap_set_real_free(REAL(free));
   atomic_store(&g_resolving, 0);
 }
 
@@ -102,20 +101,45 @@ static inline int ready(void) {
   return REAL(free) != NULL;
 }
 
+/* ---- the hooks ---- */
+
+static __thread heap_tls g_tls __attribute__((tls_model("initial-exec")));
+
+static heap_tls *self(void) {
+  return &g_tls;
+}
+
+static int is_ours(void);
+static void real_free(void *p);
+
+static heap_hooks H = {
+    .self = self,
+    .is_ours = is_ours,
+    .real_free = real_free,
+    .own_code = (const void *)(uintptr_t)self,
+};
+
+__attribute__((visibility("default"))) heap_hooks *pushprof_heap_hooks_v1(void);
+heap_hooks *pushprof_heap_hooks_v1(void) {
+  return &H;
+}
+
+#define after_alloc(p, n) heap_fast_after_alloc(&H, &g_tls, (p), (n))
+
 /* ---- the interposers ---- */
 
 __attribute__((visibility("default"))) void *malloc(size_t n) {
   if (__builtin_expect(!ready(), 0))
     return boot_alloc(n, 16);
   void *p = REAL(malloc)(n);
-  heap_after_alloc(p, n);
+  after_alloc(p, n);
   return p;
 }
 
 __attribute__((visibility("default"))) void free(void *p) {
   if (__builtin_expect(in_boot(p), 0))
     return;
-  if (heap_before_free(p))
+  if (heap_fast_before_free(&H, p))
     return; /* parked: freed when this thread leaves the profiler */
   free_fn f = REAL(free);
   if (__builtin_expect(f != NULL, 1))
@@ -132,7 +156,7 @@ __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
     return boot_alloc(bytes, 16); /* static storage: already zero */
   }
   void *p = REAL(calloc)(n, size);
-  heap_after_alloc(p, n * size);
+  after_alloc(p, n * size);
   return p;
 }
 
@@ -150,19 +174,20 @@ __attribute__((visibility("default"))) void *realloc(void *p, size_t n) {
   if (!ready())
     return NULL;
   if (n == 0) { /* glibc frees p and returns NULL */
-    if (heap_before_free(p))
+    if (heap_fast_before_free(&H, p))
       return NULL;
     return REAL(realloc)(p, 0);
   }
   /* A move is a free and an allocation; so is a block resized in place. */
-  int taken = heap_filter_hit(p) ? heap_realloc_take(p) : 0;
+  heap_ptr_fn take = atomic_load_explicit(&H.realloc_take, memory_order_relaxed);
+  int taken = heap_fast_filter_hit(&H, p) && take ? take(p) : 0;
   void *q = REAL(realloc)(p, n);
   if (!q) {
     if (taken)
-      heap_realloc_failed(p);
+      atomic_load_explicit(&H.realloc_failed, memory_order_relaxed)(p);
     return NULL;
   }
-  heap_after_alloc(q, n);
+  after_alloc(q, n);
   return q;
 }
 
@@ -185,7 +210,7 @@ __attribute__((visibility("default"))) int posix_memalign(void **out, size_t ali
   }
   int rc = REAL(posix_memalign)(out, align, n);
   if (rc == 0)
-    heap_after_alloc(*out, n);
+    after_alloc(*out, n);
   return rc;
 }
 
@@ -194,7 +219,7 @@ __attribute__((visibility("default"))) void *aligned_alloc(size_t align, size_t 
     return boot_alloc(n, align);
   memalign_fn f = REAL(aligned_alloc) ? REAL(aligned_alloc) : REAL(memalign);
   void *p = f(align, n);
-  heap_after_alloc(p, n);
+  after_alloc(p, n);
   return p;
 }
 
@@ -202,7 +227,7 @@ __attribute__((visibility("default"))) void *memalign(size_t align, size_t n) {
   if (__builtin_expect(!ready(), 0))
     return boot_alloc(n, align);
   void *p = REAL(memalign)(align, n);
-  heap_after_alloc(p, n);
+  after_alloc(p, n);
   return p;
 }
 
@@ -215,7 +240,7 @@ __attribute__((visibility("default"))) void *valloc(size_t n) {
   if (__builtin_expect(!ready(), 0))
     return boot_alloc(n, 4096);
   void *p = REAL(valloc) ? REAL(valloc)(n) : REAL(memalign)(page_size(), n);
-  heap_after_alloc(p, n);
+  after_alloc(p, n);
   return p;
 }
 
@@ -229,11 +254,11 @@ __attribute__((visibility("default"))) void *pvalloc(size_t n) {
   if (__builtin_expect(!ready(), 0))
     return boot_alloc(rounded, 4096);
   void *p = REAL(pvalloc) ? REAL(pvalloc)(n) : REAL(memalign)(pg, rounded);
-  heap_after_alloc(p, rounded);
+  after_alloc(p, rounded);
   return p;
 }
 
-/* ---- is the process's malloc ours? ---- */
+/* ---- for the SDK ---- */
 
 /* The next definitions are looked up at the first call of an interposer,
  * and heap_start makes an allocation through the PLT first: if they are
@@ -246,6 +271,12 @@ static int is_ours(void) {
   return REAL(free) != NULL;
 }
 
-__attribute__((constructor(101))) static void heap_interpose_init(void) {
-  heap_set_interposed(is_ours, (const void *)(uintptr_t)heap_interpose_init);
+/* Frees parked while the thread was in the profiler: the allocator's free,
+ * not ours (their table entries are already gone). */
+static void real_free(void *p) {
+  if (in_boot(p))
+    return;
+  free_fn f = REAL(free);
+  if (f)
+    f(p);
 }

@@ -5,9 +5,12 @@ Runs bench_heap_micro in one process per variant, interleaved (the order
 rotates every round), several rounds; prints medians:
 
   none           no profiler
-  heap-off       LD_PRELOAD=libpushprof_preload.so PUSHPROF_PROFILES=cpu: the
-                 allocation interposers are there, heap profiling is off
-  heap           PUSHPROF_PROFILES=cpu,heap at the default rate
+  cpu            LD_PRELOAD=libpushprof_preload.so PUSHPROF_PROFILES=cpu: CPU
+                 profiling only, no allocation interposers (what a process
+                 that does not profile its heap runs)
+  heap-off       the same with libpushprof_heap.so preloaded too: the
+                 interposers are there, heap profiling is off
+  heap           both libraries, PUSHPROF_PROFILES=cpu,heap, default rate
   heap-unsampled the same at PUSHPROF_HEAP_RATE=1099511627776 (the maximum):
                  heap profiling on, nothing sampled (pairs only)
 
@@ -42,6 +45,10 @@ sys.path.insert(0, HERE)
 import benchrows  # noqa: E402
 
 
+def heap_lib_of(preload):
+    return os.path.join(os.path.dirname(preload), "libpushprof_heap.so")
+
+
 def clean_env():
     """The environment without anything that would steer a profiler or an allocator."""
     drop = ("LD_PRELOAD", "MALLOC_CONF", "HEAPPROFILE", "CPUPROFILE")
@@ -51,8 +58,9 @@ def clean_env():
 def variant_env(base, v, preload, out):
     env = dict(base)
     if v != "none":
-        env.update(LD_PRELOAD=preload, PUSHPROF_OUTPUT=out + "-%t.pb.gz",
-                   PUSHPROF_PROFILES="cpu" if v == "heap-off" else "cpu,heap")
+        libs = preload if v == "cpu" else preload + ":" + heap_lib_of(preload)
+        env.update(LD_PRELOAD=libs, PUSHPROF_OUTPUT=out + "-%t.pb.gz",
+                   PUSHPROF_PROFILES="cpu" if v in ("cpu", "heap-off") else "cpu,heap")
     if v == "heap-unsampled":
         env["PUSHPROF_HEAP_RATE"] = "1099511627776"
     return env
@@ -100,14 +108,14 @@ def main():
     build = os.path.abspath(a.build)
     binary = os.path.join(build, "tests", "bench_heap_micro")
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
-    for f in (binary, preload):
+    for f in (binary, preload, heap_lib_of(preload)):
         if not os.path.exists(f):
             raise SystemExit("heap_micro_bench: %s missing; build first" % f)
     base = clean_env()
     tmp = tempfile.mkdtemp(prefix="pushprof-heap-micro.")
     med = statistics.median
     try:
-        pv = ["none", "heap-off", "heap", "heap-unsampled"]
+        pv = ["none", "cpu", "heap-off", "heap", "heap-unsampled"]
         ns = {v: [] for v in pv}
         for r in range(a.runs):
             got = {}
@@ -120,7 +128,7 @@ def main():
                 "%s %.2f ns" % (v, got[v]) for v in pv)), file=sys.stderr)
         added = {v: [x - n for x, n in zip(ns[v], ns["none"])] for v in pv}
 
-        lv = ["none", "heap-off", "heap"]
+        lv = ["none", "cpu", "heap-off", "heap"]
         mem = {v: {"rss": [], "peak": []} for v in lv}
         blocks = []
         for r in range(a.live_runs):
@@ -150,8 +158,10 @@ def main():
     live_mib = "with %d MiB live" % a.mib
     rows = [
         ("heap_pair_ns_none", "malloc(32)+free, no profiler (ns per pair)", ns["none"], 2),
-        ("heap_pair_added_ns_off", "malloc(32)+free added, preloaded, heap profiling off (ns per pair)",
-         added["heap-off"], 2),
+        ("heap_pair_added_ns_cpu", "malloc(32)+free added, preloaded, CPU only, no interposers (ns per pair)",
+         added["cpu"], 2),
+        ("heap_pair_added_ns_off",
+         "malloc(32)+free added, interposers loaded, heap profiling off (ns per pair)", added["heap-off"], 2),
         ("heap_pair_added_ns_on", "malloc(32)+free added, heap profiling on, default rate (ns per pair)",
          added["heap"], 2),
         ("heap_pair_added_ns_unsampled",
@@ -162,8 +172,8 @@ def main():
          "Heap profiler memory %s: peak RSS with the exit write, on minus off (KiB)" % live_mib,
          diff("peak", "heap", "heap-off"), 0),
         ("heap_live_preload_kib",
-         "Preload library memory %s, heap off: RSS minus no profiler (KiB)" % live_mib,
-         diff("rss", "heap-off", "none"), 0),
+         "Preload library memory %s, CPU only: RSS minus no profiler (KiB)" % live_mib,
+         diff("rss", "cpu", "none"), 0),
         ("heap_live_blocks", "Sampled blocks live %s (blocks)" % live_mib, blocks, 0),
     ]
     print("Heap micro: malloc(32)+free, %d batches of %d pairs, %d interleaved rounds; %d MiB live, %d rounds; "

@@ -8,7 +8,8 @@ interleaved (the order rotates every round), several rounds; prints medians:
   none           no profiler (glibc malloc)
   control        no profiler again: its ratio is the noise floor
   cpu            LD_PRELOAD=libpushprof_preload.so PUSHPROF_PROFILES=cpu
-  heap           the same with PUSHPROF_PROFILES=cpu,heap (default rate)
+  heap           LD_PRELOAD="libpushprof_preload.so libpushprof_heap.so"
+                 PUSHPROF_PROFILES=cpu,heap (default rate)
   jemalloc       LD_PRELOAD=libjemalloc.so.2 (the baseline of the next)
   jemalloc-prof  the same with MALLOC_CONF=prof:true,lg_prof_sample:19
                  (plus prof_final, so it writes its profile at exit too)
@@ -17,7 +18,9 @@ interleaved (the order rotates every round), several rounds; prints medians:
   heaptrack      heaptrack ./bench_heap_overhead (every allocation traced)
 
 The last three record every allocation, gperftools at ~9 us each (20 s or
-more a run): they join only the first --record-runs rounds (default 5).
+more a run): they join only the first --record-runs rounds (default 5), at
+--record-kops (default 1000) operations, heaptrack beside a no-profiler run
+of that length (none-rec).
 
 CPU is user+sys of the child and every descendant (heaptrack's interpreter
 and compressor too: the bench is their subreaper), so a profiler's own
@@ -27,8 +30,16 @@ is not installed is skipped (its rows say n/a). A benchmark, not a test: it
 prints figures and never fails on time; it fails when pushprof's heap
 profile is missing.
 
+The ratios are steady-state figures: a run is --kops thousand operations
+per thread (default 10000, a few seconds of CPU). What a process pays once,
+whatever it runs (the preload library's start, every unwind table built at
+start when heap profiling is on, the profiles symbolized and written at
+exit), is measured apart: --startup-runs rounds of none, cpu and heap at 1 k
+operations per thread, their CPU minus none's, in milliseconds.
+
   heap_overhead_bench.py --build DIR [--runs N] [--record-runs N] [--kops K]
-                         [--threads T] [--no-heaptrack] [--rows FILE]
+                         [--threads T] [--startup-runs N] [--no-heaptrack]
+                         [--rows FILE]
 """
 import argparse
 import ctypes
@@ -104,19 +115,24 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--runs", type=int, default=31)
     ap.add_argument("--record-runs", type=int, default=5, help="rounds with tcmalloc, gperftools, heaptrack")
-    ap.add_argument("--kops", type=int, default=1000, help="thousands of operations per thread")
+    ap.add_argument("--kops", type=int, default=10000, help="thousands of operations per thread")
+    ap.add_argument("--record-kops", type=int, default=1000,
+                    help="thousands of operations per thread for tcmalloc, gperftools and heaptrack")
+    ap.add_argument("--startup-runs", type=int, default=11, help="rounds of the fixed cost per process")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--no-heaptrack", action="store_true", help="skip heaptrack (the slowest)")
     ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
     a.record_runs = min(a.record_runs, a.runs)
-    if a.runs < 1 or a.record_runs < 1 or a.kops < 1 or a.threads < 1:
-        raise SystemExit("heap_overhead_bench: --runs, --record-runs, --kops and --threads must be positive")
+    if min(a.runs, a.record_runs, a.kops, a.record_kops, a.threads, a.startup_runs) < 1:
+        raise SystemExit("heap_overhead_bench: --runs, --record-runs, --kops, --threads and --startup-runs "
+                         "must be positive")
 
     build = os.path.abspath(a.build)
     binary = os.path.join(build, "tests", "bench_heap_overhead")
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
-    for f in (binary, preload):
+    heap_lib = os.path.join(build, "sdk", "libpushprof_heap.so")
+    for f in (binary, preload, heap_lib):
         if not os.path.exists(f):
             raise SystemExit("heap_overhead_bench: %s missing; build first" % f)
     jemalloc = find_lib("libjemalloc.so.2")
@@ -126,7 +142,11 @@ def main():
     variants = ["none", "control", "cpu", "heap"]
     if jemalloc:
         variants += ["jemalloc", "jemalloc-prof"]
-    record = (["tcmalloc", "gperftools"] if tcmalloc else []) + (["heaptrack"] if heaptrack else [])
+    record = (["tcmalloc", "gperftools"] if tcmalloc else []) + (["none-rec", "heaptrack"] if heaptrack else [])
+
+    def pushprof_env(env, v, out):
+        env.update(LD_PRELOAD=preload if v == "cpu" else preload + ":" + heap_lib,
+                   PUSHPROF_OUTPUT=out + "-%t.pb.gz", PUSHPROF_PROFILES="cpu" if v == "cpu" else "cpu,heap")
 
     become_subreaper()
     tmp = tempfile.mkdtemp(prefix="pushprof-heap-bench.")
@@ -140,11 +160,11 @@ def main():
             order = now[r % len(now):] + now[:r % len(now)]
             got = {}
             for v in order:
-                env, cmd = dict(base), [binary, str(a.kops), str(a.threads)]
+                kops = a.record_kops if v in record else a.kops
+                env, cmd = dict(base), [binary, str(kops), str(a.threads)]
                 out = os.path.join(tmp, "%s-%d" % (v, r))
                 if v in ("cpu", "heap"):
-                    env.update(LD_PRELOAD=preload, PUSHPROF_OUTPUT=out + "-%t.pb.gz",
-                               PUSHPROF_PROFILES="cpu" if v == "cpu" else "cpu,heap")
+                    pushprof_env(env, v, out)
                 elif v in ("jemalloc", "jemalloc-prof"):
                     env["LD_PRELOAD"] = jemalloc
                     if v == "jemalloc-prof":
@@ -172,6 +192,17 @@ def main():
                 wall[v].append(got[v][1])
             print("round %d/%d: %s" % (r + 1, a.runs, "  ".join(
                 "%s %.3fs" % (v, got[v][0]) for v in now)), file=sys.stderr)
+        sv = ["none", "cpu", "heap"]
+        start = {v: [] for v in sv}
+        for r in range(a.startup_runs):
+            for v in sv[r % 3:] + sv[:r % 3]:
+                env = dict(base)
+                out = os.path.join(tmp, "start-%s-%d" % (v, r))
+                if v != "none":
+                    pushprof_env(env, v, out)
+                start[v].append(run_child([binary, "1", str(a.threads)], env, tmp)[0])
+                for f in glob.glob(out + "*"):
+                    os.remove(f)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -195,8 +226,12 @@ def main():
         ("heap_cpu_ratio_gperftools", "Heap, gperftools HEAPPROFILE / tcmalloc (ratio)", "",
          ratios("gperftools", "tcmalloc"), 0),
         ("heap_cpu_ratio_heaptrack", "Heap, heaptrack / no profiler (ratio)", "",
-         ratios("heaptrack", "none"), 1),
+         ratios("heaptrack", "none-rec"), 1),
         ("heap_samples", "Heap samples per run, pushprof at the default rate (samples)", "", samples, 0),
+        ("heap_start_ms_cpu", "Fixed cost per process, pushprof cpu only (ms of CPU)", "",
+         [(c - n) * 1e3 for c, n in zip(start["cpu"], start["none"])], 1),
+        ("heap_start_ms_heap", "Fixed cost per process, pushprof cpu,heap (ms of CPU)", "",
+         [(h - n) * 1e3 for h, n in zip(start["heap"], start["none"])], 1),
     ]
     med = statistics.median
     print("Heap overhead: bench_heap_overhead, %d threads x %d k operations, %d interleaved rounds "
@@ -204,8 +239,8 @@ def main():
           % (a.threads, a.kops, a.runs, a.record_runs))
     print("  (machine: %d CPUs, load average at the end %.1f)" % (os.cpu_count(), os.getloadavg()[0]))
     print("%-14s %8s %9s %10s" % ("variant", "CPU s", "ns/op", "wall s"))
-    ops = a.kops * 1000 * a.threads
     for v in variants + record:
+        ops = (a.record_kops if v in record else a.kops) * 1000 * a.threads
         print("%-14s %8.3f %9.1f %10.3f" % (v, med(cpu[v]), med(cpu[v]) * 1e9 / ops, med(wall[v])))
     for key, label, target, vals, digits in rows:
         if vals:

@@ -23,6 +23,8 @@ CHECK=(python3 "$S/tests/integration/pprof_check.py")
 # needs its runtime preloaded ahead of the SDK in a program the build did
 # not instrument.
 #   PRELOAD      LD_PRELOAD value for libpushprof_preload.so
+#   HEAP_LIB     libpushprof_heap.so, the allocation interposers
+#   PRELOAD_HEAP LD_PRELOAD value for both (heap profiling)
 #   SAN_RUNTIME  "" (normal build) or the sanitizer runtime: LD_PRELOAD value
 #                for an uninstrumented program that links or dlopens
 #                libpushprof.so (python3 via ctypes, a consumer built apart)
@@ -32,6 +34,8 @@ CHECK=(python3 "$S/tests/integration/pprof_check.py")
 #                checked in the workloads this build instruments)
 : "${PUSHPROF_TEST_PRELOAD:?run through ctest (PUSHPROF_TEST_PRELOAD unset)}"
 PRELOAD=$PUSHPROF_TEST_PRELOAD
+HEAP_LIB=$B/sdk/libpushprof_heap.so
+PRELOAD_HEAP=$PRELOAD:$HEAP_LIB
 SAN_RUNTIME=${PUSHPROF_TEST_SAN_RUNTIME:-}
 SAN_FLAGS=${PUSHPROF_TEST_SAN_FLAGS:-}
 HOST_ASAN=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0

@@ -11,6 +11,7 @@
 # PUSHPROF_HEAP_RATE=256 samples most allocations, so the signal lands in
 # the profiler's sampled path hundreds of times.
 . "$(dirname "$0")/../lib.sh"
+PRELOAD=$PRELOAD_HEAP # the SDK and libpushprof_heap.so
 mode=$1
 mkdir -p "$T/prof"
 [ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's malloc comes first (see it_heap_sites)"; exit 0; }

@@ -4,6 +4,7 @@
 # exports a heap batch (its name says heap) that go tool pprof -raw reads
 # with the workload's known sites and live heap.
 . "$(dirname "$0")/../lib.sh"
+PRELOAD=$PRELOAD_HEAP # the SDK and libpushprof_heap.so
 [ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's malloc comes first (see it_heap_sites)"; exit 0; }
 start_sidecar heap --batch-window 1
 export PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=heapsvc PUSHPROF_PROFILES=cpu,heap \

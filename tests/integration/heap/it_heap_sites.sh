@@ -9,8 +9,9 @@
 # samples (a 60% share's standard deviation is 0.4 points) and 67 MB live
 # ~1,000 (3% on the live heap).
 # A sanitizer build brings its own malloc: there the start must be refused
-# with one line that says why.
+# with one line that says why; so must a preload without libpushprof_heap.so.
 . "$(dirname "$0")/../lib.sh"
+PRELOAD=$PRELOAD_HEAP # the SDK and libpushprof_heap.so
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/heap-%p-%t.pb.gz" PUSHPROF_HEAP_RATE=65536
@@ -22,6 +23,15 @@ if [ -n "$SAN_RUNTIME" ]; then
   grep -q "cannot profile the heap.*LD_PRELOAD" "$T/err" || fail "no refusal line: $(cat "$T/err")"
   echo "pass ($mode, sanitizer build): heap profiling refused with a reason"
   exit 0
+fi
+if [ "$mode" = preload ]; then # without the interposers: one line that says what to add
+  rc=0
+  LD_PRELOAD=$PUSHPROF_TEST_PRELOAD "$WL/wl_heap_sites" 1 >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq 0 ] || fail "refused heap profiling changed the exit status to $rc"
+  grep -q "cannot profile the heap.*LD_PRELOAD=.*libpushprof_heap.so" "$T/err" ||
+    fail "no refusal line without libpushprof_heap.so: $(cat "$T/err")"
+  [ "$(grep -c pushprof "$T/err")" -eq 1 ] || fail "want one line: $(cat "$T/err")"
+  [ -z "$(ls "$T/prof")" ] || fail "a profile was written while refused: $(ls "$T/prof")"
 fi
 run_workload "$mode" wl_heap_sites 1024
 heap=$(ls "$T"/prof/heap-*-heap.pb.gz 2>/dev/null) || fail "no heap profile (stderr: $(cat "$T/err"))"

@@ -10,15 +10,17 @@
 #   dlclose         interposed so a library's symbols outlive its unloading
 #   sigaction, signal  interposed so a program that sets the sampling
 #                   signal's action after start does not replace our handler
-#   malloc, calloc, realloc, reallocarray, free, posix_memalign,
-#   aligned_alloc, memalign, valloc, pvalloc
-#                   interposed for heap profiling (PUSHPROF_PROFILES=heap)
 #   exec*, _exit, _Exit (preload only): flush the last window before the
 #                   process replaces itself or skips atexit
+# and neither interposes malloc: libpushprof_heap.so alone does, and exports
+# nothing else but the hooks the SDK finds it by:
+#   malloc, calloc, realloc, reallocarray, free, posix_memalign,
+#   aligned_alloc, memalign, valloc, pvalloc, pushprof_heap_hooks_v1
 . "$(dirname "$0")/../lib.sh"
 L=${1:-$B/sdk}
 api='^(pushprof_[A-Za-z0-9_]+|otel_thread_ctx_v1)$'
-allowed_so='^(pthread_create|dlclose|sigaction|signal|malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)$'
+allowed_so='^(pthread_create|dlclose|sigaction|signal)$'
+heap_syms='calloc free malloc memalign posix_memalign pushprof_heap_hooks_v1 pvalloc realloc reallocarray valloc aligned_alloc'
 allowed_preload='^(execve|execv|execvp|execvpe|fexecve|execl|execlp|execle|_exit|_Exit)$'
 
 # must_export SYMS WHAT: the documented API is all there.
@@ -42,12 +44,18 @@ for so in libpushprof.so libpushprof_preload.so; do
   [ "$so" = libpushprof_preload.so ] && bad=$(grep -Ev "$allowed_preload" <<<"$bad" || true)
   [ -z "$bad" ] || fail "$so exports symbols outside the API: $(echo $bad)"
   must_export "$syms" "$so"
-  for fn in pthread_create sigaction signal malloc calloc realloc reallocarray free \
-    posix_memalign aligned_alloc memalign valloc pvalloc; do
+  for fn in pthread_create sigaction signal; do
     grep -qx "$fn" <<<"$syms" || fail "$so does not interpose $fn"
   done
   readelf --dyn-syms -W "$L/$so" | grep -Eq ' TLS +GLOBAL +DEFAULT +[0-9]+ otel_thread_ctx_v1$' ||
     fail "$so does not export otel_thread_ctx_v1 as a TLS symbol"
   echo "ok $so exports: $(echo $syms)"
 done
+
+syms=$(nm -D --defined-only "$L/libpushprof_heap.so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+want=$(tr ' ' '\n' <<<"$heap_syms" | sort -u)
+[ "$syms" = "$want" ] || fail "libpushprof_heap.so exports $(echo $syms), want $(echo $want)"
+needed=$(readelf -d "$L/libpushprof_heap.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+grep -q pushprof <<<"$needed" && fail "libpushprof_heap.so needs an SDK library: $(echo $needed)"
+echo "ok libpushprof_heap.so exports: $(echo $syms); needs: $(echo $needed)"
 echo pass

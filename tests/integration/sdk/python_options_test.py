@@ -94,7 +94,9 @@ class Options(unittest.TestCase):
         if os.environ.get("SAN_RUNTIME"):
             self.skipTest("a sanitizer's malloc comes first: heap profiling cannot run")
         out = os.path.join(self.dir.name, "py-%t.pb.gz")
-        env = dict(os.environ, LD_PRELOAD=os.environ["PUSHPROF_LIBRARY"], PYTHONMALLOC="malloc")
+        # Only the interposers are preloaded; the binding loads the SDK.
+        heap_lib = os.path.join(os.path.dirname(os.environ["PUSHPROF_LIBRARY"]), "libpushprof_heap.so")
+        env = dict(os.environ, LD_PRELOAD=heap_lib, PYTHONMALLOC="malloc")
         prog = ("import pushprof\npushprof.start(output_path=%r, profiles='cpu,heap', "
                 "heap_rate=4096)\nkeep = [bytearray(100000) for _ in range(200)]\n"
                 "junk = [bytearray(100000) for _ in range(800)]\ndel junk\n" % out + SPIN +
@@ -119,6 +121,7 @@ class Options(unittest.TestCase):
                       % self.out)
         self.assertEqual(r.stdout.strip(), "True", r.stdout + r.stderr)
         self.assertIn("LD_PRELOAD", r.stderr)
+        self.assertIn("libpushprof_heap.so", r.stderr)
 
     def test_values_the_sdk_refuses_raise_einval(self):
         with self.assertRaises(pushprof.Error) as cm:

@@ -1,7 +1,8 @@
 /* The heap profiler (sdk/heap/heap.c) driven directly, as the interposers
- * drive it: each allocation here is followed by heap_after_alloc and each
- * free preceded by heap_before_free. The profiles are read back with
- * protobuf-c (an independent parser). */
+ * drive it through the hooks of heap_hooks.h (this test's own, handed over
+ * with heap_use_hooks): each allocation here is followed by
+ * heap_fast_after_alloc and each free preceded by heap_fast_before_free.
+ * The profiles are read back with protobuf-c (an independent parser). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -23,6 +24,23 @@ static _Atomic int g_real_frees;
 static void counting_free(void *p) {
   atomic_fetch_add(&g_real_frees, 1);
   free(p);
+}
+
+static __thread heap_tls heap_self;
+static heap_tls *test_self(void) {
+  return &heap_self;
+}
+static int never_ours(void) {
+  return 0;
+}
+static heap_hooks TH = {.self = test_self, .is_ours = always_ours, .real_free = counting_free};
+
+static void heap_after_alloc(void *p, size_t n) {
+  heap_fast_after_alloc(&TH, &heap_self, p, n);
+}
+
+static int heap_before_free(void *p) {
+  return heap_fast_before_free(&TH, p);
 }
 
 static void *xmalloc(size_t n) {
@@ -348,16 +366,21 @@ static void test_bad_rates_and_foreign_malloc_are_refused(void) {
   char err[256];
   PP_CHECK_INT(heap_start(0, err, sizeof err), ==, -1);
   PP_CHECK_INT(heap_start(HEAP_RATE_MAX + 1, err, sizeof err), ==, -1);
-  heap_set_interposed(NULL, NULL);
+  heap_use_hooks(NULL); /* this program has no libpushprof_heap.so */
   PP_CHECK_INT(heap_start(1024, err, sizeof err), ==, -1);
   PP_CHECK(strstr(err, "LD_PRELOAD") != NULL);
+  PP_CHECK(strstr(err, "libpushprof_heap.so") != NULL);
   PP_CHECK_INT(heap_running(), ==, 0);
-  heap_set_interposed(always_ours, NULL);
+  TH.is_ours = never_ours; /* loaded, but a sanitizer's malloc comes first */
+  heap_use_hooks(&TH);
+  PP_CHECK_INT(heap_start(1024, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "comes first") != NULL);
+  PP_CHECK_INT(heap_running(), ==, 0);
+  TH.is_ours = always_ours;
 }
 
 int main(void) {
-  heap_set_interposed(always_ours, NULL);
-  heap_set_real_free(counting_free);
+  heap_use_hooks(&TH);
   char err[256];
   sampler_config sc = {.hz = 100, .signo = SIGPROF, .no_cpu = 1};
   if (sampler_start(&sc, err, sizeof err) != 0) { /* the collector walks stack copies */
