@@ -64,15 +64,27 @@ static inline size_t heap_filter_slot(const void *p) {
   return (size_t)(((uint64_t)(uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> (64 - HEAP_FILTER_BITS));
 }
 
+/* 1 while heap profiling runs. */
+static inline int heap_fast_sampling(heap_hooks *h) {
+  return atomic_load_explicit(&h->on, memory_order_relaxed);
+}
+
+/* Counts size bytes against the thread's interval while heap profiling
+ * runs: 1 if this allocation crossed it and is to be sampled (then the
+ * caller allocates and calls sample_slow with the block). */
+static inline int heap_fast_count(heap_tls *t, size_t size) {
+  if (size > (size_t)INT64_MAX / 2)
+    size = (size_t)INT64_MAX / 2;
+  t->left -= (int64_t)size;
+  return __builtin_expect(t->left <= 0, 0);
+}
+
 /* After an allocation of size bytes returned p (p NULL: nothing). t is the
  * calling thread's state (h->self()). */
 static inline void heap_fast_after_alloc(heap_hooks *h, heap_tls *t, void *p, size_t size) {
   if (__builtin_expect(!atomic_load_explicit(&h->on, memory_order_relaxed), 1) || !p)
     return;
-  if (size > (size_t)INT64_MAX / 2)
-    size = (size_t)INT64_MAX / 2;
-  t->left -= (int64_t)size;
-  if (__builtin_expect(t->left > 0, 1))
+  if (!heap_fast_count(t, size))
     return;
   heap_sample_fn f = atomic_load_explicit(&h->sample_slow, memory_order_relaxed);
   if (f)

@@ -48,8 +48,8 @@ static _Alignas(64) unsigned char g_boot[16384];
 static _Atomic size_t g_boot_used;
 static _Atomic int g_resolving;
 
-static int in_boot(const void *p) {
-  return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + sizeof g_boot;
+static inline int in_boot(const void *p) {
+  return (uintptr_t)p - (uintptr_t)g_boot < sizeof g_boot;
 }
 
 /* Each block is preceded by its size (for realloc). */
@@ -128,24 +128,55 @@ heap_hooks *pushprof_heap_hooks_v1(void) {
 
 /* ---- the interposers ---- */
 
-__attribute__((visibility("default"))) void *malloc(size_t n) {
-  if (__builtin_expect(!ready(), 0))
+/* malloc and free are the hot pair: their fast paths only tail-jump (to
+ * the allocator's, or to an out-of-line case), so they need no frame; the
+ * rarer cases (not resolved yet, a sample, a free that may be of a sampled
+ * block) are out of line. */
+
+__attribute__((noinline)) static void *malloc_slow(size_t n) {
+  if (!ready())
     return boot_alloc(n, 16);
   void *p = REAL(malloc)(n);
   after_alloc(p, n);
   return p;
 }
 
-__attribute__((visibility("default"))) void free(void *p) {
-  if (__builtin_expect(in_boot(p), 0))
-    return;
+/* The allocation that crossed its thread's interval (already counted). */
+__attribute__((noinline)) static void *malloc_sampled(size_t n) {
+  void *p = REAL(malloc)(n);
+  heap_sample_fn f = atomic_load_explicit(&H.sample_slow, memory_order_relaxed);
+  if (p && f)
+    f(p, n);
+  return p;
+}
+
+__attribute__((visibility("default"))) void *malloc(size_t n) {
+  malloc_fn f = REAL(malloc);
+  if (__builtin_expect(f == NULL, 0))
+    return malloc_slow(n);
+  if (__builtin_expect(heap_fast_sampling(&H), 0) && heap_fast_count(&g_tls, n))
+    return malloc_sampled(n);
+  return f(n);
+}
+
+__attribute__((noinline)) static void free_slow(void *p) {
   if (heap_fast_before_free(&H, p))
     return; /* parked: freed when this thread leaves the profiler */
-  free_fn f = REAL(free);
-  if (__builtin_expect(f != NULL, 1))
-    f(p);
-  else if (ready())
+  if (in_boot(p))
+    return;
+  if (ready())
     REAL(free)(p);
+}
+
+__attribute__((visibility("default"))) void free(void *p) {
+  free_fn f = REAL(free);
+  if (__builtin_expect(f == NULL, 0) || __builtin_expect(heap_fast_filter_hit(&H, p), 0)) {
+    free_slow(p);
+    return;
+  }
+  if (__builtin_expect(in_boot(p), 0))
+    return;
+  f(p);
 }
 
 __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
