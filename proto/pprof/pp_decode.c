@@ -4,7 +4,7 @@
  *
  * The contract is protobuf-c 1.4's (protobuf-c.c, protobuf_c_message_unpack
  * and what it calls), input for input, so that a profile decodes the same
- * whichever decoder a reader uses (tests/unit/proto/test_pprof_decode.c and
+ * whichever decoder a reader uses (tests/unit/proto/test_pp_decode.c and
  * tests/fuzz/fuzz_pprof.c compare the two):
  *  - a tag is at most 5 bytes; a first byte without tag bits is an error, but
  *    a longer encoding of tag 0 is just an unknown field; wire types 3, 4

@@ -1,6 +1,6 @@
 /* Test-only: the hand-written profile decoder (proto/pp_decode.c) against
  * protobuf-c's perftools__profiles__profile__unpack (tests/unit/pp_decode_ref.c),
- * shared by test_pprof_decode and the pprof fuzz target. */
+ * shared by test_pp_decode and the pprof fuzz target. */
 #ifndef PP_DECODE_REF_H
 #define PP_DECODE_REF_H
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* Unit tests for proto/pp_push.c: decoding and validating a push frame. */
+/* proto/wire/pp_push.c: decoding and validating a push frame. */
 #include <stdlib.h>
 #include <string.h>
 
