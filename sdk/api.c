@@ -20,11 +20,13 @@
 #include "heap.h"
 #include "options.h"
 #include "pp_gzip.h"
+#include "profiles.h"
 #include "push.h"
 #include "sdk_log.h"
 #include "threads_linux.h"
 #include "pushprof.h"
 #include "sampler.h"
+#include "wait.h"
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static env_config api_cfg;       /* guarded by api_lock */
@@ -100,8 +102,7 @@ static int write_final(unsigned bit) {
   uint8_t *raw = NULL, *gz = NULL;
   size_t rawlen = 0, gzlen = 0;
   int64_t start_ns = 0, end_ns = 0;
-  int rc = bit == PUSHPROF_PROFILE_HEAP ? heap_cut(&raw, &rawlen, &start_ns, &end_ns)
-                                        : sampler_cut(&raw, &rawlen, &start_ns, &end_ns);
+  int rc = profiles_cut(bit, &raw, &rawlen, &start_ns, &end_ns);
   if (rc != 0) {
     sdk_log("pushprof: cannot build the final %s profile: %s", env_config_profile_name(bit),
             pushprof_strerror(rc));
@@ -130,7 +131,7 @@ static int stop_locked(void) {
     rc = push_final(api_cfg.exit_timeout_ms > 0 ? api_cfg.exit_timeout_ms
                                                 : ENV_CONFIG_EXIT_TIMEOUT_DEFAULT_MS);
   else
-    for (unsigned bit = PUSHPROF_PROFILE_CPU; bit <= PUSHPROF_PROFILE_HEAP; bit <<= 1)
+    for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1)
       if (api_cfg.profiles & bit) {
         int r = write_final(bit);
         if (r != 0 && rc == 0)
@@ -138,6 +139,8 @@ static int stop_locked(void) {
       }
   if (api_cfg.profiles & PUSHPROF_PROFILE_HEAP)
     heap_stop();
+  if (api_cfg.profiles & PROFILES_WAIT)
+    wait_stop();
   return rc;
 }
 
@@ -289,6 +292,7 @@ static void api_atfork_child(void) {
     return;
   if (!api_cfg.socket_path[0]) { /* standalone: the child writes nothing */
     heap_stop();
+    wait_stop();
     return;
   }
   char err[256];
@@ -300,6 +304,7 @@ static void api_atfork_child(void) {
                        .no_cpu = !(api_cfg.profiles & PUSHPROF_PROFILE_CPU)};
   if (sampler_start(&sc, err, sizeof err) != 0) {
     heap_stop();
+    wait_stop();
     return; /* the child runs unprofiled; the parent is unaffected */
   }
   /* The parent's window is not ours: drop what the cut holds. */
@@ -367,9 +372,20 @@ int pushprof_start(const pushprof_options *opts) {
     rc = PUSHPROF_EINVAL;
     goto out;
   }
+  if ((cfg.profiles & PROFILES_WAIT) &&
+      wait_start(profiles_wait_mask(cfg.profiles), cfg.offcpu_rate, cfg.lock_rate, err,
+                 sizeof err) != 0) {
+    sampler_stop();
+    heap_stop();
+    sdk_log("pushprof: cannot profile waits (PUSHPROF_PROFILES=%s): %s; profiling is off",
+            cfg.profiles & PUSHPROF_PROFILE_OFFCPU ? "offcpu" : "lock", err);
+    rc = PUSHPROF_EINVAL;
+    goto out;
+  }
   rc = start_push_locked(&cfg, err, sizeof err);
   if (rc != 0) {
     heap_stop();
+    wait_stop();
     goto out;
   }
   api_cfg = cfg;

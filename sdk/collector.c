@@ -511,25 +511,28 @@ void collector_before_dlclose(void *handle) {
 
 /* ---- cut ---- */
 
-/* Splits "k\0v\0k\0v\0" into pp_labels; returns how many were well formed. */
-static size_t decode_labels(const agg_entry *e, pp_label *out) {
+size_t collector_decode_labels(const char *labels, uint16_t nlabels, uint16_t len, pp_label *out) {
   size_t n = 0, off = 0;
-  while (n < e->nlabels && n < RING_MAX_LABELS && off < e->labels_len) {
-    const char *k = e->labels + off;
-    const char *kend = memchr(k, '\0', e->labels_len - off);
+  while (n < nlabels && n < RING_MAX_LABELS && off < len) {
+    const char *k = labels + off;
+    const char *kend = memchr(k, '\0', len - off);
     if (!kend)
       break;
-    size_t voff = (size_t)(kend - e->labels) + 1;
-    if (voff >= e->labels_len)
+    size_t voff = (size_t)(kend - labels) + 1;
+    if (voff >= len)
       break;
-    const char *v = e->labels + voff;
-    const char *vend = memchr(v, '\0', e->labels_len - voff);
+    const char *v = labels + voff;
+    const char *vend = memchr(v, '\0', len - voff);
     if (!vend)
       break;
     out[n++] = (pp_label){.key = k, .str = v};
-    off = (size_t)(vend - e->labels) + 1;
+    off = (size_t)(vend - labels) + 1;
   }
   return n;
+}
+
+static size_t decode_labels(const agg_entry *e, pp_label *out) {
+  return collector_decode_labels(e->labels, e->nlabels, e->labels_len, out);
 }
 
 #define NCOMMENTS 16

@@ -65,6 +65,12 @@ struct profbuild_stack;
 struct profbuild_meta;
 int collector_build(const struct profbuild_stack *st, size_t n, const struct profbuild_meta *meta,
                     uint8_t **out, size_t *len);
+/* Splits a label snapshot ("k\0v\0k\0v\0", labels_copy) into at most
+ * RING_MAX_LABELS pp_labels pointing into it; returns how many were well
+ * formed. */
+struct pp_label;
+size_t collector_decode_labels(const char *labels, uint16_t nlabels, uint16_t len,
+                               struct pp_label *out);
 /* Drains the ring now (also done by the thread). */
 void collector_drain(void);
 /* Called (through sampler_before_dlclose) before the real dlclose, on the caller's

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -93,6 +94,10 @@ unsigned env_config_parse_profiles(const char *s) {
       bits |= PUSHPROF_PROFILE_CPU;
     else if (n == 4 && memcmp(s, "heap", 4) == 0)
       bits |= PUSHPROF_PROFILE_HEAP;
+    else if (n == 6 && memcmp(s, "offcpu", 6) == 0)
+      bits |= PUSHPROF_PROFILE_OFFCPU;
+    else if (n == 4 && memcmp(s, "lock", 4) == 0)
+      bits |= PUSHPROF_PROFILE_LOCK;
     else
       return 0; /* an unknown name, or an empty item */
     if (!*e)
@@ -102,7 +107,16 @@ unsigned env_config_parse_profiles(const char *s) {
 }
 
 const char *env_config_profile_name(unsigned bit) {
-  return bit == PUSHPROF_PROFILE_HEAP ? "heap" : "cpu";
+  switch (bit) {
+  case PUSHPROF_PROFILE_HEAP:
+    return "heap";
+  case PUSHPROF_PROFILE_OFFCPU:
+    return "offcpu";
+  case PUSHPROF_PROFILE_LOCK:
+    return "lock";
+  default:
+    return "cpu";
+  }
 }
 
 int env_config_output_for(const char *tmpl, pid_t pid, unsigned profiles, unsigned bit, char *out,
@@ -116,7 +130,7 @@ int env_config_output_for(const char *tmpl, pid_t pid, unsigned profiles, unsign
       has_t |= p[1] == 't';
       p++;
     }
-  unsigned first = profiles & PUSHPROF_PROFILE_CPU ? PUSHPROF_PROFILE_CPU : PUSHPROF_PROFILE_HEAP;
+  unsigned first = profiles & -profiles; /* the lowest type on: cpu if on */
   if (has_t || bit == first)
     return 0;
   size_t n = strlen(out), tl = strlen(type);
@@ -494,7 +508,7 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
     s.from_env = 1;
   cfg->profiles = PUSHPROF_PROFILE_CPU;
   if (prof && (cfg->profiles = env_config_parse_profiles(prof)) == 0)
-    return fail(&s, prof, "a comma list of cpu, heap; default cpu", err, errlen);
+    return fail(&s, prof, "a comma list of cpu, heap, offcpu, lock; default cpu", err, errlen);
 
   s = (source){"pushprof_options.heap_rate", "PUSHPROF_HEAP_RATE", 0};
   cfg->heap_rate = ENV_CONFIG_HEAP_RATE_DEFAULT;
@@ -515,6 +529,28 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
         return fail(&s, v, rate_accepted, err, errlen);
       cfg->heap_rate = r;
     }
+  }
+
+  static const struct {
+    const char *env;
+    size_t off;
+  } wait_rates[] = {{"PUSHPROF_OFFCPU_RATE", offsetof(env_config, offcpu_rate)},
+                    {"PUSHPROF_LOCK_RATE", offsetof(env_config, lock_rate)}};
+  for (size_t i = 0; i < sizeof wait_rates / sizeof *wait_rates; i++) {
+    long long *dst = (long long *)((char *)cfg + wait_rates[i].off);
+    *dst = ENV_CONFIG_WAIT_RATE_DEFAULT;
+    const char *v = env_value(get, ctx, wait_rates[i].env);
+    if (!v)
+      continue;
+    s = (source){wait_rates[i].env, wait_rates[i].env, 1};
+    char *end;
+    errno = 0;
+    long long r = strtoll(v, &end, 10);
+    if (errno || end == v || *end || r < 1 || r > ENV_CONFIG_WAIT_RATE_MAX || v[0] == '+' ||
+        v[0] == ' ')
+      return fail(&s, v, "an integer 1..3600000000000 ns waited per kept wait; default 1000000",
+                  err, errlen);
+    *dst = r;
   }
 
   rc = resolve_labels(get, ctx, cfg, err, errlen);

@@ -24,6 +24,8 @@
 #define ENV_CONFIG_LABELS_BYTES 8192 /* all of them packed */
 #define ENV_CONFIG_HEAP_RATE_DEFAULT 524288
 #define ENV_CONFIG_HEAP_RATE_MAX (1LL << 40)
+#define ENV_CONFIG_WAIT_RATE_DEFAULT 1000000       /* ns */
+#define ENV_CONFIG_WAIT_RATE_MAX (3600000000000LL) /* an hour, in ns */
 
 /* Returns the value of an environment variable or NULL (like getenv). */
 typedef const char *(*env_config_getenv_fn)(void *ctx, const char *name);
@@ -39,8 +41,9 @@ typedef struct env_config {
   int handle_term_signals;
   char spool_dir[PATH_MAX]; /* "" = none */
   int backlog;
-  unsigned profiles;   /* PUSHPROF_PROFILE_* bits, at least one */
-  long long heap_rate; /* bytes */
+  unsigned profiles;                /* PUSHPROF_PROFILE_* bits, at least one */
+  long long heap_rate;              /* bytes */
+  long long offcpu_rate, lock_rate; /* ns waited per kept wait */
   /* Process labels: OTEL_RESOURCE_ATTRIBUTES, then PUSHPROF_LABELS (whose
    * keys replace the same keys): nlabels "key\0value\0" pairs. */
   size_t nlabels, labels_len;

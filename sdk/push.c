@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
-#include "heap.h"
+#include "profiles.h"
 #include "sdk_log.h"
 #include "pp_client.h"
 #include "pp_frame.h"
@@ -30,8 +30,9 @@
 #define PUSH_NOTICE_CONNECT_MS 20 /* the no-samples notice: connect, never wait */
 
 typedef struct push_entry {
-  uint8_t *pprof; /* one profile type's window (cpu, heap) */
+  uint8_t *pprof; /* one profile type's window */
   size_t len;
+  unsigned type; /* its PUSHPROF_PROFILE_* bit */
   int64_t start_ns, end_ns;
   uint64_t seq;
 } push_entry;
@@ -182,6 +183,7 @@ static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t
   req.process_start_time_nanos = e->pprof ? process_start_once() : 0;
   req.dropped_profiles = dropped;
   req.no_samples = e->pprof == NULL; /* notify_empty */
+  req.profile_type = e->pprof ? (char *)env_config_profile_name(e->type) : "";
   return pp_client_encode_push(&req, frame, len);
 }
 
@@ -245,12 +247,12 @@ static int cut_and_send(int64_t deadline, int per_send_ms) {
   int rc = 0;
   /* One push per profile type: each has its own sample types, and the
    * sidecar batches and merges each by its meaning. */
-  for (unsigned bit = PUSHPROF_PROFILE_CPU; bit <= PUSHPROF_PROFILE_HEAP; bit <<= 1) {
+  for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1) {
     if (!(P.profiles & bit))
       continue;
     memset(&e, 0, sizeof e);
-    int r = bit == PUSHPROF_PROFILE_HEAP ? heap_cut(&e.pprof, &e.len, &e.start_ns, &e.end_ns)
-                                         : sampler_cut(&e.pprof, &e.len, &e.start_ns, &e.end_ns);
+    int r = profiles_cut(bit, &e.pprof, &e.len, &e.start_ns, &e.end_ns);
+    e.type = bit;
     pthread_mutex_lock(&push_lock);
     if (r == 0) {
       e.seq = ++P.seq;
@@ -592,8 +594,12 @@ int push_nothing_to_send(void) {
   pthread_mutex_lock(&push_lock);
   int backlog = P.qlen > 0;
   pthread_mutex_unlock(&push_lock);
-  return !backlog && (!(P.profiles & PUSHPROF_PROFILE_CPU) || sampler_window_empty()) &&
-         (!(P.profiles & PUSHPROF_PROFILE_HEAP) || heap_window_empty());
+  if (backlog)
+    return 0;
+  for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1)
+    if ((P.profiles & bit) && !profiles_window_empty(bit))
+      return 0;
+  return 1;
 }
 
 int push_leave_empty(void) {

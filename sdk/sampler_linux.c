@@ -11,6 +11,7 @@
 #include "collector.h"
 #include "handler.h"
 #include "heap.h"
+#include "wait.h"
 #include "pushprof.h"
 #include "sampler_internal.h"
 #include "sdk_log.h"
@@ -59,9 +60,11 @@ static void atfork_prepare(void) {
   threads_atfork_prepare();
   dlphdr_atfork_prepare(); /* a refresh holds the collector's lock, then this */
   heap_atfork_prepare();
+  wait_atfork_prepare();
 }
 
 static void atfork_parent(void) {
+  wait_atfork_parent();
   heap_atfork_parent();
   dlphdr_atfork_parent();
   threads_atfork_parent();
@@ -75,6 +78,7 @@ static void atfork_child(void) {
   threads_atfork_child();
   collector_atfork_child();
   heap_atfork_child(); /* after the deferred slots are reset: it keeps its own */
+  wait_atfork_child();
   handler_set_running(0);
   pthread_mutex_init(&g_api_mu, NULL);
   handler_atfork_child();

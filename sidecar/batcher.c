@@ -453,7 +453,7 @@ void batcher_add(batcher *b, const char *id, pp_push *push) {
       }
       g = k ? batcher_group_new(k, keylen, req, spare, true) : NULL;
       if (g)
-        snprintf(g->ptype, sizeof g->ptype, "%s", exporter_profile_type(prof));
+        snprintf(g->ptype, sizeof g->ptype, "%s", batcher_profile_type(req, prof));
       if (g && batcher_gauge_cols(&g->cols, prof) != 0) {
         batcher_group_free(g);
         g = NULL;

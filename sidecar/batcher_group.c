@@ -44,6 +44,13 @@ static int cmp_labels(const void *a, const void *b) {
 
 /* Sorts req's labels in place (order does not matter to anyone) and builds
  * the grouping key. NULL on ENOMEM. */
+const char *batcher_profile_type(const Pushprof__V1__PushRequest *req,
+                                 const Perftools__Profiles__Profile *p) {
+  const char *t = req && req->profile_type && req->profile_type[0] ? req->profile_type
+                                                                   : exporter_profile_type(p);
+  return strcmp(t, "cpu") == 0 ? "" : t;
+}
+
 char *batcher_key(Pushprof__V1__PushRequest *req, const Perftools__Profiles__Profile *p,
                   size_t *keylen) {
   keybuf k = {0};
@@ -72,6 +79,7 @@ char *batcher_key(Pushprof__V1__PushRequest *req, const Perftools__Profiles__Pro
   }
   snprintf(num, sizeof num, "%" PRId64, p->period);
   key_add(&k, num);
+  key_add(&k, batcher_profile_type(req, p));
   if (k.oom) {
     free(k.p);
     return NULL;

@@ -64,10 +64,10 @@ typedef struct group {
   char (*ids)[SPOOL_ID_MAX];
   dedup_id *pids; /* each member's identity, parallel to ids */
   size_t nids, capids;
-  char *node, *subdir;             /* recorded in a recovered manifest; NULL: the batcher's */
-  char ptype[16];                  /* exporter_profile_type of its pushes (or its manifest's) */
-  char mf_name[MANIFEST_NAME_MAX]; /* its manifest, "" while none */
-  bool recovered;                  /* read back from a manifest at start */
+  char *node, *subdir;                 /* recorded in a recovered manifest; NULL: the batcher's */
+  char ptype[PP_PROFILE_TYPE_MAX + 1]; /* batcher_profile_type of its pushes (or its manifest's) */
+  char mf_name[MANIFEST_NAME_MAX];     /* its manifest, "" while none */
+  bool recovered;                      /* read back from a manifest at start */
   /* Its manifest is durable and the only copy of its pushes: they left the
    * spool (spool_release), and the manifest's bytes count there instead
    * (spool_account). */
@@ -150,8 +150,14 @@ static inline int64_t wall_ns(void) {
   return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
+/* The profile type a push's batch carries in its names and series: the
+ * type the client declared, else the one its sample types tell
+ * (exporter_profile_type); "" for CPU, whose names never had one. */
+const char *batcher_profile_type(const Pushprof__V1__PushRequest *req,
+                                 const Perftools__Profiles__Profile *p);
 /* Sorts req's labels in place (order does not matter to anyone) and builds
- * the grouping key. NULL on ENOMEM. */
+ * the grouping key (service, labels, sample types, period, profile type).
+ * NULL on ENOMEM. */
 char *batcher_key(Pushprof__V1__PushRequest *req, const Perftools__Profiles__Profile *p,
                   size_t *keylen);
 /* Frees g and all it holds (not accounted: see batcher_group_release). */

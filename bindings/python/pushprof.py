@@ -192,10 +192,11 @@ def start(*, hz=None, service=None, output_path=None, signal_number=None, socket
     TypeError, a value that cannot mean anything (0, negative, empty, NUL)
     ValueError, a value the SDK refuses Error (code EINVAL; its reason is on
     stderr). The final profile is pushed at normal exit, or by stop().
-    profiles="cpu,heap" (PUSHPROF_PROFILES) adds heap profiling, which needs
+    profiles (PUSHPROF_PROFILES) is a comma list of cpu, heap, offcpu and
+    lock; "cpu,heap" adds heap profiling, which needs
     libpushprof_heap.so preloaded (LD_PRELOAD) so that its interposers are
     the process's malloc; heap_rate (PUSHPROF_HEAP_RATE) is the mean bytes between
-    samples."""
+    samples. offcpu and lock need libpushprof_wait.so preloaded the same way."""
     kw = dict(hz=hz, service=service, output_path=output_path, signal_number=signal_number,
               socket_path=socket_path, upload_period_s=upload_period_s,
               exit_timeout_ms=exit_timeout_ms, handle_term_signals=handle_term_signals,

@@ -21,6 +21,7 @@
 #define PP_LABEL_KEY_MAX 128    /* bytes; at least 1 */
 #define PP_LABEL_VALUE_MAX 1024 /* bytes */
 #define PP_HOSTNAME_MAX 255
+#define PP_PROFILE_TYPE_MAX 16
 
 /* Spool drop-in (PROTOCOL.md): a client that cannot reach the sidecar may
  * write one complete frame per file into the sidecar's spool directory:

@@ -57,6 +57,14 @@ static int check_request(const Pushprof__V1__PushRequest *req, size_t pprof_len,
       FAIL(INVALID_PUSH, "value of process label %.64s is %zu bytes, max %d", l->key, vl,
            PP_LABEL_VALUE_MAX);
   }
+  if (req->profile_type && req->profile_type[0]) {
+    size_t tl = strlen(req->profile_type);
+    if (tl > PP_PROFILE_TYPE_MAX)
+      FAIL(INVALID_PUSH, "profile_type is %zu bytes, max %d", tl, PP_PROFILE_TYPE_MAX);
+    if (strspn(req->profile_type, "abcdefghijklmnopqrstuvwxyz0123456789_") != tl)
+      FAIL(INVALID_PUSH, "profile_type %.32s holds a character outside [a-z0-9_]",
+           req->profile_type);
+  }
   if (req->end_time_nanos < req->start_time_nanos)
     FAIL(INVALID_PUSH, "end_time_nanos %" PRId64 " is before start_time_nanos %" PRId64,
          req->end_time_nanos, req->start_time_nanos);

@@ -3,7 +3,6 @@
 
 #include <inttypes.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include "threads_linux.h"
 #include "unwind.h"
 #include "unwind_tables.h"
+#include "walk_here.h"
 
 /* The interposer library's hooks once heap profiling has started (or the
  * tests'); NULL before. */
@@ -385,55 +385,16 @@ static void table_remove_locked(uintptr_t p, int count) {
 
 /* ---- the sampled path ---- */
 
-/* arg: the g_own slot to fill; its lo holds an address in the object. */
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  uintptr_t *slot = arg, here = slot[0];
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-      continue;
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (here >= lo && here < hi) {
-      slot[0] = lo;
-      slot[1] = hi;
-      return 1;
-    }
-  }
-  return 0;
-}
-
 static void find_own(const void *code) {
-  if (g_own_hi || !code)
-    return;
-  uintptr_t slot[2] = {(uintptr_t)code, 0};
-  if (dl_iterate_phdr(find_self, slot) == 1) {
-    g_own_lo = slot[0];
-    g_own_hi = slot[1];
-  }
+  if (!g_own_hi)
+    walk_here_code_range(code, &g_own_lo, &g_own_hi);
 }
 
-static int is_own(uintptr_t pc) {
-  return pc >= g_own_lo && pc < g_own_hi;
-}
-
-/* The thread's stack bounds: those its registration published, or the
- * main thread's. Never pthread_getattr_np here: it allocates while holding
- * the thread's lock, and that allocation may be the one being sampled.
- * Unknown bounds are asked again at the next sample (the thread is
- * usually being registered right now). */
 static void thread_bounds(heap_tls *t) {
-  threads_slot *s = threads_self;
-  uintptr_t hi = s ? atomic_load_explicit(&s->stack_hi, memory_order_acquire) : 0;
-  if (hi) {
-    t->stack_lo = atomic_load_explicit(&s->stack_lo, memory_order_relaxed);
-    t->stack_hi = hi;
-    return;
-  }
-  uintptr_t lo, mhi;
-  if (gettid() == getpid() && threads_main_stack_bounds(&lo, &mhi) == 0) {
+  uintptr_t lo, hi;
+  if (walk_here_bounds(&lo, &hi) == 0) {
     t->stack_lo = lo;
-    t->stack_hi = mhi;
+    t->stack_hi = hi;
   }
 }
 
@@ -469,21 +430,8 @@ static void copy_free(heap_copy *c) {
   }
 }
 
-/* Drops the profiler's frames: the SDK's (the walk starts in it) and the
- * interposer's, up to the first frame below the interposer. A stack with
- * no interposer frame near its top is kept whole (the tests call the
- * profiler directly). */
-#define OWN_FRAMES_MAX 8
 static uint32_t strip_own(const uintptr_t *raw, uint32_t n, uintptr_t *pcs) {
-  uint32_t k = 0;
-  while (k < n && k < OWN_FRAMES_MAX && !is_own(raw[k]))
-    k++;
-  if (k == n || k == OWN_FRAMES_MAX)
-    k = 0;
-  while (k < n && is_own(raw[k]))
-    k++;
-  memcpy(pcs, raw + k, (n - k) * sizeof *pcs);
-  return n - k;
+  return walk_here_strip(raw, n, g_own_lo, g_own_hi, pcs);
 }
 
 /* Walks the caller's stack into pcs (return addresses, the caller of malloc
@@ -491,12 +439,8 @@ static uint32_t strip_own(const uintptr_t *raw, uint32_t n, uintptr_t *pcs) {
 __attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, heap_copy **copy,
                                                   int *truncated) {
   unwind_regs r = {0};
-#if defined(__x86_64__)
-  __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                   : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
-#elif defined(__aarch64__)
-  __asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29\n\tmov %3, x30"
-                   : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp), "=r"(r.lr));
+#ifdef WALK_HERE_REGS
+  WALK_HERE_REGS(r);
 #else
   return 0;
 #endif

@@ -49,6 +49,8 @@ extern "C" {
 /* Profile types (PUSHPROF_PROFILES, pushprof_options.profiles). */
 #define PUSHPROF_PROFILE_CPU 1u
 #define PUSHPROF_PROFILE_HEAP 2u
+#define PUSHPROF_PROFILE_OFFCPU 4u
+#define PUSHPROF_PROFILE_LOCK 8u
 
 /* Options for pushprof_start(). Start from PUSHPROF_OPTIONS_INIT (or
  * pushprof_options_init()), then set what you need; every unset field (0 or
@@ -94,7 +96,7 @@ typedef struct pushprof_options {
   int backlog;              /* unsent profiles kept in memory (default 6) */
   int reserved0;            /* must be 0 (a later version's field) */
   /* Added in 0.2: */
-  const char *profiles; /* comma list of "cpu", "heap" (default "cpu") */
+  const char *profiles; /* comma list of "cpu", "heap", "offcpu", "lock" (default "cpu") */
   long long heap_rate;  /* heap: mean bytes between samples (default 524288) */
   /* Later versions append their fields here. */
 } pushprof_options;

@@ -4,9 +4,9 @@
  * Push API (default): POST PREFIX/push.v1.PusherService/Push, a Connect
  * unary call with an application/proto body (proto/pyroscope_push.proto).
  * The exporter interface hands over one merged profile per put(), so each
- * request carries one series (its labels: __name__=process_cpu, or memory
- * with __delta__=false for a heap profile, service_name and the process
- * labels) whose samples are that profile, or
+ * request carries one series (its labels: __name__=process_cpu, or memory,
+ * block or mutex with __delta__=false for a heap, off-CPU or lock profile,
+ * service_name and the process labels) whose samples are that profile, or
  * its pieces when it is above Pyroscope's per-profile limits
  * (validation.max-profile-size-bytes, 4 MiB uncompressed, and
  * validation.max-profile-stacktrace-samples, 16000, by default; over either
@@ -197,23 +197,33 @@ int pyroscope_series_labels(const char *service, const char *profile_type,
   *nout = 0;
   if (notes && noteslen)
     notes[0] = '\0';
-  bool heap = profile_type && strcmp(profile_type, "heap") == 0;
+  /* Go's names for the layouts ours follow: memory (heap), block
+   * (off-CPU), mutex (lock); everything else is CPU. */
+  static const struct {
+    const char *type, *name;
+  } names[] = {{"heap", "memory"}, {"offcpu", "block"}, {"lock", "mutex"}};
+  const char *pname = "process_cpu";
+  for (size_t i = 0; profile_type && i < sizeof names / sizeof *names; i++)
+    if (strcmp(profile_type, names[i].type) == 0)
+      pname = names[i].name;
+  bool windowed = strcmp(pname, "process_cpu") != 0;
   pyroscope_label *v = calloc(nlabels + 3, sizeof *v);
   size_t n = 0;
   bool changed = false;
   if (!v)
     return -1;
   v[0].name = strdup("__name__");
-  v[0].value = strdup(heap ? "memory" : "process_cpu");
+  v[0].value = strdup(pname);
   v[1].name = strdup("service_name");
   v[1].value = sanitize_value(service && *service ? service : "unknown_service", &changed);
   n = 2;
   if (!v[0].name || !v[0].value || !v[1].name || !v[1].value)
     goto oom;
-  if (heap) {
-    /* Pyroscope takes a memory profile's alloc_* for totals since the
-     * process started and stores the difference to the series' previous
-     * profile unless told otherwise; a batch's alloc_* is its window's. */
+  if (windowed) {
+    /* Pyroscope takes these layouts' counters (alloc_*, contentions, delay)
+     * for totals since the process started, as Go's runtime keeps them, and
+     * stores the difference to the series' previous profile unless told
+     * otherwise; a batch's are its window's. */
     v[n].name = strdup("__delta__");
     v[n].value = strdup("false");
     n++;

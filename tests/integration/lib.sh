@@ -25,6 +25,8 @@ CHECK=(python3 "$S/tests/integration/pprof_check.py")
 #   PRELOAD      LD_PRELOAD value for libpushprof_preload.so
 #   HEAP_LIB     libpushprof_heap.so, the allocation interposers
 #   PRELOAD_HEAP LD_PRELOAD value for both (heap profiling)
+#   WAIT_LIB     libpushprof_wait.so, the blocking-call interposers
+#   PRELOAD_WAIT LD_PRELOAD value for the SDK and it (off-CPU, lock)
 #   SAN_RUNTIME  "" (normal build) or the sanitizer runtime: LD_PRELOAD value
 #                for an uninstrumented program that links or dlopens
 #                libpushprof.so (python3 via ctypes, a consumer built apart)
@@ -36,6 +38,8 @@ CHECK=(python3 "$S/tests/integration/pprof_check.py")
 PRELOAD=$PUSHPROF_TEST_PRELOAD
 HEAP_LIB=$B/sdk/libpushprof_heap.so
 PRELOAD_HEAP=$PRELOAD:$HEAP_LIB
+WAIT_LIB=$B/sdk/libpushprof_wait.so
+PRELOAD_WAIT=$PRELOAD:$WAIT_LIB
 SAN_RUNTIME=${PUSHPROF_TEST_SAN_RUNTIME:-}
 SAN_FLAGS=${PUSHPROF_TEST_SAN_FLAGS:-}
 HOST_ASAN=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0

@@ -81,7 +81,8 @@ typedef struct btu_who {
   const char *host;
   int64_t process_start_ns;
   uint64_t seq;
-  int64_t end_ns; /* the window ends here; it started a second before */
+  int64_t end_ns;    /* the window ends here; it started a second before */
+  const char *ptype; /* the PushRequest's profile_type; NULL: none */
 } btu_who;
 
 /* A push frame of pprof for service from w, with the labels of
@@ -106,6 +107,8 @@ static inline uint8_t *btu_frame_who(const char *service, const uint8_t *pprof, 
   req.start_time_nanos = w->end_ns - 1000000000LL;
   req.pprof.data = (uint8_t *)pprof;
   req.pprof.len = plen;
+  if (w->ptype)
+    req.profile_type = (char *)w->ptype;
   size_t n = pushprof__v1__push_request__get_packed_size(&req);
   uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
   if (!f)

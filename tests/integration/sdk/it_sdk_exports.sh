@@ -16,6 +16,8 @@
 # nothing else but the hooks the SDK finds it by:
 #   malloc, calloc, realloc, reallocarray, free, posix_memalign,
 #   aligned_alloc, memalign, valloc, pvalloc, pushprof_heap_hooks_v1
+# as libpushprof_wait.so alone interposes the calls that wait (its list is
+# below, with pushprof_wait_hooks_v1).
 . "$(dirname "$0")/../lib.sh"
 L=${1:-$B/sdk}
 api='^(pushprof_[A-Za-z0-9_]+|otel_thread_ctx_v1)$'
@@ -58,4 +60,17 @@ want=$(tr ' ' '\n' <<<"$heap_syms" | sort -u)
 needed=$(readelf -d "$L/libpushprof_heap.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 grep -q pushprof <<<"$needed" && fail "libpushprof_heap.so needs an SDK library: $(echo $needed)"
 echo "ok libpushprof_heap.so exports: $(echo $syms); needs: $(echo $needed)"
+
+# libpushprof_wait.so: the calls that wait, and its hooks.
+wait_syms='accept accept4 clock_nanosleep connect epoll_pwait epoll_wait fdatasync fsync nanosleep
+  poll ppoll pread pread64 pselect pthread_cond_timedwait pthread_cond_wait pthread_join
+  pthread_mutex_lock pthread_rwlock_rdlock pthread_rwlock_wrlock pushprof_wait_hooks_v1 pwrite
+  pwrite64 read readv recv recvfrom recvmsg select sem_timedwait sem_wait send sendmsg sendto sleep
+  usleep wait waitid waitpid write writev'
+syms=$(nm -D --defined-only "$L/libpushprof_wait.so" | awk '{print $3}' | sed 's/@.*//' | sort -u)
+want=$(tr -s ' \n' '\n' <<<"$wait_syms" | sed '/^$/d' | sort -u)
+[ "$syms" = "$want" ] || fail "libpushprof_wait.so exports $(echo $syms), want $(echo $want)"
+needed=$(readelf -d "$L/libpushprof_wait.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+grep -q pushprof <<<"$needed" && fail "libpushprof_wait.so needs an SDK library: $(echo $needed)"
+echo "ok libpushprof_wait.so exports: $(echo $syms); needs: $(echo $needed)"
 echo pass

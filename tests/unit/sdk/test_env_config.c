@@ -283,6 +283,50 @@ static void test_env_config_output_per_profile_type(void) {
                ==, 0);
   PP_CHECK_STR(out, "/t/prof.pb.gz");
   PP_CHECK_INT(env_config_output_for("/t/prof", 9, both, PUSHPROF_PROFILE_HEAP, out, 12), ==, -1);
+  /* Waits alone: the lowest type on (offcpu) keeps the path. */
+  unsigned waits = PUSHPROF_PROFILE_OFFCPU | PUSHPROF_PROFILE_LOCK;
+  PP_CHECK_INT(
+      env_config_output_for("/t/w.pb.gz", 9, waits, PUSHPROF_PROFILE_OFFCPU, out, sizeof out), ==,
+      0);
+  PP_CHECK_STR(out, "/t/w.pb.gz");
+  PP_CHECK_INT(
+      env_config_output_for("/t/w.pb.gz", 9, waits, PUSHPROF_PROFILE_LOCK, out, sizeof out), ==, 0);
+  PP_CHECK_STR(out, "/t/w.lock.pb.gz");
+  PP_CHECK_INT(env_config_output_for("/t/w-%t.pb.gz", 9, waits | PUSHPROF_PROFILE_CPU,
+                                     PUSHPROF_PROFILE_OFFCPU, out, sizeof out),
+               ==, 0);
+  PP_CHECK_STR(out, "/t/w-offcpu.pb.gz");
+}
+
+static void test_env_config_wait_profiles_and_rates(void) {
+  env_config c;
+  char err[256];
+  PP_CHECK_INT(resolve(NULL, NULL, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.offcpu_rate, ==, 1000000);
+  PP_CHECK_INT(c.lock_rate, ==, 1000000);
+  const char *env[] = {"PUSHPROF_PROFILES",
+                       "lock,offcpu, cpu",
+                       "PUSHPROF_OFFCPU_RATE",
+                       "250000",
+                       "PUSHPROF_LOCK_RATE",
+                       "10000",
+                       NULL};
+  PP_CHECK_INT(resolve(NULL, env, &c, err, sizeof err), ==, 0);
+  PP_CHECK_INT(c.profiles, ==,
+               PUSHPROF_PROFILE_CPU | PUSHPROF_PROFILE_OFFCPU | PUSHPROF_PROFILE_LOCK);
+  PP_CHECK_INT(c.offcpu_rate, ==, 250000);
+  PP_CHECK_INT(c.lock_rate, ==, 10000);
+  PP_CHECK_STR(env_config_profile_name(PUSHPROF_PROFILE_OFFCPU), "offcpu");
+  PP_CHECK_STR(env_config_profile_name(PUSHPROF_PROFILE_LOCK), "lock");
+  const char *rates[] = {"0", "-1", "1ms", "3600000000001", "+5", NULL};
+  for (int i = 0; rates[i]; i++) {
+    const char *renv[] = {"PUSHPROF_LOCK_RATE", rates[i], NULL};
+    PP_CHECK_INT(resolve(NULL, renv, &c, err, sizeof err), ==, PUSHPROF_ECONFIG);
+    PP_CHECK(strstr(err, "PUSHPROF_LOCK_RATE") != NULL && strstr(err, "ns") != NULL);
+  }
+  const char *benv[] = {"PUSHPROF_PROFILES", "cpu,offCPU", NULL};
+  PP_CHECK_INT(resolve(NULL, benv, &c, err, sizeof err), ==, PUSHPROF_ECONFIG);
+  PP_CHECK(strstr(err, "offcpu, lock") != NULL);
 }
 
 static void test_env_config_default_service_is_sanitised(void) {
@@ -371,6 +415,7 @@ int main(void) {
   PP_RUN(test_env_config_parses_signal_names_and_numbers);
   PP_RUN(test_env_config_expands_pid_and_percent);
   PP_RUN(test_env_config_profiles_and_heap_rate);
+  PP_RUN(test_env_config_wait_profiles_and_rates);
   PP_RUN(test_env_config_output_per_profile_type);
   PP_RUN(test_env_config_default_service_is_sanitised);
   PP_RUN(test_env_config_reads_process_labels);

@@ -1342,6 +1342,70 @@ static void test_heap_batch_rebuilt_after_a_restart_is_the_same(void) {
 
 /* CPU profiles have no gauge column: their batch is, byte for byte, the
  * label comments and a pp_merge_add of each push. */
+/* Off-CPU and lock profiles have the same sample types; the type each push
+ * declares keeps them apart and names their batches. A type outside
+ * [a-z0-9_] or over 16 bytes does not decode. */
+static void test_declared_profile_types_are_batched_apart(void) {
+  spool *s = setup();
+  if (!s)
+    return;
+  fake f;
+  fake_init(&f, s);
+  batcher *b = batcher_new(&cfg60, &f.base, s);
+  const char *types[] = {"offcpu", "lock", "offcpu", "lock"};
+  for (int i = 0; i < 4; i++) {
+    btu_who w = {.pid = 7,
+                 .host = "h",
+                 .process_start_ns = 1,
+                 .seq = (uint64_t)i + 1,
+                 .end_ns = 1795341601LL * 1000000000LL + i,
+                 .ptype = types[i]};
+    size_t plen, len;
+    uint8_t *p = btu_pprof(100, "wait_here", &plen);
+    uint8_t *fr = p ? btu_frame_who("api", p, plen, &w, &len) : NULL;
+    free(p);
+    char id[SPOOL_ID_MAX], why[256];
+    int code;
+    PP_CHECK(fr != NULL);
+    if (!fr)
+      continue;
+    PP_CHECK_INT(spool_put(s, fr, len, id), ==, SPOOL_OK);
+    batcher_add(b, id, pp_push_decode(fr, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why));
+    free(fr);
+  }
+  batcher_shutdown(b, 5);
+  batcher_free(b);
+  PP_CHECK_INT(f.nobj, ==, 2);
+  int off = 0, lock = 0;
+  for (int i = 0; i < f.nobj; i++) {
+    off += strstr(f.key[i], "Z-offcpu-") != NULL;
+    lock += strstr(f.key[i], "Z-lock-") != NULL;
+  }
+  PP_CHECK_INT(off, ==, 1);
+  PP_CHECK_INT(lock, ==, 1);
+  PP_CHECK_INT(spool_files(s), ==, 0);
+  fake_free(&f);
+  teardown(s);
+
+  const char *bad[] = {"Off-CPU", "offcpu/../x", "a_profile_type_of_17"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    btu_who w = {
+        .pid = 7, .host = "h", .seq = 1, .end_ns = 1795341601LL * 1000000000LL, .ptype = bad[i]};
+    size_t plen, len;
+    uint8_t *p = btu_pprof(100, "wait_here", &plen);
+    uint8_t *fr = p ? btu_frame_who("api", p, plen, &w, &len) : NULL;
+    free(p);
+    char why[256] = "";
+    int code = 0;
+    pp_push *pu = fr ? pp_push_decode(fr, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why) : NULL;
+    PP_CHECK(pu == NULL);
+    PP_CHECK_INT(code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+    PP_CHECK(strstr(why, "profile_type") != NULL);
+    pp_push_free(pu);
+    free(fr);
+  }
+}
+
 static void test_cpu_batch_is_a_plain_merge(void) {
   spool *s = setup();
   if (!s)
@@ -1412,5 +1476,6 @@ int main(void) {
   PP_RUN(test_heap_batch_rebuilt_after_a_restart_is_the_same);
   PP_RUN(test_recovered_heap_batch_keeps_its_name);
   PP_RUN(test_cpu_batch_is_a_plain_merge);
+  PP_RUN(test_declared_profile_types_are_batched_apart);
   PP_DONE();
 }

@@ -1,0 +1,241 @@
+/* The off-CPU and lock profiles (sdk/wait/wait.c) driven directly, as the
+ * interposers drive them through the hooks of wait_hooks.h (this test's
+ * own, handed over with wait_use_hooks); the sampling decision
+ * (wait_weigh) checked for bias. The profiles are read back with
+ * protobuf-c (an independent parser). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "pp_parse_ref.h"
+#include "pp_test.h"
+#include "pushprof.h"
+#include "sampler.h"
+#include "threads_linux.h"
+#include "wait.h"
+
+typedef Perftools__Profiles__Profile Profile;
+
+static int always_ours(void) {
+  return 1;
+}
+static int never_ours(void) {
+  return 0;
+}
+static wait_hooks TH = {.is_ours = always_ours};
+
+/* Two waiting sites the profile must tell apart. */
+void wait_site_a(int kind, int64_t c, int64_t d);
+void wait_site_b(int kind, int64_t c, int64_t d);
+__attribute__((noinline)) void wait_site_a(int kind, int64_t c, int64_t d) {
+  wait_record(kind, c, d);
+  __asm__ volatile("" ::: "memory"); /* not a tail call: this frame is in the stack */
+}
+__attribute__((noinline)) void wait_site_b(int kind, int64_t c, int64_t d) {
+  wait_record(kind, c, d);
+  __asm__ volatile("" ::: "memory");
+}
+
+static Profile *cut(int kind) {
+  uint8_t *raw = NULL;
+  size_t len = 0;
+  int64_t t0, t1;
+  int rc = wait_cut(kind, &raw, &len, &t0, &t1);
+  PP_CHECK_INT(rc, ==, 0);
+  if (rc != 0)
+    return NULL;
+  PP_CHECK(t1 >= t0);
+  Profile *p = pp_ref_parse(raw, len, 64u << 20, NULL, 0);
+  free(raw);
+  PP_CHECK(p != NULL);
+  return p;
+}
+
+static const char *str(const Profile *p, int64_t i) {
+  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
+}
+
+static int has_fn(const Profile *p, const Perftools__Profiles__Sample *sm, const char *fn) {
+  for (size_t k = 0; k < sm->n_location_id; k++)
+    for (size_t l = 0; l < p->n_location; l++)
+      if (p->location[l]->id == sm->location_id[k])
+        for (size_t q = 0; q < p->location[l]->n_line; q++)
+          for (size_t f = 0; f < p->n_function; f++)
+            if (p->function[f]->id == p->location[l]->line[q]->function_id &&
+                strcmp(str(p, p->function[f]->name), fn) == 0)
+              return 1;
+  return 0;
+}
+
+static const char *label_of(const Profile *p, const Perftools__Profiles__Sample *sm,
+                            const char *key) {
+  for (size_t i = 0; i < sm->n_label; i++)
+    if (strcmp(str(p, sm->label[i]->key), key) == 0)
+      return str(p, sm->label[i]->str);
+  return NULL;
+}
+
+/* Sum of value column v over samples with function fn (NULL: all). */
+static int64_t sum(const Profile *p, size_t v, const char *fn) {
+  int64_t s = 0;
+  for (size_t i = 0; i < p->n_sample; i++)
+    if ((!fn || has_fn(p, p->sample[i], fn)) && v < p->sample[i]->n_value)
+      s += p->sample[i]->value[v];
+  return s;
+}
+
+static void start(unsigned mask) {
+  char err[256] = "";
+  int rc = wait_start(mask, 1000000, 1000000, err, sizeof err);
+  PP_CHECK_INT(rc, ==, 0);
+  if (rc)
+    fprintf(stderr, "wait_start: %s\n", err);
+}
+
+static void test_layout_values_and_sites(void) {
+  start(1u << WAIT_OFFCPU | 1u << WAIT_LOCK);
+  for (int i = 0; i < 10; i++)
+    wait_site_a(WAIT_OFFCPU, WAIT_ONE, 3000000); /* 10 waits of 3 ms */
+  for (int i = 0; i < 4; i++)
+    wait_site_b(WAIT_OFFCPU, 5 * WAIT_ONE, 1000000); /* 4 kept short ones, 5 waits each */
+  wait_site_b(WAIT_LOCK, 2 * WAIT_ONE, 7000000);
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 0);
+  Profile *p = cut(WAIT_OFFCPU);
+  if (p) {
+    PP_CHECK_INT(p->n_sample_type, ==, 2);
+    PP_CHECK_STR(str(p, p->sample_type[0]->type), "contentions");
+    PP_CHECK_STR(str(p, p->sample_type[0]->unit), "count");
+    PP_CHECK_STR(str(p, p->sample_type[1]->type), "delay");
+    PP_CHECK_STR(str(p, p->sample_type[1]->unit), "nanoseconds");
+    PP_CHECK_STR(str(p, p->period_type->type), "contentions");
+    PP_CHECK_STR(str(p, p->default_sample_type), "delay");
+    PP_CHECK_INT(sum(p, 0, "wait_site_a"), ==, 10);
+    PP_CHECK_INT(sum(p, 1, "wait_site_a"), ==, 30000000);
+    PP_CHECK_INT(sum(p, 0, "wait_site_b"), ==, 20);
+    PP_CHECK_INT(sum(p, 1, "wait_site_b"), ==, 4000000);
+    PP_CHECK_INT(sum(p, 1, NULL), ==, 34000000); /* the lock wait is the other profile's */
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 1); /* the cut took the window */
+  p = cut(WAIT_LOCK);
+  if (p) {
+    PP_CHECK_INT(sum(p, 0, "wait_site_b"), ==, 2);
+    PP_CHECK_INT(sum(p, 1, NULL), ==, 7000000);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  p = cut(WAIT_OFFCPU); /* an empty window cuts to an empty profile */
+  if (p) {
+    PP_CHECK_INT(p->n_sample, ==, 0);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  wait_stop();
+}
+
+static void test_waits_carry_the_threads_labels(void) {
+  start(1u << WAIT_OFFCPU);
+  PP_CHECK_INT(pushprof_label_set("route", "/checkout"), ==, 0);
+  wait_site_a(WAIT_OFFCPU, WAIT_ONE, 2000000);
+  pushprof_labels_clear();
+  wait_site_a(WAIT_OFFCPU, WAIT_ONE, 5000000);
+  Profile *p = cut(WAIT_OFFCPU);
+  if (p) {
+    int labelled = 0, bare = 0;
+    for (size_t i = 0; i < p->n_sample; i++) {
+      const char *r = label_of(p, p->sample[i], "route");
+      if (r && strcmp(r, "/checkout") == 0 && p->sample[i]->value[1] == 2000000)
+        labelled++;
+      if (!r && p->sample[i]->value[1] == 5000000)
+        bare++;
+    }
+    PP_CHECK_INT(labelled, ==, 1);
+    PP_CHECK_INT(bare, ==, 1);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  wait_stop();
+}
+
+static void *own_thread(void *arg) {
+  (void)arg;
+  threads_is_own = 1; /* as the SDK's own threads are marked */
+  wait_site_a(WAIT_OFFCPU, WAIT_ONE, 9000000);
+  return NULL;
+}
+
+static void test_own_threads_and_stopped_kinds_are_not_recorded(void) {
+  start(1u << WAIT_OFFCPU);
+  pthread_t t;
+  PP_CHECK_INT(pthread_create(&t, NULL, own_thread, NULL), ==, 0);
+  pthread_join(t, NULL);
+  wait_site_a(WAIT_LOCK, WAIT_ONE, 9000000); /* lock is off */
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 1);
+  PP_CHECK_INT(wait_window_empty(WAIT_LOCK), ==, 1);
+  wait_stop();
+  PP_CHECK_INT(wait_running(WAIT_OFFCPU), ==, 0);
+  wait_site_a(WAIT_OFFCPU, WAIT_ONE, 9000000); /* after the stop */
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 1);
+}
+
+/* The decision: waits of at least the rate all kept at their own length;
+ * shorter ones kept with probability d/rate, and the totals of both values
+ * unbiased over many draws. */
+static void test_weighing_is_unbiased(void) {
+  int64_t c, d;
+  PP_CHECK_INT(wait_weigh(5000000, 1000000, 0.999, &c, &d), ==, 1);
+  PP_CHECK_INT(c, ==, WAIT_ONE);
+  PP_CHECK_INT(d, ==, 5000000);
+  PP_CHECK_INT(wait_weigh(0, 1000000, 0.0, &c, &d), ==, 0);
+  uint64_t s = 88172645463325252ull;
+  double true_d = 0, true_n = 0, est_d = 0, est_c = 0;
+  for (int i = 0; i < 2000000; i++) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    int64_t wait = 1000 + (int64_t)(s % 400000); /* 1..401 us, far below the rate */
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    double u = (double)(s >> 11) * (1.0 / 9007199254740992.0);
+    true_d += (double)wait;
+    true_n += 1;
+    if (wait_weigh(wait, 1000000, u, &c, &d)) {
+      est_d += (double)d;
+      est_c += (double)c / WAIT_ONE;
+    }
+  }
+  fprintf(stderr, "  delay %.4g of %.4g, waits %.4g of %.4g\n", est_d, true_d, est_c, true_n);
+  PP_CHECK(est_d > 0.98 * true_d && est_d < 1.02 * true_d);
+  PP_CHECK(est_c > 0.97 * true_n && est_c < 1.03 * true_n);
+}
+
+static void test_missing_interposers_and_bad_rates_are_refused(void) {
+  char err[256];
+  PP_CHECK_INT(wait_start(1u << WAIT_OFFCPU, 0, 1000000, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "out of range") != NULL);
+  wait_use_hooks(NULL); /* this program has no libpushprof_wait.so */
+  PP_CHECK_INT(wait_start(1u << WAIT_OFFCPU, 1000000, 1000000, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "libpushprof_wait.so") != NULL);
+  PP_CHECK(strstr(err, "LD_PRELOAD") != NULL);
+  TH.is_ours = never_ours;
+  wait_use_hooks(&TH);
+  PP_CHECK_INT(wait_start(1u << WAIT_OFFCPU, 1000000, 1000000, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "comes first") != NULL);
+  TH.is_ours = always_ours;
+}
+
+int main(void) {
+  wait_use_hooks(&TH);
+  char err[256];
+  sampler_config sc = {.hz = 100, .signo = SIGPROF, .no_cpu = 1};
+  if (sampler_start(&sc, err, sizeof err) != 0) { /* collector_build needs the collector */
+    fprintf(stderr, "sampler_start: %s\n", err);
+    return 1;
+  }
+  PP_RUN(test_layout_values_and_sites);
+  PP_RUN(test_waits_carry_the_threads_labels);
+  PP_RUN(test_own_threads_and_stopped_kinds_are_not_recorded);
+  PP_RUN(test_weighing_is_unbiased);
+  PP_RUN(test_missing_interposers_and_bad_rates_are_refused);
+  sampler_stop();
+  PP_DONE();
+}
