@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A profile merged by pp_merge_add and gzipped by pp_gzip is read by
 # `go tool pprof -raw` (an independent parser) with the summed values and the
-# per-sample labels intact; and the edge profile of test_pprof (pp_builder_pack.c's
+# per-sample labels intact; and the edge profile of test_pp_builder_pack (pp_builder_pack.c's
 # multi-byte ids and lengths, int64s below 0, numeric labels, mapping flags,
 # comments) reads back with its values.
 set -euo pipefail
@@ -10,7 +10,7 @@ export HOME=${HOME:-/tmp} GOCACHE=${GOCACHE:-/tmp/pushprof-gocache}
 tmp=$(mktemp -d /tmp/pp-it-raw-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-"$build/tests/test_pprof" --write-merged "$tmp/merged.pb.gz"
+"$build/tests/test_pp_merge" --write-merged "$tmp/merged.pb.gz"
 go tool pprof -symbolize=none -raw "$tmp/merged.pb.gz" >"$tmp/raw.txt" 2>"$tmp/err.txt" || {
   echo "go tool pprof rejected the merged profile:" >&2
   cat "$tmp/err.txt" >&2
@@ -30,7 +30,7 @@ grep -q '^PeriodType: cpu nanoseconds' "$tmp/raw.txt" || fail "period type lost"
 grep -q ' other other.c:7 ' "$tmp/raw.txt" || fail "function other at other.c:7 lost"
 echo "ok: go tool pprof reads the merged profile (18 samples, 180 ns, labels kept)"
 
-"$build/tests/test_pprof" --write-edge "$tmp/edge.pb"
+"$build/tests/test_pp_builder_pack" --write-edge "$tmp/edge.pb"
 go tool pprof -symbolize=none -raw "$tmp/edge.pb" >"$tmp/raw.txt" 2>"$tmp/err.txt" || {
   echo "go tool pprof rejected the edge profile:" >&2
   cat "$tmp/err.txt" >&2
