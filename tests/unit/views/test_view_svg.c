@@ -1,0 +1,116 @@
+/* views/view_svg.c: flame graphs drawn root on top unless inverted, the
+ * differential graph's signed changes and colours on profiles with known
+ * splits, values in their units, and XML escaping. */
+#include "view_fixture.h"
+#include "view_model.h"
+#include "view_svg.h"
+
+/* The y of the first frame whose text follows title; -1 if none. */
+static int frame_y(const char *svg, const char *title) {
+  const char *p = strstr(svg, title);
+  const char *y = p ? strstr(p, " y=\"") : NULL;
+  return y ? atoi(y + 4) : -1;
+}
+
+/* The root on top by default (a deep graph opens on its widest frames),
+ * at the bottom with inverted (the classic look); the script is told which
+ * (data-root), so a zoom shows a frame's ancestors on the right side. */
+static void test_svg_draws_the_root_on_top_unless_inverted(void) {
+  const char *lines[] = {"3 main;a;b", "1 main;c"};
+  Perftools__Profiles__Profile *p = make(lines, 2);
+  view_names *names = view_names_new();
+  char why[256];
+  view_tree *t = p && names ? view_tree_build(p, 0, NULL, names, why, sizeof why) : NULL;
+  PP_CHECK(t != NULL);
+  if (!t) {
+    view_names_free(names);
+    return;
+  }
+  for (int inverted = 0; inverted < 2; inverted++) {
+    char *svg = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&svg, &len);
+    view_svg_opts o = {"t", NULL, NULL, false, inverted};
+    PP_CHECK_INT(view_svg_write(f, t, &o), ==, 0);
+    fclose(f);
+    int root = frame_y(svg, "<title>all ("), main_ = frame_y(svg, "<title>main ("),
+        leaf = frame_y(svg, "<title>b (");
+    PP_CHECK(root > 0 && main_ > 0 && leaf > 0);
+    if (inverted) {
+      PP_CHECK(root > main_ && main_ > leaf);
+      PP_CHECK(strstr(svg, "data-root=\"bottom\"") != NULL);
+    } else {
+      PP_CHECK(root < main_ && main_ < leaf);
+      PP_CHECK(strstr(svg, "data-root=\"top\"") != NULL);
+    }
+    free(svg);
+  }
+  view_tree_free(t);
+  view_names_free(names);
+  perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* The known splits: each frame titled with its share of NEW and the change
+ * in points, coloured by the sign of the change. */
+static void test_svg_diff_known_splits(void) {
+  known_splits k;
+  known_splits_make(&k);
+  if (!k.base || !k.new_) {
+    known_splits_free(&k);
+    return;
+  }
+  char *svg = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&svg, &len);
+  view_svg_opts o = {"diff", NULL, k.base, false, false};
+  PP_CHECK_INT(view_svg_write(f, k.new_, &o), ==, 0);
+  fclose(f);
+  /* shares of NEW (200 samples): a 90% (was 100%), b 72% (was 50%), c 18% (was 50%) */
+  PP_CHECK(strstr(svg, "<title>b (144 samples, 72.00%; +22.0 pt)</title>") != NULL);
+  PP_CHECK(strstr(svg, "<title>c (36 samples, 18.00%; -32.0 pt)</title>") != NULL);
+  PP_CHECK(strstr(svg, "<title>a (180 samples, 90.00%; -10.0 pt)</title>") != NULL);
+  PP_CHECK(strstr(svg, "<title>d (20 samples, 10.00%; +10.0 pt)</title>") != NULL);
+  PP_CHECK(strstr(svg, "<title>all (200 samples, 100.00%; +0.0 pt)</title>") != NULL);
+  /* c shrank most: pure blue; b grew: red */
+  char *c = strstr(svg, "<title>c (");
+  PP_CHECK(c && strstr(c, "fill=\"rgb(0,0,255)\"") == strstr(c, "fill="));
+  char *bb = strstr(svg, "<title>b (");
+  PP_CHECK(bb && strncmp(strstr(bb, "fill="), "fill=\"rgb(255,", 14) == 0);
+  free(svg);
+  known_splits_free(&k);
+}
+
+/* Bytes read in powers of 1024, counts by what they count. */
+static void test_svg_formats_values_in_their_units(void) {
+  char buf[64];
+  view_format_value(1572864, "inuse_space", "bytes", buf, sizeof buf);
+  PP_CHECK_STR(buf, "1.50 MiB");
+  view_format_value(2048, "alloc_space", "bytes", buf, sizeof buf);
+  PP_CHECK_STR(buf, "2.00 KiB");
+  view_format_value(512, "inuse_space", "bytes", buf, sizeof buf);
+  PP_CHECK_STR(buf, "512 B");
+  view_format_value(1234, "inuse_objects", "count", buf, sizeof buf);
+  PP_CHECK_STR(buf, "1,234 objects");
+  view_format_value(1, "samples", "count", buf, sizeof buf);
+  PP_CHECK_STR(buf, "1 sample");
+  view_format_value(2, "samples", "count", buf, sizeof buf);
+  PP_CHECK_STR(buf, "2 samples");
+}
+
+static void test_svg_escapes_xml(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  PP_CHECK_INT(view_xml_escape(f, "<a href=\"x\">&'", 14), ==, 0);
+  fclose(f);
+  PP_CHECK_STR(buf, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  free(buf);
+}
+
+int main(void) {
+  PP_RUN(test_svg_draws_the_root_on_top_unless_inverted);
+  PP_RUN(test_svg_diff_known_splits);
+  PP_RUN(test_svg_formats_values_in_their_units);
+  PP_RUN(test_svg_escapes_xml);
+  PP_DONE();
+}
