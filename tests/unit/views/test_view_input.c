@@ -1,6 +1,119 @@
-/* views/view_input.c: times for --since and --until. */
-#include "pp_test.h"
+/* views/view_input.c: the profile files below a directory found by name
+ * and merged, gzipped or not; the service, sample type and time filters;
+ * each refusal naming the file or directory at fault; times for --since
+ * and --until. */
+#include "view_fixture.h"
 #include "view_input.h"
+
+/* Sum of value[0] over the samples of p. */
+static long long total(const Perftools__Profiles__Profile *p) {
+  long long sum = 0;
+  for (size_t i = 0; p && i < p->n_sample; i++)
+    sum += p->sample[i]->value[0];
+  return sum;
+}
+
+static const char *const A[] = {"3 main;a", "4 main;b"}; /* 7 samples */
+static const char *const B[] = {"5 main;a"};             /* 5 samples */
+
+/* A new temporary directory in dir (len bytes), in the file exporter's
+ * layout DIR/<node>/<service>/<file>: a gzipped and a plain profile, a file
+ * of another name and a hidden one (both garbage, which would fail the load
+ * if they were read). false if it cannot be made. */
+static bool make_tree(char *dir, size_t len) {
+  char path[512];
+  if (!temp_dir(dir, len))
+    return false;
+  snprintf(path, sizeof path, "%s/node1/svc-a/1.pb.gz", dir);
+  write_lines_at(path, A, 2, 1000000000000LL, true);
+  snprintf(path, sizeof path, "%s/node1/svc-b/2.pprof", dir);
+  write_lines_at(path, B, 1, 2000000000000LL, false);
+  snprintf(path, sizeof path, "%s/node1/svc-a/notes.txt", dir);
+  write_file(path, "not a profile", 13);
+  snprintf(path, sizeof path, "%s/node1/svc-a/.partial.pb", dir);
+  write_file(path, "not a profile", 13);
+  return true;
+}
+
+static void test_input_merges_the_profiles_below_a_directory(void) {
+  char dir[64];
+  if (!make_tree(dir, sizeof dir))
+    return;
+  const char *paths[] = {dir};
+  view_input in;
+  char err[512] = "";
+  PP_CHECK_INT(view_input_load(paths, 1, NULL, &in, err, sizeof err), ==, 0);
+  PP_CHECK_STR(err, "");
+  PP_CHECK_INT(in.nfiles, ==, 2);
+  PP_CHECK_INT(in.nkept, ==, 2);
+  PP_CHECK_INT(total(in.profile), ==, 12);
+  view_input_free(&in);
+  PP_CHECK(in.profile == NULL);
+  view_input_free(&in); /* idempotent */
+  temp_dir_remove(dir);
+}
+
+static void test_input_filters_by_service_and_time(void) {
+  char dir[64];
+  if (!make_tree(dir, sizeof dir))
+    return;
+  const char *paths[] = {dir};
+  view_input in;
+  char err[512] = "";
+  view_input_opts svc = {.service = "svc-b"};
+  PP_CHECK_INT(view_input_load(paths, 1, &svc, &in, err, sizeof err), ==, 0);
+  PP_CHECK_INT(in.nfiles, ==, 2);
+  PP_CHECK_INT(in.nkept, ==, 1);
+  PP_CHECK_INT(total(in.profile), ==, 5);
+  view_input_free(&in);
+  /* svc-a's profile spans [1000 s, 1001 s), svc-b's [2000 s, 2001 s). */
+  view_input_opts early = {.since_ns = 900000000000LL, .until_ns = 1500000000000LL};
+  PP_CHECK_INT(view_input_load(paths, 1, &early, &in, err, sizeof err), ==, 0);
+  PP_CHECK_INT(in.nkept, ==, 1);
+  PP_CHECK_INT(total(in.profile), ==, 7);
+  view_input_free(&in);
+  view_input_opts touching = {.since_ns = 1001000000000LL}; /* svc-a's end: still in */
+  PP_CHECK_INT(view_input_load(paths, 1, &touching, &in, err, sizeof err), ==, 0);
+  PP_CHECK_INT(in.nkept, ==, 2);
+  view_input_free(&in);
+  view_input_opts late = {.since_ns = 3000000000000LL};
+  PP_CHECK_INT(view_input_load(paths, 1, &late, &in, err, sizeof err), ==, -1);
+  PP_CHECK_STR(err, "none of the 2 profile files is in the --since/--until window");
+  view_input_free(&in);
+  view_input_opts nosvc = {.service = "svc-z"};
+  PP_CHECK_INT(view_input_load(paths, 1, &nosvc, &in, err, sizeof err), ==, -1);
+  PP_CHECK_STR(err, "none of the 2 profile files of service \"svc-z\" was found");
+  view_input_free(&in);
+  view_input_opts notype = {.value = "inuse_space"};
+  PP_CHECK_INT(view_input_load(paths, 1, &notype, &in, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "with sample type \"inuse_space\" was found") != NULL);
+  view_input_free(&in);
+  temp_dir_remove(dir);
+}
+
+static void test_input_refusals_name_the_path(void) {
+  char dir[64], path[512], err[512] = "";
+  if (!temp_dir(dir, sizeof dir))
+    return;
+  view_input in;
+  const char *none[] = {NULL};
+  PP_CHECK_INT(view_input_load(none, 0, NULL, &in, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "no PROFILE given") != NULL);
+  const char *empty[] = {dir};
+  PP_CHECK_INT(view_input_load(empty, 1, NULL, &in, err, sizeof err), ==, -1);
+  PP_CHECK(strncmp(err, dir, strlen(dir)) == 0 && strstr(err, ": no .pb.gz, .pprof") != NULL);
+  snprintf(path, sizeof path, "%s/missing.pb", dir);
+  const char *missing[] = {path};
+  PP_CHECK_INT(view_input_load(missing, 1, NULL, &in, err, sizeof err), ==, -1);
+  PP_CHECK(strstr(err, "cannot open ") && strstr(err, path));
+  /* A file named itself is read whatever its name. */
+  snprintf(path, sizeof path, "%s/junk.txt", dir);
+  write_file(path, "\x1f\x8b not gzip", 15);
+  const char *junk[] = {path};
+  PP_CHECK_INT(view_input_load(junk, 1, NULL, &in, err, sizeof err), ==, -1);
+  PP_CHECK(strncmp(err, path, strlen(path)) == 0 && strlen(err) > strlen(path) + 2);
+  temp_dir_remove(dir);
+}
 
 static void test_input_parse_time(void) {
   int64_t t = 0, now = 1700000000LL * 1000000000;
@@ -19,6 +132,9 @@ static void test_input_parse_time(void) {
 }
 
 int main(void) {
+  PP_RUN(test_input_merges_the_profiles_below_a_directory);
+  PP_RUN(test_input_filters_by_service_and_time);
+  PP_RUN(test_input_refusals_name_the_path);
   PP_RUN(test_input_parse_time);
   PP_DONE();
 }

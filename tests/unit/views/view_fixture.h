@@ -1,25 +1,33 @@
 /* Profiles for the views' tests (test_view_*.c), from lines
  * "COUNT frame;frame;...[|KEY=VALUE]" (root first), with the sample types
- * samples/count and cpu/nanoseconds (cpu is ten times the count). Static
- * inline so that their checks count in the including test's tally. */
+ * samples/count and cpu/nanoseconds (cpu is ten times the count), read
+ * back or written as files into temporary directories. Static inline so
+ * that their checks count in the including test's tally. */
 #ifndef VIEW_FIXTURE_H
 #define VIEW_FIXTURE_H
+#include <ftw.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "pp_builder.h"
+#include "pp_gzip.h"
 #include "pp_parse_ref.h"
 #include "pp_test.h"
 #include "view_model.h"
 
-/* The lines packed as a pprof; *len its size. NULL on failure (checked). */
-static inline uint8_t *pack_lines(const char *const *lines, size_t n, size_t *len) {
+/* The lines packed as a pprof of time_nanos and duration_nanos (0: none);
+ * *len its size. NULL on failure (checked). */
+static inline uint8_t *pack_lines_at(const char *const *lines, size_t n, int64_t time_nanos,
+                                     int64_t duration_nanos, size_t *len) {
   pp_builder *b = pp_builder_new();
   PP_CHECK(b != NULL);
   if (!b)
     return NULL;
+  pp_builder_set_time(b, time_nanos, duration_nanos);
   PP_CHECK_INT(pp_builder_add_sample_type(b, "samples", "count"), ==, 0);
   PP_CHECK_INT(pp_builder_add_sample_type(b, "cpu", "nanoseconds"), ==, 0);
   uint64_t map = pp_builder_mapping(b, 0x1000, 0x9000, 0, "/bin/app", "", true);
@@ -53,6 +61,60 @@ static inline uint8_t *pack_lines(const char *const *lines, size_t n, size_t *le
   PP_CHECK_INT(pp_builder_pack(b, &raw, len), ==, 0);
   pp_builder_free(b);
   return raw;
+}
+
+static inline uint8_t *pack_lines(const char *const *lines, size_t n, size_t *len) {
+  return pack_lines_at(lines, n, 0, 0, len);
+}
+
+/* Writes data to path, making its parent directories. 0 or -1 (checked). */
+static inline int write_file(const char *path, const void *data, size_t len) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+    *p = '\0';
+    mkdir(dir, 0755);
+    *p = '/';
+  }
+  FILE *f = fopen(path, "wb");
+  int rc = f && fwrite(data, 1, len, f) == len ? 0 : -1;
+  if (f && fclose(f) != 0)
+    rc = -1;
+  PP_CHECK_INT(rc, ==, 0);
+  return rc;
+}
+
+/* The lines as a profile file at path, gzipped if gz. 0 or -1 (checked). */
+static inline int write_lines_at(const char *path, const char *const *lines, size_t n,
+                                 int64_t time_nanos, bool gz) {
+  size_t len = 0, gzlen = 0;
+  uint8_t *raw = pack_lines_at(lines, n, time_nanos, time_nanos ? 1000000000 : 0, &len), *z = NULL;
+  if (!raw)
+    return -1;
+  if (gz)
+    PP_CHECK_INT(pp_gzip(raw, len, &z, &gzlen), ==, 0);
+  int rc = gz && !z ? -1 : write_file(path, gz ? z : raw, gz ? gzlen : len);
+  free(raw);
+  free(z);
+  return rc;
+}
+
+static inline int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* A new empty directory under /tmp (a fresh one per call), its path in buf. */
+static inline char *temp_dir(char *buf, size_t len) {
+  snprintf(buf, len, "/tmp/pushprof-test-view-XXXXXX");
+  char *d = mkdtemp(buf);
+  PP_CHECK(d != NULL);
+  return d;
+}
+
+/* Removes dir and everything below it. */
+static inline void temp_dir_remove(const char *dir) {
+  PP_CHECK_INT(nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS), ==, 0);
 }
 
 /* The lines as a profile read back with protobuf-c; free with
