@@ -382,12 +382,16 @@ static void *collector_main(void *arg) {
   (void)arg;
   threads_exclude_self();
   int64_t last_scan = clock_ns(CLOCK_MONOTONIC), wanted_ns = 0;
-  for (;;) {
+  for (int first = 1;; first = 0) {
     uint32_t w = atomic_load_explicit(&g_wake, memory_order_acquire);
     if (stop_requested())
       break;
+    /* Tables asked for before this thread first waited (the heap and wait
+     * profilers ask at start, whose wake-up may come before this thread
+     * runs): built now, not a drain period later. */
     struct timespec rel = {0, COLLECTOR_DRAIN_MS * 1000000L};
-    syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, w, &rel, NULL, 0);
+    if (!(first && utab_wanted()))
+      syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, w, &rel, NULL, 0);
     if (stop_requested())
       break;
     /* Tables are built once the process has been sampled (the handler asks
