@@ -42,6 +42,12 @@ void view_cmd_usage(FILE *f) {
       "                      inuse_space), else samples for folded/flame/diff and\n"
       "                      the last type for top; in directories, only the\n"
       "                      profiles that have TYPE\n"
+      "  --value wall        wall time by stack: the CPU profiles' cpu plus the\n"
+      "                      off-CPU profiles' delay (other types left out); top\n"
+      "                      shows on-CPU and off-CPU columns, flame colours each\n"
+      "                      frame by its off-CPU share. The default of top and\n"
+      "                      flame when the PROFILEs hold both CPU and off-CPU\n"
+      "                      profiles\n"
       "  --service NAME      only files in a directory NAME (the file exporter's layout)\n"
       "  --since T --until T profile time: 2026-11-23T10:00:00Z, 2026-11-23, @UNIX, 2h\n"
       "  --label KEY=VALUE   only samples carrying that label (repeat: all of them)\n"
@@ -283,37 +289,125 @@ typedef struct side {
   view_tree *tree;
   int vix;
   int64_t all_total; /* before the sample filters: pprof's percentages */
+  /* --value wall: the tree holds on-CPU plus off-CPU time; files of each */
+  bool wall;
+  size_t ncpu, noff;
 } side;
 
-static int load_side(const char *cmd, opts *o, char **paths, size_t n, bool prefer_count,
-                     view_names *names, side *s) {
-  char err[1024];
-  view_input_opts io = {o->service, o->since, o->until, o->value};
-  if (view_input_load((const char *const *)paths, n, &io, &s->in, err, sizeof err) != 0)
-    return bad(cmd, "%s", err);
-  const Perftools__Profiles__Profile *p = s->in.profile;
-  s->vix = view_pick_value(p, o->value, prefer_count, err, sizeof err);
-  if (s->vix < 0)
-    return bad(cmd, "%s%s: %s", paths[0], n > 1 ? " (and the others)" : "", err);
+static bool is_wall(const char *value) {
+  return value && !strcmp(value, "wall");
+}
+
+static int add_total(const Perftools__Profiles__Profile *p, int vix, int64_t *total) {
   for (size_t i = 0; i < p->n_sample; i++)
-    if ((size_t)s->vix < p->sample[i]->n_value)
-      if (__builtin_add_overflow(s->all_total, p->sample[i]->value[s->vix], &s->all_total))
-        return bad(cmd, "%s: the sample values add up past 2^63", paths[0]);
+    if ((size_t)vix < p->sample[i]->n_value)
+      if (__builtin_add_overflow(*total, p->sample[i]->value[vix], total))
+        return -1;
+  return 0;
+}
+
+/* The tree is finished and not empty: 0, or -1 with err. */
+static int finish_side(opts *o, char **paths, size_t n, side *s, char *err, size_t errlen) {
+  char why[1024];
+  const char *and = n > 1 ? " (and the others)" : "";
+  if (view_tree_finish(s->tree, why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s%s: %s", paths[0], and, why);
+    return -1;
+  }
+  if (view_tree_total(s->tree) <= 0) {
+    snprintf(err, errlen, "%s%s: no samples left after the filters (%s)", paths[0], and,
+             o->have_focus || o->have_ignore || o->nlabels ? "--label/--focus/--ignore"
+                                                           : "the profile is empty");
+    return -1;
+  }
+  return 0;
+}
+
+/* One tree of the PROFILEs: 0, or -1 with one line in err. */
+static int load_side(opts *o, char **paths, size_t n, bool prefer_count, view_names *names, side *s,
+                     char *err, size_t errlen) {
+  char why[1024];
+  const char *and = n > 1 ? " (and the others)" : "";
+  view_input_opts io = {o->service, o->since, o->until, o->value, VIEW_KIND_OTHER};
+  if (view_input_load((const char *const *)paths, n, &io, &s->in, err, errlen) != 0)
+    return -1;
+  const Perftools__Profiles__Profile *p = s->in.profile;
+  s->vix = view_pick_value(p, o->value, prefer_count, why, sizeof why);
+  if (s->vix < 0) {
+    snprintf(err, errlen, "%s%s: %s", paths[0], and, why);
+    return -1;
+  }
+  if (add_total(p, s->vix, &s->all_total) != 0) {
+    snprintf(err, errlen, "%s: the sample values add up past 2^63", paths[0]);
+    return -1;
+  }
   view_filter f = {o->labels, o->nlabels, o->have_focus ? &o->focus : NULL,
                    o->have_ignore ? &o->ignore : NULL};
-  s->tree = view_tree_collect(p, (size_t)s->vix, &f, names, err, sizeof err);
-  if (!s->tree)
-    return bad(cmd, "%s%s: %s", paths[0], n > 1 ? " (and the others)" : "", err);
+  s->tree = view_tree_collect(p, (size_t)s->vix, &f, names, why, sizeof why);
+  if (!s->tree) {
+    snprintf(err, errlen, "%s%s: %s", paths[0], and, why);
+    return -1;
+  }
   /* the decoded profile is the largest thing here: gone before the tree */
   view_input_free(&s->in);
-  if (view_tree_finish(s->tree, err, sizeof err) != 0)
-    return bad(cmd, "%s", err);
-  if (view_tree_total(s->tree) <= 0)
-    return bad(cmd, "%s%s: no samples left after the filters (%s)", paths[0],
-               n > 1 ? " (and the others)" : "",
-               o->have_focus || o->have_ignore || o->nlabels ? "--label/--focus/--ignore"
-                                                             : "the profile is empty");
-  return 0;
+  return finish_side(o, paths, n, s, err, errlen);
+}
+
+/* Wall time: the CPU profiles' cpu and the off-CPU profiles' delay in one
+ * tree, the second also as the nodes' off-CPU part. Each kind is read and
+ * merged on its own (they cannot merge with each other); files of other
+ * kinds are left out. 0, or -1 with err. */
+static int load_wall(opts *o, char **paths, size_t n, view_names *names, side *s, char *err,
+                     size_t errlen) {
+  char why[1024];
+  const char *and = n > 1 ? " (and the others)" : "";
+  view_filter f = {o->labels, o->nlabels, o->have_focus ? &o->focus : NULL,
+                   o->have_ignore ? &o->ignore : NULL};
+  s->wall = true;
+  s->tree = view_tree_new(names, "wall", "nanoseconds");
+  if (!s->tree) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  static const view_kind kinds[2] = {VIEW_KIND_CPU, VIEW_KIND_OFFCPU};
+  static const char *const types[2] = {"cpu", "delay"};
+  size_t nkind[VIEW_KINDS] = {0};
+  for (int k = 0; k < 2; k++) {
+    view_input_opts io = {o->service, o->since, o->until, NULL, kinds[k]};
+    view_input in;
+    if (view_input_load((const char *const *)paths, n, &io, &in, err, errlen) != 0)
+      return -1;
+    s->in.nfiles = in.nfiles;
+    memcpy(nkind, in.nkind, sizeof nkind);
+    *(k ? &s->noff : &s->ncpu) = in.nkept;
+    if (in.nkept == 0)
+      continue;
+    int vix = view_pick_value(in.profile, types[k], false, why, sizeof why);
+    if (vix >= 0 && add_total(in.profile, vix, &s->all_total) != 0)
+      snprintf(why, sizeof why, "the sample values add up past 2^63");
+    else if (vix >= 0 &&
+             view_tree_add(s->tree, in.profile, (size_t)vix, &f, k == 1, why, sizeof why) == 0)
+      why[0] = 0;
+    view_input_free(&in);
+    if (why[0]) {
+      snprintf(err, errlen, "%s%s: %s", paths[0], and, why);
+      return -1;
+    }
+  }
+  s->in.nkept = s->ncpu + s->noff;
+  if (s->in.nkept == 0) {
+    snprintf(err, errlen,
+             "--value wall needs CPU profiles (cpu/nanoseconds) or off-CPU profiles "
+             "(delay/nanoseconds, not lock); %s%s holds %zu lock and %zu other profile%s "
+             "(heap, ...)%s",
+             paths[0], and, nkind[VIEW_KIND_LOCK], nkind[VIEW_KIND_OTHER],
+             nkind[VIEW_KIND_OTHER] == 1 ? "" : "s",
+             nkind[VIEW_KIND_CPU] + nkind[VIEW_KIND_OFFCPU]
+                 ? ", and CPU or off-CPU ones outside --since/--until"
+                 : "");
+    return -1;
+  }
+  return finish_side(o, paths, n, s, err, errlen);
 }
 
 static void free_side(side *s) {
@@ -379,9 +473,14 @@ static int do_top(const char *cmd, opts *o, side *s) {
   compact(view_tree_total(s->tree), unit, b, sizeof b);
   compact(shown, unit, c, sizeof c);
   char tb[300], ub[300];
-  printf("Type: %s (%s), %zu of %zu profile files\n",
-         tty(view_tree_value_type(s->tree), tb, sizeof tb), tty(unit, ub, sizeof ub), s->in.nkept,
-         s->in.nfiles);
+  if (s->wall)
+    printf("Type: wall (nanoseconds) = on-CPU (cpu of %zu CPU profile file%s) + off-CPU (delay of "
+           "%zu off-CPU profile file%s), of %zu profile files\n",
+           s->ncpu, s->ncpu == 1 ? "" : "s", s->noff, s->noff == 1 ? "" : "s", s->in.nfiles);
+  else
+    printf("Type: %s (%s), %zu of %zu profile files\n",
+           tty(view_tree_value_type(s->tree), tb, sizeof tb), tty(unit, ub, sizeof ub), s->in.nkept,
+           s->in.nfiles);
   if (view_tree_total(s->tree) != s->all_total)
     printf("Filters keep %s of %s total (%.2f%%)\n", b, a,
            100.0 * (double)view_tree_total(s->tree) / total);
@@ -395,7 +494,17 @@ static int do_top(const char *cmd, opts *o, side *s) {
            "the object's debug symbols, e.g. Debian's -dbgsym package, to name it)\n",
            d, 100.0 * (double)unnamed / total, a);
   }
-  printf("%10s %6s %6s %10s %6s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "name");
+  if (s->wall) {
+    printf("wall, on-CPU, off-CPU: %s; %s\n",
+           o->cum ? "with the callees (cum), sorted by it"
+                  : "in the function itself (flat), sorted "
+                    "by it",
+           o->cum ? "flat: itself" : "cum: with its callees");
+    printf("%10s %6s %6s %10s %6s %10s %6s %10s %6s  %s\n", "wall", "wall%", "sum%", "on-CPU",
+           "on%", "off-CPU", "off%", o->cum ? "flat" : "cum", o->cum ? "flat%" : "cum%", "name");
+  } else {
+    printf("%10s %6s %6s %10s %6s  %s\n", "flat", "flat%", "sum%", "cum", "cum%", "name");
+  }
   int64_t sum = 0;
   size_t cap = 0;
   char *clean = NULL;
@@ -414,6 +523,21 @@ static int do_top(const char *cmd, opts *o, side *s) {
       clean = nc;
     }
     view_clean_name(nm, nl, clean, nl * 3);
+    if (s->wall) {
+      /* the sorted measure, split; sum% adds up flat, as pprof's does */
+      int64_t v = o->cum ? rows[i].cum : rows[i].flat, other = o->cum ? rows[i].flat : rows[i].cum;
+      int64_t off = o->cum ? rows[i].cum_off : rows[i].flat_off;
+      char on_s[64], off_s[64];
+      compact(v, unit, a, sizeof a);
+      compact(v - off, unit, on_s, sizeof on_s);
+      compact(off, unit, off_s, sizeof off_s);
+      compact(other, unit, b, sizeof b);
+      printf("%10s %5.2f%% %5.2f%% %10s %5.2f%% %10s %5.2f%% %10s %5.2f%%  %s\n", a,
+             100.0 * (double)v / total, 100.0 * (double)sum / total, on_s,
+             100.0 * (double)(v - off) / total, off_s, 100.0 * (double)off / total, b,
+             100.0 * (double)other / total, clean);
+      continue;
+    }
     compact(rows[i].flat, unit, a, sizeof a);
     compact(rows[i].cum, unit, b, sizeof b);
     printf("%10s %5.2f%% %5.2f%% %10s %5.2f%%  %s\n", a, 100.0 * (double)rows[i].flat / total,
@@ -448,7 +572,8 @@ static int picture(const char *cmd, opts *o, side *s, side *base, char **paths, 
   else if (base)
     snprintf(title, sizeof title, "Differential flame graph: %s", base_name(paths[0]));
   else
-    snprintf(title, sizeof title, "Flame graph: %s%s", base_name(paths[0]), n > 1 ? ", ..." : "");
+    snprintf(title, sizeof title, "%s: %s%s", s->wall ? "Wall-time flame graph" : "Flame graph",
+             base_name(paths[0]), n > 1 ? ", ..." : "");
   view_format_value(view_tree_total(s->tree), view_tree_value_type(s->tree),
                     view_tree_value_unit(s->tree), tot, sizeof tot);
   if (base) {
@@ -460,11 +585,19 @@ static int picture(const char *cmd, opts *o, side *s, side *base, char **paths, 
              "BASE (%zu file%s, %s): red grew, blue shrank",
              s->in.nkept, s->in.nkept == 1 ? "" : "s", tot, base->in.nkept,
              base->in.nkept == 1 ? "" : "s", btot);
+  } else if (s->wall) {
+    const view_node *root = view_tree_nodes(s->tree, &(size_t){0});
+    char on[64], off[64];
+    view_format_value(root->total - root->off_cpu, "wall", "nanoseconds", on, sizeof on);
+    view_format_value(root->off_cpu, "wall", "nanoseconds", off, sizeof off);
+    snprintf(sub, sizeof sub,
+             "wall time of %zu CPU and %zu off-CPU profile file%s: %s = on-CPU %s + off-CPU %s",
+             s->ncpu, s->noff, s->noff == 1 ? "" : "s", tot, on, off);
   } else {
     snprintf(sub, sizeof sub, "%s (%s) of %zu profile file%s: %s", view_tree_value_type(s->tree),
              view_tree_value_unit(s->tree), s->in.nkept, s->in.nkept == 1 ? "" : "s", tot);
   }
-  view_svg_opts so = {title, sub, base ? base->tree : NULL, html, o->inverted};
+  view_svg_opts so = {title, sub, base ? base->tree : NULL, html, o->inverted, s->wall};
   out_file of;
   if (out_open(cmd, o->output, &of) != 0)
     return 2;
@@ -534,10 +667,17 @@ int view_cmd_main(int argc, char **argv) {
     goto out;
   }
   bool prefer_count = strcmp(cmd, "top") != 0;
+  char err[2048];
   if (diff) {
-    if ((rc = load_side(cmd, &o, pos, npos, prefer_count, names, &base)) != 0 ||
-        (rc = load_side(cmd, &o, pos2, npos2, prefer_count, names, &s)) != 0)
+    if (is_wall(o.value)) {
+      rc = bad(cmd, "--value wall is for top, folded and flame; diff compares one type");
       goto out;
+    }
+    if (load_side(&o, pos, npos, prefer_count, names, &base, err, sizeof err) != 0 ||
+        load_side(&o, pos2, npos2, prefer_count, names, &s, err, sizeof err) != 0) {
+      rc = bad(cmd, "%s", err);
+      goto out;
+    }
     if (view_tree_index(base.tree) != 0 || view_tree_index(s.tree) != 0) {
       rc = bad(cmd, "out of memory");
       goto out;
@@ -558,8 +698,25 @@ int view_cmd_main(int argc, char **argv) {
     }
     goto out;
   }
-  if ((rc = load_side(cmd, &o, pos, npos, prefer_count, names, &s)) != 0)
-    goto out;
+  if (is_wall(o.value)) {
+    if (load_wall(&o, pos, npos, names, &s, err, sizeof err) != 0) {
+      rc = bad(cmd, "%s", err);
+      goto out;
+    }
+  } else if (load_side(&o, pos, npos, prefer_count, names, &s, err, sizeof err) != 0) {
+    /* Profiles of one type merge; CPU and off-CPU ones do not, and then
+     * top and flame show them together as wall time. */
+    char err2[2048];
+    side w = {0};
+    bool both = !o.value && strcmp(cmd, "folded") != 0 &&
+                load_wall(&o, pos, npos, names, &w, err2, sizeof err2) == 0 && w.ncpu && w.noff;
+    free_side(&s);
+    s = w;
+    if (!both) {
+      rc = bad(cmd, "%s", err);
+      goto out;
+    }
+  }
   if (!strcmp(cmd, "top")) {
     rc = do_top(cmd, &o, &s);
   } else if (!strcmp(cmd, "folded")) {

@@ -199,6 +199,33 @@ static bool has_type(const Perftools__Profiles__Profile *p, const char *type) {
   return false;
 }
 
+static bool has_value(const Perftools__Profiles__Profile *p, const char *type, const char *unit) {
+  for (size_t i = 0; i < p->n_sample_type; i++) {
+    int64_t t = p->sample_type[i]->type, u = p->sample_type[i]->unit;
+    if (t >= 0 && (size_t)t < p->n_string_table && strcmp(p->string_table[t], type) == 0 &&
+        u >= 0 && (size_t)u < p->n_string_table && strcmp(p->string_table[u], unit) == 0)
+      return true;
+  }
+  return false;
+}
+
+view_kind view_profile_kind(const Perftools__Profiles__Profile *p) {
+  if (has_value(p, "cpu", "nanoseconds"))
+    return VIEW_KIND_CPU;
+  if (!has_value(p, "delay", "nanoseconds"))
+    return VIEW_KIND_OTHER;
+  /* The SDK's lock and off-CPU profiles share Go's layout; its first
+   * comment names which waits it kept. */
+  static const char lock[] = "pushprof: lock waits";
+  for (size_t i = 0; i < p->n_comment; i++) {
+    int64_t c = p->comment[i];
+    if (c >= 0 && (size_t)c < p->n_string_table &&
+        strncmp(p->string_table[c], lock, sizeof lock - 1) == 0)
+      return VIEW_KIND_LOCK;
+  }
+  return VIEW_KIND_OFFCPU;
+}
+
 static bool time_matches(const Perftools__Profiles__Profile *p, const view_input_opts *o) {
   if (!o->since_ns && !o->until_ns)
     return true;
@@ -266,7 +293,11 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
     }
     /* A directory may hold several profile types of one service (the file
      * exporter's CPU and heap batches): --value picks those that have it. */
+    view_kind kind = view_profile_kind(pp_pprof_profile(pp));
+    out->nkind[kind]++;
     bool other_type = o && o->value && files.in_dir[i] && !has_type(pp_pprof_profile(pp), o->value);
+    if (o && o->kind != VIEW_KIND_OTHER && kind != o->kind)
+      other_type = true;
     if (o && (other_type || !time_matches(pp_pprof_profile(pp), o))) {
       pp_pprof_free(pp);
       continue;
@@ -296,6 +327,10 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
               : "");
       goto out;
     }
+  }
+  if (out->nkept == 0 && o && o->kind != VIEW_KIND_OTHER) {
+    rc = 0; /* the caller reads nkind */
+    goto out;
   }
   if (out->nkept == 0) {
     char what[300] = "";

@@ -12,6 +12,19 @@
 #include "pp_parse.h"
 #include "pp_merge.h"
 
+/* What a profile measures, told by its layout: CPU time (a cpu/nanoseconds
+ * sample type), off-CPU time (delay/nanoseconds, Go's block profile layout,
+ * unless its comments say pushprof's lock waits), lock waits, or another
+ * type (heap, ...). */
+typedef enum view_kind {
+  VIEW_KIND_OTHER,
+  VIEW_KIND_CPU,
+  VIEW_KIND_OFFCPU,
+  VIEW_KIND_LOCK,
+  VIEW_KINDS
+} view_kind;
+view_kind view_profile_kind(const Perftools__Profiles__Profile *p);
+
 typedef struct view_input_opts {
   const char *service; /* NULL: any */
   int64_t since_ns;    /* 0: no bound; a profile is kept if its time window */
@@ -19,6 +32,9 @@ typedef struct view_input_opts {
   /* NULL: any; else a file found in a directory is kept only if it has this
    * sample type (a file named itself always is) */
   const char *value;
+  /* VIEW_KIND_OTHER: any; else only the files of this kind, named or found
+   * in a directory, and none left is not an error (profile NULL) */
+  view_kind kind;
 } view_input_opts;
 
 typedef struct view_input {
@@ -26,6 +42,7 @@ typedef struct view_input {
   pp_pprof *pooled;                            /* owns profile */
   size_t nfiles;                               /* files found */
   size_t nkept;                                /* files merged */
+  size_t nkind[VIEW_KINDS];                    /* files read, by kind */
 } view_input;
 
 /* Loads paths[0..npaths). 0, or -1 with one line in err naming the file and

@@ -207,7 +207,14 @@ struct view_tree {
   struct stack_sum *stacks;
   size_t nstacks, stacks_cap;
   bool finished;
-  bool indexed; /* children holds every node (view_tree_index) */
+  bool indexed;    /* children holds every node (view_tree_index) */
+  bool main_named; /* groups[VIEW_GROUP_MAIN] names a profile's binary */
+  int64_t grand;   /* sum of the values added, checked against 2^63 */
+  /* --label filters of every view_tree_add, checked by view_tree_finish:
+   * each must have been seen in some profile added. */
+  const char *const *labels;
+  size_t nlabels;
+  bool *key_seen, *pair_seen;
 };
 
 static uint64_t child_hash(uint32_t parent, uint32_t name) {
@@ -359,6 +366,7 @@ typedef struct stack_sum {
   size_t off; /* into sframes */
   uint32_t n;
   int64_t value;
+  int64_t off_cpu; /* the part of value from off-CPU profiles */
 } stack_sum;
 
 static int64_t group_for(view_tree *t, const char *label) {
@@ -590,19 +598,71 @@ static int64_t collect_stack(view_tree *t, const Perftools__Profiles__Sample *s,
   }
   if (!focused || ignored)
     return FILTERED_OUT;
-  t->stacks[t->nstacks] = (stack_sum){t->nsframes, (uint32_t)d, 0};
+  t->stacks[t->nstacks] = (stack_sum){t->nsframes, (uint32_t)d, 0, 0};
   t->nsframes += d;
   return (int64_t)t->nstacks++;
 }
 
 static int cmp_child_names(const void *a, const void *b, void *ctx);
 
+view_tree *view_tree_new(view_names *names, const char *type, const char *unit) {
+  view_tree *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  t->names = names;
+  int64_t vti = view_names_intern(names, type, strlen(type));
+  int64_t vui = view_names_intern(names, unit, strlen(unit));
+  int64_t root = view_names_intern(names, "all", 3);
+  if (vti < 0 || vui < 0 || root < 0 || group_for(t, "main binary") != VIEW_GROUP_MAIN ||
+      group_for(t, "no symbol") != VIEW_GROUP_UNNAMED ||
+      tree_add_node(t, 0, (uint32_t)root, VIEW_GROUP_MAIN) != 0) {
+    view_tree_free(t);
+    return NULL;
+  }
+  t->value_type = (uint32_t)vti;
+  t->value_unit = (uint32_t)vui;
+  return t;
+}
+
 view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
                              const view_filter *f, view_names *names, char *why, size_t whylen) {
+  if (vix >= p->n_sample_type) {
+    say(why, whylen, "no sample type %zu", vix);
+    return NULL;
+  }
+  view_tree *t =
+      view_tree_new(names, pstr(p, p->sample_type[vix]->type), pstr(p, p->sample_type[vix]->unit));
+  if (!t) {
+    say(why, whylen, "out of memory reading the profile");
+    return NULL;
+  }
+  if (view_tree_add(t, p, vix, f, false, why, whylen) != 0) {
+    view_tree_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* Remembers f's labels for view_tree_finish; the same filter on every add. */
+static int want_labels(view_tree *t, const view_filter *f, char *why, size_t whylen) {
+  if (t->key_seen || !f->nlabels)
+    return 0;
+  t->key_seen = calloc(f->nlabels, sizeof *t->key_seen);
+  t->pair_seen = calloc(f->nlabels, sizeof *t->pair_seen);
+  if (!t->key_seen || !t->pair_seen) {
+    say(why, whylen, "out of memory reading the profile");
+    return -1;
+  }
+  t->labels = f->labels;
+  t->nlabels = f->nlabels;
+  return 0;
+}
+
+int view_tree_add(view_tree *t, const Perftools__Profiles__Profile *p, size_t vix,
+                  const view_filter *f, bool off_cpu, char *why, size_t whylen) {
   view_filter nofilter = {0};
   if (!f)
     f = &nofilter;
-  view_tree *t = calloc(1, sizeof *t);
   pp_idmap fun_pos = {0}, map_pos = {0}, loc_pos = {0};
   loc_frames *locs = NULL;
   frame_ref *frames = NULL;
@@ -611,42 +671,36 @@ view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
   label_want *wants = NULL;
   stack_memo *memo = NULL;
   size_t nmemo = 0, memo_cap = 0;
-  int64_t grand = 0;
   pp_htab memo_ix = {0};
-  if (!t || pp_htab_init(&memo_ix, p->n_sample / 2 + 16) != 0)
-    goto oom;
-  t->names = names;
+  int rc = -1;
+  if (t->finished) {
+    say(why, whylen, "the call tree is already built");
+    return -1;
+  }
   if (vix >= p->n_sample_type) {
     say(why, whylen, "no sample type %zu", vix);
-    goto fail;
+    return -1;
   }
-  const char *vt = pstr(p, p->sample_type[vix]->type), *vu = pstr(p, p->sample_type[vix]->unit);
-  int64_t vti = view_names_intern(names, vt, strlen(vt));
-  int64_t vui = view_names_intern(names, vu, strlen(vu));
-  int64_t root = view_names_intern(names, "all", 3);
-  if (vti < 0 || vui < 0 || root < 0)
+  if (pp_htab_init(&memo_ix, p->n_sample / 2 + 16) != 0)
     goto oom;
-  t->value_type = (uint32_t)vti;
-  t->value_unit = (uint32_t)vui;
-  if (group_for(t, "main binary") != VIEW_GROUP_MAIN ||
-      group_for(t, "no symbol") != VIEW_GROUP_UNNAMED ||
-      tree_add_node(t, 0, (uint32_t)root, VIEW_GROUP_MAIN) != 0)
-    goto oom;
-  if (p->n_mapping) {
+  if (!t->main_named && p->n_mapping) {
     const char *main_file = pstr(p, p->mapping[0]->filename);
-    int64_t id = view_names_intern(names, *main_file ? base_name(main_file) : "main binary",
-                                   strlen(*main_file ? base_name(main_file) : "main binary"));
+    const char *label = *main_file ? base_name(main_file) : "main binary";
+    int64_t id = view_names_intern(t->names, label, strlen(label));
     if (id < 0)
       goto oom;
     t->groups[VIEW_GROUP_MAIN] = (uint32_t)id;
+    t->main_named = true;
   }
   if (index_ids(&fun_pos, p->n_function, fun_id, p) != 0 ||
       index_ids(&map_pos, p->n_mapping, map_id, p) != 0 ||
       index_ids(&loc_pos, p->n_location, loc_id, p) != 0)
     goto oom;
   if (index_locations(t, p, &fun_pos, &map_pos, &locs, &frames, why, whylen) != 0)
-    goto fail;
+    goto out;
   if (f->nlabels) {
+    if (want_labels(t, f, why, whylen) != 0)
+      goto out;
     wants = calloc(f->nlabels, sizeof *wants);
     if (!wants)
       goto oom;
@@ -654,7 +708,7 @@ view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
       const char *eq = strchr(f->labels[i], '=');
       if (!eq || eq == f->labels[i]) {
         say(why, whylen, "--label \"%.200s\": expected KEY=VALUE", f->labels[i]);
-        goto fail;
+        goto out;
       }
       wants[i] = (label_want){f->labels[i], (size_t)(eq - f->labels[i]), eq + 1, false, false};
     }
@@ -683,7 +737,7 @@ view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
     } else {
       int64_t l = collect_stack(t, s, &loc_pos, locs, frames, f, &flags, &nflags, why, whylen);
       if (l == -2)
-        goto fail;
+        goto out;
       if (l < 0)
         goto oom;
       stack = (uint32_t)l;
@@ -702,31 +756,24 @@ view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
     }
     if (stack != FILTERED_OUT) {
       /* all values are > 0 here: if the grand sum fits, every subtotal does */
-      if (__builtin_add_overflow(grand, v, &grand)) {
+      if (__builtin_add_overflow(t->grand, v, &t->grand)) {
         say(why, whylen, "the sample values add up past 2^63");
-        goto fail;
+        goto out;
       }
       t->stacks[stack].value += v;
+      if (off_cpu)
+        t->stacks[stack].off_cpu += v;
     }
   }
-  for (size_t i = 0; i < f->nlabels; i++) {
-    if (!wants[i].key_seen) {
-      say(why, whylen, "no sample has a label \"%.*s\"",
-          (int)(wants[i].keylen > 200 ? 200 : wants[i].keylen), wants[i].key);
-      goto fail;
-    }
-    if (!wants[i].pair_seen) {
-      say(why, whylen, "no sample has the label %.300s", wants[i].key);
-      goto fail;
-    }
+  for (size_t i = 0; i < f->nlabels && i < t->nlabels; i++) {
+    t->key_seen[i] |= wants[i].key_seen;
+    t->pair_seen[i] |= wants[i].pair_seen;
   }
-  goto done;
+  rc = 0;
+  goto out;
 oom:
   say(why, whylen, "out of memory reading the profile");
-fail:
-  view_tree_free(t);
-  t = NULL;
-done:
+out:
   pp_idmap_free(&fun_pos);
   pp_idmap_free(&map_pos);
   pp_idmap_free(&loc_pos);
@@ -736,7 +783,7 @@ done:
   free(wants);
   free(memo);
   pp_htab_free(&memo_ix);
-  return t;
+  return rc;
 }
 
 /* Orders distinct stacks by their name ids, frame by frame (a prefix first). */
@@ -755,6 +802,19 @@ static int cmp_stacks(const void *a, const void *b, void *ctx) {
 int view_tree_finish(view_tree *t, char *why, size_t whylen) {
   if (t->finished)
     return 0;
+  for (size_t i = 0; i < t->nlabels; i++) {
+    const char *eq = strchr(t->labels[i], '=');
+    size_t keylen = (size_t)(eq - t->labels[i]);
+    if (!t->key_seen[i]) {
+      say(why, whylen, "no sample has a label \"%.*s\"", (int)(keylen > 200 ? 200 : keylen),
+          t->labels[i]);
+      return -1;
+    }
+    if (!t->pair_seen[i]) {
+      say(why, whylen, "no sample has the label %.300s", t->labels[i]);
+      return -1;
+    }
+  }
   /* The distinct stacks in name order: each shares its prefix with the one
    * before it, so the tree grows along one path, with no lookups. */
   uint32_t *order = malloc((t->nstacks + 1) * sizeof *order);
@@ -804,6 +864,7 @@ int view_tree_finish(view_tree *t, char *why, size_t whylen) {
       node = path[k] = (uint32_t)nc;
     }
     t->nodes[node].self += st->value;
+    t->nodes[node].off_cpu_self += st->off_cpu;
     prev = st;
   }
   free(order);
@@ -817,8 +878,11 @@ int view_tree_finish(view_tree *t, char *why, size_t whylen) {
   /* totals bottom-up: a child's id is always above its parent's */
   for (size_t i = t->count; i-- > 0;) {
     t->nodes[i].total += t->nodes[i].self;
-    if (i)
+    t->nodes[i].off_cpu += t->nodes[i].off_cpu_self;
+    if (i) {
       t->nodes[t->nodes[i].parent].total += t->nodes[i].total;
+      t->nodes[t->nodes[i].parent].off_cpu += t->nodes[i].off_cpu;
+    }
   }
   t->total = t->nodes[0].total;
   view_node *fit = realloc(t->nodes, t->count * sizeof *fit);
@@ -884,6 +948,8 @@ void view_tree_free(view_tree *t) {
   free(t->groups);
   free(t->sframes);
   free(t->stacks);
+  free(t->key_seen);
+  free(t->pair_seen);
   pp_htab_free(&t->children);
   free(t);
 }
@@ -941,11 +1007,12 @@ static int cmp_top(const void *a, const void *b, void *ctx) {
 int view_tree_top(const view_tree *t, bool by_cum, view_top_row **rows_out, size_t *nrows_out) {
   size_t nn = view_names_count(t->names);
   int64_t *flat = calloc(nn + 1, sizeof *flat), *cum = calloc(nn + 1, sizeof *cum);
+  int64_t *flat_off = calloc(nn + 1, sizeof *flat_off), *cum_off = calloc(nn + 1, sizeof *cum_off);
   uint32_t *active = calloc(nn + 1, sizeof *active); /* ancestors on the path with this name */
   uint32_t *stack = malloc((t->max_depth + 2) * sizeof *stack);
   view_top_row *rows = NULL;
   int rc = -1;
-  if (!flat || !cum || !active || !stack)
+  if (!flat || !cum || !flat_off || !cum_off || !active || !stack)
     goto out;
   /* Iterative DFS below the root; a node counts in cum only if no ancestor
    * has its name (recursion counts once per sample, as in pprof). */
@@ -954,8 +1021,11 @@ int view_tree_top(const view_tree *t, bool by_cum, view_top_row **rows_out, size
   while (n) {
     const view_node *v = &t->nodes[n];
     flat[v->name] += v->self;
-    if (active[v->name] == 0)
+    flat_off[v->name] += v->off_cpu_self;
+    if (active[v->name] == 0) {
       cum[v->name] += v->total;
+      cum_off[v->name] += v->off_cpu;
+    }
     active[v->name]++;
     stack[sp++] = n;
     if (v->first_child) {
@@ -982,7 +1052,7 @@ int view_tree_top(const view_tree *t, bool by_cum, view_top_row **rows_out, size
   nrows = 0;
   for (size_t i = 0; i < nn; i++)
     if (cum[i] || flat[i])
-      rows[nrows++] = (view_top_row){(uint32_t)i, flat[i], cum[i]};
+      rows[nrows++] = (view_top_row){(uint32_t)i, flat[i], cum[i], flat_off[i], cum_off[i]};
   top_ctx c = {t, by_cum};
   qsort_r(rows, nrows, sizeof *rows, cmp_top, &c);
   *rows_out = rows;
@@ -992,6 +1062,8 @@ int view_tree_top(const view_tree *t, bool by_cum, view_top_row **rows_out, size
 out:
   free(flat);
   free(cum);
+  free(flat_off);
+  free(cum_off);
   free(active);
   free(stack);
   free(rows);

@@ -48,6 +48,9 @@ typedef struct view_node {
   uint32_t next_sibling; /* 0 = none; siblings sorted by name after view_tree_finish */
   int64_t total;         /* value of every sample through this node */
   int64_t self;          /* value of the samples ending here */
+  /* The parts of total and self added as off-CPU time (view_tree_add with
+   * off_cpu): a wall-time tree's waits; 0 in any other tree. */
+  int64_t off_cpu, off_cpu_self;
 } view_node;
 
 typedef struct view_tree view_tree;
@@ -56,6 +59,7 @@ typedef struct view_tree view_tree;
 typedef struct view_top_row {
   uint32_t name;
   int64_t flat, cum;
+  int64_t flat_off, cum_off; /* their off-CPU parts (view_node.off_cpu) */
 } view_top_row;
 
 /* Picks a sample type: type_name matches a sample type's name ("samples",
@@ -74,10 +78,22 @@ view_tree *view_tree_build(const Perftools__Profiles__Profile *p, size_t vix, co
 /* The same in two steps, so the caller can free p in between (a decoded
  * profile is several times its file; its distinct stacks are much less):
  * collect keeps each distinct stack that passes f once, with its value;
- * finish builds the tree from them. Nothing but view_tree_free may be
- * called between the two. finish: 0, or -1 with why (ENOMEM). */
+ * finish builds the tree from them. Nothing but view_tree_add and
+ * view_tree_free may be called between the two. finish: 0, or -1 with why
+ * (ENOMEM, a --label no sample carries). */
 view_tree *view_tree_collect(const Perftools__Profiles__Profile *p, size_t vix,
                              const view_filter *f, view_names *names, char *why, size_t whylen);
+/* Several profiles in one tree (wall time: CPU and off-CPU profiles of the
+ * same processes): new makes an empty tree whose values are of type/unit
+ * (copied); each add collects p's samples of value vix that pass f, with
+ * off_cpu counting them also in the nodes' off_cpu parts. Stacks are
+ * joined by frame names, so the profiles need not share ids. Every add
+ * takes the same filter, whose label strings must outlive view_tree_finish
+ * (a label fails there if no profile added has it). new: NULL on ENOMEM;
+ * add: 0, or -1 with why (and t may only be freed). */
+view_tree *view_tree_new(view_names *names, const char *type, const char *unit);
+int view_tree_add(view_tree *t, const Perftools__Profiles__Profile *p, size_t vix,
+                  const view_filter *f, bool off_cpu, char *why, size_t whylen);
 int view_tree_finish(view_tree *t, char *why, size_t whylen);
 void view_tree_free(view_tree *t);
 /* Node 0 is the root ("all"). */

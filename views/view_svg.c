@@ -165,6 +165,25 @@ static void diff_colour(double delta, double maxabs, int rgb[3]) {
     rgb[0] = c, rgb[1] = c, rgb[2] = 255;
 }
 
+/* Hue of an on-CPU frame (red to yellow) and of an off-CPU one (blues),
+ * varied by name; a frame with both turns from the one to the other the
+ * short way round, through magenta, so a mixed frame is neither. */
+static void wall_colour(double off_share, const char *name, int rgb[3]) {
+  uint32_t h = hash_name(name);
+  double v1 = (h & 0xffff) / 65535.0, v2 = ((h >> 16) & 0xff) / 255.0;
+  double on = 50 * v1, off = 200 + 30 * v2 - 360;
+  double hue = on + (off - on) * (off_share < 0 ? 0 : off_share > 1 ? 1 : off_share);
+  hsl_rgb(hue < 0 ? hue + 360 : hue, 0.8, 0.55 + 0.1 * v2, rgb);
+}
+
+/* A part of a frame's wall time: "0" when there is none, not "0.00 us". */
+static void wall_part(int64_t v, const char *type, const char *unit, char *buf, size_t len) {
+  if (v == 0)
+    snprintf(buf, len, "0");
+  else
+    view_format_value(v, type, unit, buf, len);
+}
+
 /* White text on a dark frame (the strongest blues of a diff). */
 static bool dark(const int rgb[3]) {
   return 299 * rgb[0] + 587 * rgb[1] + 114 * rgb[2] < 110000;
@@ -211,8 +230,28 @@ static int put_header(FILE *f, const view_svg_opts *o, int height, char *buf) {
   return 0;
 }
 
-static int put_legend(FILE *f, const view_tree *t, const bool *drawn, bool diff, char *buf) {
+static int put_legend(FILE *f, const view_tree *t, const bool *drawn, bool diff, bool wall,
+                      char *buf) {
   double x = XPAD;
+  if (wall && !diff) {
+    static const char *const key[] = {"on-CPU", "both", "off-CPU"};
+    for (int i = 0; i < 3; i++) {
+      int rgb[3];
+      wall_colour(i / 2.0, "", rgb);
+      if (fprintf(f,
+                  "<rect x=\"%.0f\" y=\"42\" width=\"10\" height=\"10\" fill=\"rgb(%d,%d,%d)\"/>"
+                  "<text x=\"%.0f\" y=\"51\">%s</text>\n",
+                  x, rgb[0], rgb[1], rgb[2], x + 14, key[i]) < 0)
+        return -1;
+      x += 24 + 8 * strlen(key[i]);
+    }
+    return fprintf(f,
+                   "<text x=\"%.0f\" y=\"51\">colour: the frame's share of off-CPU time "
+                   "(waiting: sleep, I/O, locks)</text>\n",
+                   x + 8) < 0
+               ? -1
+               : 0;
+  }
   if (diff) {
     static const char *const key[] = {"grew", "shrank", "no change"};
     static const int col[3][3] = {{255, 60, 60}, {60, 60, 255}, {235, 235, 235}};
@@ -317,7 +356,8 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
     }
   }
   int height = TOP_PAD + (int)(view_tree_max_depth(t) + 1) * FRAME_H + BOTTOM_PAD;
-  if (put_header(f, o, height, buf) != 0 || put_legend(f, t, drawn_groups, o->base, buf) != 0)
+  if (put_header(f, o, height, buf) != 0 ||
+      put_legend(f, t, drawn_groups, o->base, o->wall, buf) != 0)
     goto out;
   if (fputs("<g id=\"ppframes\">\n", f) == EOF)
     goto out;
@@ -329,9 +369,18 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
       continue;
     const char *raw = view_names_at(names, n->name);
     size_t nl = view_clean_name(raw, strlen(raw), name, NAME_MAX_BYTES);
-    char val[96], cval[96 * 3 + 8];
-    view_format_value(n->total, vtype, unit, val, sizeof val);
-    size_t vl = view_clean_name(val, strlen(val), cval, 96); /* the unit is the profile's */
+    char val[300], cval[300 * 3 + 8];
+    bool wall = o->wall && !base_of;
+    if (wall) {
+      char a[64], b[64], c[64];
+      view_format_value(n->total, vtype, unit, a, sizeof a);
+      wall_part(n->total - n->off_cpu, vtype, unit, b, sizeof b);
+      wall_part(n->off_cpu, vtype, unit, c, sizeof c);
+      snprintf(val, sizeof val, "wall %s, on-CPU %s, off-CPU %s", a, b, c);
+    } else {
+      view_format_value(n->total, vtype, unit, val, sizeof val);
+    }
+    size_t vl = view_clean_name(val, strlen(val), cval, 300); /* the unit is the profile's */
     double pct = 100.0 * (double)n->total / (double)total;
     int rgb[3];
     double delta = 0;
@@ -341,6 +390,8 @@ int view_svg_write(FILE *f, const view_tree *t, const view_svg_opts *o) {
                           : (double)bnodes[base_of[i]].total / (double)btotal;
       delta = 100 * ((double)n->total / (double)total - before);
       diff_colour(delta, maxabs, rgb);
+    } else if (wall) {
+      wall_colour(n->total > 0 ? (double)n->off_cpu / (double)n->total : 0, raw, rgb);
     } else {
       group_colour(t, n->group, raw, rgb);
     }

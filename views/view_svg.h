@@ -3,7 +3,8 @@
  * matching frames and shows their total share) and a details line. Frames
  * narrower than 0.1 px at full width are left out, as flamegraph.pl does.
  * Each frame's <title> is "NAME (N samples, P%)" (a differential graph adds
- * "; +X.X pt"). Names are escaped and cleaned (view_clean_name), so no
+ * "; +X.X pt"; a wall-time graph's is "NAME (wall X, on-CPU Y, off-CPU Z,
+ * P%)"). Names are escaped and cleaned (view_clean_name), so no
  * profile can break the XML. */
 #ifndef VIEW_SVG_H
 #define VIEW_SVG_H
@@ -21,6 +22,10 @@ typedef struct view_svg_opts {
   const view_tree *base;
   bool html;     /* wrap the SVG in an HTML page */
   bool inverted; /* the root at the bottom (the classic look); else on top */
+  /* t holds wall time (view_node.off_cpu its off-CPU part): each frame is
+   * coloured by its off-CPU share, warm on-CPU, blue off-CPU, purple
+   * between, as in hot/cold flame graphs. Ignored with base. */
+  bool wall;
 } view_svg_opts;
 
 /* Writes the picture of t to f. 0, or -1 on ENOMEM or a write error. */

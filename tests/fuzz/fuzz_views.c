@@ -101,7 +101,7 @@ static char *render(const view_tree *t, const view_tree *base, int what, size_t 
   char *buf = NULL;
   FILE *f = open_memstream(&buf, len);
   FUZZ_CHECK(f != NULL, "open_memstream");
-  view_svg_opts o = {"fuzz <&>", "sub \"'", base, false, base != NULL};
+  view_svg_opts o = {"fuzz <&>", "sub \"'", base, false, base != NULL, base == NULL};
   int rc = what == 0   ? view_folded_write(f, t)
            : what == 1 ? view_folded_diff_write(f, base, t)
                        : view_svg_write(f, t, &o);

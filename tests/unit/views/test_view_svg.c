@@ -30,7 +30,7 @@ static void test_svg_draws_the_root_on_top_unless_inverted(void) {
     char *svg = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&svg, &len);
-    view_svg_opts o = {"t", NULL, NULL, false, inverted};
+    view_svg_opts o = {"t", NULL, NULL, false, inverted, false};
     PP_CHECK_INT(view_svg_write(f, t, &o), ==, 0);
     fclose(f);
     int root = frame_y(svg, "<title>all ("), main_ = frame_y(svg, "<title>main ("),
@@ -62,7 +62,7 @@ static void test_svg_diff_known_splits(void) {
   char *svg = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&svg, &len);
-  view_svg_opts o = {"diff", NULL, k.base, false, false};
+  view_svg_opts o = {"diff", NULL, k.base, false, false, false};
   PP_CHECK_INT(view_svg_write(f, k.new_, &o), ==, 0);
   fclose(f);
   /* shares of NEW (200 samples): a 90% (was 100%), b 72% (was 50%), c 18% (was 50%) */
