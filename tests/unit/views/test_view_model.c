@@ -116,6 +116,71 @@ static void test_model_heap_default_type(void) {
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* The row of name in rows, or NULL. */
+static const view_top_row *row_of(const view_top_row *rows, size_t n, const view_names *names,
+                                  const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(view_names_at(names, rows[i].name), name) == 0)
+      return &rows[i];
+  return NULL;
+}
+
+static void test_model_wall_keeps_off_cpu_part_per_function(void) {
+  known_wall k;
+  known_wall_make(&k, 10, NULL);
+  if (!k.t) {
+    fprintf(stderr, "known_wall: %s\n", k.why);
+    PP_CHECK(k.t != NULL);
+    known_wall_free(&k);
+    return;
+  }
+  PP_CHECK_INT(view_tree_total(k.t), ==, 100);
+  PP_CHECK_STR(view_tree_value_type(k.t), "wall");
+  size_t count = 0;
+  PP_CHECK_INT(view_tree_nodes(k.t, &count)[0].off_cpu, ==, 50);
+  view_top_row *rows = NULL;
+  size_t n = 0;
+  PP_CHECK_INT(view_tree_top(k.t, false, &rows, &n), ==, 0);
+  PP_CHECK_INT(n, ==, 4);
+  /* sorted by wall (flat): wait 60, work 30, sleep 10, main 0 */
+  static const char *const order[] = {"wait", "work", "sleep", "main"};
+  static const int64_t flat[] = {60, 30, 10, 0}, flat_off[] = {40, 0, 10, 0};
+  static const int64_t cum[] = {60, 30, 10, 100}, cum_off[] = {40, 0, 10, 50};
+  for (size_t i = 0; i < n && i < 4; i++) {
+    const view_top_row *r = row_of(rows, n, k.names, order[i]);
+    PP_CHECK(r == &rows[i]);
+    if (!r)
+      continue;
+    PP_CHECK_INT(r->flat, ==, flat[i]);
+    PP_CHECK_INT(r->flat_off, ==, flat_off[i]);
+    PP_CHECK_INT(r->cum, ==, cum[i]);
+    PP_CHECK_INT(r->cum_off, ==, cum_off[i]);
+  }
+  free(rows);
+  known_wall_free(&k);
+}
+
+static void test_model_wall_label_needs_one_profile_to_have_it(void) {
+  /* route=x is only on a CPU sample: the off-CPU profile does not fail it */
+  const char *want[] = {"route=x"};
+  view_filter f = {want, 1, NULL, NULL};
+  known_wall k;
+  known_wall_make(&k, 10, &f);
+  PP_CHECK(k.t != NULL);
+  if (k.t) {
+    PP_CHECK_INT(view_tree_total(k.t), ==, 20);
+    size_t count = 0;
+    PP_CHECK_INT(view_tree_nodes(k.t, &count)[0].off_cpu, ==, 0);
+  }
+  known_wall_free(&k);
+  const char *nobody[] = {"route=y"};
+  view_filter g = {nobody, 1, NULL, NULL};
+  known_wall_make(&k, 10, &g);
+  PP_CHECK(k.t == NULL);
+  PP_CHECK(strstr(k.why, "no sample has the label route=y") != NULL);
+  known_wall_free(&k);
+}
+
 static void test_model_names_cleaned(void) {
   char out[64];
   view_clean_name("a;b\x01", 4, out, 32);
@@ -134,5 +199,7 @@ int main(void) {
   PP_RUN(test_model_pick_value);
   PP_RUN(test_model_heap_default_type);
   PP_RUN(test_model_names_cleaned);
+  PP_RUN(test_model_wall_keeps_off_cpu_part_per_function);
+  PP_RUN(test_model_wall_label_needs_one_profile_to_have_it);
   PP_DONE();
 }

@@ -81,6 +81,51 @@ static void test_svg_diff_known_splits(void) {
 }
 
 /* Bytes read in powers of 1024, counts by what they count. */
+/* The fill of the frame whose <title> is title, in rgb; false if none. */
+static bool frame_fill(const char *svg, const char *title, int rgb[3]) {
+  const char *p = strstr(svg, title);
+  const char *fill = p ? strstr(p, "fill=\"rgb(") : NULL;
+  return fill && sscanf(fill, "fill=\"rgb(%d,%d,%d)", &rgb[0], &rgb[1], &rgb[2]) == 3;
+}
+
+/* A wall-time graph titles each frame with its wall, on-CPU and off-CPU
+ * time and colours it by its off-CPU share: warm, blue, magenta between. */
+static void test_svg_wall_colours_by_off_cpu_share(void) {
+  known_wall k;
+  known_wall_make(&k, 10000000, NULL); /* 10 ms a count */
+  if (!k.t) {
+    PP_CHECK(k.t != NULL);
+    known_wall_free(&k);
+    return;
+  }
+  char *svg = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&svg, &len);
+  view_svg_opts o = {"wall", NULL, NULL, false, false, true};
+  PP_CHECK_INT(view_svg_write(f, k.t, &o), ==, 0);
+  fclose(f);
+  static const char *const titles[] = {
+      "<title>work (wall 30.00 ms, on-CPU 30.00 ms, off-CPU 0, 30.00%)</title>",
+      "<title>sleep (wall 10.00 ms, on-CPU 0, off-CPU 10.00 ms, 10.00%)</title>",
+      "<title>wait (wall 60.00 ms, on-CPU 20.00 ms, off-CPU 40.00 ms, 60.00%)</title>",
+      "<title>main (wall 100.00 ms, on-CPU 50.00 ms, off-CPU 50.00 ms, 100.00%)</title>"};
+  int rgb[4][3];
+  for (int i = 0; i < 4; i++) {
+    bool found = frame_fill(svg, titles[i], rgb[i]);
+    if (!found)
+      fprintf(stderr, "no frame %s\n", titles[i]);
+    PP_CHECK(found);
+  }
+  PP_CHECK(rgb[0][0] > 200 && rgb[0][0] > rgb[0][2] + 100); /* work: on-CPU only, warm */
+  PP_CHECK(rgb[1][2] > 200 && rgb[1][2] > rgb[1][0] + 100); /* sleep: off-CPU only, blue */
+  PP_CHECK(rgb[2][2] > rgb[2][0]);                          /* wait: two thirds off, bluer */
+  PP_CHECK(rgb[3][0] > rgb[3][1] + 80 && rgb[3][2] > rgb[3][1] + 80); /* main: half, magenta */
+  PP_CHECK(strstr(svg, ">on-CPU</text>") && strstr(svg, ">off-CPU</text>"));
+  PP_CHECK(strstr(svg, "share of off-CPU time") != NULL);
+  free(svg);
+  known_wall_free(&k);
+}
+
 static void test_svg_formats_values_in_their_units(void) {
   char buf[64];
   view_format_value(1572864, "inuse_space", "bytes", buf, sizeof buf);
@@ -110,6 +155,7 @@ static void test_svg_escapes_xml(void) {
 int main(void) {
   PP_RUN(test_svg_draws_the_root_on_top_unless_inverted);
   PP_RUN(test_svg_diff_known_splits);
+  PP_RUN(test_svg_wall_colours_by_off_cpu_share);
   PP_RUN(test_svg_formats_values_in_their_units);
   PP_RUN(test_svg_escapes_xml);
   PP_DONE();
