@@ -32,7 +32,12 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #include "wait_hooks.h"
 
@@ -72,11 +77,78 @@ static uint64_t draw(void) {
   return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* A wait of kind from t0 to t1 (ns) ended: kept with probability
- * min(1, d / rate), then recorded with its weight. errno is the caller's
- * on return. */
-static void wait_end(int kind, int64_t t0, int64_t t1) {
-  int64_t d = t1 - t0, rate = atomic_load_explicit(&H.rate[kind], memory_order_relaxed);
+/* ---- timing ---- */
+
+/* Where the CPU has a constant-rate counter (x86-64 with an invariant TSC,
+ * aarch64's virtual counter), a call is timed with two reads of it (about
+ * half the cost of two CLOCK_MONOTONIC reads), converted to ns with a rate
+ * measured against CLOCK_MONOTONIC once the process's timed calls have
+ * spanned CAL_NS; before that, and without such a counter, with
+ * CLOCK_MONOTONIC. */
+#define CAL_NS 20000000LL
+static int g_counter_ok;
+static int64_t g_cal_ns;
+static uint64_t g_cal_ticks;
+static _Atomic uint64_t g_ns_per_tick; /* a double's bits; 0: not calibrated */
+
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return 0;
+#endif
+}
+
+static int counter_ok(void) {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d >> 8) & 1; /* invariant TSC */
+#elif defined(__aarch64__)
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+/* ns per tick, or 0 while CLOCK_MONOTONIC times calls. */
+static inline double tick_ns(void) {
+  uint64_t b = atomic_load_explicit(&g_ns_per_tick, memory_order_relaxed);
+  double k;
+  memcpy(&k, &b, sizeof k);
+  return k;
+}
+
+/* A timed call's start: counter ticks if calibrated (*k > 0), else ns. */
+static inline uint64_t time_begin(double *k) {
+  *k = tick_ns();
+  return *k > 0 ? ticks() : (uint64_t)now_ns();
+}
+
+/* The call's length in ns; calibrates the counter once CAL_NS have passed. */
+static inline int64_t time_end(double k, uint64_t start) {
+  if (k > 0)
+    return (int64_t)((double)(ticks() - start) * k);
+  int64_t now = now_ns();
+  if (g_counter_ok && g_cal_ticks && now - g_cal_ns >= CAL_NS) {
+    uint64_t t = ticks();
+    double r = t > g_cal_ticks ? (double)(now - g_cal_ns) / (double)(t - g_cal_ticks) : 0;
+    if (r > 0 && r < 1000) {
+      uint64_t bits;
+      memcpy(&bits, &r, sizeof bits);
+      atomic_store_explicit(&g_ns_per_tick, bits, memory_order_relaxed);
+    }
+  }
+  return now - (int64_t)start;
+}
+
+/* A wait of kind, d ns long, ended: kept with probability min(1, d / rate),
+ * then recorded with its weight. errno is the caller's on return. */
+static void wait_end(int kind, int64_t d) {
+  int64_t rate = atomic_load_explicit(&H.rate[kind], memory_order_relaxed);
   if (d <= 0 || !on(kind))
     return;
   int64_t c, delay;
@@ -186,6 +258,9 @@ static void resolve_all(void) {
 
 __attribute__((constructor(101))) static void wait_interpose_init(void) {
   resolve_all();
+  g_counter_ok = counter_ok();
+  g_cal_ns = now_ns();
+  g_cal_ticks = ticks();
 }
 
 /* The next definition of name, NULL only if libc has none. */
@@ -206,9 +281,10 @@ __attribute__((constructor(101))) static void wait_interpose_init(void) {
     }                                                                                              \
     if (!on(WAIT_OFFCPU))                                                                          \
       return pp_fn args;                                                                           \
-    int64_t pp_t0 = now_ns();                                                                      \
+    double pp_k;                                                                                   \
+    uint64_t pp_t0 = time_begin(&pp_k);                                                            \
     ret pp_r = pp_fn args;                                                                         \
-    wait_end(WAIT_OFFCPU, pp_t0, now_ns());                                                        \
+    wait_end(WAIT_OFFCPU, time_end(pp_k, pp_t0));                                                  \
     return pp_r;                                                                                   \
   }                                                                                                \
   __attribute__((visibility("default"))) ret name params {                                         \
@@ -231,11 +307,12 @@ COND_LIST(TIMED)
     ret pp_r = pp_try args;                                                                        \
     if (pp_r != EBUSY)                                                                             \
       return pp_r;                                                                                 \
-    int64_t pp_t0 = now_ns();                                                                      \
+    double pp_k;                                                                                   \
+    uint64_t pp_t0 = time_begin(&pp_k);                                                            \
     pp_r = pp_fn args;                                                                             \
-    int64_t pp_t1 = now_ns();                                                                      \
-    wait_end(WAIT_LOCK, pp_t0, pp_t1);                                                             \
-    wait_end(WAIT_OFFCPU, pp_t0, pp_t1);                                                           \
+    int64_t pp_d = time_end(pp_k, pp_t0);                                                          \
+    wait_end(WAIT_LOCK, pp_d);                                                                     \
+    wait_end(WAIT_OFFCPU, pp_d);                                                                   \
     return pp_r;                                                                                   \
   }                                                                                                \
   __attribute__((visibility("default"))) ret name params {                                         \

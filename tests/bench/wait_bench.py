@@ -13,8 +13,8 @@ rotates every round), several rounds; prints medians:
 
 pingpong: a server-like loop (two threads pass a token through two pipes,
 every hop a blocking read, a write and four uncontended mutex lock/unlock
-pairs); CPU is user+sys of the whole process, a ratio divides two runs of
-the same round. calls: one thread's CPU time per call, the median batch:
+pairs), pinned to one CPU; CPU is user+sys of the whole process, a ratio
+divides two runs of the same round. calls: one thread's CPU time per call, the median batch:
 an uncontended lock+unlock pair and a read of an empty non-blocking pipe
 (a system call that returns at once); added nanoseconds are the variant's
 minus the no-profiler run's of the same round. A benchmark, not a test: it
@@ -56,9 +56,17 @@ def run(cmd, env):
     return vals
 
 
+def pin_to_one_cpu():
+    """The ping-pong's two threads on one CPU: each hop is then one switch
+    on that CPU, not a wake-up across CPUs whose cost depends on where the
+    scheduler put the threads (the spread of the ratios drops)."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def run_cpu(cmd, env):
     """CPU seconds of cmd (user+sys), from its rusage."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         preexec_fn=pin_to_one_cpu)
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
