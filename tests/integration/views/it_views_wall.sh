@@ -54,8 +54,8 @@ for name in ("site_sleep", "site_pipe", "site_lock", "locker", "clock_gettime"):
     check(name in rows, f"no row for {name}")
 for name, (w, on, off) in rows.items():
     check(abs(w - on - off) <= 0.01 * w + 10, f"{name}: wall {w} != on {on} + off {off}")
-# Waiting, almost never running. The mutex waits go to the lock profile
-# (asked for too), so site_lock keeps only a little off-CPU time.
+# Waiting, almost never running. How long site_lock waits depends on how
+# the two lockers interleave, so only its share is checked.
 for name in ("site_sleep", "site_pipe", "site_lock"):
     w, on, off = rows[name]
     check(off >= 0.95 * w and (name == "site_lock" or w > 0.3e9), f"{name} is not off-CPU: {rows[name]}")
