@@ -328,7 +328,7 @@ static int load_side(opts *o, char **paths, size_t n, bool prefer_count, view_na
                      char *err, size_t errlen) {
   char why[1024];
   const char *and = n > 1 ? " (and the others)" : "";
-  view_input_opts io = {o->service, o->since, o->until, o->value, VIEW_KIND_OTHER};
+  view_input_opts io = {o->service, o->since, o->until, o->value};
   if (view_input_load((const char *const *)paths, n, &io, &s->in, err, errlen) != 0)
     return -1;
   const Perftools__Profiles__Profile *p = s->in.profile;
@@ -354,9 +354,9 @@ static int load_side(opts *o, char **paths, size_t n, bool prefer_count, view_na
 }
 
 /* Wall time: the CPU profiles' cpu and the off-CPU profiles' delay in one
- * tree, the second also as the nodes' off-CPU part. Each kind is read and
- * merged on its own (they cannot merge with each other); files of other
- * kinds are left out. 0, or -1 with err. */
+ * tree, the second also as the nodes' off-CPU part. Each kind is merged on
+ * its own (they cannot merge with each other); files of other kinds are
+ * left out. 0, or -1 with err. */
 static int load_wall(opts *o, char **paths, size_t n, view_names *names, side *s, char *err,
                      size_t errlen) {
   char why[1024];
@@ -369,30 +369,35 @@ static int load_wall(opts *o, char **paths, size_t n, view_names *names, side *s
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  static const view_kind kinds[2] = {VIEW_KIND_CPU, VIEW_KIND_OFFCPU};
-  static const char *const types[2] = {"cpu", "delay"};
-  size_t nkind[VIEW_KINDS] = {0};
-  for (int k = 0; k < 2; k++) {
-    view_input_opts io = {o->service, o->since, o->until, NULL, kinds[k]};
-    view_input in;
-    if (view_input_load((const char *const *)paths, n, &io, &in, err, errlen) != 0)
-      return -1;
-    s->in.nfiles = in.nfiles;
-    memcpy(nkind, in.nkind, sizeof nkind);
-    *(k ? &s->noff : &s->ncpu) = in.nkept;
-    if (in.nkept == 0)
+  view_input cpu, off;
+  view_input *by_kind[VIEW_KINDS] = {NULL};
+  by_kind[VIEW_KIND_CPU] = &cpu;
+  by_kind[VIEW_KIND_OFFCPU] = &off;
+  view_input_opts io = {o->service, o->since, o->until, NULL};
+  if (view_input_load_kinds((const char *const *)paths, n, &io, by_kind, err, errlen) != 0)
+    return -1;
+  s->in.nfiles = cpu.nfiles;
+  const size_t *nkind = cpu.nkind;
+  s->ncpu = cpu.nkept;
+  s->noff = off.nkept;
+  why[0] = 0;
+  for (int k = 0; k < 2 && !why[0]; k++) {
+    view_input *in = k ? &off : &cpu;
+    if (in->nkept == 0)
       continue;
-    int vix = view_pick_value(in.profile, types[k], false, why, sizeof why);
-    if (vix >= 0 && add_total(in.profile, vix, &s->all_total) != 0)
+    int vix = view_pick_value(in->profile, k ? "delay" : "cpu", false, why, sizeof why);
+    if (vix >= 0 && add_total(in->profile, vix, &s->all_total) != 0)
       snprintf(why, sizeof why, "the sample values add up past 2^63");
     else if (vix >= 0 &&
-             view_tree_add(s->tree, in.profile, (size_t)vix, &f, k == 1, why, sizeof why) == 0)
+             view_tree_add(s->tree, in->profile, (size_t)vix, &f, k == 1, why, sizeof why) == 0)
       why[0] = 0;
-    view_input_free(&in);
-    if (why[0]) {
-      snprintf(err, errlen, "%s%s: %s", paths[0], and, why);
-      return -1;
-    }
+    view_input_free(in);
+  }
+  view_input_free(&cpu);
+  view_input_free(&off);
+  if (why[0]) {
+    snprintf(err, errlen, "%s%s: %s", paths[0], and, why);
+    return -1;
   }
   s->in.nkept = s->ncpu + s->noff;
   if (s->in.nkept == 0) {

@@ -239,17 +239,78 @@ static bool time_matches(const Perftools__Profiles__Profile *p, const view_input
   return true;
 }
 
-int view_input_load(const char *const *paths, size_t npaths, const view_input_opts *o,
-                    view_input *out, char *err, size_t errlen) {
-  memset(out, 0, sizeof *out);
-  path_list files = {0};
-  pp_builder *b = NULL;
-  pp_pprof *one = NULL;
-  uint8_t *packed = NULL;
-  const char *first_kept = NULL;
-  int rc = -1;
-  char why[512];
+/* The profiles of one output, merged as they come: the first kept as it is
+ * unless a second one comes. */
+typedef struct merger {
+  pp_builder *b;
+  pp_pprof *one;
+  const char *first; /* path of the first file kept */
+} merger;
 
+/* Adds pp (taken) from path as out's nkept-th file. 0 or -1 with err. */
+static int merger_add(merger *m, pp_pprof *pp, const char *path, size_t nkept,
+                      const view_input_opts *o, char *err, size_t errlen) {
+  char why[512];
+  if (nkept == 1) {
+    m->one = pp;
+    m->first = path;
+    return 0;
+  }
+  if (!m->b) {
+    m->b = pp_builder_new();
+    if (!m->b || pp_merge_add(m->b, pp_pprof_profile(m->one), why, sizeof why) != 0) {
+      say(err, errlen, "%s: cannot merge: %s", m->first, m->b ? why : "out of memory");
+      pp_pprof_free(pp);
+      return -1;
+    }
+    pp_pprof_free(m->one);
+    m->one = NULL;
+  }
+  int rc = pp_merge_add(m->b, pp_pprof_profile(pp), why, sizeof why);
+  pp_pprof_free(pp);
+  if (rc != 0) {
+    say(err, errlen, "%s: cannot merge with %s: %s%s", path, m->first, why,
+        strstr(why, "sample types differ") && !(o && o->value)
+            ? " (pick the profiles of one type with --value TYPE)"
+            : "");
+    return -1;
+  }
+  return 0;
+}
+
+/* The merged profile into out (which owns it then). 0 or -1 with err. */
+static int merger_finish(merger *m, view_input *out, char *err, size_t errlen) {
+  char why[512];
+  if (m->b) {
+    uint8_t *packed = NULL;
+    size_t plen = 0;
+    if (pp_builder_pack(m->b, &packed, &plen) != 0) {
+      say(err, errlen, "out of memory merging %zu profiles", out->nkept);
+      return -1;
+    }
+    pp_builder_free(m->b);
+    m->b = NULL;
+    m->one = pp_pprof_parse(packed, plen, SIZE_MAX, why, sizeof why);
+    free(packed);
+    if (!m->one) {
+      say(err, errlen, "the merge of %zu profiles does not validate: %s", out->nkept, why);
+      return -1;
+    }
+  }
+  out->pooled = m->one;
+  out->profile = m->one ? pp_pprof_profile(m->one) : NULL;
+  m->one = NULL;
+  return 0;
+}
+
+static void merger_free(merger *m) {
+  pp_builder_free(m->b);
+  pp_pprof_free(m->one);
+}
+
+/* The files named and found below the directories named. 0 or -1 with err. */
+static int list_inputs(const char *const *paths, size_t npaths, path_list *files, char *err,
+                       size_t errlen) {
   if (npaths == 0) {
     say(err, errlen, "no PROFILE given (name files or directories)");
     return -1;
@@ -258,24 +319,43 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
     struct stat st;
     if (stat(paths[i], &st) != 0) {
       say(err, errlen, "cannot open %s: %s", paths[i], strerror(errno));
-      goto out;
+      return -1;
     }
     if (S_ISDIR(st.st_mode)) {
-      size_t before = files.n;
-      if (walk_dir(paths[i], 0, &files, err, errlen) != 0)
-        goto out;
-      if (files.n == before) {
+      size_t before = files->n;
+      if (walk_dir(paths[i], 0, files, err, errlen) != 0)
+        return -1;
+      if (files->n == before) {
         say(err, errlen, "%s: no .pb.gz, .pprof, .pb or .prof file in this directory", paths[i]);
-        goto out;
+        return -1;
       }
-      for (size_t f = before; f < files.n; f++)
-        files.in_dir[f] = true;
-    } else if (list_add(&files, NULL, paths[i]) != 0) {
+      for (size_t f = before; f < files->n; f++)
+        files->in_dir[f] = true;
+    } else if (list_add(files, NULL, paths[i]) != 0) {
       say(err, errlen, "out of memory");
-      goto out;
+      return -1;
     }
   }
-  out->nfiles = files.n;
+  return 0;
+}
+
+/* Reads every file once. by_kind: out[k] takes the files of kind k (for
+ * each k with out[k] not NULL), the others are skipped; else out[0] takes
+ * every file. */
+static int load(const char *const *paths, size_t npaths, const view_input_opts *o, bool by_kind,
+                view_input *out[VIEW_KINDS], char *err, size_t errlen) {
+  path_list files = {0};
+  merger m[VIEW_KINDS] = {{0}};
+  int rc = -1;
+  char why[512];
+  for (int k = 0; k < VIEW_KINDS; k++)
+    if (out[k])
+      memset(out[k], 0, sizeof *out[k]);
+  if (list_inputs(paths, npaths, &files, err, errlen) != 0)
+    goto out;
+  for (int k = 0; k < VIEW_KINDS; k++)
+    if (out[k])
+      out[k]->nfiles = files.n;
   for (size_t i = 0; i < files.n; i++) {
     const char *path = files.v[i];
     if (o && o->service && !service_matches(path, o->service))
@@ -291,48 +371,24 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
       say(err, errlen, "%s: %s", path, why);
       goto out;
     }
+    view_kind kind = view_profile_kind(pp_pprof_profile(pp));
+    int slot = by_kind ? (int)kind : 0;
+    for (int k = 0; k < VIEW_KINDS; k++)
+      if (out[k])
+        out[k]->nkind[kind]++;
     /* A directory may hold several profile types of one service (the file
      * exporter's CPU and heap batches): --value picks those that have it. */
-    view_kind kind = view_profile_kind(pp_pprof_profile(pp));
-    out->nkind[kind]++;
-    bool other_type = o && o->value && files.in_dir[i] && !has_type(pp_pprof_profile(pp), o->value);
-    if (o && o->kind != VIEW_KIND_OTHER && kind != o->kind)
-      other_type = true;
-    if (o && (other_type || !time_matches(pp_pprof_profile(pp), o))) {
+    bool other_type = !out[slot] || (o && o->value && files.in_dir[i] &&
+                                     !has_type(pp_pprof_profile(pp), o->value));
+    if (other_type || (o && !time_matches(pp_pprof_profile(pp), o))) {
       pp_pprof_free(pp);
       continue;
     }
-    out->nkept++;
-    if (out->nkept == 1) { /* kept as it is unless a second one comes */
-      one = pp;
-      first_kept = path;
-      continue;
-    }
-    if (!b) {
-      b = pp_builder_new();
-      if (!b || pp_merge_add(b, pp_pprof_profile(one), why, sizeof why) != 0) {
-        say(err, errlen, "%s: cannot merge: %s", first_kept, b ? why : "out of memory");
-        pp_pprof_free(pp);
-        goto out;
-      }
-      pp_pprof_free(one);
-      one = NULL;
-    }
-    int m = pp_merge_add(b, pp_pprof_profile(pp), why, sizeof why);
-    pp_pprof_free(pp);
-    if (m != 0) {
-      say(err, errlen, "%s: cannot merge with %s: %s%s", path, first_kept, why,
-          strstr(why, "sample types differ") && !(o && o->value)
-              ? " (pick the profiles of one type with --value TYPE)"
-              : "");
+    out[slot]->nkept++;
+    if (merger_add(&m[slot], pp, path, out[slot]->nkept, o, err, errlen) != 0)
       goto out;
-    }
   }
-  if (out->nkept == 0 && o && o->kind != VIEW_KIND_OTHER) {
-    rc = 0; /* the caller reads nkind */
-    goto out;
-  }
-  if (out->nkept == 0) {
+  if (!by_kind && out[0]->nkept == 0) {
     char what[300] = "";
     if (o && o->service)
       snprintf(what, sizeof what, " of service \"%.200s\"", o->service);
@@ -345,30 +401,29 @@ int view_input_load(const char *const *paths, size_t npaths, const view_input_op
             : (o && (o->service || o->value) ? " was found" : " was kept"));
     goto out;
   }
-  if (b) {
-    size_t plen = 0;
-    if (pp_builder_pack(b, &packed, &plen) != 0) {
-      say(err, errlen, "out of memory merging %zu profiles", out->nkept);
+  for (int k = 0; k < VIEW_KINDS; k++)
+    if (out[k] && merger_finish(&m[k], out[k], err, errlen) != 0)
       goto out;
-    }
-    pp_builder_free(b);
-    b = NULL;
-    one = pp_pprof_parse(packed, plen, SIZE_MAX, why, sizeof why);
-    if (!one) {
-      say(err, errlen, "the merge of %zu profiles does not validate: %s", out->nkept, why);
-      goto out;
-    }
-  }
-  out->pooled = one;
-  out->profile = pp_pprof_profile(one);
-  one = NULL;
   rc = 0;
 out:
-  pp_builder_free(b);
-  pp_pprof_free(one);
-  free(packed);
+  for (int k = 0; k < VIEW_KINDS; k++) {
+    merger_free(&m[k]);
+    if (rc != 0 && out[k])
+      view_input_free(out[k]);
+  }
   list_free(&files);
   return rc;
+}
+
+int view_input_load(const char *const *paths, size_t npaths, const view_input_opts *o,
+                    view_input *out, char *err, size_t errlen) {
+  view_input *outs[VIEW_KINDS] = {out};
+  return load(paths, npaths, o, false, outs, err, errlen);
+}
+
+int view_input_load_kinds(const char *const *paths, size_t npaths, const view_input_opts *o,
+                          view_input *by_kind[VIEW_KINDS], char *err, size_t errlen) {
+  return load(paths, npaths, o, true, by_kind, err, errlen);
 }
 
 void view_input_free(view_input *in) {

@@ -32,9 +32,6 @@ typedef struct view_input_opts {
   /* NULL: any; else a file found in a directory is kept only if it has this
    * sample type (a file named itself always is) */
   const char *value;
-  /* VIEW_KIND_OTHER: any; else only the files of this kind, named or found
-   * in a directory, and none left is not an error (profile NULL) */
-  view_kind kind;
 } view_input_opts;
 
 typedef struct view_input {
@@ -50,6 +47,13 @@ typedef struct view_input {
  * profiles that cannot merge, nothing left after the filters). */
 int view_input_load(const char *const *paths, size_t npaths, const view_input_opts *o,
                     view_input *out, char *err, size_t errlen);
+/* The same, one pass over the files, each kind of profile merged apart:
+ * by_kind[k] (when not NULL) takes the files of kind k, named or found in a
+ * directory; files of the kinds left NULL are skipped. A kind without files
+ * is not an error (its profile NULL, nkept 0); every by_kind[k] gets the
+ * counts of all files (nfiles, nkind). 0, or -1 with err. */
+int view_input_load_kinds(const char *const *paths, size_t npaths, const view_input_opts *o,
+                          view_input *by_kind[VIEW_KINDS], char *err, size_t errlen);
 /* Frees the profile; the counts stay. Idempotent. */
 void view_input_free(view_input *in);
 

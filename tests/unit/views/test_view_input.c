@@ -131,10 +131,60 @@ static void test_input_parse_time(void) {
   PP_CHECK_INT(view_parse_time("5x", now, &t), ==, -1);
 }
 
+/* CPU and off-CPU profiles merged apart in one pass, a lock profile (same
+ * layout as off-CPU, told by its comment) and a heap-like one skipped but
+ * counted, named or found in a directory. */
+static void test_input_loads_kinds_apart(void) {
+  char dir[64], path[512];
+  if (!temp_dir(dir, sizeof dir))
+    return;
+  snprintf(path, sizeof path, "%s/d/1-cpu.pb.gz", dir);
+  write_kind_at(path, A, 2, FIX_CPU, 10, 0, true);
+  snprintf(path, sizeof path, "%s/d/2-cpu.pb", dir);
+  write_kind_at(path, B, 1, FIX_CPU, 10, 0, false);
+  snprintf(path, sizeof path, "%s/d/3-offcpu.pb.gz", dir);
+  write_kind_at(path, B, 1, FIX_OFFCPU, 10, 0, true);
+  snprintf(path, sizeof path, "%s/d/4-lock.pb.gz", dir);
+  write_kind_at(path, A, 2, FIX_LOCK, 10, 0, true);
+  char d[512], lock[512];
+  snprintf(d, sizeof d, "%s/d", dir);
+  snprintf(lock, sizeof lock, "%s/d/4-lock.pb.gz", dir);
+  const char *paths[] = {d, lock};
+  view_input cpu, off, lk;
+  view_input *by_kind[VIEW_KINDS] = {NULL};
+  by_kind[VIEW_KIND_CPU] = &cpu;
+  by_kind[VIEW_KIND_OFFCPU] = &off;
+  char err[512] = "";
+  PP_CHECK_INT(view_input_load_kinds(paths, 2, NULL, by_kind, err, sizeof err), ==, 0);
+  PP_CHECK_INT(cpu.nfiles, ==, 5);
+  PP_CHECK_INT(cpu.nkept, ==, 2);
+  PP_CHECK_INT(total(cpu.profile), ==, 12);
+  PP_CHECK_INT(off.nkept, ==, 1);
+  PP_CHECK_INT(total(off.profile), ==, 5);
+  PP_CHECK_INT(cpu.nkind[VIEW_KIND_CPU], ==, 2);
+  PP_CHECK_INT(cpu.nkind[VIEW_KIND_OFFCPU], ==, 1);
+  PP_CHECK_INT(cpu.nkind[VIEW_KIND_LOCK], ==, 2); /* found and named */
+  PP_CHECK_INT(cpu.nkind[VIEW_KIND_OTHER], ==, 0);
+  view_input_free(&cpu);
+  view_input_free(&off);
+  /* a kind without files is no error */
+  by_kind[VIEW_KIND_OFFCPU] = NULL;
+  by_kind[VIEW_KIND_LOCK] = &lk;
+  PP_CHECK_INT(view_input_load_kinds(paths + 1, 1, NULL, by_kind, err, sizeof err), ==, 0);
+  PP_CHECK_INT(cpu.nkept, ==, 0);
+  PP_CHECK(cpu.profile == NULL);
+  PP_CHECK_INT(lk.nkept, ==, 1);
+  PP_CHECK_INT(total(lk.profile), ==, 7);
+  view_input_free(&cpu);
+  view_input_free(&lk);
+  temp_dir_remove(dir);
+}
+
 int main(void) {
   PP_RUN(test_input_merges_the_profiles_below_a_directory);
   PP_RUN(test_input_filters_by_service_and_time);
   PP_RUN(test_input_refusals_name_the_path);
   PP_RUN(test_input_parse_time);
+  PP_RUN(test_input_loads_kinds_apart);
   PP_DONE();
 }
