@@ -3,7 +3,8 @@
 # lock profiles into one directory; pushprof top and flame on it show wall
 # time by default (the lock profile left out). The sleeping and pipe-reading
 # threads are off-CPU, the lock holders' spin on-CPU, and the wall total is
-# the CPU total plus the off-CPU total as go tool pprof -raw reads them.
+# the CPU total plus the off-CPU total as go tool pprof -raw reads them;
+# headless Chromium opens the graph, zooms and searches it.
 . "$(dirname "$0")/../lib.sh"
 P=$B/views/pushprof
 command -v go >/dev/null || fail "go not found (bash tests/deps.sh installs golang-go)"
@@ -89,6 +90,27 @@ for name in ("site_sleep", "site_pipe", "site_lock"):
 r, g, b = fill("clock_gettime")
 assert r > b + 80, f"clock_gettime (the spin) is not warm: {r},{g},{b}"
 PY
+
+# In a real browser: no console error, a click zooms on locker, the search
+# reports the sleeping and pipe-reading sites' share of the wall time; the
+# screenshot is kept for a look.
+[ -x /usr/bin/chromium ] || fail "chromium not installed (bash tests/deps.sh installs it)"
+shots=${PUSHPROF_TEST_LOG_DIR:-$T}/${PUSHPROF_TEST_NAME:-it_views_wall}
+mkdir -p "$shots"
+pct=$(python3 - "$T/wall.folded" <<'PY'
+import sys
+total = part = 0
+for line in open(sys.argv[1]):
+    stack, v = line.rsplit(" ", 1)
+    total += int(v)
+    if {"site_sleep", "site_pipe"} & set(stack.split(";")):
+        part += int(v)
+print(f"{100 * part / total:.2f}")
+PY
+)
+node --experimental-websocket "$PUSHPROF_SOURCE_DIR/tests/integration/views/browser_check.js" \
+  "$T/wall.svg" "$shots/wall.png" locker '^site_(sleep|pipe)$' "$pct" 2>&1 ||
+  fail "the wall flame graph in chromium"
 
 # Only the lock profile: no wall time to show, one line naming it.
 rc=0
