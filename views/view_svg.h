@@ -23,7 +23,7 @@ typedef struct view_svg_opts {
   bool html;     /* wrap the SVG in an HTML page */
   bool inverted; /* the root at the bottom (the classic look); else on top */
   /* t holds wall time (view_node.off_cpu its off-CPU part): each frame is
-   * coloured by its off-CPU share, warm on-CPU, blue off-CPU, purple
+   * coloured by its off-CPU share, warm on-CPU, blue off-CPU, magenta
    * between, as in hot/cold flame graphs. Ignored with base. */
   bool wall;
 } view_svg_opts;
