@@ -115,6 +115,32 @@ class Options(unittest.TestCase):
         self.assertGreater(h["total"]["inuse_space/bytes"], 0.9 * 200 * 100000)
         self.assertLess(h["total"]["inuse_space/bytes"], 2 * 200 * 100000)
 
+    def test_offcpu_and_lock_profiles_when_the_wait_library_is_preloaded(self):
+        if os.environ.get("SAN_RUNTIME"):
+            self.skipTest("a sanitizer's interceptors come first: wait profiling cannot run")
+        out = os.path.join(self.dir.name, "py-%t.pb.gz")
+        wait_lib = os.path.join(os.path.dirname(os.environ["PUSHPROF_LIBRARY"]), "libpushprof_wait.so")
+        env = dict(os.environ, LD_PRELOAD=wait_lib)
+        prog = ("import pushprof, time\npushprof.start(output_path=%r, profiles='offcpu,lock')\n"
+                "time.sleep(0.3)\npushprof.stop()\n" % out)
+        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           timeout=60, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["py-lock.pb.gz", "py-offcpu.pb.gz"])
+        off = subprocess.run(CHECK + ["--value", "delay/nanoseconds",
+                                      os.path.join(self.dir.name, "py-offcpu.pb.gz")],
+                             capture_output=True, text=True, check=True)
+        total = json.loads(off.stdout)["total"]["delay/nanoseconds"]
+        self.assertGreater(total, 0.25e9)  # the 0.3 s sleep
+        self.assertLess(total, 5e9)
+
+    def test_waits_without_the_wait_library_are_refused(self):
+        r = run_child("try:\n    pushprof.start(output_path=%r, profiles='offcpu')\n"
+                      "except pushprof.Error as e:\n    print(e.code == pushprof.EINVAL)\n"
+                      % self.out)
+        self.assertEqual(r.stdout.strip(), "True", r.stdout + r.stderr)
+        self.assertIn("libpushprof_wait.so", r.stderr)
+
     def test_heap_without_the_preload_is_refused(self):
         r = run_child("try:\n    pushprof.start(output_path=%r, profiles='heap')\n"
                       "except pushprof.Error as e:\n    print(e.code == pushprof.EINVAL)\n"
