@@ -12,7 +12,6 @@
 # When perf cannot record tracepoints here the sqlite3 comparison says why
 # and the test exits 77 (ctest: skipped) after the pipeline's checks.
 . "$(dirname "$0")/../lib.sh"
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's interceptors come first (see it_wait_sites)"; exit 0; }
 command -v sqlite3 >/dev/null || fail "sqlite3 not installed (bash tests/deps.sh)"
 command -v perf >/dev/null || fail "perf not installed (Debian linux-perf; bash tests/deps.sh)"
 mkdir -p "$T/prof"

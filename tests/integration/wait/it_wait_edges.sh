@@ -9,7 +9,6 @@
 . "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's interceptors come first (see it_wait_sites)"; exit 0; }
 PRELOAD=$PRELOAD_WAIT
 export PUSHPROF_OUTPUT="$T/prof/edges-%t.pb.gz" PUSHPROF_PROFILES=cpu,offcpu,lock
 t0=$(date +%s%N)

@@ -6,7 +6,6 @@
 # same run exports to a file:// target too, read with go tool pprof -raw);
 # the waiting sites are in the stacks.
 source "$(dirname "$0")/../otlp/lib_otlp.sh"
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's interceptors come first (see it_wait_sites)"; exit 0; }
 start_receiver wait
 start_sidecar wait --export "otlp+$RX_URL" --export "file://$OUT" --batch-window 1
 PRELOAD=$PRELOAD_WAIT

@@ -5,7 +5,6 @@
 # (a batch's values are its window's), beside the CPU profile's
 # process_cpu; every profile a valid pprof by the stand-in's go tool pprof.
 source "$(dirname "$0")/../pyroscope/lib_pyroscope.sh"
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's interceptors come first (see it_wait_sites)"; exit 0; }
 start_standin wait
 start_sidecar wait --export "pyroscope+$PY_URL" --batch-window 1
 PRELOAD=$PRELOAD_WAIT

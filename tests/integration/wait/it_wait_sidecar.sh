@@ -5,7 +5,6 @@
 # apart (the names carry -offcpu- and -lock-); go tool pprof -raw reads
 # each, and the off-CPU batch holds the workload's waiting sites.
 . "$(dirname "$0")/../lib.sh"
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's interceptors come first (see it_wait_sites)"; exit 0; }
 PRELOAD=$PRELOAD_WAIT
 start_sidecar wait --batch-window 1
 export PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=waitsvc PUSHPROF_PROFILES=cpu,offcpu,lock \
