@@ -1,48 +1,9 @@
-/* Unit tests for sidecar/log.c and sidecar/metrics.c. */
-#include <fcntl.h>
+/* Unit tests for sidecar/metrics.c: the rendered text, labelled reasons,
+ * the table's overflow into "other", and updates from several threads. */
 #include <pthread.h>
-#include <unistd.h>
 
-#include "log.h"
 #include "metrics.h"
 #include "pp_test.h"
-
-static void test_log_quote_escapes_quotes_newlines_and_truncates(void) {
-  char buf[64];
-  PP_CHECK_STR(log_quote("plain", buf, sizeof buf), "\"plain\"");
-  PP_CHECK_STR(log_quote("a \"b\"\nc\\", buf, sizeof buf), "\"a \\\"b\\\"\\nc\\\\\"");
-  PP_CHECK_STR(log_quote(NULL, buf, sizeof buf), "\"\"");
-  char small[8];
-  log_quote("abcdefghijkl", small, sizeof small);
-  PP_CHECK_INT(strlen(small), <, sizeof small);
-  PP_CHECK_INT(small[0], ==, '"');
-  PP_CHECK_INT(small[strlen(small) - 1], ==, '"');
-  PP_CHECK_STR(log_quote("\x01", buf, sizeof buf), "\"\\x01\"");
-}
-
-static void test_log_event_writes_one_logfmt_line(void) {
-  char path[] = "/tmp/pp_test_logXXXXXX";
-  int fd = mkstemp(path);
-  PP_CHECK(fd >= 0);
-  if (fd < 0)
-    return;
-  int saved = dup(STDERR_FILENO);
-  PP_CHECK(dup2(fd, STDERR_FILENO) >= 0);
-  char q[64];
-  log_event(LOG_WARN, "push refused", "service=%s bytes=%d", log_quote("a b", q, sizeof q), 12);
-  fflush(stderr);
-  dup2(saved, STDERR_FILENO);
-  close(saved);
-  char line[512] = {0};
-  ssize_t n = pread(fd, line, sizeof line - 1, 0);
-  close(fd);
-  unlink(path);
-  PP_CHECK(n > 0);
-  PP_CHECK(strncmp(line, "ts=", 3) == 0);
-  PP_CHECK(strstr(line, " level=warn msg=\"push refused\" service=\"a b\" bytes=12\n") != NULL);
-  PP_CHECK(strchr(line, '\n') == line + n - 1); /* exactly one line */
-  PP_CHECK(line[26] == 'Z');                    /* ts=YYYY-MM-DDTHH:MM:SS.mmmZ */
-}
 
 static void test_metrics_render_has_help_type_and_values(void) {
   metrics_add(M_PUSHES_RECEIVED, 3);
@@ -116,8 +77,6 @@ static void test_metrics_are_thread_safe(void) {
 }
 
 int main(void) {
-  PP_RUN(test_log_quote_escapes_quotes_newlines_and_truncates);
-  PP_RUN(test_log_event_writes_one_logfmt_line);
   PP_RUN(test_metrics_render_has_help_type_and_values);
   PP_RUN(test_metrics_are_thread_safe);
   PP_RUN(test_metrics_many_reasons_fold_into_other); /* last: fills the reason table */
