@@ -1,4 +1,4 @@
-/* Unit tests for sidecar/exporters/exporter.c and exporter_file.c. */
+/* Unit tests for sidecar/exporters/exporter_file.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -67,34 +67,6 @@ static export_object obj_for(const char *service, const char *hash, int64_t star
                      .len = sizeof data,
                      .content_hash = hash};
   return o;
-}
-
-static void test_sanitize_keeps_safe_bytes_and_neutralizes_dots(void) {
-  char out[64];
-  PP_CHECK_STR(exporter_sanitize("api-v1.2_x", out, sizeof out), "api-v1.2_x");
-  PP_CHECK_STR(exporter_sanitize("../../etc", out, sizeof out), ".._.._etc");
-  PP_CHECK_STR(exporter_sanitize("..", out, sizeof out), "_");
-  PP_CHECK_STR(exporter_sanitize(".", out, sizeof out), "_");
-  PP_CHECK_STR(exporter_sanitize("", out, sizeof out), "_");
-  PP_CHECK_STR(exporter_sanitize(NULL, out, sizeof out), "_");
-  PP_CHECK_STR(exporter_sanitize("a/b c\xff", out, sizeof out), "a_b_c_");
-  char small[3];
-  PP_CHECK_STR(exporter_sanitize("..abc", small, sizeof small), "_");
-}
-
-static void test_create_rejects_unknown_scheme_and_relative_paths(void) {
-  char err[512] = "";
-  PP_CHECK(exporter_create("ftp://x/y", NULL, err, sizeof err) == NULL);
-  PP_CHECK(strstr(err, "ftp") != NULL);
-  PP_CHECK(strstr(err, "file://") != NULL);
-  PP_CHECK(strstr(err, "s3") != NULL);
-  err[0] = '\0';
-  PP_CHECK(exporter_create("file://relative/dir", NULL, err, sizeof err) == NULL);
-  PP_CHECK(strstr(err, "absolute") != NULL);
-  err[0] = '\0';
-  PP_CHECK(exporter_create("/no/scheme", NULL, err, sizeof err) == NULL);
-  PP_CHECK(strstr(err, "scheme") != NULL);
-  PP_CHECK(exporter_create("", NULL, err, sizeof err) == NULL);
 }
 
 static void test_put_writes_object_under_node_and_service(void) {
@@ -431,8 +403,6 @@ out:
 }
 
 int main(void) {
-  PP_RUN(test_sanitize_keeps_safe_bytes_and_neutralizes_dots);
-  PP_RUN(test_create_rejects_unknown_scheme_and_relative_paths);
   PP_RUN(test_put_writes_object_under_node_and_service);
   PP_RUN(test_put_keeps_hostile_names_inside_dir);
   PP_RUN(test_max_dumps_retained_prunes_oldest);

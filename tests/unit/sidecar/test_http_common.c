@@ -1,5 +1,5 @@
 /* Unit tests of the HTTP exporters' shared rules (http_common.c): status
- * classification, Retry-After, URL redaction, scrubbing, encoding, hashing,
+ * classification, Retry-After, scrubbing, encoding, hashing,
  * and one real request to a closed loopback port (transport error -> retry). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,16 +36,6 @@ static void test_http_retry_after_forms(void) {
   PP_CHECK_INT(http_parse_retry_after("soon", now), ==, -1);
   PP_CHECK_INT(http_parse_retry_after("-5", now), ==, -1);
   PP_CHECK_INT(http_parse_retry_after("", now), ==, -1);
-}
-
-static void test_exporter_redact_url_drops_userinfo_and_query(void) {
-  char out[256];
-  exporter_redact_url("https://user:s3cr3t@host:8443/a/b?token=xyz#f", out, sizeof out);
-  PP_CHECK_STR(out, "https://host:8443/a/b");
-  exporter_redact_url("http://h/p@q?x=1", out, sizeof out);
-  PP_CHECK_STR(out, "http://h/p@q");
-  exporter_redact_url("https://host/very/long/path", out, 12);
-  PP_CHECK_INT(strlen(out), ==, 11);
 }
 
 static void test_http_scrub_replaces_every_copy(void) {
@@ -127,7 +117,6 @@ static void test_http_bad_ca_file_is_refused(void) {
 int main(void) {
   PP_RUN(test_http_classify_statuses);
   PP_RUN(test_http_retry_after_forms);
-  PP_RUN(test_exporter_redact_url_drops_userinfo_and_query);
   PP_RUN(test_http_scrub_replaces_every_copy);
   PP_RUN(test_http_uri_encode_rfc3986);
   PP_RUN(test_http_sha256_known_values);
