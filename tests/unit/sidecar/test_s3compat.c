@@ -2,8 +2,8 @@
  * CURLOPT_AWS_SIGV4 with the provider given explicitly must reproduce AWS's
  * published "GET Object" example signature when fed the example's request
  * (host, Range, x-amz-content-sha256 of the empty body, x-amz-date), and
- * the exporter's other pure helpers (key layout, bucket URLs, credential
- * parsers, refresh timing) behave as documented. */
+ * s3compat.c's pure helpers (key layout, bucket URLs, virtual-host or path
+ * addressing) behave as documented. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -12,7 +12,6 @@
 
 #include <curl/curl.h>
 
-#include "aws_creds.h"
 #include "exporter_backends.h"
 #include "pp_test.h"
 
@@ -158,49 +157,12 @@ static void test_s3sign_bucket_addressing(void) {
   PP_CHECK_INT(exporter_bucket_base_url("https://h/path", "logs", false, u, sizeof u), ==, -1);
 }
 
-static void test_s3sign_credential_parsers(void) {
-  time_t t;
-  PP_CHECK_INT(aws_parse_iso8601("2023-11-14T22:13:20Z", &t), ==, 0);
-  PP_CHECK_INT(t, ==, 1700000000);
-  PP_CHECK_INT(aws_parse_iso8601("2023-11-14T23:13:20.123+01:00", &t), ==, 0);
-  PP_CHECK_INT(t, ==, 1700000000);
-  PP_CHECK_INT(aws_parse_iso8601("2023-11-14 22:13:20", &t), ==, -1);
-  aws_credentials c;
-  char err[256];
-  const char *xml =
-      "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
-      "<AssumeRoleWithWebIdentityResult><Credentials><SessionToken>TOK</SessionToken>"
-      "<SecretAccessKey>SEC</SecretAccessKey><Expiration>2023-11-14T22:13:20Z</Expiration>"
-      "<AccessKeyId>ASIA1</AccessKeyId></Credentials></AssumeRoleWithWebIdentityResult>"
-      "</AssumeRoleWithWebIdentityResponse>";
-  PP_CHECK_INT(aws_creds_parse_sts(xml, strlen(xml), &c, err, sizeof err), ==, 0);
-  PP_CHECK_STR(c.access_key_id, "ASIA1");
-  PP_CHECK_STR(c.secret_access_key, "SEC");
-  PP_CHECK_STR(c.session_token, "TOK");
-  PP_CHECK_INT(c.expiration, ==, 1700000000);
-  const char *bad = "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>";
-  PP_CHECK_INT(aws_creds_parse_sts(bad, strlen(bad), &c, err, sizeof err), ==, -1);
-  PP_CHECK_INT(aws_creds_parse_sts("<x", 2, &c, err, sizeof err), ==, -1);
-  const char *js = "{\"AccessKeyId\":\"ASIA2\",\"SecretAccessKey\":\"S\",\"Token\":\"T\","
-                   "\"Expiration\":\"2023-11-14T22:13:20Z\"}";
-  PP_CHECK_INT(aws_creds_parse_container(js, strlen(js), &c, err, sizeof err), ==, 0);
-  PP_CHECK_STR(c.access_key_id, "ASIA2");
-  PP_CHECK_INT(c.expiration, ==, 1700000000);
-  const char *js2 = "{\"AccessKeyId\":\"ASIA2\",\"SecretAccessKey\":\"S\"}";
-  PP_CHECK_INT(aws_creds_parse_container(js2, strlen(js2), &c, err, sizeof err), ==, -1);
-  /* Refresh 5 min before expiry, or half-way through a short lifetime. */
-  PP_CHECK_INT(aws_creds_refresh_at(1000, 1000 + 3600), ==, 1000 + 3300);
-  PP_CHECK_INT(aws_creds_refresh_at(1000, 1010), ==, 1005);
-  PP_CHECK_INT(aws_creds_refresh_at(1000, 900), ==, 1000);
-}
-
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   PP_RUN(test_s3sign_curl_reproduces_aws_get_example);
   PP_RUN(test_s3sign_object_key_layout_and_charset);
   PP_RUN(test_s3sign_bucket_urls);
   PP_RUN(test_s3sign_bucket_addressing);
-  PP_RUN(test_s3sign_credential_parsers);
   curl_global_cleanup();
   PP_DONE();
 }
