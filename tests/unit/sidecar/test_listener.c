@@ -325,30 +325,6 @@ static void expect_reply(Pushprof__V1__PushReply *rep, int code, int64_t seq) {
   pushprof__v1__push_reply__free_unpacked(rep, NULL);
 }
 
-static void test_listener_peek_sequence_reads_the_wire(void) {
-  uint64_t seq = 0;
-  /* service="ab" (field 1), then sequence=300 (field 7, varint ac 02). */
-  const uint8_t ok[] = {0x0a, 0x02, 'a', 'b', 0x38, 0xac, 0x02};
-  PP_CHECK_INT(listener_peek_sequence(ok, sizeof ok, &seq), ==, 0);
-  PP_CHECK_INT(seq, ==, 300);
-  /* Fixed64 and fixed32 fields are skipped; a later sequence wins. */
-  const uint8_t skip[] = {0x38, 0x01, 0x09, 1, 2, 3, 4, 5, 6, 7, 8, 0x15, 1, 2, 3, 4, 0x38, 0x05};
-  PP_CHECK_INT(listener_peek_sequence(skip, sizeof skip, &seq), ==, 0);
-  PP_CHECK_INT(seq, ==, 5);
-  /* The sequence before a malformed field still counts; garbage finds none. */
-  const uint8_t torn[] = {0x38, 0x07, 0x42, 0x7f, 'x'};
-  PP_CHECK_INT(listener_peek_sequence(torn, sizeof torn, &seq), ==, 0);
-  PP_CHECK_INT(seq, ==, 7);
-  const uint8_t junk[] = {0x42, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x38, 0x01};
-  seq = 99;
-  PP_CHECK_INT(listener_peek_sequence(junk, sizeof junk, &seq), ==, -1);
-  PP_CHECK_INT(seq, ==, 99);
-  PP_CHECK_INT(listener_peek_sequence(junk, 0, &seq), ==, -1);
-  const uint8_t longvar[] = {0x38, 0xff, 0xff, 0xff, 0xff, 0xff,
-                             0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-  PP_CHECK_INT(listener_peek_sequence(longvar, sizeof longvar, &seq), ==, -1);
-}
-
 /* Every prefix of a real payload (the sequence, field 7, is found in those
  * that reach past it) and random bytes: in bounds (ASan), never a crash. */
 static void test_listener_peek_sequence_survives_prefixes_and_noise(void) {
@@ -564,7 +540,6 @@ int main(void) {
   PP_RUN(test_listener_refuses_bad_frames_by_reason);
   PP_RUN(test_listener_refuses_pushes_over_the_rss_limit);
   PP_RUN(test_listener_checks_peer_uid_and_connection_limit);
-  PP_RUN(test_listener_peek_sequence_reads_the_wire);
   PP_RUN(test_listener_peek_sequence_survives_prefixes_and_noise);
   PP_RUN(test_listener_error_replies_echo_the_sequence);
   PP_RUN(test_listener_counts_no_samples_pushes_and_stores_nothing);
