@@ -1,13 +1,11 @@
-/* pprof -> OTLP (sidecar/exporters/otlp_convert.c) and the OTLP exporter's pure parts
- * (endpoint and header rules, sidecar/exporters/exporter_otlp.c). The
- * request is decoded back with protobuf-c and checked field by field; the
+/* pprof -> OTLP (sidecar/exporters/otlp_convert.c). The request is decoded
+ * back with protobuf-c and checked field by field; the
  * integration tests decode it with Google's runtime instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch_test_util.h"
-#include "exporter_otlp.h"
 #include "otlp_profiles.pb-c.h"
 #include "otlp_convert.h"
 #include "pp_builder.h"
@@ -195,70 +193,9 @@ static void test_otlp_hex_ids(void) {
   PP_CHECK(!pp_otlp_hex_id(NULL, id, 8));
 }
 
-static void test_otlp_endpoint_rules(void) {
-  char err[512];
-  char *u = otlp_endpoint("otlp+http://h:4318", err, sizeof err);
-  PP_CHECK_STR(u, "http://h:4318/v1development/profiles");
-  free(u);
-  u = otlp_endpoint("otlp+HTTPS://h:4318/custom/path", err, sizeof err);
-  PP_CHECK_STR(u, "https://h:4318/custom/path");
-  free(u);
-  u = otlp_endpoint("otlp+http://h:4318/", err, sizeof err);
-  PP_CHECK_STR(u, "http://h:4318/v1development/profiles");
-  free(u);
-  PP_CHECK(otlp_endpoint("otlp+http://user:pw@h:1", err, sizeof err) == NULL);
-  PP_CHECK(strstr(err, "pw") == NULL && strstr(err, "--otlp-header") != NULL);
-  PP_CHECK(otlp_endpoint("otlp+http://", err, sizeof err) == NULL);
-  PP_CHECK(otlp_endpoint("otlp+ftp://h", err, sizeof err) == NULL);
-  PP_CHECK(otlp_endpoint("otlp+http://h:1/p?q=1", err, sizeof err) == NULL);
-  unsetenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT");
-  unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
-  u = otlp_endpoint("otlp", err, sizeof err);
-  PP_CHECK_STR(u, "http://localhost:4318/v1development/profiles");
-  free(u);
-  setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318/base/", 1);
-  u = otlp_endpoint("otlp", err, sizeof err);
-  PP_CHECK_STR(u, "https://collector:4318/base/v1development/profiles");
-  free(u);
-  setenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "http://c:1/exact", 1);
-  u = otlp_endpoint("otlp", err, sizeof err);
-  PP_CHECK_STR(u, "http://c:1/exact");
-  free(u);
-  setenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "c:1", 1);
-  PP_CHECK(otlp_endpoint("otlp", err, sizeof err) == NULL);
-  PP_CHECK(strstr(err, "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") != NULL);
-  unsetenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT");
-  unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
-}
-
-static void test_otlp_header_syntax(void) {
-  char err[512];
-  otlp_header *h = NULL;
-  size_t n = 0;
-  PP_CHECK(otlp_parse_headers(" a=1 , Authorization=Bearer%20SECRETX,,b = x=y ", "$V", 0, &h, &n,
-                              err, sizeof err) == 0);
-  PP_CHECK_INT(n, ==, 3);
-  PP_CHECK_STR(h[1].value, "Bearer SECRETX");
-  PP_CHECK_STR(h[2].name, "b");
-  PP_CHECK_STR(h[2].value, "x=y");
-  PP_CHECK(otlp_parse_headers("A=2", "--otlp-header", 1, &h, &n, err, sizeof err) == 0);
-  PP_CHECK_INT(n, ==, 3); /* replaced, case-insensitively */
-  PP_CHECK_STR(h[0].value, "2");
-  PP_CHECK(otlp_parse_headers("novalue", "--otlp-header", 1, &h, &n, err, sizeof err) != 0);
-  PP_CHECK(strstr(err, "--otlp-header") != NULL && strstr(err, "KEY=VALUE") != NULL);
-  PP_CHECK(otlp_parse_headers("bad name=v", "$V", 0, &h, &n, err, sizeof err) != 0);
-  PP_CHECK(otlp_parse_headers("X=SECRETVALUE%0A", "$V", 0, &h, &n, err, sizeof err) != 0);
-  PP_CHECK(strstr(err, "SECRETVALUE") == NULL && strstr(err, "X") != NULL);
-  PP_CHECK(otlp_parse_headers("Content-Type=text/plain", "$V", 0, &h, &n, err, sizeof err) != 0);
-  PP_CHECK(otlp_parse_headers("=v", "$V", 0, &h, &n, err, sizeof err) != 0);
-  otlp_headers_free(h, n);
-}
-
 int main(void) {
   PP_RUN(test_otlp_dictionary_zero_entries_and_one_type_per_profile);
   PP_RUN(test_otlp_heap_profile_is_four_profiles);
   PP_RUN(test_otlp_hex_ids);
-  PP_RUN(test_otlp_endpoint_rules);
-  PP_RUN(test_otlp_header_syntax);
   PP_DONE();
 }
