@@ -4,44 +4,11 @@
  * (host, Range, x-amz-content-sha256 of the empty body, x-amz-date), and
  * s3compat.c's pure helpers (key layout, bucket URLs, virtual-host or path
  * addressing) behave as documented. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <curl/curl.h>
 
 #include "exporter_backends.h"
+#include "http_capture_util.h"
 #include "pp_test.h"
-
-typedef struct capture {
-  int lfd;
-  char req[8192];
-} capture;
-
-/* Accepts one connection, keeps the request head, answers 200. */
-static void *serve_one(void *arg) {
-  capture *c = arg;
-  int fd = accept(c->lfd, NULL, NULL);
-  if (fd < 0)
-    return NULL;
-  size_t n = 0;
-  while (n < sizeof c->req - 1) {
-    ssize_t r = read(fd, c->req + n, sizeof c->req - 1 - n);
-    if (r <= 0)
-      break;
-    n += (size_t)r;
-    c->req[n] = '\0';
-    if (strstr(c->req, "\r\n\r\n"))
-      break;
-  }
-  static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-  if (write(fd, ok, sizeof ok - 1) < 0)
-    perror("write");
-  close(fd);
-  return NULL;
-}
 
 static size_t sink(char *p, size_t s, size_t n, void *u) {
   (void)p, (void)u;
@@ -49,18 +16,12 @@ static size_t sink(char *p, size_t s, size_t n, void *u) {
 }
 
 static void test_s3sign_curl_reproduces_aws_get_example(void) {
-  capture c = {0};
-  c.lfd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t al = sizeof a;
-  PP_CHECK(c.lfd >= 0 && bind(c.lfd, (struct sockaddr *)&a, sizeof a) == 0 &&
-           listen(c.lfd, 1) == 0 && getsockname(c.lfd, (struct sockaddr *)&a, &al) == 0);
-  pthread_t th;
-  PP_CHECK(pthread_create(&th, NULL, serve_one, &c) == 0);
+  http_capture c;
+  PP_CHECK_INT(http_capture_start(&c), ==, 0);
   CURL *h = curl_easy_init();
   PP_CHECK(h != NULL);
   char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/test.txt", ntohs(a.sin_port));
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/test.txt", c.port);
   struct curl_slist *hd = NULL;
   hd = curl_slist_append(hd, "Host: examplebucket.s3.amazonaws.com");
   hd = curl_slist_append(hd, "Range: bytes=0-9");
@@ -76,8 +37,7 @@ static void test_s3sign_curl_reproduces_aws_get_example(void) {
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
   CURLcode cc = curl_easy_perform(h);
   PP_CHECK_INT(cc, ==, CURLE_OK);
-  pthread_join(th, NULL);
-  close(c.lfd);
+  http_capture_wait(&c);
   curl_slist_free_all(hd);
   curl_easy_cleanup(h);
   const char *auth = strstr(c.req, "Authorization: ");
