@@ -241,6 +241,7 @@ exporter *exporter_gcs_create(const char *url, const exporter_options *opts, cha
     snprintf(err, errlen, "out of memory");
     goto out;
   }
+  ge->base.impl = ge; /* gcs_destroy, on the failures below too, finds ge here */
   http_options ho = {.ca_file = opts->ca_file,
                      .insecure_skip_verify = opts->tls_insecure_skip_verify,
                      .timeout_ms = opts->http_timeout_ms};
@@ -281,7 +282,6 @@ exporter *exporter_gcs_create(const char *url, const exporter_options *opts, cha
   ge->base.scheme = "gs";
   ge->base.put = gcs_put;
   ge->base.destroy = gcs_destroy;
-  ge->base.impl = ge;
   ge->base.retry_after_s = -1;
   char q[600];
   log_event(LOG_INFO, "object store exporter ready",

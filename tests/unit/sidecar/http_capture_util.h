@@ -14,12 +14,14 @@
 
 typedef struct http_capture {
   int lfd, port;
+  int status;       /* of the answer */
+  const char *body; /* of the answer, "" if NULL */
   pthread_t th;
   char req[8192]; /* the request head and as much of its body as fits */
 } http_capture;
 
 /* Accepts one connection, reads the head and its Content-Length body,
- * answers 200 and closes. */
+ * answers with c->status and c->body, and closes. */
 static void *http_capture_serve(void *arg) {
   http_capture *c = arg;
   int fd = accept(c->lfd, NULL, NULL);
@@ -40,17 +42,23 @@ static void *http_capture_serve(void *arg) {
     if (end && n >= want)
       break;
   }
-  static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-  if (write(fd, ok, sizeof ok - 1) < 0)
+  const char *body = c->body ? c->body : "";
+  char answer[4096];
+  int al = snprintf(answer, sizeof answer,
+                    "HTTP/1.1 %d X\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                    c->status, strlen(body), body);
+  if (al > 0 && write(fd, answer, (size_t)al) < 0)
     perror("write");
   close(fd);
   return NULL;
 }
 
 /* Listens on a free loopback port (c->port) and serves one request on a
- * thread; 0 or -1. */
-static inline int http_capture_start(http_capture *c) {
+ * thread, answering status and body (NULL: none); 0 or -1. */
+static inline int http_capture_start(http_capture *c, int status, const char *body) {
   memset(c, 0, sizeof *c);
+  c->status = status;
+  c->body = body;
   c->lfd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t al = sizeof a;

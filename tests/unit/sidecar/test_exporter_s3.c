@@ -37,7 +37,7 @@ static int put_one(const char *url, exporter_options *opts, const char *endpoint
   http_capture c;
   char ep[64], err[512] = "";
   line[0] = region[0] = '\0';
-  if (http_capture_start(&c) != 0)
+  if (http_capture_start(&c, 200, NULL) != 0)
     return -1;
   snprintf(ep, sizeof ep, "http://127.0.0.1:%d", c.port);
   if (endpoint_var)

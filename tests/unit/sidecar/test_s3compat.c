@@ -17,7 +17,7 @@ static size_t sink(char *p, size_t s, size_t n, void *u) {
 
 static void test_s3sign_curl_reproduces_aws_get_example(void) {
   http_capture c;
-  PP_CHECK_INT(http_capture_start(&c), ==, 0);
+  PP_CHECK_INT(http_capture_start(&c, 200, NULL), ==, 0);
   CURL *h = curl_easy_init();
   PP_CHECK(h != NULL);
   char url[64];
