@@ -1,4 +1,4 @@
-/* The invariants of a built cfi_table (sdk/cfi.h), checked by test_cfi and
+/* The invariants of a built cfi_table (sdk/cfi.h), checked by test_cfi_build and
  * by the fuzz target fuzz_cfi after every successful build: rows strictly
  * sorted, the last row a CFI_GAP, the page index pointing at the right rows,
  * and cfi_lookup returning, for addresses in [lo, hi), the row whose range

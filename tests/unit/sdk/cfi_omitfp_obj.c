@@ -1,5 +1,5 @@
 /* Built -O2 -fomit-frame-pointer into libcfi_omitfp_obj.so: an object whose
- * CFI test_cfi checks against libdw. The functions give the compiler reasons
+ * CFI test_cfi_build checks against libdw. The functions give the compiler reasons
  * for every kind of row: frameless leaves, big stack frames (def_cfa_offset
  * above 32767), a variable-length array (CFA from RBP), early returns
  * (remember_state / restore_state) and many callee-saved registers. */

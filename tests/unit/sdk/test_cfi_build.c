@@ -438,7 +438,7 @@ static void test_cfi_libstdcxx_matches_libdw(void) {
 }
 
 static void test_cfi_own_binary_matches_libdw(void) {
-  oracle_object("test_cfi", "/proc/self/exe", CFI_EH_FRAME);
+  oracle_object("test_cfi_build", "/proc/self/exe", CFI_EH_FRAME);
 }
 
 static void test_cfi_omit_frame_pointer_object_matches_libdw(void) {
@@ -564,7 +564,7 @@ static ehb *ehb_new(enum cfi_source src, uintptr_t addr) {
   return e;
 }
 
-/* test_cfi --seeds DIR: each hand-written section is also written there, as
+/* test_cfi_build --seeds DIR: each hand-written section is also written there, as
  * seed_hand_NN of the fuzz target's corpus (tests/fuzz/corpus/cfi/). */
 static const char *seeds_dir;
 
@@ -606,7 +606,8 @@ static void expect_row(const cfi_table *t, uintptr_t pc, int kind, int cfa, int 
     if (r) {
       char g[64];
       fmt_row(g, sizeof g, r);
-      fprintf(stderr, "test_cfi.c:%d: %#lx: want no row, got %s\n", line, (unsigned long)pc, g);
+      fprintf(stderr, "test_cfi_build.c:%d: %#lx: want no row, got %s\n", line, (unsigned long)pc,
+              g);
       pp_test_failures++;
     }
     return;
@@ -616,7 +617,7 @@ static void expect_row(const cfi_table *t, uintptr_t pc, int kind, int cfa, int 
     if (r)
       fmt_row(g, sizeof g, r);
     fmt_row(w, sizeof w, &want);
-    fprintf(stderr, "test_cfi.c:%d: %#lx: want %s, got %s\n", line, (unsigned long)pc, w, g);
+    fprintf(stderr, "test_cfi_build.c:%d: %#lx: want %s, got %s\n", line, (unsigned long)pc, w, g);
     pp_test_failures++;
   }
 }
