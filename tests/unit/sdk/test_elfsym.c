@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "elfsym_test_util.h"
 #include "pp_test.h"
 #include "procmaps.h"
 
@@ -52,20 +52,6 @@ void elfsym_notype_asm(void);
 
 static char g_tmpdir[PATH_MAX];
 
-/* The executable file mapping holding pc, from /proc/self/maps. */
-static int mapping_of(uint64_t pc, procmaps *m, const procmaps_entry **e) {
-  if (procmaps_read_self(m) != 0)
-    return -1;
-  for (size_t i = 0; i < m->n; i++) {
-    if (pc >= m->v[i].start && pc < m->v[i].end && m->v[i].executable) {
-      *e = &m->v[i];
-      return 0;
-    }
-  }
-  procmaps_free(m);
-  return -1;
-}
-
 static elfsym_fileid fileid_of(const procmaps_entry *e) {
   elfsym_fileid id = {e->path, e->inode, e->dev_major, e->dev_minor, e->deleted, e->start, e->end};
   return id;
@@ -90,24 +76,6 @@ static const char *symbolize(elfsym_cache *c, uint64_t pc, elfsym_symbol *sym,
   }
   procmaps_free(&m);
   return name;
-}
-
-/* The build id `readelf -n` prints for path, or "" (independent reader). */
-static void readelf_build_id(const char *path, char *out, size_t outlen) {
-  char cmd[PATH_MAX + 64], line[512];
-  out[0] = '\0';
-  snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", path);
-  FILE *p = popen(cmd, "r");
-  if (!p)
-    return;
-  while (fgets(line, sizeof line, p)) {
-    char *s = strstr(line, "Build ID: ");
-    if (s && !out[0]) {
-      snprintf(out, outlen, "%s", s + strlen("Build ID: "));
-      out[strcspn(out, " \r\n")] = '\0';
-    }
-  }
-  pclose(p);
 }
 
 static void test_elfsym_resolves_function_in_this_binary(void) {
@@ -442,35 +410,6 @@ static void test_elfsym_few_path_keeps_answers_then_reads_the_table(void) {
   PP_CHECK_STR(f[0] ? s[0].name : "", "elfsym_inner_asm");
   PP_CHECK_STR(f[1] ? s[1].name : "", "elfsym_probe_target");
   elfsym_image_free(img);
-}
-
-static int copy_file(const char *from, const char *to, long limit) {
-  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-  char buf[65536];
-  long total = 0;
-  int rc = -1;
-  if (!in || !out)
-    goto done;
-  for (;;) {
-    size_t want = sizeof buf;
-    if (limit >= 0 && (long)want > limit - total)
-      want = (size_t)(limit - total);
-    if (want == 0)
-      break;
-    size_t r = fread(buf, 1, want, in);
-    if (r == 0)
-      break;
-    if (fwrite(buf, 1, r, out) != r)
-      goto done;
-    total += (long)r;
-  }
-  rc = 0;
-done:
-  if (in)
-    fclose(in);
-  if (out && fclose(out) != 0)
-    rc = -1;
-  return rc;
 }
 
 static void test_elfsym_cache_shares_images_by_build_id(void) {
@@ -821,92 +760,6 @@ static void test_elfsym_reads_deleted_library_through_map_files(void) {
   dlclose(h);
 }
 
-/* Read from loaded memory only (what a process without CAP_SYS_ADMIN gets for
- * a deleted library): build id and .dynsym. */
-static void test_elfsym_reads_loaded_object_from_memory(void) {
-  void *z = dlsym(RTLD_DEFAULT, "zlibVersion");
-  Dl_info info;
-  char want[256];
-  PP_CHECK(z && dladdr(z, &info) != 0 && info.dli_fname);
-  if (!z)
-    return;
-  readelf_build_id(info.dli_fname, want, sizeof want);
-  PP_CHECK(strlen(want) >= 16);
-
-  char copy[PATH_MAX + 32];
-  snprintf(copy, sizeof copy, "%s/libz-mem.so", g_tmpdir);
-  PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
-  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
-  PP_CHECK(h != NULL);
-  if (!h)
-    return;
-  PP_CHECK_INT(unlink(copy), ==, 0);
-  uint64_t fn = (uint64_t)(uintptr_t)dlsym(h, "zlibVersion");
-  PP_CHECK(fn != 0);
-  procmaps m;
-  const procmaps_entry *e;
-  PP_CHECK_INT(mapping_of(fn, &m, &e), ==, 0);
-  elfsym_image *img = elfsym_image_from_loaded(e->start);
-  PP_CHECK(img != NULL);
-  if (img) {
-    PP_CHECK_STR(elfsym_build_id(img), want);
-    uint64_t vaddr;
-    elfsym_symbol sym;
-    PP_CHECK(elfsym_pc_to_vaddr(img, e->start, e->offset, fn + 2, &vaddr));
-    PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
-    PP_CHECK_STR(sym.name, "zlibVersion");
-    PP_CHECK(elfsym_symbol_count(img) > 50);
-    elfsym_image_free(img);
-  }
-  procmaps_free(&m);
-  dlclose(h);
-
-  /* the main executable too: its build id, read from memory */
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  readelf_build_id(exe, want, sizeof want);
-  img = elfsym_image_from_loaded((uint64_t)(uintptr_t)&elfsym_probe_target);
-  PP_CHECK(img != NULL);
-  if (img)
-    PP_CHECK_STR(elfsym_build_id(img), want);
-  elfsym_image_free(img);
-  PP_CHECK(elfsym_image_from_loaded(16) == NULL);
-}
-
-static void test_elfsym_reads_vdso_from_memory(void) {
-  uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-  if (!base) {
-    fprintf(stderr, "no vDSO in this process: nothing to check\n");
-    return;
-  }
-  procmaps m;
-  PP_CHECK_INT(procmaps_read_self(&m), ==, 0);
-  for (size_t i = 0; i < m.n; i++) {
-    if (m.v[i].start != base)
-      continue;
-    PP_CHECK_STR(m.v[i].path, "[vdso]");
-    elfsym_image *img = elfsym_image_from_memory((const void *)base, m.v[i].end - m.v[i].start);
-    PP_CHECK(img != NULL);
-    if (img) {
-      PP_CHECK(elfsym_symbol_count(img) > 0);
-      void *h = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
-      void *gt = h ? dlsym(h, "__vdso_clock_gettime") : NULL;
-      if (gt) {
-        uint64_t vaddr;
-        elfsym_symbol sym;
-        PP_CHECK(elfsym_pc_to_vaddr(img, base, 0, (uint64_t)(uintptr_t)gt + 1, &vaddr));
-        PP_CHECK(elfsym_lookup(img, vaddr, NULL, &sym));
-        PP_CHECK(strstr(sym.name, "clock_gettime") != NULL);
-      }
-      if (h)
-        dlclose(h);
-      elfsym_image_free(img);
-    }
-  }
-  procmaps_free(&m);
-}
-
 int main(void) {
   snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/pp-elfsym-XXXXXX");
   if (!mkdtemp(g_tmpdir)) {
@@ -925,8 +778,6 @@ int main(void) {
   PP_RUN(test_elfsym_uses_debug_file_by_build_id);
   PP_RUN(test_elfsym_uses_debug_file_by_debuglink);
   PP_RUN(test_elfsym_reads_deleted_library_through_map_files);
-  PP_RUN(test_elfsym_reads_loaded_object_from_memory);
-  PP_RUN(test_elfsym_reads_vdso_from_memory);
   PP_RUN(test_elfsym_names_untyped_assembly_entries);
   rmdir(g_tmpdir);
   PP_DONE();
