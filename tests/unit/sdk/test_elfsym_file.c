@@ -49,6 +49,7 @@ static void test_elfsym_survives_broken_files(void) {
     fclose(f);
   }
   PP_CHECK(elfsym_image_open(path) == NULL);
+  unlink(path);
   PP_CHECK(elfsym_image_open(g_tmpdir) == NULL); /* a directory */
   PP_CHECK(elfsym_image_open("/nonexistent/pushprof") == NULL);
   snprintf(path, sizeof path, "%s/fifo", g_tmpdir);
