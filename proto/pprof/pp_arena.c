@@ -96,7 +96,9 @@ void pp_pprof_cache_trim(void) {
 }
 
 void *pp_pprof_arena_alloc(pp_pprof *a, size_t size) {
-  if (size > SIZE_MAX - ARENA_ALIGN) {
+  /* No object is larger than PTRDIFF_MAX (malloc's own limit): such a
+   * request fails here, without asking malloc. */
+  if (size > (size_t)PTRDIFF_MAX - ARENA_ALIGN) {
     a->oom = true;
     return NULL;
   }

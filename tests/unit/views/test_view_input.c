@@ -108,7 +108,8 @@ static void test_input_refusals_name_the_path(void) {
   PP_CHECK(strstr(err, "cannot open ") && strstr(err, path));
   /* A file named itself is read whatever its name. */
   snprintf(path, sizeof path, "%s/junk.txt", dir);
-  write_file(path, "\x1f\x8b not gzip", 15);
+  static const char not_gzip[] = "\x1f\x8b not gzip"; /* gzip's magic, then junk */
+  write_file(path, not_gzip, sizeof not_gzip - 1);
   const char *junk[] = {path};
   PP_CHECK_INT(view_input_load(junk, 1, NULL, &in, err, sizeof err), ==, -1);
   PP_CHECK(strncmp(err, path, strlen(path)) == 0 && strlen(err) > strlen(path) + 2);
