@@ -46,8 +46,12 @@ def check(prof, what, fn, want, tol):
     bad += not ok
     print("%s %s %s: %.3f s, the threads measured %.3f s (%+.1f%%, tolerance %d%%)" % (
         "ok  " if ok else "FAIL", what, fn, got / 1e9, want / 1e9, 100.0 * (got - want) / want, 100 * tol))
-for fn, key in (("site_sleep", "true_sleep_ns"), ("site_pipe", "true_pipe_ns"), ("site_lock", "true_lock_ns")):
-    check(off, "offcpu", fn, int(truth[key]), 0.20)
+# A lock's waits are the lock tolerance's in both profiles: they are few and
+# short when the holders alternate fast (under ASan), so sampled at 10 ms
+# their estimate spreads more than the sleeps' and reads'.
+for fn, key, tol in (("site_sleep", "true_sleep_ns", 0.20), ("site_pipe", "true_pipe_ns", 0.20),
+                     ("site_lock", "true_lock_ns", 0.35)):
+    check(off, "offcpu", fn, int(truth[key]), tol)
 check(lock, "lock", "site_lock", int(truth["true_lock_ns"]), 0.35)
 if lock["cum"].get("site_sleep") or lock["cum"].get("site_pipe"):
     print("FAIL the lock profile holds waits that are not on a lock"); bad += 1
