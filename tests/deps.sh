@@ -5,7 +5,19 @@
 # heaptrack (test-only): it_heap_debian compares heap profiles with it.
 # libjemalloc2 (test-only): heap_overhead_bench.py runs jemalloc's heap profiler beside pushprof's.
 # python3-protobuf (test-only): the OTLP receiver of tests/integration/otlp decodes with it.
+# --arch arm64 adds what the aarch64 cross build (cmake/aarch64-linux-gnu.cmake)
+# and its tests under qemu-user need: the cross compiler, the arm64 (multiarch)
+# libraries and headers, and qemu-user. Any failure exits non-zero.
 set -euo pipefail
+arch=
+case "${1-}" in
+'') ;;
+--arch)
+  arch=${2-}
+  [ "$arch" = arm64 ] || { echo "pushprof: deps.sh --arch: only arm64 is supported" >&2; exit 2; }
+  ;;
+*) echo "usage: tests/deps.sh [--arch arm64]" >&2; exit 2 ;;
+esac
 pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zlib1g-dev libisal-dev
   python3-protobuf
   libelf-dev libdw-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
@@ -14,14 +26,27 @@ pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zl
 # npm (test-only: s3rver) may come from Debian or from a NodeSource nodejs that
 # bundles it and conflicts with Debian's npm package: ask only when it is absent.
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+updated=0
+if [ "$arch" = arm64 ]; then
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    "${sudo_cmd[@]}" dpkg --add-architecture arm64
+    "${sudo_cmd[@]}" apt-get update -qq
+    updated=1
+  fi
+  pkgs+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user libc6:arm64)
+  for p in zlib1g-dev libprotobuf-c-dev libelf-dev libdw-dev libisal-dev libmicrohttpd-dev \
+    libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev; do
+    pkgs+=("$p:arm64")
+  done
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "pushprof: installing ${missing[*]}" >&2
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get update -qq
+  ((updated)) || "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
