@@ -20,7 +20,11 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 
 # pkg-config must answer with the target's .pc files, never the host's.
-set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/${PUSHPROF_TRIPLE}/pkgconfig:/usr/share/pkgconfig)
+# /opt/pushprof-arm64: arm64 libraries Debian cannot install beside the
+# amd64 ones (libisal), unpacked there by tests/deps.sh --arch arm64.
+set(PUSHPROF_ARM64_ROOT /opt/pushprof-arm64)
+set(ENV{PKG_CONFIG_LIBDIR}
+  ${PUSHPROF_ARM64_ROOT}/usr/lib/${PUSHPROF_TRIPLE}/pkgconfig:/usr/lib/${PUSHPROF_TRIPLE}/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 set(PKG_CONFIG_EXECUTABLE pkg-config CACHE FILEPATH "")
 

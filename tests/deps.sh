@@ -36,7 +36,7 @@ if [ "$arch" = arm64 ]; then
     updated=1
   fi
   pkgs+=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user libc6:arm64)
-  for p in zlib1g-dev libprotobuf-c-dev libelf-dev libdw-dev libisal-dev libmicrohttpd-dev \
+  for p in zlib1g-dev libprotobuf-c-dev libelf-dev libdw-dev libmicrohttpd-dev \
     libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev; do
     pkgs+=("$p:arm64")
   done
@@ -49,4 +49,23 @@ if ((${#missing[@]})); then
   echo "pushprof: installing ${missing[*]}" >&2
   ((updated)) || "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# Debian's libisal packages are not multiarch: installing libisal-dev:arm64
+# removes the amd64 one the host build needs. The arm64 files are unpacked
+# into their own root instead, where cmake/aarch64-linux-gnu.cmake looks
+# (its pkg-config file rewritten to point there).
+if [ "$arch" = arm64 ]; then
+  root=/opt/pushprof-arm64
+  pc=$root/usr/lib/aarch64-linux-gnu/pkgconfig/libisal.pc
+  if [ ! -f "$pc" ]; then
+    echo "pushprof: unpacking libisal2:arm64 and libisal-dev:arm64 into $root" >&2
+    tmp=$(mktemp -d)
+    chmod 755 "$tmp" # apt-get download runs as _apt
+    (cd "$tmp" && apt-get download -q libisal2:arm64 libisal-dev:arm64) >&2
+    "${sudo_cmd[@]}" mkdir -p "$root"
+    for d in "$tmp"/*.deb; do "${sudo_cmd[@]}" dpkg-deb -x "$d" "$root"; done
+    "${sudo_cmd[@]}" sed -i "s|^prefix=.*|prefix=$root/usr|" "$pc"
+    rm -rf "$tmp"
+  fi
+  grep -q "^prefix=$root/usr" "$pc" || { echo "pushprof: $pc is not usable" >&2; exit 1; }
 fi
