@@ -554,7 +554,10 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
         (void)rd_uleb(&r);
         break; /* GNU_args_size */
       case 0x2d:
-        break; /* GNU_window_save / aarch64 negate_ra_state */
+        /* aarch64 negate_ra_state: the return address is signed from here
+         * (pointer authentication). Where it is saved does not change, and
+         * the unwinder strips the signature from every return address. */
+        break;
       default:
         return -1;
       }
@@ -577,7 +580,14 @@ static int run_ops(interp *in, const uint8_t *p, const uint8_t *end, row_vec *rv
   return 0;
 }
 
+/* The rules before a CIE's instructions. On aarch64 the return address is
+ * in x30 at a function's entry and CIEs do not say so (the ABI's default
+ * rule is "same value"); x86-64 CIEs always give its rule. */
+#if defined(__aarch64__)
+static const cfa_state blank = {CFA_OTHER, 0, 0, {R_SAME, 0}, {R_SAME, 0}};
+#else
 static const cfa_state blank = {CFA_OTHER, 0, 0, {R_SAME, 0}, {R_UNDEF, 0}};
+#endif
 
 /* Every CIE of the section, sorted by offset, each parsed and its initial
  * instructions run once however many FDEs use it: re-reading the CIE per

@@ -36,7 +36,7 @@ typedef struct pending {
   uintptr_t lo, hi, bias, eh_addr;
   uint8_t *eh; /* malloc'd copy, NULL if none */
   size_t eh_len;
-  char *path;        /* no .eh_frame: the file, for its .debug_frame */
+  char *path;        /* the file, for its .debug_frame (NULL: none to read) */
   char build_id[41]; /* and its GNU build id, for a separate debug file */
   int prio;          /* 0 main executable, 1 libc, 2 others */
 } pending;
@@ -359,11 +359,15 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   p->hi = hi;
   p->bias = info->dlpi_addr;
   p->prio = prio;
+  memcpy(p->build_id, id, sizeof id);
   if (!hdr) {
-    memcpy(p->build_id, id, sizeof id);
     p->path = strdup(name[0] ? name : first ? "/proc/self/exe" : "");
     return 0;
   }
+  /* A file to fall back on if the .eh_frame turns out to cover little
+   * (sparse_eh_frame); never the vDSO, whose name is no path. */
+  if (name[0] == '/' || (first && name[0] == '\0'))
+    p->path = strdup(name[0] ? name : "/proc/self/exe");
   p->eh = copy_eh_frame(info, hdr, &p->eh_len, &p->eh_addr);
   return 0;
 }
@@ -400,6 +404,43 @@ static int publish(const utab_obj *objs, size_t n) {
 
 /* only_pc: the object holding it only; else the objects up to max_prio
  * (a refresh of them all records the loader's counters). */
+/* Bytes of code the table has a row for. */
+static uint64_t covered(const cfi_table *t) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i + 1 < t->nrows; i++)
+    if (t->rows[i].kind != CFI_GAP)
+      n += t->rows[i + 1].pc - t->rows[i].pc;
+  return n;
+}
+
+/* An object built without unwind tables may still have an .eh_frame: the
+ * FDEs of the C runtime's stubs linked into it (as on aarch64), nothing of
+ * its own code. Where .eh_frame covers less than half of the executable
+ * span, its .debug_frame (the object's own code, not the stubs) is taken
+ * instead where there is one. *t is replaced or kept; returns -2 if
+ * cancelled (then *t is freed). */
+static int sparse_eh_frame(const pending *p, const _Atomic int *cancel, cfi_table **t,
+                           cfi_stats *st) {
+  if (!p->path || covered(*t) >= (p->hi - p->lo) / 2)
+    return 0;
+  cfi_table *d = NULL;
+  cfi_stats dst;
+  int rc = cfi_elf_debug_frame(p->path, p->build_id, g_debug_root, p->bias, cancel, &d, &dst);
+  if (rc == -2) {
+    free(*t);
+    *t = NULL;
+    return -2;
+  }
+  if (rc == 0 && covered(d) > 0) {
+    free(*t);
+    *t = d;
+    *st = dst;
+  } else {
+    free(d);
+  }
+  return 0;
+}
+
 static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc, int max_prio) {
   unsigned long long c[2] = {0, 0};
   dlphdr_iterate(counters_cb, c);
@@ -443,9 +484,11 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc, int max_
     cfi_table *t = NULL;
     cfi_stats st;
     int rc;
-    if (p->eh)
+    if (p->eh) {
       rc = cfi_build(p->eh, p->eh_len, p->eh_addr, p->bias, CFI_EH_FRAME, cancel, &t, &st);
-    else if (p->path)
+      if (rc == 0)
+        rc = sparse_eh_frame(p, cancel, &t, &st);
+    } else if (p->path)
       rc = cfi_elf_debug_frame(p->path, p->build_id, g_debug_root, p->bias, cancel, &t, &st);
     else
       rc = -1;

@@ -1,5 +1,6 @@
 #include "unwind.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <ucontext.h>
 
@@ -47,18 +48,64 @@ __attribute__((no_sanitize_address)) static int load_word(const stack_mem *m, ui
   return 1;
 }
 
-/* A signal frame: the kernel's ucontext sits at sp when the trampoline
- * (__restore_rt) is the return address. */
-static int signal_frame(const stack_mem *m, uintptr_t sp, uintptr_t *pc, uintptr_t *nsp,
-                        uintptr_t *fp) {
+/* The return address without a pointer-authentication signature
+ * (aarch64 -mbranch-protection: x30 and the saved copy are signed from
+ * negate_ra_state on). XPACLRI is a hint: where the CPU has no pointer
+ * authentication it does nothing, and addresses there carry no signature. */
+static uintptr_t strip_ra(uintptr_t ra) {
+#if defined(__aarch64__)
+  register uintptr_t x30 __asm__("x30") = ra;
+  __asm__("hint 7" : "+r"(x30)); /* xpaclri */
+  return x30;
+#else
+  return ra;
+#endif
+}
+
+/* A signal frame: the registers of the interrupted code are in the
+ * kernel's ucontext on the stack. x86-64: it sits at sp when the trampoline
+ * (__restore_rt) is the return address. aarch64: sp points to the
+ * rt_sigframe, a siginfo_t followed by the ucontext, and x29 to the frame
+ * record the kernel puts after it, which holds the interrupted x29 and x30. */
+typedef struct sig_regs {
+  uintptr_t pc, sp, fp, lr;
+} sig_regs;
+
+static int signal_frame(const stack_mem *m, uintptr_t sp, sig_regs *out) {
 #if defined(__x86_64__)
   uintptr_t g = sp + offsetof(ucontext_t, uc_mcontext.gregs);
-  return load_word(m, g + REG_RIP * sizeof(greg_t), pc) &&
-         load_word(m, g + REG_RSP * sizeof(greg_t), nsp) &&
-         load_word(m, g + REG_RBP * sizeof(greg_t), fp);
+  out->lr = 0;
+  return load_word(m, g + REG_RIP * sizeof(greg_t), &out->pc) &&
+         load_word(m, g + REG_RSP * sizeof(greg_t), &out->sp) &&
+         load_word(m, g + REG_RBP * sizeof(greg_t), &out->fp);
+#elif defined(__aarch64__)
+  uintptr_t mc = sp + sizeof(siginfo_t) + offsetof(ucontext_t, uc_mcontext);
+  return load_word(m, mc + offsetof(mcontext_t, pc), &out->pc) &&
+         load_word(m, mc + offsetof(mcontext_t, sp), &out->sp) &&
+         load_word(m, mc + offsetof(mcontext_t, regs[29]), &out->fp) &&
+         load_word(m, mc + offsetof(mcontext_t, regs[30]), &out->lr);
 #else
-  (void)m, (void)sp, (void)pc, (void)nsp, (void)fp;
-  return 0; /* aarch64's frame layout differs: stop here until it is tested */
+  (void)m, (void)sp, (void)out;
+  return 0;
+#endif
+}
+
+/* aarch64: a return address into a sigreturn trampoline that no CFI
+ * covers (qemu-user's, or a vDSO without a table) is recognised by the
+ * frame itself: fp points to the kernel's frame record above the
+ * ucontext at sp, and that record repeats the ucontext's x29 and x30.
+ * Only stack words are read, never the code at the return address. */
+static int unlisted_signal_frame(const stack_mem *m, uintptr_t sp, uintptr_t fp) {
+#if defined(__aarch64__)
+  sig_regs r;
+  uintptr_t rec_fp, rec_lr;
+  if (fp < sp + sizeof(siginfo_t) + sizeof(ucontext_t) || !signal_frame(m, sp, &r) ||
+      !load_word(m, fp, &rec_fp) || !load_word(m, fp + 8, &rec_lr))
+    return 0;
+  return r.pc != 0 && rec_fp == r.fp && rec_lr == r.lr;
+#else
+  (void)m, (void)sp, (void)fp;
+  return 0;
 #endif
 }
 
@@ -75,7 +122,8 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
   if (lo == 0 || hi <= lo || hi - lo < 2 * sizeof(uintptr_t) || regs->sp < lo || regs->sp >= hi)
     return depth; /* unknown bounds, or running on another stack */
   uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp;
-  int exact = 1; /* pc is where the thread is, not a return address */
+  uintptr_t lr = regs->lr; /* known for interrupted frames only, else 0 */
+  int exact = 1;           /* pc is where the thread is, not a return address */
   const void *hint = NULL;
   uintptr_t last_key = 0;
   const cfi_row *last_row = NULL;
@@ -99,9 +147,15 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
       *flags |= UNWIND_F_END;
       break; /* the outermost frame (_start, clone) */
     }
+    if (kind != CFI_SIGNAL && kind != CFI_CFA_SP && kind != CFI_CFA_FP && kind != CFI_PLT &&
+        !exact && unlisted_signal_frame(m, sp, fp))
+      kind = CFI_SIGNAL;
+    uintptr_t nlr = 0;
     if (kind == CFI_SIGNAL) {
-      if (!signal_frame(m, sp, &ra, &nsp, &nfp))
+      sig_regs r;
+      if (!signal_frame(m, sp, &r))
         break;
+      ra = r.pc, nsp = r.sp, nfp = r.fp, nlr = r.lr;
       if (nsp < lo || nsp >= hi) {
         /* A handler on the sigaltstack returns to the interrupted code on
          * the thread's own stack: go on there, with its bounds. */
@@ -119,15 +173,19 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
         cfa = fp + (uintptr_t)(intptr_t)row->cfa_off;
       else
         cfa = sp + 8 + ((pc & 15) >= (uintptr_t)row->cfa_off ? 8 : 0);
-      if (cfa <= sp || cfa > hi)
+      /* A frameless aarch64 leaf keeps its RA in x30 and CFA = SP: the
+       * one step that need not move SP, taken once per interrupted frame. */
+      int in_lr = row->ra_off8 == CFI_RA_LINKREG;
+      if (cfa < sp || (cfa == sp && !in_lr) || cfa > hi)
         break;
       if (row->ra_off8 == CFI_RA_LINKREG) {
-        if (depth != 1)
-          break; /* the link register holds the RA of the interrupted frame only */
-        ra = regs->lr;
+        if (!lr)
+          break; /* the link register holds the RA of an interrupted frame only */
+        ra = lr;
       } else if (!load_word(m, cfa + (uintptr_t)(intptr_t)(row->ra_off8 * 8), &ra)) {
         break;
       }
+      ra = strip_ra(ra);
       if (row->fp_off == CFI_FP_LOST)
         nfp = 0;
       else if (row->fp_off != CFI_FP_SAME &&
@@ -146,11 +204,12 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
       }
       if (fp < sp || !load_word(m, fp, &nfp) || !load_word(m, fp + 8, &ra))
         break;
+      ra = strip_ra(ra);
       *flags |= UNWIND_F_FP_STEP;
       nsp = fp + 2 * sizeof(uintptr_t);
       exact = 0;
     }
-    if (ra == 0 || (kind != CFI_SIGNAL && nsp <= sp))
+    if (ra == 0 || (kind != CFI_SIGNAL && nsp <= sp && !(nsp == sp && lr && !nlr)))
       break;
     if (depth == max) {
       *flags |= UNWIND_F_TRUNCATED;
@@ -160,6 +219,7 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
     pc = ra;
     sp = nsp;
     fp = nfp;
+    lr = nlr;
   }
   utab_leave();
   return depth;
