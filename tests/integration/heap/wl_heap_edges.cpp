@@ -27,9 +27,7 @@
 #include <new>
 #include <vector>
 
-#ifdef WL_LINKED
-#include "pushprof.h"
-#endif
+#include "wl_common.h"
 
 #define CHECK(c)                                                                                   \
   do {                                                                                             \
@@ -234,13 +232,7 @@ __attribute__((noipa)) static void *kept_site(size_t n) {
 }
 
 int main() {
-#ifdef WL_LINKED
-  int rc = pushprof_start(NULL);
-  if (rc != 0) {
-    fprintf(stderr, "wl_heap_edges: pushprof_start: %s\n", pushprof_strerror(rc));
-    return 3;
-  }
-#endif
+  wl_start();
   cxx_new_delete();
   aligned_family();
   realloc_chains();

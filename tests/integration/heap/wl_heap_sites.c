@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef WL_LINKED
-#include "pushprof.h"
-#endif
+#include "wl_common.h"
 
 #define RING 8192 /* live blocks per thread */
 
@@ -68,18 +66,8 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double mib = argc > 1 ? atof(argv[1]) : 1024;
-  if (!(mib > 0 && mib <= 65536)) {
-    fprintf(stderr, "usage: wl_heap_sites [MiB to allocate, 0..65536]\n");
-    return 2;
-  }
-#ifdef WL_LINKED
-  int rc = pushprof_start(NULL);
-  if (rc != 0) {
-    fprintf(stderr, "wl_heap_sites: pushprof_start: %s\n", pushprof_strerror(rc));
-    return 3;
-  }
-#endif
+  double mib = wl_arg(argc, argv, 1024, 65536, "wl_heap_sites [MiB to allocate, 0..65536]");
+  wl_start();
   static job jobs[2];
   pthread_t t[2];
   for (int i = 0; i < 2; i++) {

@@ -55,6 +55,17 @@ static inline void wl_start(void) {
 #endif
 }
 
+/* The workload's one optional argument, argv[1] (dflt without it): a
+ * number in (0, max]. Anything else prints "usage: USAGE" and exits 2. */
+static inline double wl_arg(int argc, char **argv, double dflt, double max, const char *usage) {
+  double v = argc > 1 ? atof(argv[1]) : dflt;
+  if (!(v > 0 && v <= max)) {
+    fprintf(stderr, "usage: %s\n", usage);
+    exit(2);
+  }
+  return v;
+}
+
 /* One line the test scripts read: the process's CPU time so far. */
 static inline void wl_report(void) {
   printf("cpu_seconds=%.6f\n", wl_process_cpu());

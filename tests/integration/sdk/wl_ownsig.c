@@ -16,11 +16,7 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = argc > 1 ? atof(argv[1]) : 1.0;
-  if (!(seconds > 0 && seconds <= 600)) {
-    fprintf(stderr, "usage: wl_ownsig [CPU seconds per thread, 0..600]\n");
-    return 2;
-  }
+  double seconds = wl_arg(argc, argv, 1.0, 600, "wl_ownsig [CPU seconds per thread, 0..600]");
   wl_start();
   const char *late = getenv("WL_OWNSIG_LATE");
   if (late && strcmp(late, "1") == 0 && ownsig_install_late() != 0) {

@@ -42,11 +42,7 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = argc > 1 ? atof(argv[1]) : 1.6;
-  if (!(seconds > 0 && seconds <= 600)) {
-    fprintf(stderr, "usage: wl_split [CPU seconds per thread, 0..600]\n");
-    return 2;
-  }
+  double seconds = wl_arg(argc, argv, 1.6, 600, "wl_split [CPU seconds per thread, 0..600]");
   wl_start();
   job jobs[2] = {{seconds, 1, {0, 0, 0}, 0}, {seconds, 2, {0, 0, 0}, 0}};
   pthread_t t[2];

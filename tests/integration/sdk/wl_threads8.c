@@ -33,11 +33,7 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  seconds = argc > 1 ? atof(argv[1]) : 0.75;
-  if (!(seconds > 0 && seconds <= 600)) {
-    fprintf(stderr, "usage: wl_threads8 [CPU seconds per thread, 0..600]\n");
-    return 2;
-  }
+  seconds = wl_arg(argc, argv, 0.75, 600, "wl_threads8 [CPU seconds per thread, 0..600]");
   wl_start();
   pthread_t t[8];
   for (uintptr_t i = 0; i < 8; i++)

@@ -91,11 +91,8 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
   wl_start();
-  struct worker_result r = {.seconds = argc > 1 ? atof(argv[1]) : 3.0};
-  if (r.seconds <= 0 || r.seconds > 60) {
-    fprintf(stderr, "usage: %s [WORKER_CPU_SECONDS (0..60], default 3]\n", argv[0]);
-    return 2;
-  }
+  struct worker_result r = {
+      .seconds = wl_arg(argc, argv, 3.0, 60, "sk_leafmix [WORKER_CPU_SECONDS (0..60], default 3]")};
   pthread_t t;
   int rc = pthread_create(&t, NULL, worker, &r);
   if (rc != 0) {

@@ -17,9 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef WL_LINKED
-#include "pushprof.h"
-#endif
+#include "wl_common.h"
 
 static int g_never[2];
 
@@ -57,13 +55,7 @@ static int fail(const char *what) {
 }
 
 int main(void) {
-#ifdef WL_LINKED
-  int rc = pushprof_start(NULL);
-  if (rc != 0) {
-    fprintf(stderr, "wl_wait_edges: pushprof_start: %s\n", pushprof_strerror(rc));
-    return 3;
-  }
-#endif
+  wl_start();
   if (pipe(g_never) != 0)
     return fail("pipe");
   /* Cancellation inside a blocking call. */

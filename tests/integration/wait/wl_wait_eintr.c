@@ -22,9 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef WL_LINKED
-#include "pushprof.h"
-#endif
+#include "wl_common.h"
 
 #define WAIT_NS 5000000LL
 
@@ -69,13 +67,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: wl_wait_eintr [rounds]\n");
     return 2;
   }
-#ifdef WL_LINKED
-  int prc = pushprof_start(NULL);
-  if (prc != 0) {
-    fprintf(stderr, "wl_wait_eintr: pushprof_start: %s\n", pushprof_strerror(prc));
-    return 3;
-  }
-#endif
+  wl_start();
   pthread_t b[2];
   for (int i = 0; i < 2; i++)
     pthread_create(&b[i], NULL, burner, (void *)(uintptr_t)(i + 1));

@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "wl_common.h"
+
 #ifdef WL_LINKED
-#include "pushprof.h"
 #define LABEL(k, v) pushprof_label_set((k), (v))
 #else
 #define LABEL(k, v) ((void)0)
@@ -118,19 +119,8 @@ static void *locker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1)
-    g_seconds = atof(argv[1]);
-  if (!(g_seconds > 0 && g_seconds <= 600)) {
-    fprintf(stderr, "usage: wl_wait_sites [seconds, 0..600]\n");
-    return 2;
-  }
-#ifdef WL_LINKED
-  int rc = pushprof_start(NULL);
-  if (rc != 0) {
-    fprintf(stderr, "wl_wait_sites: pushprof_start: %s\n", pushprof_strerror(rc));
-    return 3;
-  }
-#endif
+  g_seconds = wl_arg(argc, argv, g_seconds, 600, "wl_wait_sites [seconds, 0..600]");
+  wl_start();
   if (pipe(g_pipe) != 0) {
     perror("wl_wait_sites: pipe");
     return 1;
