@@ -68,6 +68,23 @@ static int64_t g_win_start_ns, g_win_cpu_ns;
 static int64_t g_win_own_ns; /* the SDK's own threads' CPU at the window's start */
 static uint64_t g_drops_seen;
 static int g_hz, g_signo, g_mode;
+/* On-demand session (collector_session_begin): its own table of the
+ * samples taken while it runs, at its own period. Each sample's CPU time
+ * (weight x the interval its timer had) is credited to the continuous table
+ * and to the session's, each taking one sample per its own period of
+ * credit, per thread: the continuous profile keeps its rate and weight
+ * whatever rate a session asked for. Under g_mu. */
+static struct {
+  int on;
+  uint64_t id;
+  int hz;
+  int64_t period_ns;
+  int64_t t0, cpu0, own0;
+  agg a;
+} g_sess;
+static int64_t g_timer_period_ns; /* the threads' timer interval now */
+/* Credit in ns per thread slot (the last one: samples of no slot). */
+static int64_t g_credit_cont[THREADS_MAX + 1], g_credit_sess[THREADS_MAX + 1];
 /* Under g_ctl: */
 static pthread_t g_thread;
 static int g_thread_running, g_stop;
@@ -165,8 +182,12 @@ static int agg_grow(agg *a) {
   return 0;
 }
 
-static void agg_add(agg *a, const ring_record *r) {
-  int64_t w = r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
+static int64_t record_weight(const ring_record *r) {
+  return r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
+}
+
+/* Adds r standing for w periods of its table. */
+static void agg_add_w(agg *a, const ring_record *r, int64_t w) {
   if (r->flags & RING_F_AT_EXIT)
     a->at_exit += w;
   else
@@ -229,6 +250,32 @@ static void agg_add(agg *a, const ring_record *r) {
   a->bytes += size;
 }
 
+/* Takes n whole periods out of *credit after adding ns to it. */
+static int64_t take_credit(int64_t *credit, int64_t ns, int64_t period) {
+  *credit += ns;
+  int64_t n = *credit / period;
+  *credit -= n * period;
+  return n;
+}
+
+/* r into the continuous table and, while a session runs, the session's
+ * (see g_sess). Under g_mu. */
+static void agg_add(const ring_record *r) {
+  int64_t w = record_weight(r);
+  int64_t p = r->period_ns > 0 ? r->period_ns : g_timer_period_ns;
+  int64_t cont = 1000000000LL / (g_hz > 0 ? g_hz : 100);
+  if (!g_sess.on && (p == cont || p <= 0)) {
+    agg_add_w(&g_agg, r, w);
+    return;
+  }
+  size_t i = r->slot < THREADS_MAX ? r->slot : THREADS_MAX;
+  int64_t n = take_credit(&g_credit_cont[i], w * p, cont);
+  if (n > 0)
+    agg_add_w(&g_agg, r, n);
+  if (g_sess.on && (n = take_credit(&g_credit_sess[i], w * p, g_sess.period_ns)) > 0)
+    agg_add_w(&g_sess.a, r, n);
+}
+
 void collector_set_agg_limit_for_tests(size_t bytes) {
   atomic_store(&g_agg_limit, bytes ? bytes : COLLECTOR_AGG_BYTES);
 }
@@ -256,9 +303,8 @@ static void add_deferred(const ring_record *r) {
   tmp.flags = (uint16_t)((r->flags & ~RING_F_DEFERRED) |
                          ((uf & UNWIND_F_TRUNCATED) ? RING_F_TRUNCATED : 0) |
                          ((uf & UNWIND_F_NO_TABLE) ? RING_F_NO_TABLE : 0));
-  int64_t w = r->weight >= 1 && r->weight <= 1001 ? r->weight : 1;
-  g_agg.deferred += w;
-  agg_add(&g_agg, &tmp);
+  g_agg.deferred += record_weight(r);
+  agg_add(&tmp);
 }
 
 static void drain_locked(pending_bounds *pend, size_t *npend) {
@@ -267,7 +313,7 @@ static void drain_locked(pending_bounds *pend, size_t *npend) {
     if (r->flags & RING_F_DEFERRED)
       add_deferred(r);
     else
-      agg_add(&g_agg, r);
+      agg_add(r);
     if ((r->flags & (RING_F_LEAF_ONLY | RING_F_ALTSTACK)) == RING_F_LEAF_ONLY &&
         r->slot < THREADS_MAX && *npend < PENDING_MAX &&
         atomic_load_explicit(&threads_table[r->slot].stack_hi, memory_order_relaxed) == 0) {
@@ -452,6 +498,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   g_hz = hz;
   g_signo = signo;
   g_mode = mode;
+  g_timer_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
   pthread_mutex_unlock(&g_mu);
   atomic_store(&g_sampling, 1);
 
@@ -539,54 +586,28 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
   return collector_decode_labels(e->labels, e->nlabels, e->labels_len, out);
 }
 
-#define NCOMMENTS 16
+#define NCOMMENTS 18
 #define COMMENT_LEN 200
 
-int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
-  pending_bounds pend[PENDING_MAX];
-  size_t npend = 0;
-  agg a;
-  int64_t t0, t1, cpu0, cpu1, own0;
-  uint64_t drops;
+/* What a cut's comments and meta say besides its table. */
+typedef struct cut_info {
+  int64_t t0, t1, cpu0, cpu1, own0, own1;
+  uint64_t drops, lskipped;
   int hz, signo, mode;
+  int64_t period_ns; /* what one sample of the table stands for */
+  const char *note;  /* a first comment, or NULL */
+} cut_info;
+
+/* The pprof of table a. Caller holds g_cut_mu (comments, g_pb). */
+static int build_cut(const agg *ap, const cut_info *ci, uint8_t **out, size_t *len) {
+  const agg a = *ap;
+  int64_t t0 = ci->t0, t1 = ci->t1, cpu0 = ci->cpu0, cpu1 = ci->cpu1, own0 = ci->own0,
+          own1 = ci->own1;
+  uint64_t drops = ci->drops, lskipped = ci->lskipped;
+  int hz = ci->hz, signo = ci->signo, mode = ci->mode;
   profbuild_stack *st = NULL;
   pp_label *labs = NULL;
   int rc = 0;
-
-  *out = NULL;
-  *len = 0;
-  pthread_mutex_lock(&g_cut_mu);
-  int64_t own1 = threads_own_cpu_ns(); /* its lock is never taken inside g_mu */
-  pthread_mutex_lock(&g_mu);
-  if (!g_inited) {
-    pthread_mutex_unlock(&g_mu);
-    pthread_mutex_unlock(&g_cut_mu);
-    return PUSHPROF_ENOTSTARTED;
-  }
-  drain_locked(pend, &npend);
-  a = g_agg;
-  memset(&g_agg, 0, sizeof g_agg);
-  uint64_t d = ring_drops(&collector_ring);
-  drops = d - g_drops_seen;
-  g_drops_seen = d;
-  uint64_t ls = labels_skipped();
-  uint64_t lskipped = ls - g_labels_skipped_seen;
-  g_labels_skipped_seen = ls;
-  t0 = g_win_start_ns;
-  t1 = clock_ns(CLOCK_REALTIME);
-  if (t1 < t0)
-    t1 = t0;
-  g_win_start_ns = t1;
-  cpu0 = g_win_cpu_ns;
-  cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  g_win_cpu_ns = cpu1;
-  own0 = g_win_own_ns;
-  g_win_own_ns = own1;
-  hz = g_hz;
-  signo = g_signo;
-  mode = g_mode;
-  pthread_mutex_unlock(&g_mu);
-  resolve_bounds(pend, npend);
 
   st = calloc(a.n + 3, sizeof *st);
   labs = calloc(a.n ? a.n : 1, (RING_MAX_LABELS + 1) * sizeof *labs);
@@ -631,6 +652,8 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   static char comments[NCOMMENTS][COMMENT_LEN]; /* only under g_cut_mu */
   const char *cp[NCOMMENTS];
   size_t nc = 0;
+  if (ci->note)
+    snprintf(comments[nc++], COMMENT_LEN, "%s", ci->note);
   /* The sampled CPU: the process's, less the SDK's own threads' (never
    * sampled), so the effective rate compares like with like. */
   double own_s = own1 > own0 ? (double)(own1 - own0) / 1e9 : 0;
@@ -710,7 +733,7 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   for (size_t i = 0; i < nc; i++)
     cp[i] = comments[i];
 
-  profbuild_meta meta = {.period_ns = 1000000000LL / (hz > 0 ? hz : 100),
+  profbuild_meta meta = {.period_ns = ci->period_ns,
                          .time_nanos = t0,
                          .duration_nanos = t1 - t0,
                          .comments = cp,
@@ -723,13 +746,160 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
     rc = PUSHPROF_ENOMEM; /* both fail only when memory or /proc/self/maps is short */
     goto fail;
   }
-  *start_ns = t0;
-  *end_ns = t1;
 fail:
-  pthread_mutex_unlock(&g_cut_mu);
-  agg_free(&a);
   free(st);
   free(labs);
+  return rc;
+}
+
+int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  agg a;
+  cut_info ci = {0};
+
+  *out = NULL;
+  *len = 0;
+  pthread_mutex_lock(&g_cut_mu);
+  ci.own1 = threads_own_cpu_ns(); /* its lock is never taken inside g_mu */
+  pthread_mutex_lock(&g_mu);
+  if (!g_inited) {
+    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&g_cut_mu);
+    return PUSHPROF_ENOTSTARTED;
+  }
+  drain_locked(pend, &npend);
+  a = g_agg;
+  memset(&g_agg, 0, sizeof g_agg);
+  uint64_t d = ring_drops(&collector_ring);
+  ci.drops = d - g_drops_seen;
+  g_drops_seen = d;
+  uint64_t ls = labels_skipped();
+  ci.lskipped = ls - g_labels_skipped_seen;
+  g_labels_skipped_seen = ls;
+  ci.t0 = g_win_start_ns;
+  ci.t1 = clock_ns(CLOCK_REALTIME);
+  if (ci.t1 < ci.t0)
+    ci.t1 = ci.t0;
+  g_win_start_ns = ci.t1;
+  ci.cpu0 = g_win_cpu_ns;
+  ci.cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  g_win_cpu_ns = ci.cpu1;
+  ci.own0 = g_win_own_ns;
+  g_win_own_ns = ci.own1;
+  ci.hz = g_hz;
+  ci.signo = g_signo;
+  ci.mode = g_mode;
+  ci.period_ns = 1000000000LL / (g_hz > 0 ? g_hz : 100);
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+  int rc = build_cut(&a, &ci, out, len);
+  if (rc == 0) {
+    *start_ns = ci.t0;
+    *end_ns = ci.t1;
+  }
+  pthread_mutex_unlock(&g_cut_mu);
+  agg_free(&a);
+  return rc;
+}
+
+int collector_session_begin(uint64_t id, int hz) {
+  if (id == 0 || hz < 1 || hz > COLLECTOR_SESSION_HZ_MAX)
+    return PUSHPROF_EINVAL;
+  int64_t own = threads_own_cpu_ns(); /* its lock is never taken inside g_mu */
+  pthread_mutex_lock(&g_mu);
+  if (!g_inited) {
+    pthread_mutex_unlock(&g_mu);
+    return PUSHPROF_ENOTSTARTED;
+  }
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  drain_locked(pend, &npend); /* what came before belongs to no session */
+  agg_free(&g_sess.a);
+  g_sess.on = 1;
+  g_sess.id = id;
+  g_sess.hz = hz;
+  g_sess.period_ns = 1000000000LL / hz;
+  g_sess.t0 = clock_ns(CLOCK_REALTIME);
+  g_sess.cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  g_sess.own0 = own;
+  memset(g_credit_sess, 0, sizeof g_credit_sess);
+  int64_t cont = 1000000000LL / (g_hz > 0 ? g_hz : 100);
+  int64_t want = g_sess.period_ns < cont ? g_sess.period_ns : cont;
+  int timers = g_mode == COLLECTOR_MODE_TIMERS;
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+  /* Faster timers while the session runs; setitimer mode keeps its rate
+   * (the session's cut says so). */
+  if (timers && threads_set_period(want) == 0) {
+    pthread_mutex_lock(&g_mu);
+    g_timer_period_ns = want;
+    pthread_mutex_unlock(&g_mu);
+  }
+  return 0;
+}
+
+uint64_t collector_session_id(void) {
+  pthread_mutex_lock(&g_mu);
+  uint64_t id = g_sess.on ? g_sess.id : 0;
+  pthread_mutex_unlock(&g_mu);
+  return id;
+}
+
+int collector_session_cut(uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
+                          int64_t *end_ns) {
+  pending_bounds pend[PENDING_MAX];
+  size_t npend = 0;
+  agg a;
+  cut_info ci = {0};
+  char note[COMMENT_LEN];
+  *out = NULL;
+  *len = 0;
+  pthread_mutex_lock(&g_cut_mu);
+  ci.own1 = threads_own_cpu_ns();
+  pthread_mutex_lock(&g_mu);
+  if (!g_inited || !g_sess.on || g_sess.id != id) {
+    pthread_mutex_unlock(&g_mu);
+    pthread_mutex_unlock(&g_cut_mu);
+    return PUSHPROF_ENOTSTARTED;
+  }
+  drain_locked(pend, &npend);
+  a = g_sess.a;
+  memset(&g_sess.a, 0, sizeof g_sess.a);
+  g_sess.on = 0;
+  ci.t0 = g_sess.t0;
+  ci.t1 = clock_ns(CLOCK_REALTIME);
+  if (ci.t1 < ci.t0)
+    ci.t1 = ci.t0;
+  ci.cpu0 = g_sess.cpu0;
+  ci.cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  ci.own0 = g_sess.own0;
+  ci.hz = g_sess.hz;
+  ci.signo = g_signo;
+  ci.mode = g_mode;
+  ci.period_ns = g_sess.period_ns;
+  int cont_hz = g_hz > 0 ? g_hz : 100;
+  int64_t cont = 1000000000LL / cont_hz;
+  int timers = g_mode == COLLECTOR_MODE_TIMERS;
+  snprintf(note, sizeof note,
+           "pushprof: on-demand session %" PRIu64 " at %d Hz%s; its samples also count once in "
+           "the continuous profile, at its %d Hz",
+           id, ci.hz, timers ? "" : " (setitimer mode: sampled at the continuous rate)", cont_hz);
+  ci.note = note;
+  pthread_mutex_unlock(&g_mu);
+  resolve_bounds(pend, npend);
+  if (timers && threads_set_period(cont) == 0) {
+    pthread_mutex_lock(&g_mu);
+    g_timer_period_ns = cont;
+    pthread_mutex_unlock(&g_mu);
+  }
+  int rc = build_cut(&a, &ci, out, len);
+  if (rc == 0) {
+    *start_ns = ci.t0;
+    *end_ns = ci.t1;
+  }
+  pthread_mutex_unlock(&g_cut_mu);
+  agg_free(&a);
   return rc;
 }
 
@@ -768,6 +938,8 @@ void collector_atfork_child(void) {
   g_stop = 0;
   atomic_store(&g_sampling, 0);
   agg_free(&g_agg);
+  agg_free(&g_sess.a);
+  g_sess.on = 0;
   g_pb = NULL; /* may have been mid-build in another thread: abandoned */
   if (collector_ring.cells)
     ring_reset(&collector_ring);

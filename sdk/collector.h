@@ -34,6 +34,21 @@ void collector_stop(void);
 void collector_leave(void);
 /* See sampler_cut(). PUSHPROF_ENOTSTARTED before the first start. */
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* On-demand sessions: from collector_session_begin to collector_session_cut
+ * every sample also goes to the session's own table at hz (1 ..
+ * COLLECTOR_SESSION_HZ_MAX; the threads' timers run at the faster of hz and
+ * the continuous rate meanwhile), while the continuous table keeps taking
+ * one sample per continuous period of CPU time. One session at a time: a
+ * new one discards the one running. 0, PUSHPROF_EINVAL or
+ * PUSHPROF_ENOTSTARTED. */
+#define COLLECTOR_SESSION_HZ_MAX 1000
+int collector_session_begin(uint64_t id, int hz);
+/* The running session's id, 0 if none. */
+uint64_t collector_session_id(void);
+/* Ends session id and cuts its table (period 1/hz). PUSHPROF_ENOTSTARTED if
+ * id is not the one running. */
+int collector_session_cut(uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
+                          int64_t *end_ns);
 /* 1 if the current window holds nothing (no signal handled, none dropped,
  * no record still being written):
  * its cut would be an empty profile. Drains the ring first. */

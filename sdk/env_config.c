@@ -557,6 +557,17 @@ int env_config_resolve(const pushprof_options *opts, env_config_getenv_fn get, v
   if (rc)
     return rc;
 
+  cfg->ondemand = 1;
+  const char *od = env_value(get, ctx, "PUSHPROF_ONDEMAND");
+  if (od) {
+    if (strcmp(od, "0") != 0 && strcmp(od, "1") != 0) {
+      s = (source){"PUSHPROF_ONDEMAND", "PUSHPROF_ONDEMAND", 1};
+      return fail(&s, od, "1 (default: the sidecar may ask for on-demand profiles) or 0", err,
+                  errlen);
+    }
+    cfg->ondemand = od[0] == '1';
+  }
+
   cfg->handle_term_signals = o->handle_term_signals != 0;
   return 0;
 }

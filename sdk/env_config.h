@@ -44,6 +44,7 @@ typedef struct env_config {
   unsigned profiles;                /* PUSHPROF_PROFILE_* bits, at least one */
   long long heap_rate;              /* bytes */
   long long offcpu_rate, lock_rate; /* ns waited per kept wait */
+  int ondemand; /* PUSHPROF_ONDEMAND: subscribe to the sidecar's on-demand sessions */
   /* Process labels: OTEL_RESOURCE_ATTRIBUTES, then PUSHPROF_LABELS (whose
    * keys replace the same keys): nlabels "key\0value\0" pairs. */
   size_t nlabels, labels_len;

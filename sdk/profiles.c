@@ -1,6 +1,7 @@
 /* The profile types by bit (profiles.h). */
 #include "profiles.h"
 
+#include "collector.h"
 #include "heap.h"
 #include "sampler.h"
 #include "wait.h"
@@ -34,4 +35,16 @@ int profiles_window_empty(unsigned bit) {
 unsigned profiles_wait_mask(unsigned profiles) {
   return (profiles & PUSHPROF_PROFILE_OFFCPU ? 1u << WAIT_OFFCPU : 0) |
          (profiles & PUSHPROF_PROFILE_LOCK ? 1u << WAIT_LOCK : 0);
+}
+
+int profiles_session_cut(unsigned bit, uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
+                         int64_t *end_ns) {
+  switch (bit) {
+  case PUSHPROF_PROFILE_HEAP:
+    return heap_snapshot(out, len, start_ns, end_ns);
+  case PUSHPROF_PROFILE_CPU:
+    return collector_session_cut(id, out, len, start_ns, end_ns);
+  default:
+    return PUSHPROF_EINVAL;
+  }
 }

@@ -17,6 +17,10 @@
 
 /* Cuts bit's window: an uncompressed pprof. 0 or a negative PUSHPROF_E*. */
 int profiles_cut(unsigned bit, uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* An on-demand session's profile: CPU ends session id and cuts its table,
+ * heap takes a snapshot (the window goes on); other types PUSHPROF_EINVAL. */
+int profiles_session_cut(unsigned bit, uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
+                         int64_t *end_ns);
 /* 1 if bit's window holds nothing. */
 int profiles_window_empty(unsigned bit);
 /* The wait profiler's kinds (1 << WAIT_*) for the bits in profiles. */

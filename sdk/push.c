@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "control.h"
 #include "profiles.h"
 #include "sdk_log.h"
 #include "pp_client.h"
@@ -35,7 +36,10 @@ typedef struct push_entry {
   unsigned type; /* its PUSHPROF_PROFILE_* bit */
   int64_t start_ns, end_ns;
   uint64_t seq;
+  uint64_t session; /* an on-demand session's answer: sent once, never backlogged */
 } push_entry;
+
+#define PUSH_SESSIONS_PENDING 4 /* session cuts asked for and not yet sent */
 
 static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t push_cond = PTHREAD_COND_INITIALIZER;
@@ -60,6 +64,11 @@ static struct {
   uint64_t flush_req, flush_done;
   int flush_rc;
   int stop;
+  struct {
+    unsigned type;
+    uint64_t id;
+  } sess[PUSH_SESSIONS_PENDING];
+  size_t nsess;
   char reasons[PUSH_REASONS_SEEN][96];
   size_t nreasons;
 } P = {.wake_r = -1, .wake_w = -1};
@@ -157,11 +166,11 @@ static int64_t process_start_once(void) {
   return v;
 }
 
-static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t *len) {
-  Pushprof__V1__Label lab[ENV_CONFIG_LABELS_MAX];
-  Pushprof__V1__Label *labp[ENV_CONFIG_LABELS_MAX];
-  const char *kv = P.labels;
-  for (size_t i = 0; i < P.nlabels; i++) {
+size_t push_labels_view(const char *kv, size_t n, Pushprof__V1__Label *lab,
+                        Pushprof__V1__Label **labp) {
+  if (n > ENV_CONFIG_LABELS_MAX)
+    n = ENV_CONFIG_LABELS_MAX;
+  for (size_t i = 0; i < n; i++) {
     pushprof__v1__label__init(&lab[i]);
     lab[i].key = (char *)kv;
     kv += strlen(kv) + 1;
@@ -169,6 +178,13 @@ static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t
     kv += strlen(kv) + 1;
     labp[i] = &lab[i];
   }
+  return n;
+}
+
+static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t *len) {
+  Pushprof__V1__Label lab[ENV_CONFIG_LABELS_MAX];
+  Pushprof__V1__Label *labp[ENV_CONFIG_LABELS_MAX];
+  push_labels_view(P.labels, P.nlabels, lab, labp);
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
   req.service = P.service;
   req.n_labels = P.nlabels;
@@ -184,6 +200,7 @@ static int encode(const push_entry *e, uint64_t dropped, uint8_t **frame, size_t
   req.dropped_profiles = dropped;
   req.no_samples = e->pprof == NULL; /* notify_empty */
   req.profile_type = e->pprof ? (char *)env_config_profile_name(e->type) : "";
+  req.session_id = e->session;
   return pp_client_encode_push(&req, frame, len);
 }
 
@@ -359,7 +376,12 @@ static void notify_empty(void) {
 
 /* What the pusher is woken for: one byte each on its pipe. A term signal's
  * number travels beside it (g_term_signo): the pipe carries commands only. */
-enum push_cmd { PUSH_CMD_FLUSH = 'F', PUSH_CMD_STOP = 'S', PUSH_CMD_TERM = 'T' };
+enum push_cmd {
+  PUSH_CMD_FLUSH = 'F',
+  PUSH_CMD_STOP = 'S',
+  PUSH_CMD_TERM = 'T',
+  PUSH_CMD_SESSION = 'O'
+};
 static atomic_int g_term_signo; /* the first term signal caught; 0: none */
 
 static void wake(enum push_cmd cmd) {
@@ -392,6 +414,57 @@ static void run_flush_cycle(int64_t deadline) {
   pthread_mutex_unlock(&push_lock);
 }
 
+/* Cuts an on-demand session's profile and pushes it once: the sidecar
+ * answers the session's requester with it, so a retry after the session's
+ * end would be too late. A failure is logged (once per reason). */
+static void send_session(unsigned type, uint64_t id, int timeout_ms) {
+  push_entry e = {.type = type, .session = id};
+  int r = profiles_session_cut(type, id, &e.pprof, &e.len, &e.start_ns, &e.end_ns);
+  if (r != 0)
+    return; /* a session this process does not run (ended, or never started) */
+  pthread_mutex_lock(&push_lock);
+  e.seq = ++P.seq;
+  pthread_mutex_unlock(&push_lock);
+  int rc;
+  if (send_entry(&e, timeout_ms, &rc) != SENT_ACKED) {
+    pthread_mutex_lock(&push_lock);
+    log_once_locked("an on-demand profile was not delivered", pushprof_strerror(rc));
+    pthread_mutex_unlock(&push_lock);
+  }
+  entry_free(&e);
+}
+
+static void run_sessions(void) {
+  for (;;) {
+    pthread_mutex_lock(&push_lock);
+    if (P.nsess == 0) {
+      pthread_mutex_unlock(&push_lock);
+      return;
+    }
+    unsigned type = P.sess[0].type;
+    uint64_t id = P.sess[0].id;
+    memmove(P.sess, P.sess + 1, (P.nsess - 1) * sizeof P.sess[0]);
+    P.nsess--;
+    pthread_mutex_unlock(&push_lock);
+    send_session(type, id, PUSH_SEND_TIMEOUT_MS);
+  }
+}
+
+void push_session(unsigned type, uint64_t id) {
+  pthread_mutex_lock(&push_lock);
+  int ok = P.nsess < PUSH_SESSIONS_PENDING;
+  if (ok) {
+    P.sess[P.nsess].type = type;
+    P.sess[P.nsess].id = id;
+    P.nsess++;
+  }
+  pthread_mutex_unlock(&push_lock);
+  if (!ok)
+    return; /* the sidecar asked faster than we push: it answers without us */
+  ensure_pusher();
+  wake(PUSH_CMD_SESSION);
+}
+
 static void *pusher_main(void *arg) {
   (void)arg;
   threads_exclude_self();
@@ -400,13 +473,15 @@ static void *pusher_main(void *arg) {
     int64_t left = (next - now_ns(CLOCK_MONOTONIC)) / 1000000;
     struct pollfd pfd = {.fd = P.wake_r, .events = POLLIN};
     int n = poll(&pfd, 1, left > 0 ? (int)(left > 60000 ? 60000 : left) : 0);
-    int flush = 0, term = 0;
+    int flush = 0, term = 0, sessions = 0;
     if (n > 0) {
       char buf[64];
       ssize_t r = read(P.wake_r, buf, sizeof buf);
       for (ssize_t i = 0; i < r; i++) {
         if (buf[i] == PUSH_CMD_FLUSH)
           flush = 1;
+        else if (buf[i] == PUSH_CMD_SESSION)
+          sessions = 1;
         else if (buf[i] == PUSH_CMD_TERM)
           term = atomic_load(&g_term_signo);
       }
@@ -430,6 +505,8 @@ static void *pusher_main(void *arg) {
       raise(term);
       break; /* not reached unless the signal was ignored meanwhile */
     }
+    if (sessions)
+      run_sessions();
     if (flush || now_ns(CLOCK_MONOTONIC) >= next) {
       int64_t deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)P.period_ms * 1000000;
       run_flush_cycle(deadline);
@@ -530,6 +607,7 @@ int push_start(const env_config *cfg, void (*on_term)(void), char *err, size_t e
    * period, a flush or a term signal. A short process never starts it. */
   atomic_store(&push_on, 1);
   atomic_store(&push_term_ok, 1);
+  control_start(cfg);
   sampler_set_tick(push_tick);
   return 0;
 }
@@ -553,7 +631,10 @@ static void ensure_pusher(void) {
  * wakes it): starts the pusher when its first period is due or a term
  * signal waits for it. */
 static void push_tick(void) {
-  if (atomic_load(&push_thread_on) || !atomic_load(&push_on))
+  if (!atomic_load(&push_on))
+    return;
+  control_tick();
+  if (atomic_load(&push_thread_on))
     return;
   if (now_ns(CLOCK_MONOTONIC) >= g_first_due_ns || atomic_load(&g_term_signo) != 0)
     ensure_pusher();
@@ -623,6 +704,7 @@ int push_final(int timeout_ms) {
   if (!was_on)
     return PUSHPROF_ENOTSTARTED;
   atomic_store(&push_term_ok, 0); /* a late SIGTERM takes its default action */
+  uint64_t session = control_stop();
   int64_t start = now_ns(CLOCK_MONOTONIC);
   /* Leave a tenth of the budget to write drop-ins for what is left. */
   int64_t deadline = start + (int64_t)timeout_ms * 900000;
@@ -644,6 +726,9 @@ int push_final(int timeout_ms) {
   /* A process that took no sample since its last push (most short commands:
    * /bin/true, ls) has nothing to say: no symbolization, no push, no wait for
    * an ack. The sidecar counts it from a one-way notice (see notify_empty). */
+  /* An on-demand session still running: what it holds is its answer. */
+  if (session)
+    send_session(PUSHPROF_PROFILE_CPU, session, timeout_ms / 4 > 0 ? timeout_ms / 4 : 1);
   int rc;
   if (push_nothing_to_send()) {
     notify_empty();
@@ -712,7 +797,9 @@ void push_install_term_handlers(void) {
 }
 
 void push_atfork_child(void) {
-  /* The pusher thread and the backlog are the parent's. */
+  /* The pusher thread, the backlog and the subscription are the parent's. */
+  control_atfork_child();
+  P.nsess = 0;
   atomic_store(&push_on, 0);
   atomic_store(&push_thread_on, 0);
   atomic_store(&push_term_ok, 0);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "env_config.h"
+#include "pushprof.pb-c.h"
 
 /* Starts the pusher thread for cfg->socket_path, pushing cfg's process
  * labels with every profile. on_term is the owner's stop: on a term signal
@@ -48,6 +49,16 @@ int push_final(int timeout_ms);
  * runs push_start's on_term and then re-raises the signal with its
  * default action, so the exit status is unchanged. */
 void push_install_term_handlers(void);
+
+/* Asks the pusher to cut on-demand session id of profile type (a
+ * PUSHPROF_PROFILE_* bit: CPU cuts the collector's session, heap a
+ * snapshot) and push it with its session_id. Called by control.c. */
+void push_session(unsigned type, uint64_t id);
+
+/* Points lab[0..n) (and labp) at env_config's packed "key\0value\0"
+ * pairs kv, at most ENV_CONFIG_LABELS_MAX; returns how many. */
+size_t push_labels_view(const char *kv, size_t n, Pushprof__V1__Label *lab,
+                        Pushprof__V1__Label **labp);
 
 /* fork(): the child starts with an empty backlog and no pusher thread. */
 void push_atfork_child(void);

@@ -100,6 +100,14 @@ static struct timespec ns_to_ts(int64_t ns) {
   return ts;
 }
 
+/* A random first expiry within one period: short threads are sampled fairly. */
+static int settime_locked(threads_slot *s) {
+  struct itimerspec its = {.it_interval = ns_to_ts(g_period_ns),
+                           .it_value = ns_to_ts(1 + (int64_t)(rng_next() % (uint64_t)g_period_ns))};
+  atomic_store_explicit(&s->period_ns, g_period_ns, memory_order_relaxed);
+  return timer_settime(s->timer, 0, &its, NULL);
+}
+
 static int arm_locked(threads_slot *s) {
   if (s->armed)
     return 0;
@@ -115,10 +123,7 @@ static int arm_locked(threads_slot *s) {
     g_arm_failed++;
     return -errno;
   }
-  /* A random first expiry within one period: short threads are sampled fairly. */
-  struct itimerspec its = {.it_interval = ns_to_ts(g_period_ns),
-                           .it_value = ns_to_ts(1 + (int64_t)(rng_next() % (uint64_t)g_period_ns))};
-  if (timer_settime(s->timer, 0, &its, NULL) != 0) {
+  if (settime_locked(s) != 0) {
     int e = errno;
     timer_delete(s->timer);
     g_arm_failed++;
@@ -466,6 +471,23 @@ fail:
   if (rc == PUSHPROF_ELIMIT)
     snprintf(err, errlen, "thread table full (%d threads)", THREADS_MAX);
   return -1;
+}
+
+int threads_set_period(int64_t period_ns) {
+  if (period_ns <= 0)
+    return -1;
+  pthread_mutex_lock(&g_lock);
+  int rc = g_armed ? 0 : -1;
+  if (g_armed && period_ns != g_period_ns) {
+    g_period_ns = period_ns;
+    for (uint32_t i = 0; i < g_used; i++) {
+      threads_slot *s = &threads_table[i];
+      if (s->state == THREADS_LIVE && s->armed)
+        (void)settime_locked(s); /* a timer deleted meanwhile keeps its thread unsampled */
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return rc;
 }
 
 void threads_disarm_all(void) {

@@ -19,6 +19,9 @@ typedef struct threads_slot {
   /* Set by the handler's first sample with unknown bounds, which then wakes
    * the collector to resolve them (once per allocation of the slot). */
   _Atomic uint32_t bounds_asked;
+  /* The interval of the slot's timer, ns: the handler stamps it on each
+   * sample (its CPU time), as threads_set_period may change it. */
+  _Atomic int64_t period_ns;
   /* Below: only under the table lock. */
   int state; /* THREADS_FREE, THREADS_LIVE */
   pid_t tid;
@@ -44,6 +47,10 @@ threads_slot *threads_from_cookie(const void *cookie, int *ours, uint32_t *idx, 
  * bounds; others are found in /proc/self/task). Returns 0, or -1 with err
  * set if not even the caller's timer could be made (use setitimer then). */
 int threads_arm_all(int signo, int64_t period_ns, char *err, size_t errlen);
+/* Re-arms every armed timer (and those armed later) with a new interval,
+ * the first expiry within one interval. 0, or -1 if not armed (setitimer
+ * mode or stopped): nothing changed. */
+int threads_set_period(int64_t period_ns);
 /* Deletes every timer; slots stay so a restart can re-arm. */
 void threads_disarm_all(void);
 

@@ -50,7 +50,11 @@ static const opt_def opts[] = {
      "resident memory limit: the sidecar's own part (measured at start) plus frames, merges and "
      "batches; near it new pushes wait, then are told to retry (default 48MiB)"},
     {"metrics-addr", "metrics_addr", NULL, T_STR, OFF(metrics_addr), 0, 0,
-     "HOST:PORT for /metrics and /healthz (default: off)"},
+     "HOST:PORT for /metrics, /healthz and the on-demand /profile/cpu and /profile/heap, e.g. "
+     "127.0.0.1:9464 (default: off)"},
+    {"http-token-file", "http_token_file", NULL, T_STR, OFF(http_token_file), 0, 0,
+     "file holding the bearer token /profile/ requires (needed when --metrics-addr is not a "
+     "loopback address: profiles reveal code and labels)"},
     {"node-name", "node_name", NULL, T_STR, OFF(node_name), 0, 0,
      "node name in export paths (default $NODE_NAME, else the host name)"},
     {"log-level", "log_level", NULL, T_STR, OFF(log_level), 0, 0,
@@ -600,6 +604,7 @@ void config_free(sidecar_config *c) {
   list_free(&c->exports);
   list_free(&c->otlp_headers);
   free(c->metrics_addr);
+  free(c->http_token_file);
   free(c->node_name);
   free(c->log_level);
   free(c->bucket_subdir);

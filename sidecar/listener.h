@@ -26,6 +26,10 @@ typedef struct listener_config {
   /* A connection thread that is done waits this long for the next
    * connection before it exits (at most 8 wait); 0 = 5000 ms. */
   int worker_idle_ms;
+  /* On-demand profiles: a connection that opens with a Subscribe frame is
+   * handed to it, pushes with a session_id are delivered to it. NULL: a
+   * Subscribe is refused as an unknown frame type. */
+  struct ondemand *od;
 } listener_config;
 
 typedef struct listener listener;
@@ -39,6 +43,9 @@ listener *listener_open(const listener_config *cfg, char *err, size_t errlen);
  * fixed part is known (membudget.h): frames being read may then hold a
  * quarter of it (at least one frame). Call before listener_start. */
 void listener_set_budget(listener *l, uint64_t dynamic);
+/* Sets cfg.od after listener_open (the on-demand module starts a thread,
+ * which listener_open must precede). Call before listener_start. */
+void listener_set_ondemand(listener *l, struct ondemand *od);
 /* Starts accepting; frames go to sp and b, which must outlive listener_stop. */
 int listener_start(listener *l, spool *sp, batcher *b);
 /* Stops accepting, unlinks the socket, lets connections finish the frame they

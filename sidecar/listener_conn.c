@@ -223,6 +223,61 @@ static bool peek_no_samples(const uint8_t *payload, size_t len) {
   return listener_peek_varint(payload, len, NO_SAMPLES_FIELD, &v) == 0 && v;
 }
 
+/* Whether a PushRequest payload names an on-demand session, before it is
+ * decoded: such a push is answered from memory, never spooled. */
+static bool peek_session(const uint8_t *payload, size_t len) {
+  enum { SESSION_ID_FIELD = 13 }; /* PushRequest.session_id, pushprof.proto */
+  uint64_t v = 0;
+  return listener_peek_varint(payload, len, SESSION_ID_FIELD, &v) == 0 && v;
+}
+
+/* A push answering an on-demand session: merged into the session's answer
+ * (not spooled, not exported: the continuous profile has those samples at
+ * its own rate). Acked OK, or INVALID_PUSH if no such session runs. */
+static bool handle_session(conn *c, pp_push *push, int64_t deadline) {
+  char why[REASON_MAX];
+  uint64_t seq = push->req->sequence;
+  int rc = ondemand_deliver(c->l->cfg.od, push, why, sizeof why);
+  pp_push_free(push);
+  if (rc != 0) {
+    reject(c, "ondemand_refused", RC_INVALID_PUSH, why, seq, deadline);
+    return true;
+  }
+  metrics_add(M_PUSHES_ACCEPTED, 1);
+  return listener_send_reply(c->fd, RC_OK, "", seq, "", deadline) == 0;
+}
+
+/* A connection that opens with a Subscribe: the frame is read and decoded
+ * here, then the connection belongs to the on-demand module (c->fd = -1). */
+static void handle_subscribe(conn *c, const uint8_t hdr[PP_FRAME_HEADER_SIZE], uint32_t length,
+                             int64_t deadline) {
+  uint8_t *buf = malloc(length ? length : 1);
+  size_t got = 0;
+  if (!buf) {
+    reject(c, "out_of_memory", RC_EXHAUSTED, "sidecar out of memory: retry later", 0,
+           now_ms() + 1000);
+    return;
+  }
+  (void)hdr;
+  enum rd r = length ? read_full(c, buf, length, deadline, false, &got) : RD_OK;
+  if (r != RD_OK) {
+    free(buf);
+    reject(c, r == RD_TIMEOUT ? "read_timeout" : "truncated_frame", RC_INVALID_FRAME,
+           "incomplete Subscribe frame", 0, now_ms() + 1000);
+    return;
+  }
+  Pushprof__V1__Subscribe *m = pushprof__v1__subscribe__unpack(NULL, length, buf);
+  free(buf);
+  if (!m) {
+    reject(c, "bad_subscribe", RC_INVALID_FRAME, "Subscribe payload did not decode", 0,
+           now_ms() + 1000);
+    return;
+  }
+  ondemand_adopt(c->l->cfg.od, c->fd, m, c->cred.uid);
+  pushprof__v1__subscribe__free_unpacked(m, NULL);
+  c->fd = -1;
+}
+
 /* Handles one complete frame and frees it (*framep = NULL) as soon as it is
  * durable. Returns false if the connection must close. */
 static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline) {
@@ -237,11 +292,12 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
    * not spooled at all; should the decode disagree with the peek, the
    * decode wins. */
   spool_txn txn;
-  bool spooling = !peek_no_samples(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE);
+  bool spooling = !peek_no_samples(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE) &&
+                  !peek_session(frame + PP_FRAME_HEADER_SIZE, len - PP_FRAME_HEADER_SIZE);
   int rc = spooling ? spool_begin(l->sp, frame, len, &txn) : SPOOL_EIO;
   pp_push *push = pp_push_decode(frame, len, l->cfg.max_frame_bytes, &code, why, sizeof why);
   bool empty = push && push->req->no_samples;
-  if ((!push || empty) && rc == SPOOL_OK) /* nothing of it is stored */
+  if ((!push || empty || push->req->session_id) && rc == SPOOL_OK) /* nothing of it is stored */
     spool_abort(l->sp, &txn);
   if (!push) {
     if (code == RC_OK)
@@ -253,6 +309,8 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   }
   if (empty)
     return handle_empty(c, push, deadline);
+  if (push->req->session_id)
+    return handle_session(c, push, deadline);
   if (!spooling)
     rc = spool_begin(l->sp, frame, len, &txn);
   const Pushprof__V1__PushRequest *req = push->req;
@@ -298,6 +356,7 @@ static bool handle_frame(conn *c, uint8_t **framep, size_t len, int64_t deadline
   /* Durable now (held in the journal, or a file): the batcher owns it
    * whether or not the ack arrived, and releases it from the spool once its
    * batch's manifest is durable. */
+  ondemand_seen(l->cfg.od, req);
   batcher_add(l->b, id, push);
   return delivered;
 }
@@ -313,6 +372,10 @@ static void reply_evicted(conn *c) {
            (long long)c->evicted_wait_ms, c->l->cfg.max_connections);
   if (listener_send_reply(c->fd, RC_EXHAUSTED, why, 0, NULL, now_ms() + 100) != 0)
     log_event(LOG_DEBUG, "reply not delivered", "peer_pid=%d", (int)c->cred.pid);
+}
+
+void listener_set_ondemand(listener *l, struct ondemand *od) {
+  l->cfg.od = od;
 }
 
 void listener_set_budget(listener *l, uint64_t dynamic) {
@@ -495,6 +558,11 @@ static void conn_loop(conn *c) {
     metrics_add(M_PUSHES_RECEIVED, 1); /* every frame with a whole header */
     pp_frame_header h;
     const char *why = "invalid frame header";
+    if (frames == 0 && l->cfg.od && pp_frame_header_decode(hdr, PP_SUBSCRIBE_MAX, &h, NULL) == 0 &&
+        h.type == PP_FRAME_SUBSCRIBE) {
+      handle_subscribe(c, hdr, h.length, deadline);
+      return;
+    }
     if (pp_frame_header_decode(hdr, l->cfg.max_frame_bytes, &h, &why) != 0 ||
         h.type != PP_FRAME_PUSH ||
         (uint64_t)h.length + PP_FRAME_HEADER_SIZE > l->cfg.max_frame_bytes) {
@@ -644,7 +712,8 @@ void *listener_conn_main(void *arg) {
   do {
     conn_loop(c);
     listener_conn_end(l, c);
-    close(c->fd);
+    if (c->fd >= 0) /* -1: handed to the on-demand module */
+      close(c->fd);
     free(c);
   } while ((c = worker_next(l, lo)));
   return NULL;

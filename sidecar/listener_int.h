@@ -35,6 +35,7 @@
 #include "pp_push.h"
 #include "pushprof.pb-c.h"
 #include "listener.h"
+#include "ondemand.h"
 
 #define CONN_STACK_SIZE (1u << 20)
 #define WORKER_IDLE_MS 5000 /* default listener_config.worker_idle_ms */

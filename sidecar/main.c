@@ -22,6 +22,7 @@
 #include "log.h"
 #include "membudget.h"
 #include "metrics.h"
+#include "ondemand.h"
 #include "spool.h"
 
 /* glibc's defaults suit this load badly: one malloc arena per connection
@@ -111,6 +112,39 @@ static void raise_fd_limit(int max_connections) {
               (unsigned long long)old, (unsigned long long)rl.rlim_cur);
 }
 
+/* The bearer token of --http-token-file: its content less trailing blanks
+ * and newlines; 1..4096 bytes of printable ASCII. NULL with err. */
+static char *read_token(const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "re");
+  if (!f) {
+    snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    return NULL;
+  }
+  char *buf = calloc(1, 4098);
+  size_t n = buf ? fread(buf, 1, 4097, f) : 0;
+  fclose(f);
+  if (!buf) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+    buf[--n] = 0;
+  const char *bad = NULL;
+  if (n == 0)
+    bad = "the file is empty: put the token in it";
+  else if (n > 4096)
+    bad = "the token is over 4096 bytes";
+  for (size_t i = 0; i < n && !bad; i++)
+    if (buf[i] <= ' ' || buf[i] > '~')
+      bad = "the token must be printable ASCII without blanks (e.g. openssl rand -hex 32)";
+  if (bad) {
+    snprintf(err, errlen, "%s", bad);
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
 /* One sidecar per spool: a second one would export the same files twice.
  * A dot name: the spool ignores dot files that do not end in .push. */
 static int lock_spool(const char *dir, char *err, size_t errlen) {
@@ -139,6 +173,8 @@ int main(int argc, char **argv) {
   size_t nex = 0;
   batcher *b = NULL;
   http_metrics *hm = NULL;
+  ondemand *od = NULL;
+  char *token = NULL;
   int spool_lock = -1;
   char q1[512], q2[2200], q3[512];
 
@@ -166,7 +202,14 @@ int main(int argc, char **argv) {
     goto out;
   }
   signal(SIGPIPE, SIG_IGN);
-  raise_fd_limit(cfg.max_connections);
+  /* Subscriptions to on-demand profiles hold a descriptor each. */
+  raise_fd_limit(cfg.max_connections + (cfg.metrics_addr[0] ? OD_MAX_SUBSCRIBERS / 2 : 0));
+  if (cfg.http_token_file && cfg.http_token_file[0] &&
+      !(token = read_token(cfg.http_token_file, err, sizeof err))) {
+    fprintf(stderr, "pushprof-sidecar: --http-token-file %s: %s\n", cfg.http_token_file, err);
+    exit_code = 2;
+    goto out;
+  }
   spool_lock = lock_spool(cfg.spool_dir, err, sizeof err);
   if (spool_lock < 0) {
     fprintf(stderr, "pushprof-sidecar: %s\n", err);
@@ -231,7 +274,13 @@ int main(int argc, char **argv) {
     goto out;
   }
   if (cfg.metrics_addr[0]) {
-    hm = http_metrics_start(cfg.metrics_addr, err, sizeof err);
+    if (!(od = ondemand_new(err, sizeof err))) {
+      fprintf(stderr, "pushprof-sidecar: %s\n", err);
+      goto out;
+    }
+    listener_set_ondemand(ls, od);
+    http_serve_options ho = {.od = od, .token = token};
+    hm = http_metrics_start_with(cfg.metrics_addr, &ho, err, sizeof err);
     if (!hm) {
       fprintf(stderr, "pushprof-sidecar: %s\n", err);
       goto out;
@@ -310,7 +359,8 @@ int main(int argc, char **argv) {
 out:
   if (hm)
     http_metrics_set_stopping(hm);
-  listener_stop(ls); /* no new frames; frames in flight finished */
+  ondemand_close(od); /* sessions answer with what they hold */
+  listener_stop(ls);  /* no new frames; frames in flight finished */
   if (b) {
     batcher_shutdown(b, cfg.shutdown_grace_s);
     batcher_free(b);
@@ -318,6 +368,8 @@ out:
   listener_free(ls);
   if (hm)
     http_metrics_stop(hm);
+  ondemand_free(od);
+  free(token);
   for (size_t i = 0; i < nex; i++)
     exporter_destroy(ex[i]);
   for (size_t i = 0; i < CONFIG_MAX_EXPORTS; i++)

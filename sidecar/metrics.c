@@ -74,6 +74,8 @@ static const metric_desc gauge_desc[G_GAUGE_MAX] = {
     [G_MEMORY_RSS_LIMIT] = {"pushprof_memory_rss_limit_bytes",
                             "Resident memory above which new pushes wait and are then told to "
                             "retry (0: no guard, as in sanitizer builds)."},
+    [G_SUBSCRIBERS] = {"pushprof_ondemand_subscribers",
+                       "Profiled processes subscribed to on-demand profiles now."},
 };
 
 static _Atomic uint64_t counters[M_COUNTER_MAX];

@@ -34,6 +34,7 @@ typedef enum metric_gauge {
   G_MEMORY_BUDGET,      /* pushprof_memory_budget_bytes: --max-memory */
   G_MEMORY_FIXED,       /* pushprof_memory_fixed_bytes: RSS once the exporters were up */
   G_MEMORY_RSS_LIMIT,   /* pushprof_memory_rss_limit_bytes: new pushes wait above it */
+  G_SUBSCRIBERS,        /* pushprof_ondemand_subscribers: processes open to on-demand profiles */
   G_GAUGE_MAX
 } metric_gauge;
 

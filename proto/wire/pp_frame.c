@@ -38,8 +38,9 @@ int pp_frame_header_decode(const uint8_t in[PP_FRAME_HEADER_SIZE], uint32_t max_
     reason = "bad magic (want \"PPRF\": not a pushprof frame)";
   else if (h.version != PP_FRAME_VERSION)
     reason = "unsupported frame version (this side speaks version 1)";
-  else if (h.type != PP_FRAME_PUSH && h.type != PP_FRAME_REPLY)
-    reason = "unknown frame type (want 1 = PushRequest or 2 = PushReply)";
+  else if (h.type < PP_FRAME_PUSH || h.type > PP_FRAME_CONTROL)
+    reason = "unknown frame type (want 1 = PushRequest, 2 = PushReply, 3 = Subscribe or 4 = "
+             "Control)";
   else if (h.length > max_length)
     reason = "frame too large (payload length over the limit)";
   if (reason) {

@@ -2,7 +2,8 @@
  * A frame: 12-byte header then payload.
  *   bytes 0..3  magic "PPRF"
  *   bytes 4..5  version, big-endian (1)
- *   bytes 6..7  type, big-endian (1 = PushRequest, 2 = PushReply)
+ *   bytes 6..7  type, big-endian (1 = PushRequest, 2 = PushReply,
+ *               3 = Subscribe, 4 = Control)
  *   bytes 8..11 payload length, big-endian
  * Pure functions: thread-safe, no allocation. */
 #ifndef PP_FRAME_H
@@ -29,7 +30,18 @@
  * names starting with '.' are ignored by the sidecar. */
 #define PP_SPOOL_SUFFIX ".push"
 
-enum pp_frame_type { PP_FRAME_PUSH = 1, PP_FRAME_REPLY = 2 };
+/* PP_FRAME_SUBSCRIBE and PP_FRAME_CONTROL: the on-demand subscription
+ * (PROTOCOL.md "On-demand profiles"). A sidecar older than them answers a
+ * Subscribe with INVALID_FRAME and closes. */
+enum pp_frame_type {
+  PP_FRAME_PUSH = 1,
+  PP_FRAME_REPLY = 2,
+  PP_FRAME_SUBSCRIBE = 3,
+  PP_FRAME_CONTROL = 4
+};
+#define PP_CONTROL_VERSION 1
+#define PP_SUBSCRIBE_MAX (64u << 10) /* a Subscribe frame's payload, bytes */
+#define PP_CONTROL_MAX 4096          /* a Control frame's payload, bytes */
 
 typedef struct pp_frame_header {
   uint16_t version;

@@ -805,7 +805,8 @@ int heap_window_empty(void) {
   return empty;
 }
 
-int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+/* keep: a snapshot (heap_snapshot) that leaves the window as it is. */
+static int cut(int keep, uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
   if (!out || !len || !start_ns || !end_ns)
     return PUSHPROF_EINVAL;
   *out = NULL;
@@ -842,7 +843,7 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
     hstack *s = &g_st[i];
     if (!s->used)
       continue;
-    if (!s->alloc_obj && !s->inuse_obj && !s->copy) {
+    if (!keep && !s->alloc_obj && !s->inuse_obj && !s->copy) {
       garbage[ng++] = s->pcs; /* nothing left to say: the slot goes */
       s->used = 0;
       s->pcs = NULL;
@@ -866,7 +867,8 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
                                                                    : NULL,
                                  .labels = s->truncated ? &truncated_label : NULL,
                                  .nlabels = s->truncated ? 1 : 0};
-    s->alloc_obj = s->alloc_bytes = 0;
+    if (!keep)
+      s->alloc_obj = s->alloc_bytes = 0;
   }
   if (pruned && g_sidx_cap && sidx_rebuild(&g1) != 0) {
     /* The old index would point at freed slots: drop it, stacks are then
@@ -878,7 +880,8 @@ int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
   int64_t t0 = g_win_start_ns, t1 = now_ns(CLOCK_REALTIME);
   if (t1 < t0)
     t1 = t0;
-  g_win_start_ns = t1;
+  if (!keep)
+    g_win_start_ns = t1;
   pthread_mutex_unlock(&g_mu);
 
   heap_stats hs;
@@ -922,6 +925,14 @@ done:
   free(st);
   free(vals);
   return rc;
+}
+
+int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+  return cut(0, out, len, start_ns, end_ns);
+}
+
+int heap_snapshot(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+  return cut(1, out, len, start_ns, end_ns);
 }
 
 void heap_get_stats(heap_stats *st) {

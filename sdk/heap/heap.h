@@ -72,6 +72,9 @@ void heap_use_hooks(heap_hooks *h);
  * the previous cut and the live sampled heap now. 0, or a negative
  * PUSHPROF_E* code. */
 int heap_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* The same profile without cutting: the window (its allocations so far)
+ * goes on, so the next heap_cut still holds them. For on-demand sessions. */
+int heap_snapshot(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
 /* 1 if nothing was allocated since the last cut and nothing is live. */
 int heap_window_empty(void);
 

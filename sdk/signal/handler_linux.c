@@ -400,6 +400,9 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   /* Expiries the kernel merged into this signal (missed ticks, a vCPU that
    * was descheduled) still stand for CPU time spent here. */
   rec->weight = 1;
+  rec->period_ns = slot && si->si_code == SI_TIMER
+                       ? atomic_load_explicit(&slot->period_ns, memory_order_relaxed)
+                       : 0;
   if (si->si_code == SI_TIMER && si->si_overrun > 0)
     rec->weight += si->si_overrun < 1000 ? (uint32_t)si->si_overrun : 1000;
   else if (si->si_code == SI_KERNEL)
@@ -431,6 +434,7 @@ void handler_record_at_exit(uintptr_t entry) {
   rec->gen = 0;
   rec->sp = 0;
   rec->weight = 1;
+  rec->period_ns = 0;
   labels_snapshot(rec);
   ring_commit(&collector_ring, pos);
 }

@@ -36,6 +36,7 @@ typedef struct ring_record {
   uint16_t labels_len;
   uint32_t weight;               /* timer periods this sample stands for: 1 + si_overrun */
   int32_t defer;                 /* RING_F_DEFERRED: the deferred.h slot */
+  int64_t period_ns;             /* the timer interval a weight stands for; 0: the collector's */
   uintptr_t pcs[RING_MAX_DEPTH]; /* leaf first */
   char labels[RING_LABEL_BYTES];
 } ring_record;

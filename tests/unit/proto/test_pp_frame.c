@@ -47,10 +47,21 @@ static void test_frame_rejects_bad_version(void) {
 
 static void test_frame_rejects_bad_type(void) {
   uint8_t h[PP_FRAME_HEADER_SIZE];
-  pp_frame_header_encode(h, 3, 10);
+  pp_frame_header_encode(h, 5, 10);
   expect_reject(h, 100, "type");
   pp_frame_header_encode(h, 0, 10);
   expect_reject(h, 100, "type");
+}
+
+static void test_frame_takes_subscribe_and_control(void) {
+  uint8_t h[PP_FRAME_HEADER_SIZE];
+  pp_frame_header out;
+  pp_frame_header_encode(h, PP_FRAME_SUBSCRIBE, 10);
+  PP_CHECK_INT(pp_frame_header_decode(h, 100, &out, NULL), ==, 0);
+  PP_CHECK_INT(out.type, ==, 3);
+  pp_frame_header_encode(h, PP_FRAME_CONTROL, 10);
+  PP_CHECK_INT(pp_frame_header_decode(h, 100, &out, NULL), ==, 0);
+  PP_CHECK_INT(out.type, ==, 4);
 }
 
 static void test_frame_rejects_too_large(void) {
@@ -70,6 +81,7 @@ int main(void) {
   PP_RUN(test_frame_rejects_bad_magic);
   PP_RUN(test_frame_rejects_bad_version);
   PP_RUN(test_frame_rejects_bad_type);
+  PP_RUN(test_frame_takes_subscribe_and_control);
   PP_RUN(test_frame_rejects_too_large);
   PP_DONE();
 }
