@@ -9,7 +9,9 @@ A row is one TSV line: key, label, target, median, range, met.
   range   "min..max" over runs ("-" for a figure measured once)
   met     "yes" / "no" when there is a target, else ""
 
-As a module (the Python benches): add(path, key, label, target, values, digits).
+As a module (the Python benches): add(path, key, label, target, values, digits),
+and what every bench does around its rows: need (built files), clean_env,
+rotated (run order) and run_child (one measured run).
 As a command (the shell benches):
   benchrows.py add FILE KEY LABEL TARGET DIGITS VALUE...
   benchrows.py table FILE [--expect KEY]... [--check]
@@ -19,9 +21,14 @@ or a row without a numeric median, is listed as missing, and --check then
 makes the command exit 1 (the smoke test uses that). C benches write the
 same format through tests/bench/bench_rows.h.
 """
+import collections
 import math
+import os
 import statistics
+import subprocess
 import sys
+import threading
+import time
 
 
 def _num(v):
@@ -99,6 +106,68 @@ def table(path, expect, check):
     if missing:
         print("\nmissing figures (the bench failed or did not run; see its log): %s" % ", ".join(missing))
     return 1 if check and missing else 0
+
+
+def _me():
+    return os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+
+def need(*paths):
+    """Ends the bench, naming the first of paths that does not exist."""
+    for p in paths:
+        if not os.path.exists(p):
+            raise SystemExit("%s: %s missing; build first" % (_me(), p))
+
+
+def clean_env(drop=()):
+    """The environment without what would steer a profiler: PUSHPROF_*,
+    LD_PRELOAD, and the names in drop."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("PUSHPROF_") and k != "LD_PRELOAD" and k not in drop}
+
+
+def rotated(variants, r):
+    """Round r's order: the variants rotated by r, so none is always first."""
+    return variants[r % len(variants):] + variants[:r % len(variants)]
+
+
+# cpu: user+sys seconds of the child (and of the orphans it left, with
+# reap_orphans); wall: seconds; maxrss_kib: its peak RSS; vals: its stdout's
+# key=value lines as floats; err: its stderr; pid: its process id.
+ChildRun = collections.namedtuple("ChildRun", "cpu wall maxrss_kib vals err pid")
+
+
+def run_child(cmd, env, cwd=None, stdout=True, reap_orphans=False, preexec_fn=None):
+    """Runs cmd to its end and returns its ChildRun. A child that fails ends
+    the bench with its command and the tail of its stderr. reap_orphans
+    assumes the caller is a subreaper with no other children."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, preexec_fn=preexec_fn)
+    err = []  # read beside stdout: a child that fills one pipe must not block on the other
+    reader = threading.Thread(target=lambda: err.append(p.stderr.read()))
+    reader.start()
+    out = p.stdout.read() if stdout else b""
+    reader.join()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    cpu, maxrss = ru.ru_utime + ru.ru_stime, float(ru.ru_maxrss)
+    while reap_orphans:
+        try:
+            _, _, ru = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        cpu += ru.ru_utime + ru.ru_stime
+    wall = time.monotonic() - t0
+    err = err[0].decode(errors="replace")
+    if p.returncode != 0:
+        raise SystemExit("%s: %s exited %d: %s" % (_me(), " ".join(cmd), p.returncode, err[-2000:]))
+    vals = {}
+    for line in out.decode().splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            vals[k] = float(v)
+    return ChildRun(cpu, wall, maxrss, vals, err, p.pid)
 
 
 def main(argv):

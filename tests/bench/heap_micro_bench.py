@@ -36,7 +36,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -47,12 +46,6 @@ import benchrows  # noqa: E402
 
 def heap_lib_of(preload):
     return os.path.join(os.path.dirname(preload), "libpushprof_heap.so")
-
-
-def clean_env():
-    """The environment without anything that would steer a profiler or an allocator."""
-    drop = ("LD_PRELOAD", "MALLOC_CONF", "HEAPPROFILE", "CPUPROFILE")
-    return {k: v for k, v in os.environ.items() if not k.startswith("PUSHPROF_") and k not in drop}
 
 
 def variant_env(base, v, preload, out):
@@ -68,23 +61,8 @@ def variant_env(base, v, preload, out):
 
 def run_child(cmd, env):
     """The child's key=value lines, plus maxrss_kib: its peak RSS."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("heap_micro_bench: %s failed: %s" % (
-            " ".join(cmd), err.decode(errors="replace")[-2000:]))
-    vals = {"maxrss_kib": float(ru.ru_maxrss)}
-    for line in out.decode().splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            vals[k] = float(v)
-    return vals
-
-
-def rotated(variants, r):
-    return variants[r % len(variants):] + variants[:r % len(variants)]
+    c = benchrows.run_child(cmd, env)
+    return dict(c.vals, maxrss_kib=c.maxrss_kib)
 
 
 def live_blocks(path):
@@ -108,10 +86,8 @@ def main():
     build = os.path.abspath(a.build)
     binary = os.path.join(build, "tests", "bench_heap_micro")
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
-    for f in (binary, preload, heap_lib_of(preload)):
-        if not os.path.exists(f):
-            raise SystemExit("heap_micro_bench: %s missing; build first" % f)
-    base = clean_env()
+    benchrows.need(binary, preload, heap_lib_of(preload))
+    base = benchrows.clean_env(("MALLOC_CONF", "HEAPPROFILE", "CPUPROFILE"))
     tmp = tempfile.mkdtemp(prefix="pushprof-heap-micro.")
     med = statistics.median
     try:
@@ -119,7 +95,7 @@ def main():
         ns = {v: [] for v in pv}
         for r in range(a.runs):
             got = {}
-            for v in rotated(pv, r):
+            for v in benchrows.rotated(pv, r):
                 env = variant_env(base, v, preload, os.path.join(tmp, "pairs"))
                 got[v] = run_child([binary, "pairs", str(a.batches), str(a.pairs)], env)["ns_per_pair"]
             for v in pv:
@@ -133,7 +109,7 @@ def main():
         blocks = []
         for r in range(a.live_runs):
             got = {}
-            for v in rotated(lv, r):
+            for v in benchrows.rotated(lv, r):
                 out = os.path.join(tmp, "live-%s-%d" % (v, r))
                 env = variant_env(base, v, preload, out)
                 got[v] = run_child([binary, "live", str(a.mib)], env)

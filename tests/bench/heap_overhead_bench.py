@@ -49,10 +49,8 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -77,29 +75,8 @@ def become_subreaper():
 
 def run_child(cmd, env, cwd):
     """CPU (user+sys) and wall seconds of cmd and all its descendants."""
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    cpu = ru.ru_utime + ru.ru_stime
-    while True:  # orphans handed to us
-        try:
-            _, _, ru = os.wait4(-1, 0)
-        except ChildProcessError:
-            break
-        cpu += ru.ru_utime + ru.ru_stime
-    wall = time.monotonic() - t0
-    if p.returncode != 0:
-        raise SystemExit("heap_overhead_bench: %s exited %d: %s" % (
-            " ".join(cmd), p.returncode, err.decode(errors="replace")[-2000:]))
-    return cpu, wall
-
-
-def clean_env():
-    """The environment without anything that would steer a profiler or an allocator."""
-    drop = ("LD_PRELOAD", "MALLOC_CONF", "HEAPPROFILE", "CPUPROFILE", "HEAPCHECK")
-    return {k: v for k, v in os.environ.items() if not k.startswith("PUSHPROF_") and k not in drop}
+    c = benchrows.run_child(cmd, env, cwd=cwd, stdout=False, reap_orphans=True)
+    return c.cpu, c.wall
 
 
 def heap_comment(path):
@@ -132,9 +109,7 @@ def main():
     binary = os.path.join(build, "tests", "bench_heap_overhead")
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
     heap_lib = os.path.join(build, "sdk", "libpushprof_heap.so")
-    for f in (binary, preload, heap_lib):
-        if not os.path.exists(f):
-            raise SystemExit("heap_overhead_bench: %s missing; build first" % f)
+    benchrows.need(binary, preload, heap_lib)
     jemalloc = find_lib("libjemalloc.so.2")
     tcmalloc = find_lib("libtcmalloc.so") or find_lib("libtcmalloc.so.4")
     heaptrack = None if a.no_heaptrack else shutil.which("heaptrack")
@@ -150,16 +125,15 @@ def main():
 
     become_subreaper()
     tmp = tempfile.mkdtemp(prefix="pushprof-heap-bench.")
-    base = clean_env()
+    base = benchrows.clean_env(("MALLOC_CONF", "HEAPPROFILE", "CPUPROFILE", "HEAPCHECK"))
     cpu = {v: [] for v in variants + record}
     wall = {v: [] for v in variants + record}
     samples = []
     try:
         for r in range(a.runs):
             now = variants + (record if r < a.record_runs else [])
-            order = now[r % len(now):] + now[:r % len(now)]
             got = {}
-            for v in order:
+            for v in benchrows.rotated(now, r):
                 kops = a.record_kops if v in record else a.kops
                 env, cmd = dict(base), [binary, str(kops), str(a.threads)]
                 out = os.path.join(tmp, "%s-%d" % (v, r))
@@ -195,7 +169,7 @@ def main():
         sv = ["none", "cpu", "heap"]
         start = {v: [] for v in sv}
         for r in range(a.startup_runs):
-            for v in sv[r % 3:] + sv[:r % 3]:
+            for v in benchrows.rotated(sv, r):
                 env = dict(base)
                 out = os.path.join(tmp, "start-%s-%d" % (v, r))
                 if v != "none":

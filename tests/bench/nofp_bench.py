@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import benchrows  # noqa: E402
 import pprof_check  # noqa: E402
-from sdk_bench import GPERF_CANDIDATES, clean_env, run_child, run_order, variant_env  # noqa: E402
+from sdk_bench import GPERF_CANDIDATES, clean_env, variant_env  # noqa: E402
 
 GEN = os.path.join(HERE, "..", "integration", "stacks", "sk_gen_log.py")
 
@@ -49,8 +49,7 @@ def main():
     a = ap.parse_args()
 
     preload = os.path.join(os.path.abspath(a.build), "sdk", "libpushprof_preload.so")
-    if not os.path.exists(preload):
-        raise SystemExit("nofp_bench: %s missing; build first" % preload)
+    benchrows.need(preload)
     xz = shutil.which("xz")
     if not xz:
         raise SystemExit("nofp_bench: xz not installed (xz-utils)")
@@ -64,10 +63,10 @@ def main():
         res = {v: {"cpu": [], "ratio": [], "depth": []} for v in variants}
         for r in range(a.runs):
             got = {}
-            for v in run_order(variants, r):
+            for v in benchrows.rotated(variants, r):
                 prof = os.path.join(tmp, "%s-%d.prof" % (v, r))
                 env = variant_env(base, v, prof, a.hz, preload, gperf)
-                cpu, _, _, _ = run_child([xz, "-9", "-T1", "-k", "-f", data], env)
+                cpu = benchrows.run_child([xz, "-9", "-T1", "-k", "-f", data], env, stdout=False).cpu
                 got[v] = (cpu, prof)
             for v in variants:
                 cpu, prof = got[v]

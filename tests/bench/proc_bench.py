@@ -30,7 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import benchrows  # noqa: E402
-from sdk_bench import GPERF_CANDIDATES, clean_env, run_order  # noqa: E402
+from sdk_bench import GPERF_CANDIDATES, clean_env  # noqa: E402
 
 BIG_DIR = next((d for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                              "/usr/lib64", "/usr/lib") if os.path.isdir(d)), "/usr/lib")
@@ -41,13 +41,8 @@ COMMANDS = {"true": (["/bin/true"], None), "ls": (["ls", "-l", "/usr/lib"], None
 
 def wall_of(cmd, env):
     """Wall time of one run (ms) and its pid."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, err = p.communicate()
-    wall = (time.perf_counter() - t0) * 1000.0
-    if p.returncode != 0:
-        raise SystemExit("proc_bench: %s exited %d: %s" % (cmd[0], p.returncode, err.decode()))
-    return wall, p.pid
+    c = benchrows.run_child(cmd, env, stdout=False)
+    return c.wall * 1000.0, c.pid
 
 
 def pct(xs, q):
@@ -64,9 +59,7 @@ def main():
     build = os.path.abspath(a.build)
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
     sidecar = os.path.join(build, "sidecar", "pushprof-sidecar")
-    for f in (preload, sidecar):
-        if not os.path.exists(f):
-            raise SystemExit("proc_bench: %s missing; build first" % f)
+    benchrows.need(preload, sidecar)
     gperf = next((g for g in GPERF_CANDIDATES if os.path.exists(g)), None)
     tmp = tempfile.mkdtemp(prefix="pushprof-proc-bench.")
     sock = os.path.join(tmp, "pp.sock")
@@ -90,7 +83,7 @@ def main():
         for name, (cmd, hz) in COMMANDS.items():
             for r in range(a.pairs):
                 got = {}
-                for v in run_order(variants, r):
+                for v in benchrows.rotated(variants, r):
                     env = dict(base)
                     if v == "pushprof":
                         env.update(LD_PRELOAD=preload, PUSHPROF_SOCKET=sock)

@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -38,33 +37,8 @@ GPERF_CANDIDATES = ["/usr/lib/x86_64-linux-gnu/libprofiler.so",
                     "/usr/lib/libprofiler.so"]
 
 
-def run_child(cmd, env):
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        raise SystemExit("sdk_bench: %s exited %d: %s" % (cmd[0], p.returncode, err.decode()))
-    vals = {}
-    for line in out.decode().splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            vals[k] = float(v)
-    return ru.ru_utime + ru.ru_stime, wall, vals, err.decode()
-
-
 def clean_env():
-    """The environment without anything that would steer a profiler."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith("PUSHPROF_") and k not in ("LD_PRELOAD", "CPUPROFILE")}
-
-
-def run_order(variants, r):
-    """Run r's order: the variants rotated by r, so none is always first."""
-    return variants[r % len(variants):] + variants[:r % len(variants)]
+    return benchrows.clean_env(("CPUPROFILE",))
 
 
 def variant_env(base, variant, prof, hz, preload, gperf):
@@ -118,8 +92,7 @@ def main():
 
     build = os.path.abspath(a.build)
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
-    if not os.path.exists(preload):
-        raise SystemExit("sdk_bench: %s missing; build first" % preload)
+    benchrows.need(preload)
     gperf = next((g for g in GPERF_CANDIDATES if os.path.exists(g)), None)
     tmp = tempfile.mkdtemp(prefix="pushprof-bench.")
     try:
@@ -133,10 +106,10 @@ def main():
                    "capture": []} for v in variants}
         for r in range(a.runs):
             got = {}
-            for v in run_order(variants, r):
+            for v in benchrows.rotated(variants, r):
                 prof = os.path.join(tmp, "%s-%d.prof" % (v, r))
                 env = variant_env(base, v, prof, a.hz, preload, gperf)
-                cpu, wall, vals, err = run_child([binary, str(a.units)], env)
+                cpu, wall, _, vals, err, _ = benchrows.run_child([binary, str(a.units)], env)
                 got[v] = (cpu, wall, vals, prof, err)
             for v in variants:
                 cpu, wall, vals, prof, err = got[v]

@@ -26,7 +26,6 @@ is missing.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import shutil
@@ -38,40 +37,11 @@ import benchrows  # noqa: E402
 VARIANTS = ["none", "cpu", "wait-off", "wait"]
 
 
-def clean_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("PUSHPROF_") and k != "LD_PRELOAD"}
-
-
-def run(cmd, env):
-    """The child's key=value lines."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = p.communicate()
-    if p.returncode != 0:
-        raise SystemExit("wait_bench: %s failed: %s" % (" ".join(cmd), err.decode(errors="replace")[-2000:]))
-    vals = {}
-    for line in out.decode().splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            vals[k] = float(v)
-    return vals
-
-
 def pin_to_one_cpu():
     """The ping-pong's two threads on one CPU: each hop is then one switch
     on that CPU, not a wake-up across CPUs whose cost depends on where the
     scheduler put the threads (the spread of the ratios drops)."""
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-
-
-def run_cpu(cmd, env):
-    """CPU seconds of cmd (user+sys), from its rusage."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         preexec_fn=pin_to_one_cpu)
-    err = p.stderr.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("wait_bench: %s failed: %s" % (" ".join(cmd), err.decode(errors="replace")[-2000:]))
-    return ru.ru_utime + ru.ru_stime
 
 
 def main():
@@ -89,10 +59,8 @@ def main():
     binary = os.path.join(build, "tests", "bench_wait")
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")
     wait_lib = os.path.join(build, "sdk", "libpushprof_wait.so")
-    for f in (binary, preload, wait_lib):
-        if not os.path.exists(f):
-            raise SystemExit("wait_bench: %s missing; build first" % f)
-    base = clean_env()
+    benchrows.need(binary, preload, wait_lib)
+    base = benchrows.clean_env()
     tmp = tempfile.mkdtemp(prefix="pushprof-wait-bench.")
 
     def env_of(v, out):
@@ -108,13 +76,13 @@ def main():
     read_ns = {v: [] for v in VARIANTS}
     try:
         for r in range(a.runs):
-            order = VARIANTS[r % 4:] + VARIANTS[:r % 4]
-            for v in order:
+            for v in benchrows.rotated(VARIANTS, r):
                 out = os.path.join(tmp, "%s-%d" % (v, r))
-                cpu[v].append(run_cpu([binary, "pingpong", str(a.rounds)], env_of(v, out)))
+                cpu[v].append(benchrows.run_child([binary, "pingpong", str(a.rounds)], env_of(v, out), stdout=False,
+                                                  preexec_fn=pin_to_one_cpu).cpu)
                 if v == "wait" and not os.path.exists(out + "-offcpu.pb.gz"):
                     raise SystemExit("wait_bench: no off-CPU profile at %s-offcpu.pb.gz" % out)
-                c = run([binary, "calls", str(a.batches), str(a.calls)], env_of(v, out + "c"))
+                c = benchrows.run_child([binary, "calls", str(a.batches), str(a.calls)], env_of(v, out + "c")).vals
                 lock_ns[v].append(c["lock_ns"])
                 read_ns[v].append(c["read_ns"])
             print("round %d/%d: %s" % (r + 1, a.runs, "  ".join(
