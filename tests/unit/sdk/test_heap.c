@@ -9,12 +9,9 @@
 #include <unistd.h>
 
 #include "heap.h"
-#include "pp_parse_ref.h"
-#include "pp_test.h"
+#include "profile_test_util.h"
 #include "pushprof.h"
 #include "sampler.h"
-
-typedef Perftools__Profiles__Profile Profile;
 
 static int always_ours(void) {
   return 1;
@@ -71,42 +68,8 @@ __attribute__((noinline)) void *heap_site_b(size_t n) {
 }
 
 static Profile *cut(void) {
-  uint8_t *raw = NULL;
-  size_t len = 0;
-  int64_t t0, t1;
-  int rc = heap_cut(&raw, &len, &t0, &t1);
-  PP_CHECK_INT(rc, ==, 0);
-  if (rc != 0)
-    return NULL;
-  Profile *p = pp_ref_parse(raw, len, 64u << 20, NULL, 0);
-  free(raw);
-  PP_CHECK(p != NULL);
-  return p;
-}
-
-static const char *str(const Profile *p, int64_t i) {
-  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
-}
-
-/* Sum of value column v over samples whose stack holds a function named fn
- * (NULL: all samples). */
-static int64_t sum(const Profile *p, size_t v, const char *fn) {
-  int64_t s = 0;
-  for (size_t i = 0; i < p->n_sample; i++) {
-    const Perftools__Profiles__Sample *sm = p->sample[i];
-    int hit = fn == NULL;
-    for (size_t k = 0; !hit && k < sm->n_location_id; k++)
-      for (size_t l = 0; l < p->n_location; l++)
-        if (p->location[l]->id == sm->location_id[k])
-          for (size_t q = 0; q < p->location[l]->n_line; q++)
-            for (size_t f = 0; f < p->n_function; f++)
-              if (p->function[f]->id == p->location[l]->line[q]->function_id &&
-                  strcmp(str(p, p->function[f]->name), fn) == 0)
-                hit = 1;
-    if (hit && v < sm->n_value)
-      s += sm->value[v];
-  }
-  return s;
+  pt_cut c = {0};
+  return pt_parse_cut(heap_cut(&c.raw, &c.len, &c.t0, &c.t1), &c);
 }
 
 enum { ALLOC_OBJ, ALLOC_SPACE, INUSE_OBJ, INUSE_SPACE };
@@ -137,27 +100,27 @@ static void test_layout_and_exact_counts_at_rate_one(void) {
                             {"inuse_objects", "count"},
                             {"inuse_space", "bytes"}};
   for (size_t i = 0; i < 4 && i < p->n_sample_type; i++) {
-    PP_CHECK_STR(str(p, p->sample_type[i]->type), want[i][0]);
-    PP_CHECK_STR(str(p, p->sample_type[i]->unit), want[i][1]);
+    PP_CHECK_STR(pt_str(p, p->sample_type[i]->type), want[i][0]);
+    PP_CHECK_STR(pt_str(p, p->sample_type[i]->unit), want[i][1]);
   }
-  PP_CHECK_STR(str(p, p->period_type->type), "space");
-  PP_CHECK_STR(str(p, p->period_type->unit), "bytes");
+  PP_CHECK_STR(pt_str(p, p->period_type->type), "space");
+  PP_CHECK_STR(pt_str(p, p->period_type->unit), "bytes");
   PP_CHECK_INT(p->period, ==, 1);
-  PP_CHECK_STR(str(p, p->default_sample_type), "inuse_space");
-  PP_CHECK_INT(sum(p, ALLOC_OBJ, "heap_site_a"), ==, 1000);
-  PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), ==, 64000);
-  PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_a"), ==, 0);
-  PP_CHECK_INT(sum(p, ALLOC_OBJ, "heap_site_b"), ==, 500);
-  PP_CHECK_INT(sum(p, INUSE_OBJ, "heap_site_b"), ==, 500);
-  PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_b"), ==, 64000);
+  PP_CHECK_STR(pt_str(p, p->default_sample_type), "inuse_space");
+  PP_CHECK_INT(pt_sum(p, ALLOC_OBJ, "heap_site_a"), ==, 1000);
+  PP_CHECK_INT(pt_sum(p, ALLOC_SPACE, "heap_site_a"), ==, 64000);
+  PP_CHECK_INT(pt_sum(p, INUSE_SPACE, "heap_site_a"), ==, 0);
+  PP_CHECK_INT(pt_sum(p, ALLOC_OBJ, "heap_site_b"), ==, 500);
+  PP_CHECK_INT(pt_sum(p, INUSE_OBJ, "heap_site_b"), ==, 500);
+  PP_CHECK_INT(pt_sum(p, INUSE_SPACE, "heap_site_b"), ==, 64000);
   perftools__profiles__profile__free_unpacked(p, NULL);
 
   /* The live heap is a gauge: a cut with no new allocation still shows it;
    * the allocations were this window's only. */
   p = cut();
   if (p) {
-    PP_CHECK_INT(sum(p, ALLOC_OBJ, NULL), ==, 0);
-    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_b"), ==, 64000);
+    PP_CHECK_INT(pt_sum(p, ALLOC_OBJ, NULL), ==, 0);
+    PP_CHECK_INT(pt_sum(p, INUSE_SPACE, "heap_site_b"), ==, 64000);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   PP_CHECK_INT(heap_window_empty(), ==, 0);
@@ -165,7 +128,7 @@ static void test_layout_and_exact_counts_at_rate_one(void) {
     xfree(b[i]);
   p = cut();
   if (p) {
-    PP_CHECK_INT(sum(p, INUSE_OBJ, NULL), ==, 0);
+    PP_CHECK_INT(pt_sum(p, INUSE_OBJ, NULL), ==, 0);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   PP_CHECK_INT(heap_window_empty(), ==, 1);
@@ -180,10 +143,10 @@ static void test_one_sample_is_weighted_by_its_probability(void) {
   Profile *p = cut();
   if (p) {
     /* p = 1 - exp(-2048/1024) = 0.864665: 1/p objects, 2048/p bytes. */
-    PP_CHECK_INT(sum(p, ALLOC_OBJ, "heap_site_a"), ==, 1);
-    PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), >=, 2368);
-    PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), <=, 2369);
-    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_a"), ==, sum(p, ALLOC_SPACE, "heap_site_a"));
+    PP_CHECK_INT(pt_sum(p, ALLOC_OBJ, "heap_site_a"), ==, 1);
+    PP_CHECK_INT(pt_sum(p, ALLOC_SPACE, "heap_site_a"), >=, 2368);
+    PP_CHECK_INT(pt_sum(p, ALLOC_SPACE, "heap_site_a"), <=, 2369);
+    PP_CHECK_INT(pt_sum(p, INUSE_SPACE, "heap_site_a"), ==, pt_sum(p, ALLOC_SPACE, "heap_site_a"));
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   xfree(p1);
@@ -211,9 +174,9 @@ static void test_estimates_are_unbiased(void) {
   }
   Profile *p = cut();
   if (p) {
-    double ea = (double)sum(p, ALLOC_SPACE, "heap_site_a"),
-           eb = (double)sum(p, ALLOC_SPACE, "heap_site_b");
-    double oa = (double)sum(p, ALLOC_OBJ, "heap_site_a");
+    double ea = (double)pt_sum(p, ALLOC_SPACE, "heap_site_a"),
+           eb = (double)pt_sum(p, ALLOC_SPACE, "heap_site_b");
+    double oa = (double)pt_sum(p, ALLOC_OBJ, "heap_site_a");
     fprintf(stderr, "  bytes a %.0f of %llu, b %.0f of %llu; objects a %.0f of %llu\n", ea,
             (unsigned long long)truth_a, eb, (unsigned long long)truth_b, oa,
             (unsigned long long)n_a);
@@ -221,7 +184,7 @@ static void test_estimates_are_unbiased(void) {
     PP_CHECK(ea > 0.95 * (double)truth_a && ea < 1.05 * (double)truth_a);
     PP_CHECK(eb > 0.95 * (double)truth_b && eb < 1.05 * (double)truth_b);
     PP_CHECK(oa > 0.95 * (double)n_a && oa < 1.05 * (double)n_a);
-    PP_CHECK_INT(sum(p, INUSE_SPACE, NULL), ==, 0);
+    PP_CHECK_INT(pt_sum(p, INUSE_SPACE, NULL), ==, 0);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   heap_stop();
@@ -249,14 +212,14 @@ static void test_frees_from_other_threads_and_exited_threads(void) {
   pthread_join(t, NULL); /* the allocating thread is gone; its blocks live */
   Profile *p = cut();
   if (p) {
-    PP_CHECK_INT(sum(p, INUSE_OBJ, "heap_site_a"), ==, 2000);
+    PP_CHECK_INT(pt_sum(p, INUSE_OBJ, "heap_site_a"), ==, 2000);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   pthread_create(&t, NULL, free_thread, NULL);
   pthread_join(t, NULL);
   p = cut();
   if (p) {
-    PP_CHECK_INT(sum(p, INUSE_OBJ, NULL), ==, 0);
+    PP_CHECK_INT(pt_sum(p, INUSE_OBJ, NULL), ==, 0);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   heap_stats st;
@@ -277,11 +240,11 @@ static void test_realloc_is_a_free_and_an_allocation(void) {
   heap_realloc_failed(c);
   Profile *p = cut();
   if (p) {
-    PP_CHECK_INT(sum(p, ALLOC_SPACE, "heap_site_a"), ==, 100);
-    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_a"), ==, 0);
-    PP_CHECK_INT(sum(p, INUSE_SPACE, "heap_site_b"), ==, 300);
-    PP_CHECK_INT(sum(p, INUSE_SPACE, NULL), ==, 5300);
-    PP_CHECK_INT(sum(p, ALLOC_SPACE, NULL), ==, 5400);
+    PP_CHECK_INT(pt_sum(p, ALLOC_SPACE, "heap_site_a"), ==, 100);
+    PP_CHECK_INT(pt_sum(p, INUSE_SPACE, "heap_site_a"), ==, 0);
+    PP_CHECK_INT(pt_sum(p, INUSE_SPACE, "heap_site_b"), ==, 300);
+    PP_CHECK_INT(pt_sum(p, INUSE_SPACE, NULL), ==, 5300);
+    PP_CHECK_INT(pt_sum(p, ALLOC_SPACE, NULL), ==, 5400);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   xfree(b);
@@ -341,12 +304,12 @@ static void test_fork_child_keeps_the_live_heap(void) {
      * a free of an inherited block is seen. */
     xfree(keep[0]);
     Profile *p = cut();
-    int ok = p && sum(p, ALLOC_OBJ, NULL) == 0 && sum(p, INUSE_OBJ, "heap_site_b") == 99 &&
-             sum(p, INUSE_SPACE, "heap_site_b") == 99000;
+    int ok = p && pt_sum(p, ALLOC_OBJ, NULL) == 0 && pt_sum(p, INUSE_OBJ, "heap_site_b") == 99 &&
+             pt_sum(p, INUSE_SPACE, "heap_site_b") == 99000;
     if (!ok && p)
       fprintf(stderr, "  child: alloc %lld, in use %lld objects %lld bytes\n",
-              (long long)sum(p, ALLOC_OBJ, NULL), (long long)sum(p, INUSE_OBJ, "heap_site_b"),
-              (long long)sum(p, INUSE_SPACE, "heap_site_b"));
+              (long long)pt_sum(p, ALLOC_OBJ, NULL), (long long)pt_sum(p, INUSE_OBJ, "heap_site_b"),
+              (long long)pt_sum(p, INUSE_SPACE, "heap_site_b"));
     _exit(ok ? 0 : 1);
   }
   int status = 0;
@@ -354,7 +317,7 @@ static void test_fork_child_keeps_the_live_heap(void) {
   PP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   Profile *p = cut();
   if (p) {
-    PP_CHECK_INT(sum(p, INUSE_OBJ, "heap_site_b"), ==, 100);
+    PP_CHECK_INT(pt_sum(p, INUSE_OBJ, "heap_site_b"), ==, 100);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   for (int i = 0; i < 100; i++)

@@ -13,10 +13,9 @@
 
 #include "elfsym.h"
 #include "pp_builder.h"
-#include "pp_parse_ref.h"
-#include "pp_test.h"
 #include "procmaps.h"
 #include "profbuild.h"
+#include "profile_test_util.h"
 
 void *profbuild_cxx_function(void);
 void *profbuild_cxx_demangler(void);
@@ -36,8 +35,6 @@ PROBE(profbuild_probe_mid)
 PROBE(profbuild_probe_root)
 
 #define PC(fn, off) ((uintptr_t)(void *)&(fn) + (off))
-
-typedef Perftools__Profiles__Profile Profile;
 
 static Profile *build_and_parse(profbuild *pb, const profbuild_stack *st, size_t n,
                                 const profbuild_meta *meta, const char *save_to) {
@@ -60,10 +57,6 @@ static Profile *build_and_parse(profbuild *pb, const profbuild_stack *st, size_t
   return p;
 }
 
-static const char *str(const Profile *p, int64_t i) {
-  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "(bad index)";
-}
-
 static const Perftools__Profiles__Location *loc(const Profile *p, uint64_t id) {
   return id >= 1 && id <= p->n_location ? p->location[id - 1] : NULL;
 }
@@ -78,7 +71,7 @@ static const Perftools__Profiles__Function *func_of(const Profile *p,
 
 static const char *frame_name(const Profile *p, uint64_t loc_id) {
   const Perftools__Profiles__Function *f = func_of(p, loc(p, loc_id));
-  return f ? str(p, f->name) : NULL;
+  return f ? pt_str(p, f->name) : NULL;
 }
 
 static const Perftools__Profiles__Mapping *mapping_of(const Profile *p, uint64_t loc_id) {
@@ -96,14 +89,6 @@ static void check_dense_ids(const Profile *p) {
   for (size_t i = 0; i < p->n_function; i++)
     PP_CHECK_INT(p->function[i]->id, ==, i + 1);
   PP_CHECK(p->n_string_table > 0 && p->string_table[0][0] == '\0');
-}
-
-static const char *label_str(const Profile *p, const Perftools__Profiles__Sample *s,
-                             const char *key) {
-  for (size_t i = 0; i < s->n_label; i++)
-    if (strcmp(str(p, s->label[i]->key), key) == 0)
-      return str(p, s->label[i]->str);
-  return NULL;
 }
 
 /* The sample whose leaf frame has this function name. */
@@ -143,22 +128,22 @@ static void test_profbuild_names_values_labels_and_ids(void) {
   check_dense_ids(p);
   PP_CHECK_INT(p->n_sample_type, ==, 2);
   if (p->n_sample_type == 2) {
-    PP_CHECK_STR(str(p, p->sample_type[0]->type), "samples");
-    PP_CHECK_STR(str(p, p->sample_type[0]->unit), "count");
-    PP_CHECK_STR(str(p, p->sample_type[1]->type), "cpu");
-    PP_CHECK_STR(str(p, p->sample_type[1]->unit), "nanoseconds");
+    PP_CHECK_STR(pt_str(p, p->sample_type[0]->type), "samples");
+    PP_CHECK_STR(pt_str(p, p->sample_type[0]->unit), "count");
+    PP_CHECK_STR(pt_str(p, p->sample_type[1]->type), "cpu");
+    PP_CHECK_STR(pt_str(p, p->sample_type[1]->unit), "nanoseconds");
   }
   PP_CHECK(p->period_type != NULL);
   if (p->period_type) {
-    PP_CHECK_STR(str(p, p->period_type->type), "cpu");
-    PP_CHECK_STR(str(p, p->period_type->unit), "nanoseconds");
+    PP_CHECK_STR(pt_str(p, p->period_type->type), "cpu");
+    PP_CHECK_STR(pt_str(p, p->period_type->unit), "nanoseconds");
   }
   PP_CHECK_INT(p->period, ==, 10000000);
   PP_CHECK_INT(p->time_nanos, ==, 1700000000123456789);
   PP_CHECK_INT(p->duration_nanos, ==, 2000000000);
   PP_CHECK_INT(p->n_comment, ==, 2);
   if (p->n_comment == 2)
-    PP_CHECK_STR(str(p, p->comment[1]), "effective hz 100");
+    PP_CHECK_STR(pt_str(p, p->comment[1]), "effective hz 100");
 
   PP_CHECK_INT(p->n_sample, ==, 3);
   const Perftools__Profiles__Sample *a = sample_with_leaf(p, "profbuild_probe_leaf");
@@ -174,23 +159,23 @@ static void test_profbuild_names_values_labels_and_ids(void) {
       const Perftools__Profiles__Function *f = func_of(p, loc(p, a->location_id[0]));
       PP_CHECK(f != NULL);
       if (f)
-        PP_CHECK_STR(str(p, f->system_name), "profbuild_probe_leaf");
+        PP_CHECK_STR(pt_str(p, f->system_name), "profbuild_probe_leaf");
     }
     PP_CHECK_INT(a->n_value, ==, 2);
     if (a->n_value == 2) {
       PP_CHECK_INT(a->value[0], ==, 3);
       PP_CHECK_INT(a->value[1], ==, 3 * 10000000);
     }
-    PP_CHECK_STR(label_str(p, a, "trace_id"), "abc123");
-    PP_CHECK_STR(label_str(p, a, "route"), "/checkout");
+    PP_CHECK_STR(pt_label(p, a, "trace_id"), "abc123");
+    PP_CHECK_STR(pt_label(p, a, "route"), "/checkout");
     const Perftools__Profiles__Mapping *m = mapping_of(p, a->location_id[0]);
     PP_CHECK(m != NULL);
     if (m) {
       char exe[4096];
       ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
       exe[n > 0 ? n : 0] = '\0';
-      PP_CHECK_STR(str(p, m->filename), exe);
-      PP_CHECK(strlen(str(p, m->build_id)) >= 16);
+      PP_CHECK_STR(pt_str(p, m->filename), exe);
+      PP_CHECK(strlen(pt_str(p, m->build_id)) >= 16);
       PP_CHECK(m->has_functions);
       PP_CHECK_INT(m->id, ==, 1); /* the main executable comes first */
       PP_CHECK(m->memory_start <= PC(profbuild_probe_leaf, 4) &&
@@ -204,7 +189,7 @@ static void test_profbuild_names_values_labels_and_ids(void) {
     if (s->n_location_id == 2 &&
         strcmp(frame_name(p, s->location_id[0]), "profbuild_probe_mid") == 0) {
       mids++;
-      const char *t = label_str(p, s, "trace_id");
+      const char *t = pt_label(p, s, "trace_id");
       PP_CHECK_INT(s->value[0], ==, t ? 5 : 7);
       PP_CHECK_INT(s->value[1], ==, (t ? 5 : 7) * 10000000ll);
       if (t)
@@ -251,7 +236,7 @@ static void test_profbuild_opens_only_the_objects_samples_touch(void) {
     int libc_seen = 0;
     for (size_t i = 0; i < p->n_mapping; i++) {
       const Perftools__Profiles__Mapping *m = p->mapping[i];
-      const char *file = str(p, m->filename), *bid = str(p, m->build_id);
+      const char *file = pt_str(p, m->filename), *bid = pt_str(p, m->build_id);
       if (m->id == 1)
         PP_CHECK(strlen(bid) >= 16); /* the program: touched */
       if (strstr(file, "/libc.so")) {
@@ -338,7 +323,7 @@ static void test_profbuild_demangles_cxx_and_resolves_libc(void) {
   PP_CHECK(a != NULL);
   if (a) {
     const Perftools__Profiles__Function *f = func_of(p, loc(p, a->location_id[0]));
-    PP_CHECK_STR(str(p, f->system_name), "_ZN13pushprof_test6Widget4spinEi");
+    PP_CHECK_STR(pt_str(p, f->system_name), "_ZN13pushprof_test6Widget4spinEi");
     PP_CHECK_INT(a->value[0], ==, 2);
   }
   const Perftools__Profiles__Sample *b = sample_with_leaf(p, "write");
@@ -347,8 +332,8 @@ static void test_profbuild_demangles_cxx_and_resolves_libc(void) {
     const Perftools__Profiles__Mapping *m = mapping_of(p, b->location_id[0]);
     PP_CHECK(m != NULL);
     if (m) {
-      PP_CHECK(strstr(str(p, m->filename), "libc") != NULL);
-      PP_CHECK(strlen(str(p, m->build_id)) >= 16);
+      PP_CHECK(strstr(pt_str(p, m->filename), "libc") != NULL);
+      PP_CHECK(strlen(pt_str(p, m->build_id)) >= 16);
       PP_CHECK(m->id > 1); /* not the main executable */
     }
   }
@@ -560,13 +545,13 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
     const Perftools__Profiles__Mapping *m = a ? mapping_of(p, a->location_id[0]) : NULL;
     PP_CHECK(m != NULL);
     if (m)
-      PP_CHECK_STR(str(p, m->filename), copy);
+      PP_CHECK_STR(pt_str(p, m->filename), copy);
     if (gt) {
       int found = 0;
       for (size_t i = 0; i < p->n_sample; i++) {
         const char *n = frame_name(p, p->sample[i]->location_id[0]);
         const Perftools__Profiles__Mapping *vm = mapping_of(p, p->sample[i]->location_id[0]);
-        if (n && strstr(n, "clock_gettime") && vm && strcmp(str(p, vm->filename), "[vdso]") == 0)
+        if (n && strstr(n, "clock_gettime") && vm && strcmp(pt_str(p, vm->filename), "[vdso]") == 0)
           found++;
       }
       PP_CHECK_INT(found, ==, 1);

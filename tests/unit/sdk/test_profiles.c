@@ -6,51 +6,31 @@
 #include <signal.h>
 #include <string.h>
 
-#include "pp_parse_ref.h"
-#include "pp_test.h"
+#include "profile_test_util.h"
 #include "profiles.h"
 #include "sampler.h"
 #include "wait.h"
-
-typedef Perftools__Profiles__Profile Profile;
 
 static int always_ours(void) {
   return 1;
 }
 static wait_hooks TH = {.is_ours = always_ours};
 
-static const char *str(const Profile *p, int64_t i) {
-  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
-}
-
 /* Cuts bit through profiles_cut and parses it; NULL on failure. */
 static Profile *cut(unsigned bit) {
-  uint8_t *raw = NULL;
-  size_t len = 0;
-  int64_t t0 = 0, t1 = 0;
-  int rc = profiles_cut(bit, &raw, &len, &t0, &t1);
-  PP_CHECK_INT(rc, ==, 0);
-  if (rc != 0)
-    return NULL;
-  PP_CHECK(t1 >= t0);
-  Profile *p = pp_ref_parse(raw, len, 64u << 20, NULL, 0);
-  free(raw);
-  PP_CHECK(p != NULL);
-  return p;
+  pt_cut c = {0};
+  return pt_parse_cut(profiles_cut(bit, &c.raw, &c.len, &c.t0, &c.t1), &c);
 }
 
 /* Checks that p's first sample type is type and returns the sum of value
  * column v over its samples. */
 static int64_t check_type_and_sum(Profile *p, const char *type, size_t v) {
-  int64_t s = 0;
   if (!p)
     return -1;
   PP_CHECK(p->n_sample_type > v);
   if (p->n_sample_type > 0)
-    PP_CHECK_STR(str(p, p->sample_type[0]->type), type);
-  for (size_t i = 0; i < p->n_sample; i++)
-    if (v < p->sample[i]->n_value)
-      s += p->sample[i]->value[v];
+    PP_CHECK_STR(pt_str(p, p->sample_type[0]->type), type);
+  int64_t s = pt_sum(p, v, NULL);
   perftools__profiles__profile__free_unpacked(p, NULL);
   return s;
 }

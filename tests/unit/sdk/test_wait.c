@@ -8,14 +8,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "pp_parse_ref.h"
-#include "pp_test.h"
+#include "profile_test_util.h"
 #include "pushprof.h"
 #include "sampler.h"
 #include "threads_linux.h"
 #include "wait.h"
-
-typedef Perftools__Profiles__Profile Profile;
 
 static int always_ours(void) {
   return 1;
@@ -38,51 +35,8 @@ __attribute__((noinline)) void wait_site_b(int kind, int64_t c, int64_t d) {
 }
 
 static Profile *cut(int kind) {
-  uint8_t *raw = NULL;
-  size_t len = 0;
-  int64_t t0, t1;
-  int rc = wait_cut(kind, &raw, &len, &t0, &t1);
-  PP_CHECK_INT(rc, ==, 0);
-  if (rc != 0)
-    return NULL;
-  PP_CHECK(t1 >= t0);
-  Profile *p = pp_ref_parse(raw, len, 64u << 20, NULL, 0);
-  free(raw);
-  PP_CHECK(p != NULL);
-  return p;
-}
-
-static const char *str(const Profile *p, int64_t i) {
-  return i >= 0 && (size_t)i < p->n_string_table ? p->string_table[i] : "?";
-}
-
-static int has_fn(const Profile *p, const Perftools__Profiles__Sample *sm, const char *fn) {
-  for (size_t k = 0; k < sm->n_location_id; k++)
-    for (size_t l = 0; l < p->n_location; l++)
-      if (p->location[l]->id == sm->location_id[k])
-        for (size_t q = 0; q < p->location[l]->n_line; q++)
-          for (size_t f = 0; f < p->n_function; f++)
-            if (p->function[f]->id == p->location[l]->line[q]->function_id &&
-                strcmp(str(p, p->function[f]->name), fn) == 0)
-              return 1;
-  return 0;
-}
-
-static const char *label_of(const Profile *p, const Perftools__Profiles__Sample *sm,
-                            const char *key) {
-  for (size_t i = 0; i < sm->n_label; i++)
-    if (strcmp(str(p, sm->label[i]->key), key) == 0)
-      return str(p, sm->label[i]->str);
-  return NULL;
-}
-
-/* Sum of value column v over samples with function fn (NULL: all). */
-static int64_t sum(const Profile *p, size_t v, const char *fn) {
-  int64_t s = 0;
-  for (size_t i = 0; i < p->n_sample; i++)
-    if ((!fn || has_fn(p, p->sample[i], fn)) && v < p->sample[i]->n_value)
-      s += p->sample[i]->value[v];
-  return s;
+  pt_cut c = {0};
+  return pt_parse_cut(wait_cut(kind, &c.raw, &c.len, &c.t0, &c.t1), &c);
 }
 
 static void start(unsigned mask) {
@@ -104,24 +58,24 @@ static void test_layout_values_and_sites(void) {
   Profile *p = cut(WAIT_OFFCPU);
   if (p) {
     PP_CHECK_INT(p->n_sample_type, ==, 2);
-    PP_CHECK_STR(str(p, p->sample_type[0]->type), "contentions");
-    PP_CHECK_STR(str(p, p->sample_type[0]->unit), "count");
-    PP_CHECK_STR(str(p, p->sample_type[1]->type), "delay");
-    PP_CHECK_STR(str(p, p->sample_type[1]->unit), "nanoseconds");
-    PP_CHECK_STR(str(p, p->period_type->type), "contentions");
-    PP_CHECK_STR(str(p, p->default_sample_type), "delay");
-    PP_CHECK_INT(sum(p, 0, "wait_site_a"), ==, 10);
-    PP_CHECK_INT(sum(p, 1, "wait_site_a"), ==, 30000000);
-    PP_CHECK_INT(sum(p, 0, "wait_site_b"), ==, 20);
-    PP_CHECK_INT(sum(p, 1, "wait_site_b"), ==, 4000000);
-    PP_CHECK_INT(sum(p, 1, NULL), ==, 34000000); /* the lock wait is the other profile's */
+    PP_CHECK_STR(pt_str(p, p->sample_type[0]->type), "contentions");
+    PP_CHECK_STR(pt_str(p, p->sample_type[0]->unit), "count");
+    PP_CHECK_STR(pt_str(p, p->sample_type[1]->type), "delay");
+    PP_CHECK_STR(pt_str(p, p->sample_type[1]->unit), "nanoseconds");
+    PP_CHECK_STR(pt_str(p, p->period_type->type), "contentions");
+    PP_CHECK_STR(pt_str(p, p->default_sample_type), "delay");
+    PP_CHECK_INT(pt_sum(p, 0, "wait_site_a"), ==, 10);
+    PP_CHECK_INT(pt_sum(p, 1, "wait_site_a"), ==, 30000000);
+    PP_CHECK_INT(pt_sum(p, 0, "wait_site_b"), ==, 20);
+    PP_CHECK_INT(pt_sum(p, 1, "wait_site_b"), ==, 4000000);
+    PP_CHECK_INT(pt_sum(p, 1, NULL), ==, 34000000); /* the lock wait is the other profile's */
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 1); /* the cut took the window */
   p = cut(WAIT_LOCK);
   if (p) {
-    PP_CHECK_INT(sum(p, 0, "wait_site_b"), ==, 2);
-    PP_CHECK_INT(sum(p, 1, NULL), ==, 7000000);
+    PP_CHECK_INT(pt_sum(p, 0, "wait_site_b"), ==, 2);
+    PP_CHECK_INT(pt_sum(p, 1, NULL), ==, 7000000);
     perftools__profiles__profile__free_unpacked(p, NULL);
   }
   p = cut(WAIT_OFFCPU); /* an empty window cuts to an empty profile */
@@ -142,7 +96,7 @@ static void test_waits_carry_the_threads_labels(void) {
   if (p) {
     int labelled = 0, bare = 0;
     for (size_t i = 0; i < p->n_sample; i++) {
-      const char *r = label_of(p, p->sample[i], "route");
+      const char *r = pt_label(p, p->sample[i], "route");
       if (r && strcmp(r, "/checkout") == 0 && p->sample[i]->value[1] == 2000000)
         labelled++;
       if (!r && p->sample[i]->value[1] == 5000000)
