@@ -2,6 +2,9 @@
 # copy libpushprof_preload.so (and its libraries) in and set LD_PRELOAD.
 # Build from the repository root:
 #   docker build -f examples/deploy/Dockerfile.app -t myapp:1.0 .
+# For linux/amd64 and linux/arm64 at once (the library is built natively
+# per platform; the application's image must be multi-arch too):
+#   docker buildx build --platform linux/amd64,linux/arm64 -f examples/deploy/Dockerfile.app -t REGISTRY/myapp:1.0 --push .
 # Not built by the tests (no container engine there).
 FROM debian:bookworm AS pushprof
 RUN apt-get update \
