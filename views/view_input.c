@@ -1,5 +1,6 @@
 /* Files and directories -> one merged, validated profile. */
 #include "view_input.h"
+#include "pp_vec.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -31,18 +32,10 @@ static void say(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 static int list_add(path_list *l, const char *dir, const char *name) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 64;
-    char **nv = realloc(l->v, cap * sizeof *nv);
-    if (!nv)
-      return -1;
-    l->v = nv;
-    bool *nd = realloc(l->in_dir, cap * sizeof *nd);
-    if (!nd)
-      return -1;
-    l->in_dir = nd;
-    l->cap = cap;
-  }
+  size_t v_cap = l->cap; /* l->cap: what both arrays hold */
+  if (pp_vec_grow(&l->v, &v_cap, l->n + 1, sizeof *l->v, 64) != 0 ||
+      pp_vec_grow(&l->in_dir, &l->cap, l->n + 1, sizeof *l->in_dir, 64) != 0)
+    return -1;
   char *p;
   if (dir) {
     size_t dl = strlen(dir);

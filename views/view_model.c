@@ -4,6 +4,7 @@
  * keyed by (parent node, name). */
 #include "view_model.h"
 #include "pp_hash.h"
+#include "pp_vec.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -102,18 +103,10 @@ int64_t view_names_intern(view_names *n, const char *s, size_t len) {
     return found;
   if (len > UINT32_MAX || n->count >= UINT32_MAX - 1)
     return -1;
-  if (n->count == n->cap) {
-    size_t cap = n->cap ? n->cap * 2 : 1024;
-    char **ns = realloc(n->strs, cap * sizeof *ns);
-    if (!ns)
-      return -1;
-    n->strs = ns;
-    uint32_t *nl = realloc(n->lens, cap * sizeof *nl);
-    if (!nl)
-      return -1;
-    n->lens = nl;
-    n->cap = cap;
-  }
+  size_t strs_cap = n->cap; /* n->cap: what both arrays hold */
+  if (pp_vec_grow(&n->strs, &strs_cap, n->count + 1, sizeof *n->strs, 1024) != 0 ||
+      pp_vec_grow(&n->lens, &n->cap, n->count + 1, sizeof *n->lens, 1024) != 0)
+    return -1;
   char *c = names_copy(n, s, len);
   if (!c)
     return -1;
@@ -222,14 +215,8 @@ static uint64_t child_hash(uint32_t parent, uint32_t name) {
 }
 
 static int64_t tree_add_node(view_tree *t, uint32_t parent, uint32_t name, uint32_t group) {
-  if (t->count == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 4096;
-    view_node *nn = realloc(t->nodes, cap * sizeof *nn);
-    if (!nn)
-      return -1;
-    t->nodes = nn;
-    t->cap = cap;
-  }
+  if (pp_vec_grow(&t->nodes, &t->cap, t->count + 1, sizeof *t->nodes, 4096) != 0)
+    return -1;
   if (t->count >= UINT32_MAX)
     return -1;
   uint32_t id = (uint32_t)t->count++;
@@ -571,14 +558,8 @@ static int64_t collect_stack(view_tree *t, const Perftools__Profiles__Sample *s,
     t->sframes = ns;
     t->sframes_cap = cap;
   }
-  if (t->nstacks == t->stacks_cap) {
-    size_t cap = t->stacks_cap ? t->stacks_cap * 2 : 1024;
-    stack_sum *ns = realloc(t->stacks, cap * sizeof *ns);
-    if (!ns)
-      return -1;
-    t->stacks = ns;
-    t->stacks_cap = cap;
-  }
+  if (pp_vec_grow(&t->stacks, &t->stacks_cap, t->nstacks + 1, sizeof *t->stacks, 1024) != 0)
+    return -1;
   frame_ref *out = t->sframes + t->nsframes;
   size_t d = 0;
   bool focused = f->focus == NULL, ignored = false;
@@ -741,14 +722,8 @@ int view_tree_add(view_tree *t, const Perftools__Profiles__Profile *p, size_t vi
       if (l < 0)
         goto oom;
       stack = (uint32_t)l;
-      if (nmemo == memo_cap) {
-        size_t cap = memo_cap ? memo_cap * 2 : 4096;
-        stack_memo *nm = realloc(memo, cap * sizeof *nm);
-        if (!nm)
-          goto oom;
-        memo = nm;
-        memo_cap = cap;
-      }
+      if (pp_vec_grow(&memo, &memo_cap, nmemo + 1, sizeof *memo, 4096) != 0)
+        goto oom;
       memo[nmemo] = (stack_memo){s->location_id, s->n_location_id, stack};
       if (pp_htab_insert(&memo_ix, h, (uint32_t)nmemo) != 0)
         goto oom;

@@ -7,6 +7,7 @@
  * allocation of its own. */
 #include "pp_builder_tab.h"
 #include "pp_varint.h"
+#include "pp_vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +18,7 @@
 static int vec_reserve(void **v, size_t n, size_t *cap, size_t more, size_t elem) {
   if (more > SIZE_MAX / elem - n)
     return -1;
-  size_t need = n + more;
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap ? *cap : 16;
-  while (ncap < need)
-    ncap = ncap > SIZE_MAX / 2 / elem ? need : ncap * 2;
-  void *p = realloc(*v, ncap * elem);
-  if (!p)
-    return -1;
-  *v = p;
-  *cap = ncap;
-  return 0;
+  return pp_vec_grow(v, cap, n + more, elem, 16);
 }
 
 #define RESERVE(vec, more)                                                                         \

@@ -24,6 +24,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "pp_hex.h"
+#include "pp_vec.h"
 
 #define SEG_MAX 256
 
@@ -126,14 +127,8 @@ static void prune(int dfd, const char *path, int max, const char *name) {
     name_type(de->d_name, t, sizeof t);
     if (strcmp(t, type) != 0)
       continue;
-    if (n == cap) {
-      size_t ncap = cap ? cap * 2 : 16;
-      char **nn = realloc(names, ncap * sizeof *nn);
-      if (!nn)
-        goto out;
-      names = nn;
-      cap = ncap;
-    }
+    if (pp_vec_grow(&names, &cap, n + 1, sizeof *names, 16) != 0)
+      goto out;
     if (!(names[n] = strdup(de->d_name)))
       goto out;
     n++;

@@ -12,21 +12,12 @@
 #include "pp_why.h"
 #include "pp_hash.h"
 #include "pp_hex.h"
+#include "pp_vec.h"
 
 #define IX_MAX INT32_MAX /* OTLP indices are int32 */
 
-/* Makes room for need elements of size elem in *v (capacity *cap, grown
- * to at least twice over). 0 or -1 (ENOMEM; *v unchanged). */
 static int grow(void *v, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return 0;
-  size_t ncap = *cap * 2 > need ? *cap * 2 : need + 16;
-  void *nv = realloc(*(void **)v, ncap * elem);
-  if (!nv)
-    return -1;
-  *(void **)v = nv;
-  *cap = ncap;
-  return 0;
+  return pp_vec_grow(v, cap, need, elem, 16);
 }
 
 /* ---- interners ---- */

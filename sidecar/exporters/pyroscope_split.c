@@ -13,6 +13,7 @@
 #include "pp_builder.h"
 #include "pp_parse.h"
 #include "pp_merge.h"
+#include "pp_vec.h"
 
 #define PP_SPLIT_PARSE_MAX ((size_t)1 << 30)
 
@@ -38,14 +39,8 @@ static int build_piece(split_ctx *c, size_t lo, size_t hi, uint8_t **out, size_t
 }
 
 static int emit(split_ctx *c, uint8_t *data, size_t len) {
-  if (c->nout == c->capout) {
-    size_t ncap = c->capout ? c->capout * 2 : 4;
-    pp_piece *nv = realloc(c->out, ncap * sizeof *nv);
-    if (!nv)
-      return -1;
-    c->out = nv;
-    c->capout = ncap;
-  }
+  if (pp_vec_grow(&c->out, &c->capout, c->nout + 1, sizeof *c->out, 4) != 0)
+    return -1;
   c->out[c->nout++] = (pp_piece){data, len};
   return 0;
 }
