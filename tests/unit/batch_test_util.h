@@ -85,8 +85,20 @@ typedef struct btu_who {
   const char *ptype; /* the PushRequest's profile_type; NULL: none */
 } btu_who;
 
-/* A push frame of pprof for service from w, with the labels of
- * btu_frame_raw. */
+/* A complete push frame (header + req); NULL on ENOMEM. */
+static inline uint8_t *btu_frame_req(const Pushprof__V1__PushRequest *req, size_t *len) {
+  size_t n = pushprof__v1__push_request__get_packed_size(req);
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
+  if (!f)
+    return NULL;
+  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
+  pushprof__v1__push_request__pack(req, f + PP_FRAME_HEADER_SIZE);
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
+}
+
+/* A push frame of pprof for service from w, labelled env=prod and
+ * region=eu. */
 static inline uint8_t *btu_frame_who(const char *service, const uint8_t *pprof, size_t plen,
                                      const btu_who *w, size_t *len) {
   Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
@@ -109,14 +121,7 @@ static inline uint8_t *btu_frame_who(const char *service, const uint8_t *pprof, 
   req.pprof.len = plen;
   if (w->ptype)
     req.profile_type = (char *)w->ptype;
-  size_t n = pushprof__v1__push_request__get_packed_size(&req);
-  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
-  if (!f)
-    return NULL;
-  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
-  pushprof__v1__push_request__pack(&req, f + PP_FRAME_HEADER_SIZE);
-  *len = PP_FRAME_HEADER_SIZE + n;
-  return f;
+  return btu_frame_req(&req, len);
 }
 
 /* A heap push frame from w whose stack main->grow holds alloc bytes (and
@@ -134,33 +139,12 @@ static inline uint8_t *btu_heap_frame(const char *service, int64_t alloc, int64_
   return f;
 }
 
-/* A complete push frame (header + PushRequest) for service. */
+/* A push frame for service from pid 42 on "host", its window the second
+ * after 1795341600 s. */
 static inline uint8_t *btu_frame_raw(const char *service, const uint8_t *pprof, size_t plen,
                                      size_t *len) {
-  Pushprof__V1__PushRequest req = PUSHPROF__V1__PUSH_REQUEST__INIT;
-  Pushprof__V1__Label l1 = PUSHPROF__V1__LABEL__INIT, l2 = PUSHPROF__V1__LABEL__INIT;
-  Pushprof__V1__Label *labels[2] = {&l1, &l2};
-  l1.key = "env";
-  l1.value = "prod";
-  l2.key = "region";
-  l2.value = "eu";
-  req.service = (char *)service;
-  req.labels = labels;
-  req.n_labels = 2;
-  req.pid = 42;
-  req.hostname = "host";
-  req.start_time_nanos = 1795341600LL * 1000000000LL;
-  req.end_time_nanos = req.start_time_nanos + 1000000000LL;
-  req.pprof.data = (uint8_t *)pprof;
-  req.pprof.len = plen;
-  size_t n = pushprof__v1__push_request__get_packed_size(&req);
-  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
-  if (!f)
-    return NULL;
-  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
-  pushprof__v1__push_request__pack(&req, f + PP_FRAME_HEADER_SIZE);
-  *len = PP_FRAME_HEADER_SIZE + n;
-  return f;
+  const btu_who w = {.pid = 42, .host = "host", .end_ns = 1795341601LL * 1000000000LL};
+  return btu_frame_who(service, pprof, plen, &w, len);
 }
 
 static inline uint8_t *btu_frame(const char *service, int64_t value, size_t *len) {

@@ -20,15 +20,6 @@ static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
   return code;
 }
 
-static uint8_t *frame_with(Pushprof__V1__PushRequest *req, size_t *len) {
-  size_t n = pushprof__v1__push_request__get_packed_size(req);
-  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n + 1);
-  pp_frame_header_encode(f, PP_FRAME_PUSH, (uint32_t)n);
-  pushprof__v1__push_request__pack(req, f + PP_FRAME_HEADER_SIZE);
-  *len = PP_FRAME_HEADER_SIZE + n;
-  return f;
-}
-
 static void test_decode_frame_validates_every_layer(void) {
   char why[256];
   size_t len, plen;
@@ -67,11 +58,11 @@ static void test_decode_frame_validates_every_layer(void) {
   req.service = "svc";
   req.pprof.data = pprof;
   req.pprof.len = plen;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
   free(f);
   req.service = "";
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   PP_CHECK(strstr(why, "service") != NULL);
@@ -80,14 +71,14 @@ static void test_decode_frame_validates_every_layer(void) {
   memset(longsvc, 'a', sizeof longsvc - 1);
   longsvc[sizeof longsvc - 1] = '\0';
   req.service = longsvc;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.service = "svc";
   req.start_time_nanos = 10;
   req.end_time_nanos = 5;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
@@ -102,16 +93,16 @@ static void test_decode_frame_validates_every_layer(void) {
   }
   req.labels = lp;
   req.n_labels = PP_LABELS_MAX + 1;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.n_labels = PP_LABELS_MAX;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
   free(f);
   ls[3].key = "";
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
@@ -119,14 +110,14 @@ static void test_decode_frame_validates_every_layer(void) {
   static char longval[PP_LABEL_VALUE_MAX + 2];
   memset(longval, 'v', sizeof longval - 1);
   ls[5].value = longval;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
   req.n_labels = 0;
   /* no pprof */
   req.pprof.len = 0;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   free(f);
@@ -134,7 +125,7 @@ static void test_decode_frame_validates_every_layer(void) {
   uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   req.pprof.data = junk;
   req.pprof.len = sizeof junk;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
   free(f);
@@ -148,7 +139,7 @@ static void test_decode_frame_validates_every_layer(void) {
   perftools__profiles__profile__pack(&p, pb);
   req.pprof.data = pb;
   req.pprof.len = pl;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
   free(f);
@@ -225,7 +216,7 @@ static void test_decode_keeps_every_request_field(void) {
   req.pprof.len = plen;
   req.process_start_time_nanos = 12;
   req.dropped_profiles = 3;
-  uint8_t *f = frame_with(&req, &flen);
+  uint8_t *f = btu_frame_req(&req, &flen);
   char why[256] = "";
   int code = -1;
   pp_push *p = pp_push_decode(f, flen, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
@@ -269,7 +260,7 @@ static void test_no_samples_push_has_no_profile(void) {
   req.service = "cron";
   req.no_samples = 1;
   req.sequence = 9;
-  uint8_t *f = frame_with(&req, &len);
+  uint8_t *f = btu_frame_req(&req, &len);
   pp_push *p = pp_push_decode(f, len, PP_FRAME_MAX_DEFAULT, &code, why, sizeof why);
   PP_CHECK(p != NULL);
   if (p) {
@@ -282,7 +273,7 @@ static void test_no_samples_push_has_no_profile(void) {
   PP_CHECK(pprof != NULL);
   req.pprof.data = pprof;
   req.pprof.len = plen;
-  f = frame_with(&req, &len);
+  f = btu_frame_req(&req, &len);
   PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
                PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
   PP_CHECK(strstr(why, "no_samples") != NULL);
