@@ -29,6 +29,10 @@ ALLOWED = {
     "__stack_chk_fail",
     "_GLOBAL_OFFSET_TABLE_",                  # a relocation base, not a call
 }
+# aarch64 gcc's outline atomics (-moutline-atomics, the default): libgcc's
+# static helpers, one LSE instruction or an LL/SC loop each.
+OUTLINE_ATOMIC = re.compile(
+    r"^__aarch64_(cas|swp|ldadd|ldclr|ldeor|ldset)(1|2|4|8|16)_(relax|acq|rel|acq_rel)$")
 
 
 def readelf(args, obj):
@@ -101,7 +105,8 @@ def main():
                 q.append(nxt)
     # A sanitizer build's instrumentation calls its runtime everywhere.
     bad = sorted(s for s in external
-                 if s not in ALLOWED and not s.startswith(("__asan_", "__ubsan_", "__tsan_", "__sanitizer_")))
+                 if s not in ALLOWED and not OUTLINE_ATOMIC.match(s)
+                 and not s.startswith(("__asan_", "__ubsan_", "__tsan_", "__sanitizer_")))
     print("signal path from %s: %d sections reached; leaves the SDK for: %s"
           % (", ".join(roots), len(seen), " ".join(sorted(external)) or "nothing"))
     for s in bad:
