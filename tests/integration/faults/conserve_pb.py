@@ -3,37 +3,11 @@ fields of pushprof.v1.PushRequest / PushReply it needs (pushprof.proto) and
 the per-label sample totals of a pprof (profile.proto). The exported side is
 read by `go tool pprof`, an independent parser; this reads what was pushed."""
 import gzip
+import os
+import sys
 
-
-def _varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        if c < 0x80:
-            return v, i
-        shift += 7
-
-
-def fields(b):
-    """Yields (field number, wire type, value) of one message."""
-    i = 0
-    while i < len(b):
-        key, i = _varint(b, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = _varint(b, i)
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wt == 2:
-            n, i = _varint(b, i)
-            v, i = b[i:i + n], i + n
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield num, wt, v
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pbwire import fields, varint  # noqa: E402
 
 
 def push_request(payload):
@@ -68,7 +42,7 @@ def _packed(wt, v):
         return [v]
     out, i = [], 0
     while i < len(v):
-        x, i = _varint(v, i)
+        x, i = varint(v, i)
         out.append(x)
     return out
 

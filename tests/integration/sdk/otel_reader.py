@@ -16,48 +16,17 @@ texts alone (4719 process context, 4947 thread records):
       {tid: null or {"trace_id", "span_id", "flags", "valid", "attrs"}}.
 """
 import json
+import os
 import re
 import struct
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pbwire import fields  # noqa: E402
+
 HEADER = struct.Struct("=8sIIQQ")  # signature, version, payload_size, published_at_ns, payload
-
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
-
-
-def fields(b):
-    """(field number, wire type, value) of a protobuf message."""
-    i, out = 0, []
-    while i < len(b):
-        tag, i = varint(b, i)
-        num, wt = tag >> 3, tag & 7
-        if wt == 0:
-            v, i = varint(b, i)
-        elif wt == 2:
-            n, i = varint(b, i)
-            v = b[i:i + n]
-            if len(v) != n:
-                raise ValueError("truncated field %d" % num)
-            i += n
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        out.append((num, wt, v))
-    return out
 
 
 def any_value(b):

@@ -21,32 +21,14 @@ import struct
 import sys
 import time
 
-def varint(buf, i):
-    shift = result = 0
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pbwire  # noqa: E402
 
 def parse_reply(payload):
-    fields = {1: 0, 2: b"", 3: 0, 4: b""}
-    i = 0
-    while i < len(payload):
-        key, i = varint(payload, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(payload, i)
-        elif wt == 2:
-            n, i = varint(payload, i)
-            v = payload[i:i + n]
-            i += n
-        else:
-            raise ValueError("unexpected wire type %d" % wt)
-        fields[num] = v
-    return fields
+    out = {1: 0, 2: b"", 3: 0, 4: b""}
+    for num, _, v in pbwire.fields(payload):
+        out[num] = v
+    return out
 
 def recv_exact(s, n):
     data = b""
