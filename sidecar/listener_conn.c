@@ -555,7 +555,6 @@ static void conn_loop(conn *c) {
              "truncated frame: connection closed inside the header", 0, now_ms() + 1000);
       return;
     }
-    metrics_add(M_PUSHES_RECEIVED, 1); /* every frame with a whole header */
     pp_frame_header h;
     const char *why = "invalid frame header";
     if (frames == 0 && l->cfg.od && pp_frame_header_decode(hdr, PP_SUBSCRIBE_MAX, &h, NULL) == 0 &&
@@ -563,6 +562,7 @@ static void conn_loop(conn *c) {
       handle_subscribe(c, hdr, h.length, deadline);
       return;
     }
+    metrics_add(M_PUSHES_RECEIVED, 1); /* every frame with a whole header */
     if (pp_frame_header_decode(hdr, l->cfg.max_frame_bytes, &h, &why) != 0 ||
         h.type != PP_FRAME_PUSH ||
         (uint64_t)h.length + PP_FRAME_HEADER_SIZE > l->cfg.max_frame_bytes) {

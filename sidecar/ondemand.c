@@ -484,7 +484,7 @@ ondemand *ondemand_new(char *err, size_t errlen) {
   pthread_condattr_destroy(&ca);
   /* Session ids differ across restarts: a late push from before one is
    * never taken for a new session's. */
-  od->next_session_id = (uint64_t)real_ns() << 8;
+  od->next_session_id = (uint64_t)(real_ns() / 1000000000) << 16; /* below 2^53: JSON-safe */
   od->ep = epoll_create1(EPOLL_CLOEXEC);
   od->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};

@@ -19,6 +19,7 @@
 #include "pp_frame.h"
 #include "pp_parse.h"
 #include "pp_gzip.h"
+#include "profile_cmd.h"
 #include "pushprof.pb-c.h"
 #include "view_cmd.h"
 
@@ -40,7 +41,12 @@ static void usage(FILE *f) {
           DEFAULT_SOCKET, PP_LABELS_MAX);
   view_cmd_usage(f);
   fputs("Their exit status: 0 done, 2 usage or bad input (nothing written), 1 a write "
-        "failed.\n",
+        "failed.\n"
+        "On-demand profiles from a running sidecar:\n",
+        f);
+  profile_cmd_usage(f);
+  fputs("profile's exit status: 0 written, 1 the sidecar answered with an error, 2 usage, 3 "
+        "unreachable.\n",
         f);
 }
 
@@ -288,9 +294,12 @@ int main(int argc, char **argv) {
   }
   if (view_cmd_known(argv[1]))
     return view_cmd_main(argc - 1, argv + 1);
+  if (strcmp(argv[1], "profile") == 0)
+    return profile_cmd_main(argc - 1, argv + 1);
   if (strcmp(argv[1], "push") != 0) {
     fprintf(stderr,
-            "pushprof: unknown command \"%s\"; the commands are push, top, folded, flame, diff\n",
+            "pushprof: unknown command \"%s\"; the commands are push, profile, top, folded, "
+            "flame, diff\n",
             argv[1]);
     return 2;
   }
