@@ -35,7 +35,7 @@ typedef struct sidecar_config {
   uint64_t journal_bytes;            /* --journal-bytes / journal_bytes (64 MiB; 0 = off) */
   uint64_t max_memory;               /* --max-memory / max_memory (48 MiB) */
   char *metrics_addr;                /* --metrics-addr / metrics_addr, HOST:PORT; "" = off */
-  char *http_token_file;             /* --http-token-file / http_token_file: /profile/ bearer token */
+  char *http_token_file;             /* --http-token-file / http_token_file (/profile/ token) */
   char *node_name;                   /* --node-name / node_name ($NODE_NAME, else the host name) */
   char *log_level;                   /* --log-level / log_level: debug, info, warn, error (info) */
   uid_t allow_uids[CONFIG_MAX_UIDS]; /* --allow-uid / allow_uid */
