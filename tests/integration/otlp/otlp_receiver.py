@@ -47,6 +47,9 @@ import time
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import standin  # noqa: E402
+
 FD = descriptor_pb2.FieldDescriptorProto
 T = {"string": FD.TYPE_STRING, "bool": FD.TYPE_BOOL, "int64": FD.TYPE_INT64,
      "double": FD.TYPE_DOUBLE, "bytes": FD.TYPE_BYTES, "int32": FD.TYPE_INT32,
@@ -316,20 +319,8 @@ class State:
 def make_handler(args):
     plan = [int(c) for c in args.fail.split(",") if c] if args.fail else []
 
-    class H(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
-        def reply(self, code, body=b"", ctype="application/x-protobuf", extra=None):
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in (extra or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
+    class H(standin.Handler):
+        content_type = "application/x-protobuf"
 
         def status_body(self, code, msg):
             st = M["Status"](code=code, message=msg)

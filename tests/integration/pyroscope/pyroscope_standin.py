@@ -66,6 +66,10 @@ import time
 import urllib.parse
 import uuid
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pbwire  # noqa: E402
+import standin  # noqa: E402
+
 MAX_PROFILE = 4 << 20
 MAX_SAMPLES = 16000
 MAX_LABELS = 30
@@ -91,16 +95,10 @@ class TooOld(Exception):
 
 
 def varint(buf, i):
-    shift = value = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise Bad("truncated or overlong varint")
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, i
+    try:
+        return pbwire.varint(buf, i)
+    except ValueError as e:
+        raise Bad(str(e))
 
 
 def decode(buf, msg):
@@ -127,22 +125,11 @@ def decode(buf, msg):
 def top_fields(buf):
     """Yields (field number, varint value or None) for each top-level field
     of a protobuf message."""
-    i = 0
-    while i < len(buf):
-        key, i = varint(buf, i)
-        wt, val = key & 7, None
-        if wt == 0:
-            val, i = varint(buf, i)
-        elif wt == 2:
-            ln, i = varint(buf, i)
-            i += ln
-        elif wt in (1, 5):
-            i += 8 if wt == 1 else 4
-        else:
-            raise Bad(f"wire type {wt} in the pprof")
-        if i > len(buf):
-            raise Bad("truncated pprof")
-        yield key >> 3, val
+    try:
+        for num, wt, v in pbwire.fields(buf):
+            yield num, v if wt == 0 else None
+    except ValueError as e:
+        raise Bad(f"the pprof: {e}")
 
 
 def count_field(buf, field):
@@ -236,20 +223,8 @@ def raw_totals(out):
     return tot
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # answers Expect: 100-continue
-
-    def log_message(self, fmt, *a):
-        pass
-
-    def reply(self, status, body=b"", ctype="application/proto", extra=None):
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
+class Handler(standin.Handler):
+    content_type = "application/proto"
 
     def check_auth(self):
         a = self.server.st.args

@@ -38,7 +38,9 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import sigv4  # noqa: E402
+import standin  # noqa: E402
 
 KEY_RE = re.compile(r"^[A-Za-z0-9._~/-]+$")
 LOCK = threading.Lock()
@@ -91,25 +93,13 @@ def reset_connection(conn):
     conn.close()
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(standin.Handler):  # quiet: everything goes to --log
     role = "?"
+    content_type = "application/xml"
 
-    def log_message(self, fmt, *a):  # quiet: everything goes to --log
-        pass
-
-    def reply(self, status, body=b"", ctype="application/xml", extra=None):
-        self.send_response(status)
-        if ARGS.no_keepalive:
-            self.send_header("Connection", "close")
-            self.close_connection = True
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+    @property
+    def keep_alive(self):
+        return not ARGS.no_keepalive
 
     def s3_error(self, status, code, msg):
         body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code>"
