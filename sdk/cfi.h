@@ -7,7 +7,8 @@
  * A row covers [pc, next row's pc) and says, for a PC there:
  *   CFA = SP + cfa_off or FP + cfa_off (or the PLT / signal-frame rules);
  *   caller's FP at CFA + fp_off (or unchanged, or lost);
- *   return address at CFA + ra_off (or still in the link register).
+ *   return address at CFA + ra_off (or beside the caller's FP, or still in
+ *   the link register).
  * Anything the CFI says that is not one of these is an explicit
  * CFI_UNKNOWN row, where the unwinder falls back to frame pointers. */
 #ifndef PUSHPROF_CFI_H
@@ -29,13 +30,17 @@ enum cfi_kind {
 #define CFI_FP_SAME INT16_MIN       /* caller's FP = this frame's FP */
 #define CFI_FP_LOST (INT16_MIN + 1) /* caller's FP cannot be recovered */
 #define CFI_RA_LINKREG 0            /* ra_off8 == 0: RA still in the link register */
+/* ra_off8 == CFI_RA_BESIDE_FP: RA at CFA + fp_off + 8, the caller's FP and
+ * RA saved as a pair (aarch64's frame record, at the bottom of a frame that
+ * may be too big for ra_off8). */
+#define CFI_RA_BESIDE_FP INT8_MIN
 
 typedef struct cfi_row {
   uint32_t pc;     /* offset from the table's base */
   int32_t cfa_off; /* bytes (CFI_PLT: the threshold) */
   int16_t fp_off;  /* bytes from CFA, or CFI_FP_SAME / CFI_FP_LOST */
   uint8_t kind;    /* enum cfi_kind */
-  int8_t ra_off8;  /* RA at CFA + 8 * ra_off8; CFI_RA_LINKREG */
+  int8_t ra_off8;  /* RA at CFA + 8 * ra_off8; CFI_RA_LINKREG, CFI_RA_BESIDE_FP */
 } cfi_row;
 
 /* log2 of the page size of the lookup index: page_first[i] is the first row

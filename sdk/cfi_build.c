@@ -357,9 +357,12 @@ static cfi_row make_row(const cfa_state *st, int signal, uint32_t *unknown) {
   } else {
     ok = 0;
   }
-  if (st->ra.how == R_OFFSET && st->ra.off % 8 == 0 && st->ra.off / 8 >= INT8_MIN &&
+  int fp_fits = st->fp.how == R_OFFSET && st->fp.off > CFI_FP_LOST && st->fp.off <= INT16_MAX;
+  if (st->ra.how == R_OFFSET && st->ra.off % 8 == 0 && st->ra.off / 8 > INT8_MIN &&
       st->ra.off / 8 <= INT8_MAX && st->ra.off != 0)
     row.ra_off8 = (int8_t)(st->ra.off / 8);
+  else if (st->ra.how == R_OFFSET && fp_fits && st->ra.off == st->fp.off + 8)
+    row.ra_off8 = CFI_RA_BESIDE_FP;
 #if defined(__aarch64__)
   else if (st->ra.how == R_SAME)
     row.ra_off8 = CFI_RA_LINKREG;
@@ -368,7 +371,7 @@ static cfi_row make_row(const cfa_state *st, int signal, uint32_t *unknown) {
     ok = 0;
   if (st->fp.how == R_SAME)
     row.fp_off = CFI_FP_SAME;
-  else if (st->fp.how == R_OFFSET && st->fp.off > CFI_FP_LOST && st->fp.off <= INT16_MAX)
+  else if (fp_fits)
     row.fp_off = (int16_t)st->fp.off;
   else
     row.fp_off = CFI_FP_LOST;

@@ -48,6 +48,16 @@ __attribute__((no_sanitize_address)) static int load_word(const stack_mem *m, ui
   return 1;
 }
 
+/* Whether the frame record (saved FP, RA) sits right below the CFA, so a
+ * frame-pointer step knows the caller's SP: x86-64's push rbp does; aarch64
+ * puts the record at the bottom of the frame, so there the caller's SP is
+ * only known to be above it. */
+#if defined(__aarch64__)
+#define FRAME_RECORD_AT_CFA 0
+#else
+#define FRAME_RECORD_AT_CFA 1
+#endif
+
 /* The return address without a pointer-authentication signature
  * (aarch64 -mbranch-protection: x30 and the saved copy are signed from
  * negate_ra_state on). XPACLRI is a hint: where the CPU has no pointer
@@ -123,6 +133,7 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
     return depth; /* unknown bounds, or running on another stack */
   uintptr_t pc = regs->pc, sp = regs->sp, fp = regs->fp;
   uintptr_t lr = regs->lr; /* known for interrupted frames only, else 0 */
+  int sp_known = 1;        /* 0: sp is a lower bound (after a frame-pointer step) */
   int exact = 1;           /* pc is where the thread is, not a return address */
   const void *hint = NULL;
   uintptr_t last_key = 0;
@@ -150,7 +161,10 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
     if (kind != CFI_SIGNAL && kind != CFI_CFA_SP && kind != CFI_CFA_FP && kind != CFI_PLT &&
         !exact && unlisted_signal_frame(m, sp, fp))
       kind = CFI_SIGNAL;
+    if (kind == CFI_CFA_SP && !sp_known)
+      kind = CFI_UNKNOWN; /* a CFA from a guessed SP would be garbage: FP step */
     uintptr_t nlr = 0;
+    int nsp_known = 1;
     if (kind == CFI_SIGNAL) {
       sig_regs r;
       if (!signal_frame(m, sp, &r))
@@ -182,8 +196,11 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
         if (!lr)
           break; /* the link register holds the RA of an interrupted frame only */
         ra = lr;
-      } else if (!load_word(m, cfa + (uintptr_t)(intptr_t)(row->ra_off8 * 8), &ra)) {
-        break;
+      } else {
+        intptr_t off = row->ra_off8 == CFI_RA_BESIDE_FP ? (intptr_t)row->fp_off + 8
+                                                        : (intptr_t)row->ra_off8 * 8;
+        if (!load_word(m, cfa + (uintptr_t)off, &ra))
+          break;
       }
       ra = strip_ra(ra);
       if (row->fp_off == CFI_FP_LOST)
@@ -207,6 +224,7 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
       ra = strip_ra(ra);
       *flags |= UNWIND_F_FP_STEP;
       nsp = fp + 2 * sizeof(uintptr_t);
+      nsp_known = FRAME_RECORD_AT_CFA;
       exact = 0;
     }
     if (ra == 0 || (kind != CFI_SIGNAL && nsp <= sp && !(nsp == sp && lr && !nlr)))
@@ -220,6 +238,7 @@ static uint32_t walk(const unwind_regs *regs, const stack_mem *mem, uintptr_t *p
     sp = nsp;
     fp = nfp;
     lr = nlr;
+    sp_known = nsp_known;
   }
   utab_leave();
   return depth;

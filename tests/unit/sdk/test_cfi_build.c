@@ -186,10 +186,13 @@ static int libdw_expect(Dwarf_CFI *cfi, uint64_t addr, cfi_row *want, const char
     want->kind = CFI_END; /* undefined: the outermost frame */
     goto done;
   }
-  int ra_ok = offset_rule(ops, nops, &off) && off != 0 && off % 8 == 0 && off / 8 >= INT8_MIN &&
-              off / 8 <= INT8_MAX;
-  int8_t ra8 = ra_ok ? (int8_t)(off / 8) : 0;
-  if (ORACLE_RA_IN_LINKREG && !ops && nops == 0) {
+  int64_t ra_off = 0;
+  int ra_saved = offset_rule(ops, nops, &ra_off);
+  int ra_same = !ops && nops == 0;
+  int ra_ok =
+      ra_saved && ra_off != 0 && ra_off % 8 == 0 && ra_off / 8 > INT8_MIN && ra_off / 8 <= INT8_MAX;
+  int8_t ra8 = ra_ok ? (int8_t)(ra_off / 8) : 0;
+  if (ORACLE_RA_IN_LINKREG && ra_same) {
     ra_ok = 1; /* same value: still in the link register */
     ra8 = CFI_RA_LINKREG;
   }
@@ -199,6 +202,11 @@ static int libdw_expect(Dwarf_CFI *cfi, uint64_t addr, cfi_row *want, const char
     want->fp_off = CFI_FP_SAME;
   else if (offset_rule(ops, nops, &off) && off > CFI_FP_LOST && off <= INT16_MAX)
     want->fp_off = (int16_t)off;
+  if (!ra_ok && ra_saved && want->fp_off != CFI_FP_SAME && want->fp_off != CFI_FP_LOST &&
+      ra_off == want->fp_off + 8) {
+    ra_ok = 1; /* saved beside the caller's FP, too far for ra_off8 */
+    ra8 = CFI_RA_BESIDE_FP;
+  }
   if (dwarf_frame_cfa(fr, &cops, &ncops) != 0)
     goto done;
   int thr = plt_rule(cops, ncops);
@@ -229,7 +237,7 @@ static void fmt_row(char *buf, size_t n, const cfi_row *r) {
   else
     snprintf(fp, sizeof fp, "%d", r->fp_off);
   snprintf(buf, n, "%s%+d fp %s ra %d", r->kind <= CFI_UNKNOWN ? kind_names[r->kind] : "?",
-           r->cfa_off, fp, r->ra_off8 * 8);
+           r->cfa_off, fp, r->ra_off8 == CFI_RA_BESIDE_FP ? r->fp_off + 8 : r->ra_off8 * 8);
 }
 
 typedef struct oracle_count {
