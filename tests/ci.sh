@@ -71,11 +71,12 @@ phase "arm64 (cross build, tests under qemu-user)"
 t0=$(date +%s)
 bash tests/deps.sh --arch arm64
 command -v qemu-aarch64 >/dev/null || { echo "arm64: qemu-aarch64 missing after deps.sh" >&2; exit 1; }
-arm64_tests='^(test_unwind|test_unwind_tables|test_unwind_dwarf|test_deferred|test_cfi_build|test_cfi_elf|test_signal_path|it_arm64_.*)$'
+arm64_tests='^(test_unwind|test_unwind_tables|test_unwind_dwarf|test_deferred|test_cfi_build|test_cfi_elf|test_signal_path|test_a64_unwind|it_arm64_.*)$'
 cmake -S . -B build-ci-arm64 -DPUSHPROF_WERROR=ON -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake >/dev/null
 cmake --build build-ci-arm64 -j"$jobs" --target pushprof pushprof_static pushprof_preload \
   pushprof_heap pushprof_wait pushprof-sidecar pushprof-sidecar-http pushprof_cli test_unwind \
   test_unwind_tables test_unwind_dwarf test_deferred test_cfi_build test_cfi_elf pushprof_sdk_sections \
+  test_a64_unwind \
   a64_leafmix_nofp a64_leafmix_nofp_linked a64_leafmix_pac a64_leafmix_pac_linked
 DESTDIR="$PWD/build-ci-arm64/staging" cmake --install build-ci-arm64 --prefix /usr/local >/dev/null
 readelf -h build-ci-arm64/staging/usr/local/bin/pushprof-sidecar | grep -q 'Machine: *AArch64' ||

@@ -1,0 +1,208 @@
+/* aarch64-specific unwinding, under qemu-user in the cross build:
+ *  - hand-written .debug_frame rows for what aarch64 code says: the return
+ *    address still in x30 (no rule in the CIE), negate_ra_state (pointer
+ *    authentication) changing no row, a frame record at the bottom of a
+ *    frame too big for ra_off8 (RA beside the saved FP), CFA from x29;
+ *  - a real SIGPROF handler over a frameless leaf called from a function
+ *    with an 8 KiB frame: every leaf sample has that caller, its caller and
+ *    __libc_start_main (main is hidden from dladdr by -fvisibility). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "cfi.h"
+#include "pp_test.h"
+#include "unwind.h"
+#include "unwind_tables.h"
+
+/* ---- hand-written rows ---- */
+
+static size_t put_u32(uint8_t *p, uint32_t v) {
+  memcpy(p, &v, 4);
+  return 4;
+}
+
+static size_t put_u64(uint8_t *p, uint64_t v) {
+  memcpy(p, &v, 8);
+  return 8;
+}
+
+static void expect_row(const cfi_table *t, uintptr_t pc, unsigned kind, int32_t cfa, int16_t fp,
+                       int8_t ra8) {
+  const cfi_row *r = cfi_lookup(t, pc);
+  PP_CHECK(r != NULL);
+  if (!r)
+    return;
+  PP_CHECK_INT(r->kind, ==, kind);
+  PP_CHECK_INT(r->cfa_off, ==, cfa);
+  PP_CHECK_INT(r->fp_off, ==, fp);
+  PP_CHECK_INT(r->ra_off8, ==, ra8);
+}
+
+static void test_a64_cfi_leaf_pac_and_big_frame_rows(void) {
+  static const uint8_t cie_ops[] = {0x0c, 31, 0}; /* def_cfa sp+0; x30 left unsaid */
+  static const uint8_t fde_ops[] = {
+      0x41, 0x2d,             /* +4: negate_ra_state (paciasp): the same row */
+      0x41, 0x0e, 0x80, 0x10, /* +8: CFA = sp+2048 */
+      0x9d, 0x80, 0x02,       /* x29 at CFA-2048 */
+      0x9e, 0xff, 0x01,       /* x30 at CFA-2040: too far for ra_off8 */
+      0x41, 0x0d, 29,         /* +0xc: CFA = x29+2048 */
+      0x41, 0x0e, 0x10,       /* +0x10: CFA = x29+16 */
+      0x9d, 0x02, 0x9e, 0x01, /* x29 at CFA-16, x30 at CFA-8 */
+  };
+  uint8_t sec[128];
+  size_t n = 0;
+  /* CIE: length, id, version 1, "", code align 4, data align -8, RA column 30 */
+  size_t cie_len = 4 + 1 + 1 + 1 + 1 + 1 + sizeof cie_ops;
+  size_t cie_pad = (4 - (cie_len % 4)) % 4;
+  n += put_u32(sec + n, (uint32_t)(cie_len + cie_pad));
+  n += put_u32(sec + n, 0xffffffffu);
+  sec[n++] = 1;
+  sec[n++] = 0;
+  sec[n++] = 4;
+  sec[n++] = 0x78; /* sleb -8 */
+  sec[n++] = 30;
+  memcpy(sec + n, cie_ops, sizeof cie_ops);
+  n += sizeof cie_ops;
+  memset(sec + n, 0, cie_pad); /* DW_CFA_nop */
+  n += cie_pad;
+  size_t fde_len = 4 + 8 + 8 + sizeof fde_ops;
+  size_t fde_pad = (4 - (fde_len % 4)) % 4;
+  n += put_u32(sec + n, (uint32_t)(fde_len + fde_pad));
+  n += put_u32(sec + n, 0); /* its CIE, at offset 0 */
+  n += put_u64(sec + n, 0x1000);
+  n += put_u64(sec + n, 0x40);
+  memcpy(sec + n, fde_ops, sizeof fde_ops);
+  n += sizeof fde_ops;
+  memset(sec + n, 0, fde_pad);
+  n += fde_pad;
+  cfi_table *t = NULL;
+  cfi_stats st;
+  PP_CHECK_INT(cfi_build(sec, n, 0, 0, CFI_DEBUG_FRAME, NULL, &t, &st), ==, 0);
+  PP_CHECK(t != NULL);
+  if (!t)
+    return;
+  PP_CHECK_INT(st.fdes, ==, 1);
+  PP_CHECK_INT(st.bad_ops, ==, 0);
+  PP_CHECK_INT(st.unknown_rows, ==, 0);
+  expect_row(t, 0x1000, CFI_CFA_SP, 0, CFI_FP_SAME, CFI_RA_LINKREG);
+  expect_row(t, 0x1004, CFI_CFA_SP, 0, CFI_FP_SAME, CFI_RA_LINKREG);
+  expect_row(t, 0x1008, CFI_CFA_SP, 2048, -2048, CFI_RA_BESIDE_FP);
+  expect_row(t, 0x100c, CFI_CFA_FP, 2048, -2048, CFI_RA_BESIDE_FP);
+  expect_row(t, 0x1010, CFI_CFA_FP, 16, -16, -1);
+  expect_row(t, 0x103f, CFI_CFA_FP, 16, -16, -1);
+  free(t);
+}
+
+/* ---- a real handler over an 8 KiB frame ---- */
+
+#define MAXS 2048
+#define DEPTH 64
+static uintptr_t g_lo, g_hi;
+static uintptr_t g_pcs[MAXS][DEPTH];
+static uint32_t g_depth[MAXS];
+static _Atomic int g_n;
+volatile uint64_t a64_sink;
+
+#pragma GCC visibility push(default)
+uint64_t a64_leaf(uint64_t n);
+uint64_t a64_big(uint64_t n);
+uint64_t a64_outer(uint64_t n);
+#pragma GCC visibility pop
+
+static void on_prof(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si;
+  int i = atomic_fetch_add(&g_n, 1);
+  if (i >= MAXS)
+    return;
+  unwind_regs r;
+  unwind_regs_from_ucontext(uc, &r);
+  unsigned flags;
+  g_depth[i] = unwind_stack(&r, g_lo, g_hi, g_pcs[i], DEPTH, &flags);
+}
+
+__attribute__((noinline)) uint64_t a64_leaf(uint64_t n) {
+  uint64_t x = n;
+  for (uint64_t i = 0; i < n; i++)
+    x = x * 6364136223846793005ULL + i;
+  return x;
+}
+
+__attribute__((noinline)) uint64_t a64_big(uint64_t n) {
+  volatile char buf[8192];
+  buf[n & 8191] = (char)n;
+  uint64_t r = a64_leaf(n);
+  return r + (uint64_t)buf[n & 8191];
+}
+
+__attribute__((noinline)) uint64_t a64_outer(uint64_t n) {
+  uint64_t r = a64_big(n);
+  __asm__ volatile("" ::: "memory"); /* no tail call */
+  return r + 1;
+}
+
+static const char *fn_name(uintptr_t pc) {
+  Dl_info di;
+  return dladdr((void *)pc, &di) && di.dli_sname ? di.dli_sname : "?";
+}
+
+static void test_a64_leaf_under_a_big_frame_gets_its_callers(void) {
+  pthread_attr_t a;
+  void *addr;
+  size_t size;
+  PP_CHECK_INT(pthread_getattr_np(pthread_self(), &a), ==, 0);
+  PP_CHECK_INT(pthread_attr_getstack(&a, &addr, &size), ==, 0);
+  pthread_attr_destroy(&a);
+  g_lo = (uintptr_t)addr;
+  g_hi = g_lo + size;
+  PP_CHECK_INT(utab_refresh(NULL), >=, 1);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_prof;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  PP_CHECK_INT(sigaction(SIGPROF, &sa, NULL), ==, 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    a64_sink += a64_outer(100000 + (a64_sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  int n = atomic_load(&g_n);
+  n = n < MAXS ? n : MAXS;
+  int in_leaf = 0, full = 0;
+  for (int s = 0; s < n; s++) {
+    if (g_depth[s] < 1 || strcmp(fn_name(g_pcs[s][0]), "a64_leaf") != 0)
+      continue;
+    in_leaf++;
+    int main_seen = 0;
+    for (uint32_t i = 3; i < g_depth[s]; i++)
+      main_seen |= strcmp(fn_name(g_pcs[s][i]), "__libc_start_main") == 0;
+    full += g_depth[s] >= 4 && strcmp(fn_name(g_pcs[s][1]), "a64_big") == 0 &&
+            strcmp(fn_name(g_pcs[s][2]), "a64_outer") == 0 && main_seen;
+  }
+  fprintf(stderr,
+          "big frame: %d samples, %d in a64_leaf, %d with a64_big <- a64_outer <- ... <- "
+          "__libc_start_main\n",
+          n, in_leaf, full);
+  PP_CHECK_INT(in_leaf, >=, n / 2);
+  PP_CHECK_INT(full, ==, in_leaf);
+}
+
+int main(void) {
+  PP_RUN(test_a64_cfi_leaf_pac_and_big_frame_rows);
+  PP_RUN(test_a64_leaf_under_a_big_frame_gets_its_callers);
+  PP_DONE();
+}
