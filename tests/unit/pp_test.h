@@ -46,6 +46,16 @@ static int pp_test_cases;
     fprintf(stderr, "%s %s\n", pp_test_failures == pp_before_ ? "ok  " : "FAIL", #fn);             \
   } while (0)
 
+/* Makes a new directory /tmp/pp-NAME-XXXXXX and writes its path to dir
+ * (len bytes). A test that cannot have one stops here: exit status 1. */
+static inline void pp_test_mkdtemp(char *dir, size_t len, const char *name) {
+  snprintf(dir, len, "/tmp/pp-%s-XXXXXX", name);
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    exit(1);
+  }
+}
+
 #define PP_DONE()                                                                                  \
   do {                                                                                             \
     fprintf(stderr, "%d cases, %d failed checks\n", pp_test_cases, pp_test_failures);              \

@@ -314,11 +314,7 @@ static void test_client_no_server_is_unavailable(void) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/pp-test-client-XXXXXX");
-  if (!mkdtemp(dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  pp_test_mkdtemp(dir, sizeof dir, "test-client");
   snprintf(sock_path, sizeof sock_path, "%s/s.sock", dir);
   PP_RUN(test_encode_push_frame);
   PP_RUN(test_client_acked);

@@ -634,11 +634,7 @@ static void test_elfsym_reads_deleted_library_through_map_files(void) {
 }
 
 int main(void) {
-  snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/pp-elfsym-XXXXXX");
-  if (!mkdtemp(g_tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  pp_test_mkdtemp(g_tmpdir, sizeof g_tmpdir, "elfsym");
   PP_RUN(test_elfsym_resolves_function_in_this_binary);
   PP_RUN(test_elfsym_finds_outer_symbol_past_inner_entry);
   PP_RUN(test_elfsym_resolves_libc_write);

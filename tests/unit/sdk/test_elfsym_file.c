@@ -146,11 +146,7 @@ done:
 }
 
 int main(void) {
-  snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/pp-elfsym-file-XXXXXX");
-  if (!mkdtemp(g_tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  pp_test_mkdtemp(g_tmpdir, sizeof g_tmpdir, "elfsym-file");
   PP_RUN(test_elfsym_survives_broken_files);
   PP_RUN(test_elfsym_survives_corrupted_images);
   rmdir(g_tmpdir);

@@ -113,11 +113,7 @@ static void test_elfsym_reads_vdso_from_memory(void) {
 }
 
 int main(void) {
-  snprintf(g_tmpdir, sizeof g_tmpdir, "/tmp/pp-elfsym-loaded-XXXXXX");
-  if (!mkdtemp(g_tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  pp_test_mkdtemp(g_tmpdir, sizeof g_tmpdir, "elfsym-loaded");
   PP_RUN(test_elfsym_reads_loaded_object_from_memory);
   PP_RUN(test_elfsym_reads_vdso_from_memory);
   rmdir(g_tmpdir);

@@ -16,8 +16,7 @@ static char dir[64];
 static char path[PATH_MAX];
 
 static inline void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/pp_test_spoolXXXXXX");
-  PP_CHECK(mkdtemp(dir) != NULL);
+  pp_test_mkdtemp(dir, sizeof dir, "test-spool");
 }
 
 static inline spool *open_spool(uint64_t max_bytes, bool drop_oldest) {

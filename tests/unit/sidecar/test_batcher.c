@@ -109,8 +109,7 @@ pp_builder *__wrap_pp_builder_new(void) {
 
 static spool *setup(void) {
   char err[256];
-  snprintf(dir, sizeof dir, "/tmp/pp_test_batchXXXXXX");
-  PP_CHECK(mkdtemp(dir) != NULL);
+  pp_test_mkdtemp(dir, sizeof dir, "test-batch");
   spool_config c = {.dir = dir, .max_bytes = 1 << 24};
   spool *s = spool_open(&c, err, sizeof err);
   if (!s)

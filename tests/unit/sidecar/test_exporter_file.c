@@ -25,8 +25,7 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw
 }
 
 static void setup(void) {
-  snprintf(root, sizeof root, "/tmp/pp_test_expXXXXXX");
-  PP_CHECK(mkdtemp(root) != NULL);
+  pp_test_mkdtemp(root, sizeof root, "test-exp");
 }
 
 static void teardown(void) {

@@ -22,8 +22,7 @@
 static char dir[64];
 
 static int setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/pp_test_journalXXXXXX");
-  PP_CHECK(mkdtemp(dir) != NULL);
+  pp_test_mkdtemp(dir, sizeof dir, "test-journal");
   return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 

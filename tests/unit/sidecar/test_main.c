@@ -122,9 +122,7 @@ static void test_main_one_sidecar_per_spool_and_a_clean_stop(void) {
 }
 
 int main(void) {
-  snprintf(dir, sizeof dir, "/tmp/pp_test_mainXXXXXX");
-  if (!mkdtemp(dir))
-    return 1;
+  pp_test_mkdtemp(dir, sizeof dir, "test-main");
   snprintf(sock_path, sizeof sock_path, "%s/s.sock", dir);
   snprintf(sock2_path, sizeof sock2_path, "%s/s2.sock", dir);
   snprintf(spool_dir, sizeof spool_dir, "%s/spool", dir);
