@@ -1,13 +1,26 @@
-/* Helpers shared by test_elfsym and test_elfsym_loaded: the mapping of a
- * pc, an object's build id as readelf prints it, a copy of a file. */
+/* Helpers shared by the elfsym and profbuild tests: the mapping of a pc,
+ * an object's build id as readelf prints it, this executable's path, a
+ * copy of a file, a copy of a library loaded under another path. */
 #ifndef ELFSYM_TEST_UTIL_H
 #define ELFSYM_TEST_UTIL_H
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "pp_test.h"
 #include "procmaps.h"
+
+/* This executable's path into exe (len bytes, "" if unreadable); 0, or -1
+ * with a failed check. */
+static inline int self_exe(char *exe, size_t len) {
+  ssize_t n = readlink("/proc/self/exe", exe, len - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  PP_CHECK(n > 0);
+  return n > 0 ? 0 : -1;
+}
 
 /* The executable file mapping holding pc, from /proc/self/maps. */
 static inline int mapping_of(uint64_t pc, procmaps *m, const procmaps_entry **e) {
@@ -69,5 +82,17 @@ done:
   if (out && fclose(out) != 0)
     rc = -1;
   return rc;
+}
+
+/* Copies the library at from to dir/name (into copy, len bytes) and
+ * dlopens the copy: the same code under another path and load address.
+ * The handle, or NULL with a failed check. */
+static inline void *dlopen_copy(const char *from, const char *dir, const char *name, char *copy,
+                                size_t len) {
+  snprintf(copy, len, "%s/%s", dir, name);
+  PP_CHECK_INT(copy_file(from, copy, -1), ==, 0);
+  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+  PP_CHECK(h != NULL);
+  return h;
 }
 #endif

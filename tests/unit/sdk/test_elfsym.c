@@ -90,9 +90,7 @@ static void test_elfsym_resolves_function_in_this_binary(void) {
   PP_CHECK(elfsym_probe_target(3) >= 0);
 
   char exe[PATH_MAX], want[256];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  PP_CHECK(n > 0);
-  exe[n > 0 ? n : 0] = '\0';
+  self_exe(exe, sizeof exe);
   readelf_build_id(exe, want, sizeof want);
   PP_CHECK(strlen(want) >= 16);
   PP_CHECK_STR(bid, want);
@@ -414,11 +412,8 @@ static void test_elfsym_few_path_keeps_answers_then_reads_the_table(void) {
 
 static void test_elfsym_cache_shares_images_by_build_id(void) {
   char exe[PATH_MAX], copy[PATH_MAX + 32];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  PP_CHECK(n > 0);
-  if (n <= 0)
+  if (self_exe(exe, sizeof exe) != 0)
     return;
-  exe[n] = '\0';
   snprintf(copy, sizeof copy, "%s/copy-of-test", g_tmpdir);
   PP_CHECK_INT(copy_file(exe, copy, -1), ==, 0);
   struct stat a, b;
@@ -444,11 +439,8 @@ static void test_elfsym_cache_shares_images_by_build_id(void) {
  * id (as libc6-dbg installs them), and not without it. */
 static void test_elfsym_uses_debug_file_by_build_id(void) {
   char exe[PATH_MAX], stripped[PATH_MAX + 32], dbg[PATH_MAX + 128], cmd[6 * PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  PP_CHECK(n > 0);
-  if (n <= 0)
+  if (self_exe(exe, sizeof exe) != 0)
     return;
-  exe[n] = '\0';
   elfsym_image *orig = elfsym_image_open(exe);
   PP_CHECK(orig != NULL);
   if (!orig)
@@ -602,10 +594,7 @@ static void test_elfsym_reads_deleted_library_through_map_files(void) {
   if (!z)
     return;
   char copy[PATH_MAX + 32];
-  snprintf(copy, sizeof copy, "%s/libz copy.so", g_tmpdir);
-  PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
-  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
-  PP_CHECK(h != NULL);
+  void *h = dlopen_copy(info.dli_fname, g_tmpdir, "libz copy.so", copy, sizeof copy);
   if (!h)
     return;
   void *fn = dlsym(h, "zlibVersion");

@@ -19,11 +19,8 @@ static char g_tmpdir[PATH_MAX];
 
 static void test_elfsym_survives_broken_files(void) {
   char exe[PATH_MAX], path[PATH_MAX + 32];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  PP_CHECK(n > 0);
-  if (n <= 0)
+  if (self_exe(exe, sizeof exe) != 0)
     return;
-  exe[n] = '\0';
   struct stat st;
   PP_CHECK(stat(exe, &st) == 0);
   long sizes[] = {0, 1, 16, 63, 64, 100, 1000, 4096, st.st_size / 2, st.st_size - 1};
@@ -80,11 +77,8 @@ static void test_elfsym_survives_broken_files(void) {
  * first 4 KiB) must never crash: at worst no image or no symbols. */
 static void test_elfsym_survives_corrupted_images(void) {
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  PP_CHECK(n > 0);
-  if (n <= 0)
+  if (self_exe(exe, sizeof exe) != 0)
     return;
-  exe[n] = '\0';
   FILE *f = fopen(exe, "rb");
   PP_CHECK(f != NULL);
   if (!f)

@@ -35,10 +35,7 @@ static void test_elfsym_reads_loaded_object_from_memory(void) {
   PP_CHECK(strlen(want) >= 16);
 
   char copy[PATH_MAX + 32];
-  snprintf(copy, sizeof copy, "%s/libz-mem.so", g_tmpdir);
-  PP_CHECK_INT(copy_file(info.dli_fname, copy, -1), ==, 0);
-  void *h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
-  PP_CHECK(h != NULL);
+  void *h = dlopen_copy(info.dli_fname, g_tmpdir, "libz-mem.so", copy, sizeof copy);
   if (!h)
     return;
   PP_CHECK_INT(unlink(copy), ==, 0);
@@ -68,8 +65,7 @@ static void test_elfsym_reads_loaded_object_from_memory(void) {
 
   /* the main executable too: its build id, read from memory */
   char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  self_exe(exe, sizeof exe);
   readelf_build_id(exe, want, sizeof want);
   img = elfsym_image_from_loaded((uint64_t)(uintptr_t)&elfsym_loaded_probe);
   PP_CHECK(img != NULL);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "elfsym_test_util.h"
 #include "pp_builder.h"
 #include "procmaps.h"
 #include "profbuild.h"
@@ -74,7 +75,7 @@ static const char *frame_name(const Profile *p, uint64_t loc_id) {
   return f ? pt_str(p, f->name) : NULL;
 }
 
-static const Perftools__Profiles__Mapping *mapping_of(const Profile *p, uint64_t loc_id) {
+static const Perftools__Profiles__Mapping *mapping_of_loc(const Profile *p, uint64_t loc_id) {
   const Perftools__Profiles__Location *l = loc(p, loc_id);
   if (!l || l->mapping_id == 0 || l->mapping_id > p->n_mapping)
     return NULL;
@@ -168,12 +169,11 @@ static void test_profbuild_names_values_labels_and_ids(void) {
     }
     PP_CHECK_STR(pt_label(p, a, "trace_id"), "abc123");
     PP_CHECK_STR(pt_label(p, a, "route"), "/checkout");
-    const Perftools__Profiles__Mapping *m = mapping_of(p, a->location_id[0]);
+    const Perftools__Profiles__Mapping *m = mapping_of_loc(p, a->location_id[0]);
     PP_CHECK(m != NULL);
     if (m) {
       char exe[4096];
-      ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-      exe[n > 0 ? n : 0] = '\0';
+      self_exe(exe, sizeof exe);
       PP_CHECK_STR(pt_str(p, m->filename), exe);
       PP_CHECK(strlen(pt_str(p, m->build_id)) >= 16);
       PP_CHECK(m->has_functions);
@@ -261,8 +261,7 @@ static void test_profbuild_symbolizes_return_addresses_as_pc_minus_one(void) {
   if (!pb)
     return;
   char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  self_exe(exe, sizeof exe);
   img = elfsym_image_open(exe);
   PP_CHECK(img != NULL);
   PP_CHECK_INT(procmaps_read_self(&m), ==, 0);
@@ -329,7 +328,7 @@ static void test_profbuild_demangles_cxx_and_resolves_libc(void) {
   const Perftools__Profiles__Sample *b = sample_with_leaf(p, "write");
   PP_CHECK(b != NULL);
   if (b) {
-    const Perftools__Profiles__Mapping *m = mapping_of(p, b->location_id[0]);
+    const Perftools__Profiles__Mapping *m = mapping_of_loc(p, b->location_id[0]);
     PP_CHECK(m != NULL);
     if (m) {
       PP_CHECK(strstr(pt_str(p, m->filename), "libc") != NULL);
@@ -482,25 +481,6 @@ done:
   profbuild_free(pb);
 }
 
-static int copy_file(const char *from, const char *to) {
-  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-  char buf[65536];
-  size_t r;
-  int rc = -1;
-  if (!in || !out)
-    goto done;
-  while ((r = fread(buf, 1, sizeof buf, in)) > 0)
-    if (fwrite(buf, 1, r, out) != r)
-      goto done;
-  rc = 0;
-done:
-  if (in)
-    fclose(in);
-  if (out && fclose(out) != 0)
-    rc = -1;
-  return rc;
-}
-
 /* A library dlopen'ed after the first build, and the vDSO, are symbolized
  * once the maps are refreshed. */
 static void test_profbuild_sees_dlopen_and_vdso(void) {
@@ -523,10 +503,7 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
   PP_CHECK(z && dladdr(z, &info) && info.dli_fname);
   if (!z)
     goto done;
-  snprintf(copy, sizeof copy, "%s/libzcopy.so", dir);
-  PP_CHECK_INT(copy_file(info.dli_fname, copy), ==, 0);
-  h = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
-  PP_CHECK(h != NULL);
+  h = dlopen_copy(info.dli_fname, dir, "libzcopy.so", copy, sizeof copy);
   void *fn = h ? dlsym(h, "zlibVersion") : NULL;
   PP_CHECK(fn != NULL && fn != z);
   void *vd = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -542,7 +519,7 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
   if (p) {
     const Perftools__Profiles__Sample *a = sample_with_leaf(p, "zlibVersion");
     PP_CHECK(a != NULL);
-    const Perftools__Profiles__Mapping *m = a ? mapping_of(p, a->location_id[0]) : NULL;
+    const Perftools__Profiles__Mapping *m = a ? mapping_of_loc(p, a->location_id[0]) : NULL;
     PP_CHECK(m != NULL);
     if (m)
       PP_CHECK_STR(pt_str(p, m->filename), copy);
@@ -550,7 +527,7 @@ static void test_profbuild_sees_dlopen_and_vdso(void) {
       int found = 0;
       for (size_t i = 0; i < p->n_sample; i++) {
         const char *n = frame_name(p, p->sample[i]->location_id[0]);
-        const Perftools__Profiles__Mapping *vm = mapping_of(p, p->sample[i]->location_id[0]);
+        const Perftools__Profiles__Mapping *vm = mapping_of_loc(p, p->sample[i]->location_id[0]);
         if (n && strstr(n, "clock_gettime") && vm && strcmp(pt_str(p, vm->filename), "[vdso]") == 0)
           found++;
       }
