@@ -72,7 +72,7 @@ on_exit() {
   fi
   if [ $rc -ne 0 ]; then
     echo "--- sidecar logs ($W) ---" >&2
-    for f in "$W"/sidecar*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -40 "$f" >&2; }; done
+    for f in "$W"/sidecar*.log; do if [ -f "$f" ]; then echo "== $f" >&2; tail -40 "$f" >&2; fi; done
   else
     rm -rf "$W"
   fi
