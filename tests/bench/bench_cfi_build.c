@@ -16,15 +16,14 @@
 
 #include "bench_rows.h"
 #include "cfi.h"
+#include "bench_clock.h"
 
 #define MAX_RUNS 25
 #define BUILDS_PER_RUN 5 /* a run's build time: the fastest of these */
 #define LOOKUPS (1 << 20)
 
 static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+  return (double)bench_ns(CLOCK_MONOTONIC);
 }
 
 /* A private copy of path's .eh_frame and its address; 0, or -1. */

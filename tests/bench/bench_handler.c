@@ -23,6 +23,7 @@
 #include "sampler_internal.h"
 #include "threads_linux.h"
 #include "unwind_tables.h"
+#include "bench_clock.h"
 
 #define BATCH 64
 #define MAX_BATCHES 3000
@@ -32,9 +33,7 @@ static double batch_ns[MAX_BATCHES];
 static int g_batches = MAX_BATCHES;
 
 static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return bench_ns(CLOCK_MONOTONIC);
 }
 
 static int g_round_trip;

@@ -14,15 +14,11 @@
 #include <string.h>
 #include <time.h>
 
-static double thread_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
+#include "bench_rows.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+static double thread_cpu_ns(void) {
+  return (double)bench_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int pairs(long batches, long per_batch) {
@@ -39,7 +35,7 @@ static int pairs(long batches, long per_batch) {
     }
     ns[b] = (thread_cpu_ns() - t0) / (double)per_batch;
   }
-  qsort(ns, (size_t)batches, sizeof *ns, cmp_double);
+  qsort(ns, (size_t)batches, sizeof *ns, bench_rows_cmp);
   double med = batches % 2 ? ns[batches / 2] : (ns[batches / 2 - 1] + ns[batches / 2]) / 2;
   printf("ns_per_pair=%.3f\n", med);
   free(ns);

@@ -14,6 +14,7 @@
 
 #include "bench_rows.h"
 #include "pushprof.h"
+#include "bench_clock.h"
 
 #define BATCH 1000
 #define MAX_BATCHES 2000
@@ -26,9 +27,7 @@ static char ids[NIDS][33];
 static char varlen[NIDS][40];
 
 static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return bench_ns(CLOCK_MONOTONIC);
 }
 
 enum { SAME_LEN, VAR_LEN, SET_REMOVE };

@@ -14,11 +14,10 @@
 #include "pp_builder.h"
 #include "pp_gzip.h"
 #include "pp_parse_ref.h"
+#include "bench_clock.h"
 
 static double cpu_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+  return (double)bench_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e6;
 }
 
 static uint64_t rng = 88172645463325252ull;

@@ -13,11 +13,10 @@
 #include "bench_rows.h"
 #include "pp_client.h"
 #include "profbuild.h"
+#include "bench_clock.h"
 
 static double cpu_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+  return (double)bench_ns(CLOCK_THREAD_CPUTIME_ID) / 1e6;
 }
 
 /* Code addresses spread over libc and this binary, as real stacks have. */

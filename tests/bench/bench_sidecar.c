@@ -40,6 +40,8 @@
 #include "pp_frame.h"
 #include "pp_builder.h"
 #include "pushprof.pb-c.h"
+#include "bench_clock.h"
+#include "bench_rows.h"
 
 #define NSEC_PER_SEC 1000000000LL
 #define PERIOD_NS 10000000LL /* 100 Hz, the SDK's default */
@@ -87,9 +89,7 @@ static atomic_int g_go;
 static int64_t g_start_ns, g_deadline_ns;
 
 static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+  return bench_ns(CLOCK_MONOTONIC);
 }
 
 static int64_t wall_ns(void) {
@@ -376,11 +376,6 @@ static void *client_main(void *arg) {
   return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Nearest-rank percentile of a sorted array. */
 static double pct(const double *v, size_t n, double p) {
   if (n == 0)
@@ -623,7 +618,7 @@ int main(int argc, char **argv) {
       memcpy(all + k, cs[i].lat_ms, cs[i].nlat * sizeof *all);
     k += cs[i].nlat;
   }
-  qsort(all, nlat, sizeof *all, cmp_double);
+  qsort(all, nlat, sizeof *all, bench_rows_cmp);
   double mean = 0;
   for (size_t i = 0; i < nlat; i++)
     mean += all[i];

@@ -21,6 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
+#include "bench_rows.h"
+
 static int ping[2], pong[2];
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static long g_rounds = 200000;
@@ -68,14 +71,7 @@ static int pingpong(void) {
 }
 
 static double thread_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+  return (double)bench_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static double median_per_call(long batches, long per, int what, int fd) {
@@ -96,7 +92,7 @@ static double median_per_call(long batches, long per, int what, int fd) {
     }
     ns[b] = (thread_cpu_ns() - t0) / (double)per;
   }
-  qsort(ns, (size_t)batches, sizeof *ns, cmp_double);
+  qsort(ns, (size_t)batches, sizeof *ns, bench_rows_cmp);
   double m = ns[batches / 2];
   free(ns);
   return m;
