@@ -99,7 +99,24 @@ wait $post
 t1=$(date +%s.%N)
 [ "$(cat "$W/stopped.code")" = 200 ] || fail "the stopped POST answered $(cat "$W/stopped.code")"
 python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 5 else 1)" || fail "DELETE did not end the POST early"
-"${CHECK[@]}" "$W/stopped.pb" | grep -q 'stopped early by DELETE' || fail "the early answer does not say it was stopped"
+"${CHECK[@]}" "$W/stopped.pb" >"$W/check.json"; grep -q 'stopped early by DELETE' "$W/check.json" || fail "the early answer does not say it was stopped"
+
+# A process that starts during a window joins it for the rest of it.
+curl -s -X POST -d '{"timeout_seconds": 3}' "$api" -o "$W/late.pb" -w '%{http_code}' >"$W/late.code" &
+post=$!
+sleep 1
+ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=odlate LD_PRELOAD=$PRELOAD sleep 10 &
+late=$!
+wait $post
+[ "$(cat "$W/late.code")" = 200 ] || fail "the POST with a late joiner: $(cat "$W/late.code")"
+curl -sf "$api" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+j = {p["service"]: p for p in s["joined"]}
+assert j.get("odlate", {}).get("delivered") and j.get("odapi", {}).get("delivered"), s' ||
+  fail "a process started during the window did not join it: $(curl -s "$api")"
+"${CHECK[@]}" "$W/late.pb" >"$W/check.json"; grep -q '2 of 2 processes delivered' "$W/check.json" || fail "the late joiner's push is not in the answer"
+kill "$late" 2>/dev/null || true
 
 # A client that pushes without subscribing (pushprof push, or an older SDK).
 "$CLI" push "$W/profile.pb" --socket "$SOCK" --service oldsdk >/dev/null || fail "pushprof push"
@@ -109,7 +126,7 @@ curl -sf "$api" | python3 -c 'import json,sys; s=json.load(sys.stdin); assert "o
 # The command-line client.
 "$CLI" profile --addr "127.0.0.1:$METRICS_PORT" --seconds 1 --hz 50 --service odapi -o "$W/cli.pb" >"$W/cli.out" ||
   fail "pushprof profile: $(cat "$W/cli.out")"
-"${CHECK[@]}" "$W/cli.pb" | grep -q '"period": 20000000' || fail "pushprof profile --hz 50"
+"${CHECK[@]}" "$W/cli.pb" >"$W/check.json"; grep -q '"period": 20000000' "$W/check.json" || fail "pushprof profile --hz 50"
 rc=0
 "$CLI" profile --addr "127.0.0.1:$METRICS_PORT" --seconds 1 --pid 1 -o "$W/none.pb" 2>"$W/none.err" || rc=$?
 [ "$rc" = 1 ] && grep -q 'answered 404' "$W/none.err" || fail "pushprof profile with no match: rc $rc $(cat "$W/none.err")"
