@@ -48,6 +48,12 @@ done
 if ((${#missing[@]})); then
   echo "pushprof: installing ${missing[*]}" >&2
   ((updated)) || "${sudo_cmd[@]}" apt-get update -qq
+  # Multiarch packages that cannot co-install replace the host's (as libisal
+  # would): refuse rather than break the amd64 build.
+  if [ "$arch" = arm64 ] && apt-get install -s "${missing[@]}" | grep '^Remv' >&2; then
+    echo "pushprof: installing the arm64 packages would remove the packages above" >&2
+    exit 1
+  fi
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 # Debian's libisal packages are not multiarch: installing libisal-dev:arm64
