@@ -15,38 +15,16 @@
 # the RSS peak of the restarted sidecar is read from VmHWM.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=build pendings=0,1000,3000,10000 size=133120 window=5 maxmem="" rows="" build_it=1
-while (($#)); do
-  case $1 in
-  --build) build=$2; shift ;;
-  --pending) pendings=$2; shift ;;
-  --size) size=$2; shift ;;
-  --window) window=$2; shift ;;
-  --max-memory) maxmem=$2; shift ;;
-  --rows) rows=$2; shift ;;
-  --no-build) build_it=0 ;;
-  *) echo "outage_bench: unknown argument $1" >&2; exit 2 ;;
-  esac
-  shift
-done
-if ((build_it)); then
-  [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" >/dev/null
-  cmake --build "$build" -j"$(nproc)" --target pushprof-sidecar bench_sidecar >/dev/null
-fi
+. tests/bench/lib_bench.sh
+build=build pending=0,1000,3000,10000 size=133120 window=5 max_memory="" rows="" build_it=1
+bench_args outage_bench "build pending size window max-memory rows" "$@"
+bench_build pushprof-sidecar bench_sidecar
 B=$(realpath "$build")
-W=$(mktemp -d "${TMPDIR:-/tmp}/pushprof-outage.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$W"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+bench_workdir outage
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
 unset AWS_SESSION_TOKEN AWS_ROLE_ARN AWS_CONTAINER_CREDENTIALS_FULL_URI
 mem_args=()
-[ -n "$maxmem" ] && mem_args=(--max-memory "$maxmem")
+[ -n "$max_memory" ] && mem_args=(--max-memory "$max_memory")
 
 metric() { curl -sf "http://127.0.0.1:$2/metrics" | awk -v k="$1" '$1 == k {print $2}' || true; }
 kib() { awk "/$1/ {print \$2}" "/proc/$2/status"; }
@@ -85,7 +63,7 @@ wait_pending() { # N PORT LIMIT_S -> prints seconds waited
 }
 
 printf '| pending batches | RSS peak while pushing and pending (MiB) | RSS after (MiB) | restart to all pending (s) | RSS peak after restart (MiB) | retried pushes |\n|---|---|---|---|---|---|\n'
-IFS=, read -ra ns <<<"$pendings"
+IFS=, read -ra ns <<<"$pending"
 for n in "${ns[@]}"; do
   rm -rf "$W/spool" "$W"/rss.*
   dead=$(free_port)

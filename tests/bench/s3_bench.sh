@@ -19,25 +19,10 @@
 # --no-build uses the binaries in --build as they are.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib_bench.sh
 build=build runs=3 batches=200 samples=30000 pending=10000 settle=5 rows="" build_it=1
-while (($#)); do
-  case $1 in
-  --build) build=$2; shift ;;
-  --runs) runs=$2; shift ;;
-  --batches) batches=$2; shift ;;
-  --samples) samples=$2; shift ;;
-  --pending) pending=$2; shift ;;
-  --settle) settle=$2; shift ;;
-  --rows) rows=$2; shift ;;
-  --no-build) build_it=0 ;;
-  *) echo "s3_bench: unknown argument $1" >&2; exit 2 ;;
-  esac
-  shift
-done
-if ((build_it)); then
-  [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" >/dev/null
-  cmake --build "$build" -j"$(nproc)" --target pushprof-sidecar gen_pprof >/dev/null
-fi
+bench_args s3_bench "build runs batches samples pending settle rows" "$@"
+bench_build pushprof-sidecar gen_pprof
 B=$(realpath "$build")
 npm_dir=$B/npm
 mkdir -p "$npm_dir"
@@ -47,17 +32,9 @@ mkdir -p "$npm_dir"
     npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error s3rver@3.7.1 >/dev/null
   fi
 ) 9>"$npm_dir/.lock"
-W=$(mktemp -d "${TMPDIR:-/tmp}/pushprof-s3bench.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$W"
-}
-trap cleanup EXIT
+bench_workdir s3bench
 hz=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 make_spool() {
   mkdir -p "$1"

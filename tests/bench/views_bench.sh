@@ -10,18 +10,9 @@
 #                              [--samples N] [--rows FILE]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/bench/lib_bench.sh
 build=build runs=5 stacks=50000 samples=157000 rows=""
-while (($#)); do
-  case $1 in
-  --build) build=$2; shift ;;
-  --runs) runs=$2; shift ;;
-  --stacks) stacks=$2; shift ;;
-  --samples) samples=$2; shift ;;
-  --rows) rows=$2; shift ;;
-  *) echo "views_bench.sh: unknown argument $1" >&2; exit 2 ;;
-  esac
-  shift
-done
+bench_args views_bench.sh "build runs stacks samples rows" "$@"
 P=$build/views/pushprof
 GEN=$build/tests/gen_views_pprof
 [ -x "$P" ] && [ -x "$GEN" ] || { echo "views_bench.sh: build pushprof_cli and gen_views_pprof in $build" >&2; exit 2; }
