@@ -21,6 +21,7 @@ or a row without a numeric median, is listed as missing, and --check then
 makes the command exit 1 (the smoke test uses that). C benches write the
 same format through tests/bench/bench_rows.h.
 """
+import argparse
 import collections
 import math
 import os
@@ -106,6 +107,17 @@ def table(path, expect, check):
     if missing:
         print("\nmissing figures (the bench failed or did not run; see its log): %s" % ", ".join(missing))
     return 1 if check and missing else 0
+
+
+def arg_parser(runs=None, runs_help=None):
+    """The options every Python bench takes: --build DIR, --rows FILE and,
+    given a default, --runs N."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    if runs is not None:
+        ap.add_argument("--runs", type=int, default=runs, help=runs_help)
+    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
+    return ap
 
 
 def _me():

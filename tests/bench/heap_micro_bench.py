@@ -30,7 +30,6 @@ figures and never fails on time.
   heap_micro_bench.py --build DIR [--runs N] [--batches B] [--pairs P]
                       [--live-runs N] [--mib M] [--rows FILE]
 """
-import argparse
 import gzip
 import os
 import re
@@ -72,14 +71,11 @@ def live_blocks(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=9, help="rounds of the pairs")
+    ap = benchrows.arg_parser(9, runs_help="rounds of the pairs")
     ap.add_argument("--batches", type=int, default=15)
     ap.add_argument("--pairs", type=int, default=1000000, help="pairs per batch")
     ap.add_argument("--live-runs", type=int, default=3)
     ap.add_argument("--mib", type=int, default=1024, help="live heap of the memory runs")
-    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
     if min(a.runs, a.batches, a.pairs, a.live_runs, a.mib) < 1:
         raise SystemExit("heap_micro_bench: every count must be positive")

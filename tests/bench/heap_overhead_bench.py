@@ -41,7 +41,6 @@ operations per thread, their CPU minus none's, in milliseconds.
                          [--threads T] [--startup-runs N] [--no-heaptrack]
                          [--rows FILE]
 """
-import argparse
 import ctypes
 import glob
 import gzip
@@ -88,9 +87,7 @@ def heap_comment(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=31)
+    ap = benchrows.arg_parser(31)
     ap.add_argument("--record-runs", type=int, default=5, help="rounds with tcmalloc, gperftools, heaptrack")
     ap.add_argument("--kops", type=int, default=10000, help="thousands of operations per thread")
     ap.add_argument("--record-kops", type=int, default=1000,
@@ -98,7 +95,6 @@ def main():
     ap.add_argument("--startup-runs", type=int, default=11, help="rounds of the fixed cost per process")
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--no-heaptrack", action="store_true", help="skip heaptrack (the slowest)")
-    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
     a.record_runs = min(a.record_runs, a.runs)
     if min(a.runs, a.record_runs, a.kops, a.record_kops, a.threads, a.startup_runs) < 1:

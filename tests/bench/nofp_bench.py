@@ -16,7 +16,6 @@ Depth: mean frames per sample in each profile (go tool pprof -raw), what
 DWARF unwinding buys over one-frame stacks.
 --rows FILE appends the figures as rows for tests/bench/run (benchrows.py).
 """
-import argparse
 import os
 import shutil
 import statistics
@@ -40,12 +39,9 @@ def mean_depth(profile):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=7)
+    ap = benchrows.arg_parser(7)
     ap.add_argument("--hz", type=int, default=100)
     ap.add_argument("--mb", type=float, default=2.2)
-    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
 
     preload = os.path.join(os.path.abspath(a.build), "sdk", "libpushprof_preload.so")

@@ -19,7 +19,6 @@ socket; every pushprof run must reach it, as an acknowledged profile or as
 an empty push (a run that took no sample), else the bench fails.
 --rows FILE appends the figures as rows for tests/bench/run (benchrows.py).
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -51,10 +50,8 @@ def pct(xs, q):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
+    ap = benchrows.arg_parser()
     ap.add_argument("--pairs", type=int, default=60)
-    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     preload = os.path.join(build, "sdk", "libpushprof_preload.so")

@@ -18,7 +18,6 @@ points; median of the absolute error over runs. Capture: samples in the
 profile / (CPU seconds x hz).
 --rows FILE appends the figures as rows for tests/bench/run (benchrows.py).
 """
-import argparse
 import os
 import shutil
 import statistics
@@ -82,12 +81,9 @@ def write_rows(a, res, variants):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=7)
+    ap = benchrows.arg_parser(7)
     ap.add_argument("--hz", type=int, default=100)
     ap.add_argument("--units", type=int, default=60)
-    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
 
     build = os.path.abspath(a.build)

@@ -23,7 +23,6 @@ is missing.
 
   wait_bench.py --build DIR [--runs N] [--rounds R] [--rows FILE]
 """
-import argparse
 import os
 import statistics
 import sys
@@ -45,13 +44,10 @@ def pin_to_one_cpu():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--runs", type=int, default=15)
+    ap = benchrows.arg_parser(15)
     ap.add_argument("--rounds", type=int, default=200000, help="pingpong round trips per run")
     ap.add_argument("--batches", type=int, default=15)
     ap.add_argument("--calls", type=int, default=1000000)
-    ap.add_argument("--rows", help="append machine-readable rows (TSV) to this file")
     a = ap.parse_args()
     if min(a.runs, a.rounds, a.batches, a.calls) < 1:
         raise SystemExit("wait_bench: every count must be positive")
