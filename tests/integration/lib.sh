@@ -208,6 +208,17 @@ wait_failed_reason() {
   cat "$W/spool/failed/"*.reason 2>/dev/null || fail "nothing in failed/ within $1 s"
 }
 
+# wait_spool_drained SECONDS [WHAT]: until the spool holds no file (every
+# acked push exported); given WHAT, not draining in time fails the test.
+wait_spool_drained() {
+  local i
+  for ((i = 0; i < $1 * 10; i++)); do
+    [ "$(metric pushprof_spool_files)" -eq 0 ] && return 0
+    sleep 0.1
+  done
+  [ -z "${2:-}" ] || fail "$2: $(metric pushprof_spool_files) files still in the spool after $1 s"
+}
+
 # wait_metric NAME VALUE SECONDS: until the metric reaches at least VALUE.
 wait_metric() {
   local i

@@ -22,11 +22,7 @@ push_profiles "billing svc" 2 11 >/dev/null
 read -r big_n big_c < <("$GEN" profile "$W/big.pb.gz" --seed 4 --samples 100000 --functions 20000 --gzip)
 "$CLI" push "$W/big.pb.gz" --socket "$SOCK" --service big >/dev/null || fail "big push"
 wait_metric pushprof_batches_exported_total 3 30
-for _ in $(seq 100); do
-  [ "$(metric pushprof_spool_files)" -eq 0 ] && break
-  sleep 0.1
-done
-[ "$(metric pushprof_spool_files)" -eq 0 ] || fail "spool not drained"
+wait_spool_drained 10 "spool not drained"
 metrics | grep -q SENTINEL && fail "a credential reached /metrics"
 stop_sidecar
 

@@ -36,6 +36,16 @@ push() {
   return 1
 }
 
+# fill: pushes p1.pb, p2.pb, ... until one is refused; refused is its
+# number, or 0 if all 24 were acked.
+fill() {
+  refused=0
+  for i in $(seq 24); do
+    read -r n c <"$W/p$i.sum"
+    if ! push "$W/p$i.pb" "$n" "$c"; then refused=$i; break; fi
+  done
+}
+
 for i in $(seq 24); do
   read -r n c < <("$GEN" profile "$W/p$i.pb" --seed $((i + 100)) --samples 2000 --functions 800)
   echo "$n $c" >"$W/p$i.sum"
@@ -47,11 +57,7 @@ start_sidecar a --batch-window 3 --max-memory 1GiB
 pid=$SC_PID
 
 # 1. Fill the disk with pushes (about 100 KiB each) until one is refused.
-refused=0
-for i in $(seq 24); do
-  read -r n c <"$W/p$i.sum"
-  if ! push "$W/p$i.pb" "$n" "$c"; then refused=$i; break; fi
-done
+fill
 [ $refused -gt 0 ] || fail "24 pushes of ~100 KiB all fit a 2 MiB spool; the test proves nothing"
 [ "$(rejected disk_full)" -ge 1 ] || fail "disk_full refusal not counted in /metrics"
 no_temps "after the first refusal"
@@ -69,7 +75,7 @@ done
 [ $ok -eq 1 ] || fail "still refused 30 s later: exports did not free the spool"
 
 # 2. Another tenant fills the disk; its file goes away; no restart needed.
-for _ in $(seq 100); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
+wait_spool_drained 10
 dd if=/dev/zero of="$W/spool/filler" bs=4k 2>/dev/null || true
 read -r n c <"$W/p1.sum"
 if push "$W/p1.pb" "$n" "$c"; then fail "a push was acked on a full disk"; fi
@@ -80,8 +86,7 @@ push "$W/p1.pb" "$n" "$c" || fail "refused after the filler was removed: $(cat "
 [ "$SC_PID" = "$pid" ] && kill -0 "$pid" || fail "the sidecar restarted or died"
 
 # Every acked push is exported exactly once, samples summed.
-for _ in $(seq 150); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
-[ "$(metric pushprof_spool_files)" -eq 0 ] || fail "acked pushes still pending in the spool"
+wait_spool_drained 15 "acked pushes still pending"
 stop_sidecar
 got=$(pprof_totals $(find "$OUT/testnode/diskfull" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "exported $got, acked $want_n $want_c ($acked pushes)"
@@ -99,11 +104,7 @@ want_n=0 want_c=0 acked=0
 start_sidecar j --batch-window 2 --journal-bytes 1MiB --rescan-interval 1 --max-memory 1GiB
 grep -q 'msg="spool journal not used' "$SC_LOG" && fail "journal not created: $(cat "$SC_LOG")"
 dd if=/dev/zero of="$W/spool/filler" bs=4k 2>/dev/null || true
-refused=0
-for i in $(seq 24); do
-  read -r n c <"$W/p$i.sum"
-  if ! push "$W/p$i.pb" "$n" "$c"; then refused=$i; break; fi
-done
+fill
 [ $refused -gt 0 ] || fail "journal: 24 pushes acked on a full disk"
 no_temps "journal, disk full"
 sleep 1
@@ -116,7 +117,7 @@ for _ in $(seq 200); do
 done
 read -r n c <"$W/p$refused.sum"
 push "$W/p$refused.pb" "$n" "$c" || fail "journal: refused after the filler was removed: $(cat "$W/err")"
-for _ in $(seq 150); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
+wait_spool_drained 15
 stop_sidecar
 got=$(pprof_totals $(find "$OUT/testnode/diskfull" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "journal: exported $got, acked $want_n $want_c ($acked pushes)"

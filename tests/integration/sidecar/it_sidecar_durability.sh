@@ -28,10 +28,7 @@ head -c 3000 /dev/urandom >"$W/spool/zz-garbage.push"
 start_sidecar b --batch-window 1
 wait_files "$OUT/testnode/durable" 1 20 || fail "nothing exported after restart"
 wait_metric pushprof_spool_quarantined_total 2 10
-for _ in $(seq 100); do
-  [ "$(metric pushprof_spool_files)" -eq 0 ] && break
-  sleep 0.1
-done
+wait_spool_drained 10
 got=$(pprof_totals $(find "$OUT/testnode/durable" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "after restart exported $got, acked $want_n $want_c"
 [ "$(find "$W/spool/quarantine" -type f -name 'zz-*' | wc -l)" -ge 2 ] ||

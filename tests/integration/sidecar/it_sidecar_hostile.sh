@@ -100,7 +100,7 @@ done
 # The good pushes all arrive, each once, merged. They are all the same
 # push, so two batches of as many pushes are the same object (named by its
 # content): count pushes from the export log lines, and check each object.
-for _ in $(seq 100); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
+wait_spool_drained 10
 stop_sidecar
 exported=$(sed -n 's/.*msg="batch exported" service="good" pushes=\([0-9]*\) .*/\1/p' "$SC_LOG" |
   awk '{ s += $1 } END { print s + 0 }')

@@ -34,7 +34,7 @@ grep -q -- "--socket $SOCK: it is in use" "$W/sidecar-socket.log" || fail "$(cat
 kill9_sidecar
 start_sidecar again --batch-window 1
 "$CLI" push "$W/p.pb" --socket "$SOCK" >/dev/null || fail "push after restart"
-for _ in $(seq 100); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
+wait_spool_drained 10
 stop_sidecar
 got=$(pprof_totals $(find "$OUT" -name '*.pb.gz'))
 [ "$got" = "$((2 * n)) $((2 * c))" ] || fail "exported $got, want both pushes: $((2 * n)) $((2 * c))"

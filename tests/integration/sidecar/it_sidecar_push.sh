@@ -26,11 +26,7 @@ wait_files "$OUT/testnode/checkout" 1 20 || fail "nothing exported for checkout"
 wait_files "$OUT/testnode/billing-42" 1 20 || fail "nothing exported for billing-42 (default service)"
 wait_metric pushprof_batches_exported_total 2 20
 # Let any second window of checkout close too, then compare totals.
-for _ in $(seq 60); do
-  [ "$(metric pushprof_spool_files)" -eq 0 ] && break
-  sleep 0.1
-done
-[ "$(metric pushprof_spool_files)" -eq 0 ] || fail "spool not drained: $(metric pushprof_spool_files) files"
+wait_spool_drained 6 "spool not drained"
 got=$(pprof_totals $(find "$OUT/testnode/checkout" -name '*.pb.gz'))
 [ "$got" = "$want_n $want_c" ] || fail "exported totals $got, pushed $want_n $want_c"
 files=$(find "$OUT/testnode/checkout" -name '*.pb.gz' | wc -l)

@@ -38,7 +38,7 @@ wait_files "$OUT/testnode/torn" 1 20 || fail "the intact push was not exported"
 grep -q 'truncated frame' "$W/spool/quarantine/0-torn-000005.push.reason" ||
   fail "reason: $(cat "$W/spool/quarantine/0-torn-000005.push.reason")"
 "$CLI" push "$W/p2.pb" --socket "$SOCK" --service torn >/dev/null || fail "push after the torn start"
-for _ in $(seq 100); do [ "$(metric pushprof_spool_files)" -eq 0 ] && break; sleep 0.1; done
+wait_spool_drained 10
 stop_sidecar
 
 # Two more starts: nothing left to quarantine, no crash loop.
