@@ -208,6 +208,25 @@ wait_failed_reason() {
   cat "$W/spool/failed/"*.reason 2>/dev/null || fail "nothing in failed/ within $1 s"
 }
 
+# start_server DIR WHAT CMD...: runs the stand-in CMD --out DIR --port-file
+# DIR/port in the background (its output in DIR/stderr); SERVER_PID is its
+# pid and SERVER_URL http://127.0.0.1:PORT once it has written its port,
+# which must be within 10 s.
+start_server() {
+  local dir=$1 what=$2
+  shift 2
+  mkdir -p "$dir"
+  rm -f "$dir/port"
+  "$@" --out "$dir" --port-file "$dir/port" >"$dir/stderr" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 200); do
+    [ -s "$dir/port" ] && break
+    sleep 0.05
+  done
+  [ -s "$dir/port" ] || fail "$what did not start: $(cat "$dir/stderr")"
+  SERVER_URL=http://127.0.0.1:$(cat "$dir/port")
+}
+
 # wait_spool_drained SECONDS [WHAT]: until the spool holds no file (every
 # acked push exported); given WHAT, not draining in time fails the test.
 wait_spool_drained() {

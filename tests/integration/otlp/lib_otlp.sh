@@ -34,16 +34,9 @@ start_receiver() {
   local name=$1
   shift
   RX_OUT=$W/rx-$name
-  mkdir -p "$RX_OUT"
-  rm -f "$RX_OUT/port"
-  "$PYPB" "$RECEIVER" --out "$RX_OUT" --port-file "$RX_OUT/port" "$@" >"$RX_OUT/stderr" 2>&1 &
-  RX_PIDS+=($!)
-  for _ in $(seq 200); do
-    [ -s "$RX_OUT/port" ] && break
-    sleep 0.05
-  done
-  [ -s "$RX_OUT/port" ] || fail "receiver $name did not start: $(cat "$RX_OUT/stderr")"
-  RX_URL=http://127.0.0.1:$(cat "$RX_OUT/port")
+  start_server "$RX_OUT" "receiver $name" "$PYPB" "$RECEIVER" "$@"
+  RX_PIDS+=("$SERVER_PID")
+  RX_URL=$SERVER_URL
 }
 
 rx_accepted() {

@@ -24,15 +24,9 @@ start_standin() {
   local name=$1
   shift
   PY_OUT=$W/py-$name
-  mkdir -p "$PY_OUT"
-  python3 "$STANDIN" --out "$PY_OUT" --port-file "$PY_OUT/port" "$@" >"$PY_OUT/stderr" 2>&1 &
-  PY_PIDS+=($!)
-  for _ in $(seq 100); do
-    [ -s "$PY_OUT/port" ] && break
-    sleep 0.05
-  done
-  [ -s "$PY_OUT/port" ] || fail "stand-in $name did not start: $(cat "$PY_OUT/stderr")"
-  PY_URL=http://127.0.0.1:$(cat "$PY_OUT/port")
+  start_server "$PY_OUT" "stand-in $name" python3 "$STANDIN" "$@"
+  PY_PIDS+=("$SERVER_PID")
+  PY_URL=$SERVER_URL
 }
 
 # accepted_json DIR: every accepted request record of the stand-in in DIR.
