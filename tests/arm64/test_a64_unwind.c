@@ -5,7 +5,12 @@
  *    frame too big for ra_off8 (RA beside the saved FP), CFA from x29;
  *  - a real SIGPROF handler over a frameless leaf called from a function
  *    with an 8 KiB frame: every leaf sample has that caller, its caller and
- *    __libc_start_main (main is hidden from dladdr by -fvisibility). */
+ *    __libc_start_main (main is hidden from dladdr by -fvisibility);
+ *  - the same handler over an app's signal handler that returns through a
+ *    sigreturn trampoline described as the kernel's vDSO describes its own
+ *    (an S CIE, CFA from x29): the frames below the signal frame are found
+ *    through the ucontext, as on arm64 hardware, where qemu-user (no vDSO)
+ *    would not show it. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -16,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cfi.h"
 #include "pp_test.h"
@@ -117,6 +124,8 @@ volatile uint64_t a64_sink;
 uint64_t a64_leaf(uint64_t n);
 uint64_t a64_big(uint64_t n);
 uint64_t a64_outer(uint64_t n);
+void a64_in_handler(int sig, siginfo_t *si, void *uc);
+void a64_interrupted(void);
 #pragma GCC visibility pop
 
 static void on_prof(int sig, siginfo_t *si, void *uc) {
@@ -149,6 +158,25 @@ __attribute__((noinline)) uint64_t a64_outer(uint64_t n) {
   __asm__ volatile("" ::: "memory"); /* no tail call */
   return r + 1;
 }
+
+/* A sigreturn trampoline as the arm64 vDSO's __kernel_rt_sigreturn: the
+ * FDE starts one nop early so that return address - 1 falls inside it. */
+void a64_sigreturn(void);
+__asm__(".text\n"
+        ".p2align 2\n"
+        ".cfi_startproc\n"
+        ".cfi_signal_frame\n"
+        ".cfi_def_cfa x29, 0\n"
+        ".cfi_offset x29, 0\n"
+        ".cfi_offset x30, 8\n"
+        "nop\n"
+        ".globl a64_sigreturn\n"
+        ".type a64_sigreturn, %function\n"
+        "a64_sigreturn:\n"
+        "mov x8, #139\n" /* __NR_rt_sigreturn */
+        "svc #0\n"
+        ".cfi_endproc\n"
+        ".size a64_sigreturn, .-a64_sigreturn\n");
 
 static const char *fn_name(uintptr_t pc) {
   Dl_info di;
@@ -201,8 +229,73 @@ static void test_a64_leaf_under_a_big_frame_gets_its_callers(void) {
   PP_CHECK_INT(full, ==, in_leaf);
 }
 
+__attribute__((noinline)) void a64_in_handler(int sig, siginfo_t *si, void *uc) {
+  (void)sig, (void)si, (void)uc;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    a64_sink += a64_leaf(100000 + (a64_sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
+}
+
+__attribute__((noinline)) void a64_interrupted(void) {
+  raise(SIGUSR2);
+  a64_sink++;
+}
+
+/* The kernel's struct sigaction: glibc's sigaction has no sa_restorer on
+ * aarch64. */
+struct a64_kernel_sigaction {
+  void (*handler)(int, siginfo_t *, void *);
+  unsigned long flags;
+  void (*restorer)(void);
+  uint64_t mask;
+};
+#define A64_SA_RESTORER 0x04000000ul
+
+static void test_a64_through_a_vdso_like_signal_frame(void) {
+  int known = 0;
+  const void *hint = NULL;
+  utab_enter();
+  const cfi_row *row = utab_find((uintptr_t)a64_sigreturn - 1, &known, &hint);
+  unsigned kind = row ? row->kind : CFI_GAP;
+  utab_leave();
+  PP_CHECK_INT(kind, ==, CFI_SIGNAL);
+  struct a64_kernel_sigaction ka = {a64_in_handler, SA_SIGINFO | A64_SA_RESTORER, a64_sigreturn, 0};
+  PP_CHECK_INT(syscall(SYS_rt_sigaction, SIGUSR2, &ka, NULL, 8), ==, 0);
+  atomic_store(&g_n, 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
+  a64_interrupted();
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  int n = atomic_load(&g_n);
+  n = n < MAXS ? n : MAXS;
+  int in_handler = 0, through = 0;
+  for (int s = 0; s < n; s++) {
+    int h = -1;
+    for (uint32_t i = 0; i < g_depth[s] && h < 0; i++)
+      if (strcmp(fn_name(g_pcs[s][i]), "a64_in_handler") == 0)
+        h = (int)i;
+    if (h < 0)
+      continue;
+    in_handler++;
+    for (uint32_t i = (uint32_t)h + 1; i < g_depth[s]; i++)
+      if (strcmp(fn_name(g_pcs[s][i]), "a64_interrupted") == 0) {
+        through++;
+        break;
+      }
+  }
+  fprintf(stderr, "signal frame: %d samples, %d in the handler, %d of them reach a64_interrupted\n",
+          n, in_handler, through);
+  PP_CHECK_INT(in_handler, >=, n / 2);
+  PP_CHECK_INT(through, ==, in_handler);
+}
+
 int main(void) {
   PP_RUN(test_a64_cfi_leaf_pac_and_big_frame_rows);
   PP_RUN(test_a64_leaf_under_a_big_frame_gets_its_callers);
+  PP_RUN(test_a64_through_a_vdso_like_signal_frame);
   PP_DONE();
 }
