@@ -21,6 +21,7 @@ static Pushprof__V1__PushRequest push(uint64_t seq, int64_t start) {
 
 static void test_dedup_a_retried_push_has_the_same_identity(void) {
   Pushprof__V1__PushRequest a = push(7, 1700000001000000000), b = push(7, 1700000001000000000);
+  b.dropped_profiles = 5; /* a retry may report more drops: still the same push */
   dedup_id ia, ib;
   PP_CHECK(dedup_push_id(&a, &ia));
   PP_CHECK(dedup_push_id(&b, &ib));
@@ -63,6 +64,7 @@ static void test_dedup_a_push_without_sequence_or_start_has_none(void) {
   dedup_file_id("1700000000000000000-00000001", &f1b);
   PP_CHECK(memcmp(&f1, &f1b, sizeof f1) == 0 && memcmp(&f1, &f2, sizeof f1) != 0);
   PP_CHECK_INT(dedup_file_tag("a"), ==, dedup_file_tag("a"));
+  PP_CHECK(dedup_file_tag("a") != dedup_file_tag("b"));
 }
 
 static void test_dedup_index_keeps_pending_and_expires_exported(void) {
@@ -94,6 +96,56 @@ static void test_dedup_index_keeps_pending_and_expires_exported(void) {
   dedup_free(x);
 }
 
+static dedup_id file_id(const char *fmt, int i) {
+  char name[32];
+  dedup_id id;
+  snprintf(name, sizeof name, fmt, i);
+  dedup_file_id(name, &id);
+  return id;
+}
+
+static void test_dedup_index_put_find_erase_expire(void) {
+  dedup_index *x = dedup_new();
+  PP_CHECK(x != NULL);
+  if (!x)
+    return;
+  enum { N = 5000 };
+  for (int i = 0; i < N; i++) {
+    dedup_id id = file_id("%d.push", i);
+    PP_CHECK_INT(dedup_put(x, &id, (uint32_t)i, i % 2 ? (1000 + i) * 1000000000LL : 0), ==, 0);
+  }
+  PP_CHECK_INT(dedup_size(x), ==, N);
+  int found = 0;
+  for (int i = 0; i < N; i++) {
+    dedup_id id = file_id("%d.push", i);
+    dedup_entry e;
+    if (dedup_find(x, &id, &e) && e.file_tag == (uint32_t)i &&
+        e.expires_ns == (i % 2 ? (1000 + i) * 1000000000LL : 0))
+      found++;
+    if (i % 10 == 0)
+      dedup_erase(x, &id);
+  }
+  PP_CHECK_INT(found, ==, N);
+  PP_CHECK_INT(dedup_size(x), ==, N - N / 10);
+  dedup_expire(x, (1000 + N) * 1000000000LL); /* every odd one that is left expires */
+  int left = 0;
+  for (int i = 0; i < N; i++) {
+    dedup_id id = file_id("%d.push", i);
+    if (dedup_find(x, &id, NULL))
+      left++;
+  }
+  PP_CHECK_INT(left, ==, N / 2 - N / 10);
+  PP_CHECK_INT(dedup_size(x), ==, (size_t)left);
+  /* Churn through erased slots: the table keeps finding empty ones. */
+  for (int i = 0; i < 4 * N; i++) {
+    dedup_id id = file_id("churn-%d", i);
+    PP_CHECK_INT(dedup_put(x, &id, 1, 0), ==, 0);
+    dedup_erase(x, &id);
+  }
+  PP_CHECK_INT(dedup_size(x), ==, (size_t)left);
+  dedup_free(x);
+}
+
 static void test_dedup_remembers_at_most_the_bound_and_forgets_the_oldest(void) {
   dedup_index *x = dedup_new();
   PP_CHECK(x != NULL);
@@ -108,6 +160,7 @@ static void test_dedup_remembers_at_most_the_bound_and_forgets_the_oldest(void) 
     PP_CHECK_INT(dedup_put(x, &id, 0, (int64_t)(1000 + i) * 1000000000), ==, 0);
   }
   PP_CHECK(dedup_size(x) <= DEDUP_MAX_DONE);
+  PP_CHECK(dedup_size(x) > DEDUP_MAX_DONE / 2); /* eviction keeps the newer half at least */
   dedup_file_id("f0", &id);
   PP_CHECK(!dedup_find(x, &id, NULL)); /* the oldest went */
   snprintf(name, sizeof name, "f%d", DEDUP_MAX_DONE + 999);
@@ -131,6 +184,7 @@ int main(void) {
   PP_RUN(test_dedup_any_field_of_the_identity_tells_pushes_apart);
   PP_RUN(test_dedup_a_push_without_sequence_or_start_has_none);
   PP_RUN(test_dedup_index_keeps_pending_and_expires_exported);
+  PP_RUN(test_dedup_index_put_find_erase_expire);
   PP_RUN(test_dedup_remembers_at_most_the_bound_and_forgets_the_oldest);
   PP_DONE();
 }

@@ -1,5 +1,5 @@
-/* Unit tests for sidecar/manifest.c (batch manifests on disk) and
- * sidecar/dedup.c (push identities and their index). */
+/* Unit tests for sidecar/manifest.c (batch manifests on disk, with the
+ * push identities of their members; dedup.c itself: test_dedup.c). */
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -315,111 +315,6 @@ static void test_concurrent_writes_get_names_of_their_own(void) {
   btu_rmtree(dir);
 }
 
-static void test_push_identity(void) {
-  Pushprof__V1__PushRequest r = PUSHPROF__V1__PUSH_REQUEST__INIT;
-  dedup_id a, b;
-  r.service = "api";
-  r.hostname = "h";
-  r.pid = 7;
-  r.sequence = 3;
-  PP_CHECK(!dedup_push_id(&r, &a)); /* no process start: no identity */
-  PP_CHECK(dedup_id_is_zero(&a));
-  r.process_start_time_nanos = 99;
-  PP_CHECK(dedup_push_id(&r, &a));
-  r.dropped_profiles = 5; /* a retry may say more drops: still the same push */
-  PP_CHECK(dedup_push_id(&r, &b));
-  PP_CHECK(memcmp(&a, &b, sizeof a) == 0);
-  r.sequence = 4;
-  PP_CHECK(dedup_push_id(&r, &b));
-  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
-  r.sequence = 3;
-  r.start_time_nanos = 1000; /* after exec: same pid, start and sequence, new window */
-  PP_CHECK(dedup_push_id(&r, &b));
-  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
-  r.start_time_nanos = 0;
-  r.pid = 8;
-  PP_CHECK(dedup_push_id(&r, &b));
-  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
-  dedup_file_id("a.push", &a);
-  dedup_file_id("b.push", &b);
-  PP_CHECK(!dedup_id_is_zero(&a));
-  PP_CHECK(memcmp(&a, &b, sizeof a) != 0);
-  PP_CHECK(dedup_file_tag("a.push") == dedup_file_tag("a.push"));
-  PP_CHECK(dedup_file_tag("a.push") != dedup_file_tag("b.push"));
-}
-
-static dedup_id file_id(const char *fmt, int i) {
-  char name[32];
-  dedup_id id;
-  snprintf(name, sizeof name, fmt, i);
-  dedup_file_id(name, &id);
-  return id;
-}
-
-static void test_dedup_index_put_find_erase_expire(void) {
-  dedup_index *x = dedup_new();
-  PP_CHECK(x != NULL);
-  if (!x)
-    return;
-  enum { N = 5000 };
-  for (int i = 0; i < N; i++) {
-    dedup_id id = file_id("%d.push", i);
-    PP_CHECK_INT(dedup_put(x, &id, (uint32_t)i, i % 2 ? (1000 + i) * 1000000000LL : 0), ==, 0);
-  }
-  PP_CHECK_INT(dedup_size(x), ==, N);
-  int found = 0;
-  for (int i = 0; i < N; i++) {
-    dedup_id id = file_id("%d.push", i);
-    dedup_entry e;
-    if (dedup_find(x, &id, &e) && e.file_tag == (uint32_t)i &&
-        e.expires_ns == (i % 2 ? (1000 + i) * 1000000000LL : 0))
-      found++;
-    if (i % 10 == 0)
-      dedup_erase(x, &id);
-  }
-  PP_CHECK_INT(found, ==, N);
-  PP_CHECK_INT(dedup_size(x), ==, N - N / 10);
-  dedup_expire(x, (1000 + N) * 1000000000LL); /* every odd one that is left expires */
-  int left = 0;
-  for (int i = 0; i < N; i++) {
-    dedup_id id = file_id("%d.push", i);
-    if (dedup_find(x, &id, NULL))
-      left++;
-  }
-  PP_CHECK_INT(left, ==, N / 2 - N / 10);
-  PP_CHECK_INT(dedup_size(x), ==, (size_t)left);
-  /* Churn through erased slots: the table keeps finding empty ones. */
-  for (int i = 0; i < 4 * N; i++) {
-    dedup_id id = file_id("churn-%d", i);
-    PP_CHECK_INT(dedup_put(x, &id, 1, 0), ==, 0);
-    dedup_erase(x, &id);
-  }
-  PP_CHECK_INT(dedup_size(x), ==, (size_t)left);
-  dedup_free(x);
-}
-
-/* Exported identities are bounded: the oldest go first; pending ones stay. */
-static void test_dedup_index_forgets_oldest_beyond_its_cap(void) {
-  dedup_index *x = dedup_new();
-  PP_CHECK(x != NULL);
-  if (!x)
-    return;
-  dedup_id p = file_id("pending-%d", 0);
-  PP_CHECK_INT(dedup_put(x, &p, 1, 0), ==, 0);
-  int n = DEDUP_MAX_DONE + DEDUP_MAX_DONE / 2;
-  for (int i = 0; i < n; i++) {
-    dedup_id id = file_id("%d", i);
-    PP_CHECK_INT(dedup_put(x, &id, 1, (100000 + i) * 1000000000LL), ==, 0);
-  }
-  PP_CHECK(dedup_size(x) <= DEDUP_MAX_DONE + 1);
-  PP_CHECK(dedup_size(x) > DEDUP_MAX_DONE / 2);
-  dedup_id newest = file_id("%d", n - 1), oldest = file_id("%d", 0);
-  PP_CHECK(dedup_find(x, &newest, NULL));
-  PP_CHECK(!dedup_find(x, &oldest, NULL));
-  PP_CHECK(dedup_find(x, &p, NULL));
-  dedup_free(x);
-}
-
 int main(void) {
   PP_RUN(test_manifest_round_trips_every_field);
   PP_RUN(test_manifest_keeps_the_profile_type);
@@ -427,8 +322,5 @@ int main(void) {
   PP_RUN(test_manifest_random_damage_never_crashes);
   PP_RUN(test_manifest_files_write_done_prune);
   PP_RUN(test_concurrent_writes_get_names_of_their_own);
-  PP_RUN(test_push_identity);
-  PP_RUN(test_dedup_index_put_find_erase_expire);
-  PP_RUN(test_dedup_index_forgets_oldest_beyond_its_cap);
   PP_DONE();
 }
