@@ -35,59 +35,56 @@ static bool make_tree(char *dir, size_t len) {
   return true;
 }
 
-static void test_input_merges_the_profiles_below_a_directory(void) {
+/* Both profiles below the directory (svc-a: 7 samples in [1000 s, 1001 s),
+ * svc-b: 5 in [2000 s, 2001 s)) are read; each filter keeps what it names,
+ * and one that keeps nothing says why. */
+static void test_input_merges_and_filters_the_profiles_below_a_directory(void) {
+  static const struct {
+    view_input_opts o;
+    int rc;
+    size_t kept;
+    int64_t total; /* -1: not checked */
+    const char *err;
+  } cases[] = {
+      {{0}, 0, 2, 12, ""},
+      {{.service = "svc-b"}, 0, 1, 5, ""},
+      {{.since_ns = 900000000000LL, .until_ns = 1500000000000LL}, 0, 1, 7, ""},
+      {{.since_ns = 1001000000000LL}, 0, 2, -1, ""}, /* svc-a's end: still in */
+      {{.since_ns = 3000000000000LL},
+       -1,
+       0,
+       -1,
+       "none of the 2 profile files is in the --since/--until window"},
+      {{.service = "svc-z"},
+       -1,
+       0,
+       -1,
+       "none of the 2 profile files of service \"svc-z\" was found"},
+      {{.value = "inuse_space"},
+       -1,
+       0,
+       -1,
+       "none of the 2 profile files with sample type \"inuse_space\" was found"},
+  };
   char dir[64];
   if (!make_tree(dir, sizeof dir))
     return;
   const char *paths[] = {dir};
-  view_input in;
-  char err[512] = "";
-  PP_CHECK_INT(view_input_load(paths, 1, NULL, &in, err, sizeof err), ==, 0);
-  PP_CHECK_STR(err, "");
-  PP_CHECK_INT(in.nfiles, ==, 2);
-  PP_CHECK_INT(in.nkept, ==, 2);
-  PP_CHECK_INT(total(in.profile), ==, 12);
-  view_input_free(&in);
-  PP_CHECK(in.profile == NULL);
-  view_input_free(&in); /* idempotent */
-  temp_dir_remove(dir);
-}
-
-static void test_input_filters_by_service_and_time(void) {
-  char dir[64];
-  if (!make_tree(dir, sizeof dir))
-    return;
-  const char *paths[] = {dir};
-  view_input in;
-  char err[512] = "";
-  view_input_opts svc = {.service = "svc-b"};
-  PP_CHECK_INT(view_input_load(paths, 1, &svc, &in, err, sizeof err), ==, 0);
-  PP_CHECK_INT(in.nfiles, ==, 2);
-  PP_CHECK_INT(in.nkept, ==, 1);
-  PP_CHECK_INT(total(in.profile), ==, 5);
-  view_input_free(&in);
-  /* svc-a's profile spans [1000 s, 1001 s), svc-b's [2000 s, 2001 s). */
-  view_input_opts early = {.since_ns = 900000000000LL, .until_ns = 1500000000000LL};
-  PP_CHECK_INT(view_input_load(paths, 1, &early, &in, err, sizeof err), ==, 0);
-  PP_CHECK_INT(in.nkept, ==, 1);
-  PP_CHECK_INT(total(in.profile), ==, 7);
-  view_input_free(&in);
-  view_input_opts touching = {.since_ns = 1001000000000LL}; /* svc-a's end: still in */
-  PP_CHECK_INT(view_input_load(paths, 1, &touching, &in, err, sizeof err), ==, 0);
-  PP_CHECK_INT(in.nkept, ==, 2);
-  view_input_free(&in);
-  view_input_opts late = {.since_ns = 3000000000000LL};
-  PP_CHECK_INT(view_input_load(paths, 1, &late, &in, err, sizeof err), ==, -1);
-  PP_CHECK_STR(err, "none of the 2 profile files is in the --since/--until window");
-  view_input_free(&in);
-  view_input_opts nosvc = {.service = "svc-z"};
-  PP_CHECK_INT(view_input_load(paths, 1, &nosvc, &in, err, sizeof err), ==, -1);
-  PP_CHECK_STR(err, "none of the 2 profile files of service \"svc-z\" was found");
-  view_input_free(&in);
-  view_input_opts notype = {.value = "inuse_space"};
-  PP_CHECK_INT(view_input_load(paths, 1, &notype, &in, err, sizeof err), ==, -1);
-  PP_CHECK(strstr(err, "with sample type \"inuse_space\" was found") != NULL);
-  view_input_free(&in);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    view_input in;
+    char err[512] = "";
+    PP_CHECK_INT(view_input_load(paths, 1, &cases[i].o, &in, err, sizeof err), ==, cases[i].rc);
+    PP_CHECK(cases[i].err[0] ? strstr(err, cases[i].err) != NULL : err[0] == '\0');
+    if (cases[i].rc == 0) {
+      PP_CHECK_INT(in.nfiles, ==, 2);
+      PP_CHECK_INT(in.nkept, ==, cases[i].kept);
+    }
+    if (cases[i].total >= 0)
+      PP_CHECK_INT(total(in.profile), ==, cases[i].total);
+    view_input_free(&in);
+    PP_CHECK(in.profile == NULL);
+    view_input_free(&in); /* idempotent */
+  }
   temp_dir_remove(dir);
 }
 
@@ -182,8 +179,7 @@ static void test_input_loads_kinds_apart(void) {
 }
 
 int main(void) {
-  PP_RUN(test_input_merges_the_profiles_below_a_directory);
-  PP_RUN(test_input_filters_by_service_and_time);
+  PP_RUN(test_input_merges_and_filters_the_profiles_below_a_directory);
   PP_RUN(test_input_refusals_name_the_path);
   PP_RUN(test_input_parse_time);
   PP_RUN(test_input_loads_kinds_apart);

@@ -127,19 +127,22 @@ static void test_svg_wall_colours_by_off_cpu_share(void) {
 }
 
 static void test_svg_formats_values_in_their_units(void) {
-  char buf[64];
-  view_format_value(1572864, "inuse_space", "bytes", buf, sizeof buf);
-  PP_CHECK_STR(buf, "1.50 MiB");
-  view_format_value(2048, "alloc_space", "bytes", buf, sizeof buf);
-  PP_CHECK_STR(buf, "2.00 KiB");
-  view_format_value(512, "inuse_space", "bytes", buf, sizeof buf);
-  PP_CHECK_STR(buf, "512 B");
-  view_format_value(1234, "inuse_objects", "count", buf, sizeof buf);
-  PP_CHECK_STR(buf, "1,234 objects");
-  view_format_value(1, "samples", "count", buf, sizeof buf);
-  PP_CHECK_STR(buf, "1 sample");
-  view_format_value(2, "samples", "count", buf, sizeof buf);
-  PP_CHECK_STR(buf, "2 samples");
+  static const struct {
+    int64_t v;
+    const char *type, *unit, *want;
+  } cases[] = {
+      {1572864, "inuse_space", "bytes", "1.50 MiB"},
+      {2048, "alloc_space", "bytes", "2.00 KiB"},
+      {512, "inuse_space", "bytes", "512 B"},
+      {1234, "inuse_objects", "count", "1,234 objects"},
+      {1, "samples", "count", "1 sample"},
+      {2, "samples", "count", "2 samples"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char buf[64];
+    view_format_value(cases[i].v, cases[i].type, cases[i].unit, buf, sizeof buf);
+    PP_CHECK_STR(buf, cases[i].want);
+  }
 }
 
 static void test_svg_escapes_xml(void) {
