@@ -27,6 +27,20 @@ typedef struct options_next {
   int future_flag;
 } options_next;
 
+/* Checks that o carries every field 0.1 had, as want has them. */
+static void check_v0_fields(const pushprof_options *o, const options_v0 *want) {
+  PP_CHECK_INT(o->hz, ==, want->hz);
+  PP_CHECK_STR(o->service, want->service);
+  PP_CHECK_STR(o->output_path, want->output_path);
+  PP_CHECK_INT(o->signal_number, ==, want->signal_number);
+  PP_CHECK_STR(o->socket_path, want->socket_path);
+  PP_CHECK_INT(o->upload_period_s, ==, want->upload_period_s);
+  PP_CHECK_INT(o->exit_timeout_ms, ==, want->exit_timeout_ms);
+  PP_CHECK_INT(o->handle_term_signals, ==, want->handle_term_signals);
+  PP_CHECK_STR(o->spool_dir, want->spool_dir);
+  PP_CHECK_INT(o->backlog, ==, want->backlog);
+}
+
 static void test_options_null_is_all_unset(void) {
   pushprof_options o;
   char err[256];
@@ -54,16 +68,7 @@ static void test_options_init_reads_every_field(void) {
   in.spool_dir = "/sp";
   in.backlog = 9;
   PP_CHECK_INT(options_import(&in, &o, err, sizeof err), ==, 0);
-  PP_CHECK_INT(o.hz, ==, 250);
-  PP_CHECK_STR(o.service, "svc");
-  PP_CHECK_STR(o.output_path, "/o");
-  PP_CHECK_INT(o.signal_number, ==, 12);
-  PP_CHECK_STR(o.socket_path, "/s");
-  PP_CHECK_INT(o.upload_period_s, ==, 3);
-  PP_CHECK_INT(o.exit_timeout_ms, ==, 400);
-  PP_CHECK_INT(o.handle_term_signals, ==, 1);
-  PP_CHECK_STR(o.spool_dir, "/sp");
-  PP_CHECK_INT(o.backlog, ==, 9);
+  check_v0_fields(&o, &(options_v0){250, "svc", "/o", 12, "/s", 3, 400, 1, "/sp", 9});
 
   pushprof_options f;
   memset(&f, 0x77, sizeof f); /* pushprof_options_init clears every field */
@@ -88,16 +93,7 @@ static void test_options_reads_the_v0_layout(void) {
   PP_CHECK_INT(sizeof v, ==, OPTIONS_V0_SIZE);
   PP_CHECK_INT(options_import((const pushprof_options *)(const void *)&v, &o, err, sizeof err), ==,
                0);
-  PP_CHECK_INT(o.hz, ==, 300);
-  PP_CHECK_STR(o.service, "old");
-  PP_CHECK_STR(o.output_path, "/old");
-  PP_CHECK_INT(o.signal_number, ==, 10);
-  PP_CHECK_STR(o.socket_path, "/old.sock");
-  PP_CHECK_INT(o.upload_period_s, ==, 7);
-  PP_CHECK_INT(o.exit_timeout_ms, ==, 900);
-  PP_CHECK_INT(o.handle_term_signals, ==, 1);
-  PP_CHECK_STR(o.spool_dir, "/spool");
-  PP_CHECK_INT(o.backlog, ==, 4);
+  check_v0_fields(&o, &v);
   PP_CHECK_INT(o.reserved0, ==, 0);
 }
 
