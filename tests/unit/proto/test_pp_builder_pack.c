@@ -229,31 +229,29 @@ static void test_pack_unpack_round_trip(void) {
   perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
-static void test_pack_matches_protobuf_c_on_random_profiles(void) {
-  uint64_t seed = 0x9e3779b97f4a7c15ULL;
+/* n random profiles from seed packed and compared with protobuf-c's: every
+ * big_every-th with big samples, the others with up to small - 1. */
+static void check_random_profiles(uint64_t seed, int n, int big_every, size_t big, size_t small,
+                                  const char *kind) {
   char what[64];
-  for (int i = 0; i < 400; i++) {
-    pp_builder *b = random_builder(&seed, i % 50 == 0 ? 200 : (size_t)i % 12);
-    snprintf(what, sizeof what, "random profile %d", i);
+  for (int i = 0; i < n; i++) {
+    pp_builder *b = random_builder(&seed, i % big_every == 0 ? big : (size_t)i % small);
+    snprintf(what, sizeof what, "%s profile %d", kind, i);
     if (b)
       check_pack_matches_ref(b, what);
     pp_builder_free(b);
   }
 }
 
+static void test_pack_matches_protobuf_c_on_random_profiles(void) {
+  check_random_profiles(0x9e3779b97f4a7c15ULL, 400, 50, 200, 12, "random");
+}
+
 /* Every number at its widest: pp_builder_pack.c's buffer bound must hold (ASan and
  * the encoder's assert would see an overrun). */
 static void test_pack_matches_protobuf_c_on_widest_values(void) {
-  uint64_t seed = 0x2545f4914f6cdd1dULL;
-  char what[64];
   edge_widest = true;
-  for (int i = 0; i < 100; i++) {
-    pp_builder *b = random_builder(&seed, i % 25 == 0 ? 150 : (size_t)i % 10);
-    snprintf(what, sizeof what, "widest profile %d", i);
-    if (b)
-      check_pack_matches_ref(b, what);
-    pp_builder_free(b);
-  }
+  check_random_profiles(0x2545f4914f6cdd1dULL, 100, 25, 150, 10, "widest");
   edge_widest = false;
 }
 
