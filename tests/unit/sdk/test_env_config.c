@@ -254,48 +254,39 @@ static void test_env_config_profiles_and_heap_rate(void) {
 
 static void test_env_config_output_per_profile_type(void) {
   char out[128];
-  unsigned both = PUSHPROF_PROFILE_CPU | PUSHPROF_PROFILE_HEAP;
   PP_CHECK_INT(env_config_expand_output("/t/p-%t-%p.pb.gz", 9, "heap", out, sizeof out), ==, 0);
   PP_CHECK_STR(out, "/t/p-heap-9.pb.gz");
-  PP_CHECK_INT(
-      env_config_output_for("/t/p-%t.pb.gz", 9, both, PUSHPROF_PROFILE_CPU, out, sizeof out), ==,
-      0);
-  PP_CHECK_STR(out, "/t/p-cpu.pb.gz");
-  /* Without %t: cpu keeps the path, heap gets .heap before the extension. */
-  PP_CHECK_INT(
-      env_config_output_for("/t/p-%p.pb.gz", 9, both, PUSHPROF_PROFILE_CPU, out, sizeof out), ==,
-      0);
-  PP_CHECK_STR(out, "/t/p-9.pb.gz");
-  PP_CHECK_INT(
-      env_config_output_for("/t/p-%p.pb.gz", 9, both, PUSHPROF_PROFILE_HEAP, out, sizeof out), ==,
-      0);
-  PP_CHECK_STR(out, "/t/p-9.heap.pb.gz");
-  PP_CHECK_INT(
-      env_config_output_for("/t/prof.pprof", 9, both, PUSHPROF_PROFILE_HEAP, out, sizeof out), ==,
-      0);
-  PP_CHECK_STR(out, "/t/prof.heap.pprof");
-  PP_CHECK_INT(env_config_output_for("/t/prof", 9, both, PUSHPROF_PROFILE_HEAP, out, sizeof out),
-               ==, 0);
-  PP_CHECK_STR(out, "/t/prof.heap");
-  /* Heap alone: the path as given. */
-  PP_CHECK_INT(env_config_output_for("/t/prof.pb.gz", 9, PUSHPROF_PROFILE_HEAP,
-                                     PUSHPROF_PROFILE_HEAP, out, sizeof out),
-               ==, 0);
-  PP_CHECK_STR(out, "/t/prof.pb.gz");
-  PP_CHECK_INT(env_config_output_for("/t/prof", 9, both, PUSHPROF_PROFILE_HEAP, out, 12), ==, -1);
-  /* Waits alone: the lowest type on (offcpu) keeps the path. */
-  unsigned waits = PUSHPROF_PROFILE_OFFCPU | PUSHPROF_PROFILE_LOCK;
-  PP_CHECK_INT(
-      env_config_output_for("/t/w.pb.gz", 9, waits, PUSHPROF_PROFILE_OFFCPU, out, sizeof out), ==,
-      0);
-  PP_CHECK_STR(out, "/t/w.pb.gz");
-  PP_CHECK_INT(
-      env_config_output_for("/t/w.pb.gz", 9, waits, PUSHPROF_PROFILE_LOCK, out, sizeof out), ==, 0);
-  PP_CHECK_STR(out, "/t/w.lock.pb.gz");
-  PP_CHECK_INT(env_config_output_for("/t/w-%t.pb.gz", 9, waits | PUSHPROF_PROFILE_CPU,
-                                     PUSHPROF_PROFILE_OFFCPU, out, sizeof out),
-               ==, 0);
-  PP_CHECK_STR(out, "/t/w-offcpu.pb.gz");
+  enum {
+    CPU = PUSHPROF_PROFILE_CPU,
+    HEAP = PUSHPROF_PROFILE_HEAP,
+    OFFCPU = PUSHPROF_PROFILE_OFFCPU,
+    LOCK = PUSHPROF_PROFILE_LOCK,
+  };
+  static const struct {
+    const char *tmpl;
+    unsigned on, type;
+    const char *want;
+  } cases[] = {
+      {"/t/p-%t.pb.gz", CPU | HEAP, CPU, "/t/p-cpu.pb.gz"},
+      /* Without %t: cpu keeps the path, heap gets .heap before the extension. */
+      {"/t/p-%p.pb.gz", CPU | HEAP, CPU, "/t/p-9.pb.gz"},
+      {"/t/p-%p.pb.gz", CPU | HEAP, HEAP, "/t/p-9.heap.pb.gz"},
+      {"/t/prof.pprof", CPU | HEAP, HEAP, "/t/prof.heap.pprof"},
+      {"/t/prof", CPU | HEAP, HEAP, "/t/prof.heap"},
+      /* Heap alone: the path as given. */
+      {"/t/prof.pb.gz", HEAP, HEAP, "/t/prof.pb.gz"},
+      /* Waits alone: the lowest type on (offcpu) keeps the path. */
+      {"/t/w.pb.gz", OFFCPU | LOCK, OFFCPU, "/t/w.pb.gz"},
+      {"/t/w.pb.gz", OFFCPU | LOCK, LOCK, "/t/w.lock.pb.gz"},
+      {"/t/w-%t.pb.gz", CPU | OFFCPU | LOCK, OFFCPU, "/t/w-offcpu.pb.gz"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    PP_CHECK_INT(
+        env_config_output_for(cases[i].tmpl, 9, cases[i].on, cases[i].type, out, sizeof out), ==,
+        0);
+    PP_CHECK_STR(out, cases[i].want);
+  }
+  PP_CHECK_INT(env_config_output_for("/t/prof", 9, CPU | HEAP, HEAP, out, 12), ==, -1);
 }
 
 static void test_env_config_wait_profiles_and_rates(void) {
