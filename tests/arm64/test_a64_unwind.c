@@ -125,6 +125,9 @@ uint64_t a64_leaf(uint64_t n);
 uint64_t a64_big(uint64_t n);
 uint64_t a64_outer(uint64_t n);
 void a64_in_handler(int sig, siginfo_t *si, void *uc);
+uint64_t a64_nocfi_outer(uint64_t n); /* a64_nocfi.c: no CFI */
+uint64_t a64_nocfi_mid(uint64_t n);
+uint64_t a64_cfi_caller(uint64_t n);
 void a64_interrupted(void);
 #pragma GCC visibility pop
 
@@ -229,6 +232,56 @@ static void test_a64_leaf_under_a_big_frame_gets_its_callers(void) {
   PP_CHECK_INT(full, ==, in_leaf);
 }
 
+__attribute__((noinline)) uint64_t a64_cfi_caller(uint64_t n) {
+  uint64_t r = a64_nocfi_outer(n);
+  __asm__ volatile("" ::: "memory"); /* no tail call */
+  return r ^ 5;
+}
+
+/* Two frames without CFI between the leaf and a64_cfi_caller: the walk
+ * crosses them by the frame-pointer chain, which on aarch64 leaves SP
+ * unknown, and a64_cfi_caller's SP-based row must not be followed with a
+ * guessed SP. */
+static void test_a64_frames_without_cfi_by_frame_pointers(void) {
+  atomic_store(&g_n, 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    a64_sink += a64_cfi_caller(100000 + (a64_sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  int n = atomic_load(&g_n);
+  n = n < MAXS ? n : MAXS;
+  int in_leaf = 0, full = 0, first = 1;
+  for (int s = 0; s < n; s++) {
+    if (g_depth[s] < 1 || strcmp(fn_name(g_pcs[s][0]), "a64_leaf") != 0)
+      continue;
+    in_leaf++;
+    int root = 0;
+    for (uint32_t i = 4; i < g_depth[s]; i++)
+      root |= strcmp(fn_name(g_pcs[s][i]), "__libc_start_main") == 0;
+    int ok = g_depth[s] >= 5 && strcmp(fn_name(g_pcs[s][1]), "a64_nocfi_mid") == 0 &&
+             strcmp(fn_name(g_pcs[s][2]), "a64_nocfi_outer") == 0 &&
+             strcmp(fn_name(g_pcs[s][3]), "a64_cfi_caller") == 0 && root;
+    full += ok;
+    if (!ok && first) {
+      first = 0;
+      for (uint32_t i = 0; i < g_depth[s]; i++)
+        fprintf(stderr, "  #%u %s\n", i, fn_name(g_pcs[s][i]));
+    }
+  }
+  fprintf(stderr,
+          "no CFI: %d samples, %d in a64_leaf, %d with a64_nocfi_mid <- a64_nocfi_outer <- "
+          "a64_cfi_caller <- ... <- __libc_start_main\n",
+          n, in_leaf, full);
+  PP_CHECK_INT(in_leaf, >=, n / 2);
+  PP_CHECK_INT(full, ==, in_leaf);
+}
+
 __attribute__((noinline)) void a64_in_handler(int sig, siginfo_t *si, void *uc) {
   (void)sig, (void)si, (void)uc;
   struct timespec t0, t;
@@ -296,6 +349,7 @@ static void test_a64_through_a_vdso_like_signal_frame(void) {
 int main(void) {
   PP_RUN(test_a64_cfi_leaf_pac_and_big_frame_rows);
   PP_RUN(test_a64_leaf_under_a_big_frame_gets_its_callers);
+  PP_RUN(test_a64_frames_without_cfi_by_frame_pointers);
   PP_RUN(test_a64_through_a_vdso_like_signal_frame);
   PP_DONE();
 }
