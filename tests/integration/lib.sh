@@ -265,6 +265,20 @@ run_workload() {
   [ "$rc" -eq 0 ] || fail "$name ($mode) exited with $rc"
 }
 
+# expect_refusal PATTERN NAME ARGS...: runs the plain workload NAME with the
+# SDK alone preloaded (the profile's own library missing) and $T/prof as
+# its output; it must exit 0, print exactly one pushprof line, matching
+# PATTERN, and write no profile.
+expect_refusal() {
+  local pattern=$1 name=$2 rc=0
+  shift 2
+  LD_PRELOAD=$PUSHPROF_TEST_PRELOAD "$WL/$name" "$@" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq 0 ] || fail "refused profiling changed the exit status to $rc"
+  grep -q "$pattern" "$T/err" || fail "no refusal line: $(cat "$T/err")"
+  [ "$(grep -c pushprof "$T/err")" -eq 1 ] || fail "want one line: $(cat "$T/err")"
+  [ -z "$(ls "$T/prof")" ] || fail "a profile was written while refused: $(ls "$T/prof")"
+}
+
 # out_value KEY: a key=value line the workload printed.
 out_value() { sed -n "s/^$1=//p" "$T/out" | tail -1; }
 

@@ -16,13 +16,7 @@ mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/w-%t.pb.gz" PUSHPROF_PROFILES=cpu,offcpu,lock
 if [ "$mode" = preload ]; then
-  rc=0
-  LD_PRELOAD=$PRELOAD "$WL/wl_wait_sites" 0.1 >"$T/out" 2>"$T/err" || rc=$?
-  [ "$rc" -eq 0 ] || fail "refused wait profiling changed the exit status to $rc"
-  grep -q "cannot profile waits.*LD_PRELOAD=.*libpushprof_wait.so" "$T/err" ||
-    fail "no refusal line without libpushprof_wait.so: $(cat "$T/err")"
-  [ "$(grep -c pushprof "$T/err")" -eq 1 ] || fail "want one line: $(cat "$T/err")"
-  [ -z "$(ls "$T/prof")" ] || fail "a profile was written while refused: $(ls "$T/prof")"
+  expect_refusal "cannot profile waits.*LD_PRELOAD=.*libpushprof_wait.so" wl_wait_sites 0.1
   PRELOAD=$PRELOAD_WAIT
   export PUSHPROF_OFFCPU_RATE=10000000
 fi
