@@ -203,8 +203,8 @@ int http_addr_is_loopback(const char *addr) {
   }
   struct in_addr a4;
   struct in6_addr a6;
-  if (strcmp(hp, "localhost") == 0)
-    return 1;
+  if (!*hp || strcmp(hp, "localhost") == 0)
+    return 1; /* ":PORT" binds 127.0.0.1 */
   if (inet_pton(AF_INET, hp, &a4) == 1)
     return (ntohl(a4.s_addr) >> 24) == 127;
   if (inet_pton(AF_INET6, hp, &a6) == 1)
@@ -233,7 +233,7 @@ http_metrics *http_metrics_start_with(const char *addr, const http_serve_options
     h0 = host + 1;
   }
   if (!*h0)
-    h0 = "0.0.0.0";
+    h0 = "127.0.0.1"; /* ":PORT": loopback; other hosts only when named */
   struct addrinfo hints = {
       .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
   struct addrinfo *ai = NULL;

@@ -27,8 +27,8 @@ http_metrics *http_metrics_start_with(const char *addr, const http_serve_options
 /* 1 if HOST of HOST:PORT is a loopback address (127.0.0.0/8, ::1, localhost). */
 int http_addr_is_loopback(const char *addr);
 
-/* addr is HOST:PORT ("[::1]:9464", "0.0.0.0:9464"; port 0 picks a free
- * one). NULL with err naming the address and the fix. */
+/* addr is HOST:PORT ("[::1]:9464", "0.0.0.0:9464"; ":9464" is loopback;
+ * port 0 picks a free one). NULL with err naming the address and the fix. */
 http_metrics *http_metrics_start(const char *addr, char *err, size_t errlen);
 /* The bound port (useful with port 0). */
 int http_metrics_port(const http_metrics *h);

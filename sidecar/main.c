@@ -92,9 +92,11 @@ static int split_memory(uint64_t max, uint64_t *dynamic, char *err, size_t errle
 /* Each connection holds an fd, and so does each connection being evicted
  * (up to as many again); plus the spool, exports and /metrics. A soft limit
  * of 1024 (a common default) would make accept() fail first. */
-static void raise_fd_limit(int max_connections) {
+/* Room for max_connections (and as many being evicted), 256 files, and
+ * extra (on-demand subscriptions). */
+static void raise_fd_limit(int max_connections, int extra) {
   struct rlimit rl;
-  rlim_t want = (rlim_t)max_connections * 2 + 256;
+  rlim_t want = (rlim_t)max_connections * 2 + 256 + (rlim_t)extra;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
     return;
   rlim_t old = rl.rlim_cur;
@@ -203,7 +205,7 @@ int main(int argc, char **argv) {
   }
   signal(SIGPIPE, SIG_IGN);
   /* Subscriptions to on-demand profiles hold a descriptor each. */
-  raise_fd_limit(cfg.max_connections + (cfg.metrics_addr[0] ? OD_MAX_SUBSCRIBERS / 2 : 0));
+  raise_fd_limit(cfg.max_connections, cfg.metrics_addr[0] ? OD_MAX_SUBSCRIBERS : 0);
   if (cfg.http_token_file && cfg.http_token_file[0] &&
       !(token = read_token(cfg.http_token_file, err, sizeof err))) {
     fprintf(stderr, "pushprof-sidecar: --http-token-file %s: %s\n", cfg.http_token_file, err);

@@ -15,7 +15,8 @@ mode=$1
 start_sidecar ondemand
 api=http://127.0.0.1:$METRICS_PORT/profile/cpu
 export PUSHPROF_SOCKET=$SOCK PUSHPROF_UPLOAD_PERIOD=60 PUSHPROF_SERVICE=odsplit
-run_workload "$mode" wl_split 9 &
+# Rounds of ~50 ms: the 3 s window cuts at most one short at each end.
+run_workload "$mode" wl_split 9 0.05 &
 wl=$!
 # The process subscribes at its collector's first drain.
 wait_count subscribers 1 10 sh -c "curl -sf $api | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"subscribers\"])'"

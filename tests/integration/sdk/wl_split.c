@@ -1,7 +1,9 @@
 /* Two threads, each splitting its CPU 50/30/20 across three functions in
  * rounds of ~400 ms (randomly scaled 0.6..1.4 so round boundaries do not
  * stay in phase with the sampling period).
- *   wl_split [CPU seconds per thread, default 1.6]
+ *   wl_split [CPU seconds per thread, default 1.6 [round seconds, default 0.4]]
+ * (Shorter rounds for a profile of a window of the run: a window cuts at
+ * most a round short at each end.)
  * Prints cpu_seconds and, per function, the CPU seconds it really took
  * (true_split_fifty=...), measured on the thread clock around each call. */
 #include <pthread.h>
@@ -11,6 +13,8 @@
 WL_SPIN_FN(split_fifty)
 WL_SPIN_FN(split_thirty)
 WL_SPIN_FN(split_twenty)
+
+static double g_round = 0.4;
 
 typedef struct {
   double seconds;
@@ -23,7 +27,7 @@ static void *worker(void *arg) {
   job *j = arg;
   double done = 0;
   while (done < j->seconds) {
-    double round = 0.4 * (0.6 + 0.8 * (double)(rand_r(&j->seed) % 1000) / 1000.0);
+    double round = g_round * (0.6 + 0.8 * (double)(rand_r(&j->seed) % 1000) / 1000.0);
     if (round > j->seconds - done)
       round = j->seconds - done;
     double t0 = wl_thread_cpu();
@@ -42,7 +46,12 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  double seconds = wl_arg(argc, argv, 1.6, 600, "wl_split [CPU seconds per thread, 0..600]");
+  double seconds = wl_arg(argc, argv, 1.6, 600,
+                          "wl_split [CPU seconds per thread, 0..600 [round seconds, 0..10]]");
+  if (argc > 2 && !((g_round = atof(argv[2])) > 0 && g_round <= 10)) {
+    fprintf(stderr, "usage: wl_split [CPU seconds per thread, 0..600 [round seconds, 0..10]]\n");
+    return 2;
+  }
   wl_start();
   job jobs[2] = {{seconds, 1, {0, 0, 0}, 0}, {seconds, 2, {0, 0, 0}, 0}};
   pthread_t t[2];

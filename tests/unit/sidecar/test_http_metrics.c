@@ -60,7 +60,20 @@ static void test_http_metrics_serves_metrics_and_healthz(void) {
   PP_CHECK(strstr(err, "HOST:PORT") != NULL);
 }
 
+static void test_loopback_addresses(void) {
+  PP_CHECK(http_addr_is_loopback("127.0.0.1:9464"));
+  PP_CHECK(http_addr_is_loopback("127.1.2.3:0"));
+  PP_CHECK(http_addr_is_loopback("[::1]:9464"));
+  PP_CHECK(http_addr_is_loopback("localhost:9464"));
+  PP_CHECK(http_addr_is_loopback(":9464")); /* binds 127.0.0.1 */
+  PP_CHECK(!http_addr_is_loopback("0.0.0.0:9464"));
+  PP_CHECK(!http_addr_is_loopback("[::]:9464"));
+  PP_CHECK(!http_addr_is_loopback("10.0.0.7:9464"));
+  PP_CHECK(!http_addr_is_loopback("128.0.0.1:9464"));
+}
+
 int main(void) {
+  PP_RUN(test_loopback_addresses);
   PP_RUN(test_http_metrics_serves_metrics_and_healthz);
   PP_DONE();
 }
