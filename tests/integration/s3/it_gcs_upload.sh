@@ -23,13 +23,6 @@ unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ROLE_ARN \
   AWS_CONTAINER_CREDENTIALS_FULL_URI GOOGLE_OAUTH_ACCESS_TOKEN STORAGE_EMULATOR_HOST
 export PUSHPROF_TEST_BACKOFF_MS=300
 
-check_no_sentinel() {
-  metrics >"$W/metrics-$1.txt" || fail "cannot read /metrics"
-  if grep -l SENTINEL "$W"/sidecar-*.log "$W/metrics-$1.txt"; then
-    fail "a secret reached a log or /metrics: $(grep -h SENTINEL "$W"/sidecar-*.log "$W"/metrics-*.txt | head -3)"
-  fi
-}
-
 # --- HMAC through the S3-compatible API ---
 PUSHPROF_GCS_HMAC_ACCESS_ID=GOOG1EXAMPLEID PUSHPROF_GCS_HMAC_SECRET=SENTINEL-hmacsecret \
   start_sidecar hmac --export gs://gprofiles/hmac --gcs-endpoint "http://127.0.0.1:$(tb_port s3)" \
@@ -49,10 +42,7 @@ got=$(pprof_totals "$W"/dl-hmac/api/*.pb.gz)
 GCE_METADATA_HOST=127.0.0.1:$(tb_port meta) start_sidecar meta --export gs://gbucket/meta \
   --gcs-endpoint "http://127.0.0.1:$(tb_port gcs)" --batch-window 1 --rescan-interval 1
 grep -q 'credentials=metadata' "$SC_LOG" || fail "metadata token source not chosen"
-for i in $(seq 8); do
-  push_profiles "svc$i" 1 "$((i + 10))" >/dev/null
-  sleep 1
-done
+push_each_second svc 8 10
 wait_metric pushprof_batches_exported_total 8 30
 check_no_sentinel meta
 stop_sidecar

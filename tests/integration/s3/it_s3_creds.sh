@@ -24,13 +24,6 @@ export AWS_REGION=us-west-2 AWS_ENDPOINT_URL_S3=http://127.0.0.1:$(tb_port s3)
 export AWS_ENDPOINT_URL_STS=http://127.0.0.1:$(tb_port sts)/
 export AWS_ROLE_ARN=arn:aws:iam::123456789012:role/pushprof AWS_WEB_IDENTITY_TOKEN_FILE=$W/webtoken
 
-check_no_sentinel() {
-  metrics >"$W/metrics-$1.txt" || fail "cannot read /metrics"
-  if grep -l SENTINEL "$W"/sidecar-*.log "$W/metrics-$1.txt"; then
-    fail "a secret reached a log or /metrics: $(grep -h SENTINEL "$W"/sidecar-*.log "$W"/metrics-*.txt | head -3)"
-  fi
-}
-
 # --- IRSA: 12 s of pushes across three credential lifetimes ---
 start_sidecar irsa --export s3://profiles/irsa --batch-window 1 --rescan-interval 1
 grep -q 'credentials=irsa' "$SC_LOG" || fail "IRSA not chosen: $(grep 'exporter ready' "$SC_LOG")"
@@ -59,10 +52,7 @@ export AWS_CONTAINER_CREDENTIALS_FULL_URI=http://127.0.0.1:$(tb_port pod)/v1/cre
 export AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=$W/podtoken
 start_sidecar pod --export s3://profiles/pod --batch-window 1 --rescan-interval 1
 grep -q 'credentials=pod-identity' "$SC_LOG" || fail "Pod Identity not chosen"
-for i in $(seq 8); do
-  push_profiles "pod$i" 1 "$((i + 40))" >/dev/null
-  sleep 1
-done
+push_each_second pod 8 40
 wait_metric pushprof_batches_exported_total 8 30
 check_no_sentinel pod
 stop_sidecar

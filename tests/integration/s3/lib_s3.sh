@@ -77,6 +77,25 @@ s3_on_exit() {
 }
 trap s3_on_exit EXIT
 
+# check_no_sentinel NAME: no secret (the tests' SENTINEL-... values) in any
+# sidecar log or in /metrics (kept as $W/metrics-NAME.txt).
+check_no_sentinel() {
+  metrics >"$W/metrics-$1.txt" || fail "cannot read /metrics"
+  if grep -l SENTINEL "$W"/sidecar-*.log "$W/metrics-$1.txt"; then
+    fail "a secret reached a log or /metrics: $(grep -h SENTINEL "$W"/sidecar-*.log "$W"/metrics-*.txt | head -3)"
+  fi
+}
+
+# push_each_second PREFIX N SEED: N one-push services PREFIX1..PREFIXN, a
+# second apart (seeds SEED+1..SEED+N).
+push_each_second() {
+  local i
+  for ((i = 1; i <= $2; i++)); do
+    push_profiles "$1$i" 1 "$(($3 + i))" >/dev/null
+    sleep 1
+  done
+}
+
 # push_profiles SERVICE N SEED: N pushes with gen_pprof via the CLI; prints "samples count".
 push_profiles() {
   local svc=$1 n=$2 seed=$3 i tn=0 tc=0 pn pc
