@@ -159,6 +159,14 @@ int pp_idmap_init(pp_idmap *m, size_t n) {
   return m->keys ? 0 : -1;
 }
 
+int pp_idmap_of(pp_idmap *m, const void *const *msgs, size_t n, size_t id_offset, uint64_t *bad) {
+  if (pp_idmap_init(m, n) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    memcpy(&m->keys[i], (const char *)msgs[i] + id_offset, sizeof m->keys[i]);
+  return pp_idmap_index(m, bad);
+}
+
 int pp_idmap_index(pp_idmap *m, uint64_t *bad) {
   m->dense = true;
   for (size_t i = 0; i < m->n; i++) {

@@ -78,6 +78,10 @@ typedef struct pp_idmap {
 int pp_idmap_init(pp_idmap *m, size_t n); /* 0 or -1 (ENOMEM) */
 /* 0 ok; -1 ENOMEM; 1 an id is zero; 2 an id repeats (*bad set to it). */
 int pp_idmap_index(pp_idmap *m, uint64_t *bad);
+/* init and index in one: the keys are the uint64_t at id_offset in each of
+ * the n messages msgs[i] (a pprof repeated field: mapping, function,
+ * location). The codes of pp_idmap_index. */
+int pp_idmap_of(pp_idmap *m, const void *const *msgs, size_t n, size_t id_offset, uint64_t *bad);
 int64_t pp_idmap_find_sparse(const pp_idmap *m, uint64_t id);
 /* Position of id, or -1 if absent (inline: validation and merge look up
  * every location id of every sample, and builders' ids are dense). */

@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,26 +123,6 @@ static void merge_time(pp_builder *b, const Perftools__Profiles__Profile *src) {
 
 static bool in_range(const Perftools__Profiles__Profile *p, int64_t ix) {
   return ix >= 0 && (uint64_t)ix < p->n_string_table;
-}
-
-static uint64_t mapping_id(const Perftools__Profiles__Profile *p, size_t i) {
-  return p->mapping[i]->id;
-}
-static uint64_t function_id(const Perftools__Profiles__Profile *p, size_t i) {
-  return p->function[i]->id;
-}
-static uint64_t location_id(const Perftools__Profiles__Profile *p, size_t i) {
-  return p->location[i]->id;
-}
-
-static int index_ids(pp_idmap *m, const Perftools__Profiles__Profile *p, size_t n,
-                     uint64_t (*get)(const Perftools__Profiles__Profile *, size_t)) {
-  if (pp_idmap_init(m, n) != 0)
-    return -1;
-  for (size_t i = 0; i < n; i++)
-    m->keys[i] = get(p, i);
-  uint64_t bad;
-  return pp_idmap_index(m, &bad) == 0 ? 0 : -1;
 }
 
 /* One merge: src's string, mapping, function and location of each position
@@ -322,9 +303,13 @@ static int merge(pp_builder *b, const Perftools__Profiles__Profile *src, size_t 
   bool adopt = !pp_builder_merge_started(b) && meta.nsample_types == 0 && !meta.has_period_type;
   if (!adopt && check_compatible(b, src, why, whylen) != 0)
     return -1;
-  if (index_ids(&c.maps, src, src->n_mapping, mapping_id) != 0 ||
-      index_ids(&c.funcs, src, src->n_function, function_id) != 0 ||
-      index_ids(&c.locs, src, src->n_location, location_id) != 0) {
+  uint64_t bad;
+  if (pp_idmap_of(&c.maps, (const void *const *)src->mapping, src->n_mapping,
+                  offsetof(Perftools__Profiles__Mapping, id), &bad) != 0 ||
+      pp_idmap_of(&c.funcs, (const void *const *)src->function, src->n_function,
+                  offsetof(Perftools__Profiles__Function, id), &bad) != 0 ||
+      pp_idmap_of(&c.locs, (const void *const *)src->location, src->n_location,
+                  offsetof(Perftools__Profiles__Location, id), &bad) != 0) {
     pp_say(why, whylen, "cannot merge: zero or repeated ids (validate the profile first)");
     goto fail;
   }

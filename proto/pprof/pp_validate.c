@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "pp_hash.h"
@@ -29,16 +30,12 @@ static bool str_ok(const vctx *c, int64_t ix, const char *what, size_t n) {
   return false;
 }
 
-static int index_ids(const vctx *c, pp_idmap *m, const char *what, size_t n,
-                     uint64_t (*get)(const Perftools__Profiles__Profile *, size_t)) {
-  if (pp_idmap_init(m, n) != 0) {
-    pp_say(c->why, c->whylen, "out of memory indexing %s ids", what);
-    return -1;
-  }
-  for (size_t i = 0; i < n; i++)
-    m->keys[i] = get(c->p, i);
+/* m indexes the ids of the n messages msgs (what: their kind), whose id
+ * is at id_offset; 0, or -1 with the reason in c->why. */
+static int index_ids(const vctx *c, pp_idmap *m, const char *what, const void *const *msgs,
+                     size_t n, size_t id_offset) {
   uint64_t bad = 0;
-  switch (pp_idmap_index(m, &bad)) {
+  switch (pp_idmap_of(m, msgs, n, id_offset, &bad)) {
   case 0:
     return 0;
   case 1:
@@ -51,16 +48,6 @@ static int index_ids(const vctx *c, pp_idmap *m, const char *what, size_t n,
     pp_say(c->why, c->whylen, "out of memory indexing %s ids", what);
     return -1;
   }
-}
-
-static uint64_t mapping_id(const Perftools__Profiles__Profile *p, size_t i) {
-  return p->mapping[i]->id;
-}
-static uint64_t function_id(const Perftools__Profiles__Profile *p, size_t i) {
-  return p->function[i]->id;
-}
-static uint64_t location_id(const Perftools__Profiles__Profile *p, size_t i) {
-  return p->location[i]->id;
 }
 
 static bool value_type_ok(const vctx *c, const Perftools__Profiles__ValueType *vt, const char *what,
@@ -105,9 +92,12 @@ int pp_pprof_validate(const Perftools__Profiles__Profile *p, char *why, size_t w
     if (!str_ok(&c, p->comment[i], "comment", i))
       return -1;
 
-  if (index_ids(&c, &maps, "mapping", p->n_mapping, mapping_id) != 0 ||
-      index_ids(&c, &funcs, "function", p->n_function, function_id) != 0 ||
-      index_ids(&c, &locs, "location", p->n_location, location_id) != 0)
+  if (index_ids(&c, &maps, "mapping", (const void *const *)p->mapping, p->n_mapping,
+                offsetof(Perftools__Profiles__Mapping, id)) != 0 ||
+      index_ids(&c, &funcs, "function", (const void *const *)p->function, p->n_function,
+                offsetof(Perftools__Profiles__Function, id)) != 0 ||
+      index_ids(&c, &locs, "location", (const void *const *)p->location, p->n_location,
+                offsetof(Perftools__Profiles__Location, id)) != 0)
     goto fail;
 
   for (size_t i = 0; i < p->n_mapping; i++) {
