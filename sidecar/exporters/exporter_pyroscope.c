@@ -485,6 +485,24 @@ static size_t base_headers(pyro_exporter *pe, const creds *c, const char **hdr, 
  * NotInIngestionWindow): retrying can only make it older. */
 #define TOO_OLD_MARK "outside of ingestion window"
 
+/* obj's series labels for Pyroscope (free with pyroscope_labels_free);
+ * what had to be adjusted is logged. 0, or -1 (ENOMEM) with err set. */
+static int series_labels(const export_object *obj, pyroscope_label **lab, size_t *nlab, char *err,
+                         size_t errlen) {
+  char notes[1024];
+  if (pyroscope_series_labels(obj->service, obj->profile_type, obj->labels, obj->nlabels, lab, nlab,
+                              notes, sizeof notes) != 0) {
+    snprintf(err, errlen, "out of memory building Pyroscope labels");
+    return -1;
+  }
+  if (notes[0]) {
+    char q[1100];
+    log_event(LOG_WARN, "process labels adjusted for Pyroscope", "notes=%s",
+              log_quote(notes, q, sizeof q));
+  }
+  return 0;
+}
+
 static int do_request(pyro_exporter *pe, http_request *rq, const char *what, char *err,
                       size_t errlen) {
   http_response rs;
@@ -513,7 +531,6 @@ static int push_connect(pyro_exporter *pe, const export_object *obj, const gz_pi
                         const creds *c, char *err, size_t errlen) {
   pyroscope_label *lab = NULL;
   size_t nlab = 0;
-  char notes[1024];
   char url[2048], tenant_hdr[TENANT_MAX + 32];
   int rc = EXPORT_RETRY;
   Pushprof__Pyroscope__LabelPair *lp = NULL, **lpp = NULL;
@@ -521,16 +538,8 @@ static int push_connect(pyro_exporter *pe, const export_object *obj, const gz_pi
   char(*ids)[37] = NULL;
   uint8_t *body = NULL;
 
-  if (pyroscope_series_labels(obj->service, obj->profile_type, obj->labels, obj->nlabels, &lab,
-                              &nlab, notes, sizeof notes) != 0) {
-    snprintf(err, errlen, "out of memory building Pyroscope labels");
+  if (series_labels(obj, &lab, &nlab, err, errlen) != 0)
     return EXPORT_RETRY;
-  }
-  if (notes[0]) {
-    char q[1100];
-    log_event(LOG_WARN, "process labels adjusted for Pyroscope", "notes=%s",
-              log_quote(notes, q, sizeof q));
-  }
   lp = calloc(nlab, sizeof *lp);
   lpp = calloc(nlab, sizeof *lpp);
   rs = calloc(n, sizeof *rs);
@@ -664,19 +673,11 @@ static int push_ingest(pyro_exporter *pe, const export_object *obj, const gz_pie
                        const creds *c, char *err, size_t errlen) {
   pyroscope_label *lab = NULL;
   size_t nlab = 0;
-  char notes[1024], tenant_hdr[TENANT_MAX + 32];
+  char tenant_hdr[TENANT_MAX + 32];
   char *enc = NULL, *key = NULL, *url = NULL;
   int rc = EXPORT_RETRY;
-  if (pyroscope_series_labels(obj->service, obj->profile_type, obj->labels, obj->nlabels, &lab,
-                              &nlab, notes, sizeof notes) != 0) {
-    snprintf(err, errlen, "out of memory building Pyroscope labels");
+  if (series_labels(obj, &lab, &nlab, err, errlen) != 0)
     return EXPORT_RETRY;
-  }
-  if (notes[0]) {
-    char q[1100];
-    log_event(LOG_WARN, "process labels adjusted for Pyroscope", "notes=%s",
-              log_quote(notes, q, sizeof q));
-  }
   /* name=SERVICE{k=v,...}: the service is implied, and the server names
    * the profile and sets __delta__ itself (from its sample types). */
   const char *svc = obj->service && *obj->service ? obj->service : "unknown_service";
