@@ -37,8 +37,23 @@ class Options(unittest.TestCase):
     def profile(self):
         files = [f for f in os.listdir(self.dir.name) if f.endswith(".pb.gz")]
         self.assertEqual(len(files), 1, files)
-        r = subprocess.run(CHECK + [os.path.join(self.dir.name, files[0])], capture_output=True,
-                           text=True, check=True)
+        return self.check(files[0])
+
+    def run_preloaded(self, lib, prog, **env):
+        """Runs prog in a new interpreter with only lib, beside the SDK, preloaded
+        (the binding loads the SDK itself) and env added; the files in the test's
+        directory after it, sorted."""
+        lib = os.path.join(os.path.dirname(os.environ["PUSHPROF_LIBRARY"]), lib)
+        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, LD_PRELOAD=lib, **env))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return sorted(os.listdir(self.dir.name))
+
+    def check(self, name, value=None):
+        """pprof_check.py's summary of the profile name (read as value if given)."""
+        r = subprocess.run(CHECK + (["--value", value] if value else []) +
+                           [os.path.join(self.dir.name, name)], capture_output=True, text=True,
+                           check=True)
         return json.loads(r.stdout)
 
     def test_hz_signal_and_output_path_are_honoured(self):
@@ -94,21 +109,13 @@ class Options(unittest.TestCase):
         if os.environ.get("SAN_RUNTIME"):
             self.skipTest("a sanitizer's malloc comes first: heap profiling cannot run")
         out = os.path.join(self.dir.name, "py-%t.pb.gz")
-        # Only the interposers are preloaded; the binding loads the SDK.
-        heap_lib = os.path.join(os.path.dirname(os.environ["PUSHPROF_LIBRARY"]), "libpushprof_heap.so")
-        env = dict(os.environ, LD_PRELOAD=heap_lib, PYTHONMALLOC="malloc")
         prog = ("import pushprof\npushprof.start(output_path=%r, profiles='cpu,heap', "
                 "heap_rate=4096)\nkeep = [bytearray(100000) for _ in range(200)]\n"
                 "junk = [bytearray(100000) for _ in range(800)]\ndel junk\n" % out + SPIN +
                 "pushprof.stop()\n")
-        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
-                           timeout=60, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(sorted(os.listdir(self.dir.name)), ["py-cpu.pb.gz", "py-heap.pb.gz"])
-        heap = subprocess.run(CHECK + ["--value", "alloc_space/bytes",
-                                       os.path.join(self.dir.name, "py-heap.pb.gz")],
-                              capture_output=True, text=True, check=True)
-        h = json.loads(heap.stdout)
+        files = self.run_preloaded("libpushprof_heap.so", prog, PYTHONMALLOC="malloc")
+        self.assertEqual(files, ["py-cpu.pb.gz", "py-heap.pb.gz"])
+        h = self.check("py-heap.pb.gz", "alloc_space/bytes")
         self.assertEqual(h["period"], 4096)
         # 1000 bytearrays of 100000 bytes allocated, 200 of them live at stop.
         self.assertGreater(h["total"]["alloc_space/bytes"], 0.9 * 1000 * 100000)
@@ -119,35 +126,29 @@ class Options(unittest.TestCase):
         if os.environ.get("SAN_RUNTIME"):
             self.skipTest("a sanitizer's interceptors come first: wait profiling cannot run")
         out = os.path.join(self.dir.name, "py-%t.pb.gz")
-        wait_lib = os.path.join(os.path.dirname(os.environ["PUSHPROF_LIBRARY"]), "libpushprof_wait.so")
-        env = dict(os.environ, LD_PRELOAD=wait_lib)
         prog = ("import pushprof, time\npushprof.start(output_path=%r, profiles='offcpu,lock')\n"
                 "time.sleep(0.3)\npushprof.stop()\n" % out)
-        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
-                           timeout=60, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(sorted(os.listdir(self.dir.name)), ["py-lock.pb.gz", "py-offcpu.pb.gz"])
-        off = subprocess.run(CHECK + ["--value", "delay/nanoseconds",
-                                      os.path.join(self.dir.name, "py-offcpu.pb.gz")],
-                             capture_output=True, text=True, check=True)
-        total = json.loads(off.stdout)["total"]["delay/nanoseconds"]
+        files = self.run_preloaded("libpushprof_wait.so", prog)
+        self.assertEqual(files, ["py-lock.pb.gz", "py-offcpu.pb.gz"])
+        total = self.check("py-offcpu.pb.gz", "delay/nanoseconds")["total"]["delay/nanoseconds"]
         self.assertGreater(total, 0.25e9)  # the 0.3 s sleep
         self.assertLess(total, 5e9)
 
-    def test_waits_without_the_wait_library_are_refused(self):
-        r = run_child("try:\n    pushprof.start(output_path=%r, profiles='offcpu')\n"
+    def start_refused(self, profiles):
+        """Starts profiles with nothing preloaded: EINVAL, and the reason on stderr."""
+        r = run_child("try:\n    pushprof.start(output_path=%r, profiles=%r)\n"
                       "except pushprof.Error as e:\n    print(e.code == pushprof.EINVAL)\n"
-                      % self.out)
+                      % (self.out, profiles))
         self.assertEqual(r.stdout.strip(), "True", r.stdout + r.stderr)
-        self.assertIn("libpushprof_wait.so", r.stderr)
+        return r.stderr
+
+    def test_waits_without_the_wait_library_are_refused(self):
+        self.assertIn("libpushprof_wait.so", self.start_refused("offcpu"))
 
     def test_heap_without_the_preload_is_refused(self):
-        r = run_child("try:\n    pushprof.start(output_path=%r, profiles='heap')\n"
-                      "except pushprof.Error as e:\n    print(e.code == pushprof.EINVAL)\n"
-                      % self.out)
-        self.assertEqual(r.stdout.strip(), "True", r.stdout + r.stderr)
-        self.assertIn("LD_PRELOAD", r.stderr)
-        self.assertIn("libpushprof_heap.so", r.stderr)
+        err = self.start_refused("heap")
+        self.assertIn("LD_PRELOAD", err)
+        self.assertIn("libpushprof_heap.so", err)
 
     def test_values_the_sdk_refuses_raise_einval(self):
         with self.assertRaises(pushprof.Error) as cm:
