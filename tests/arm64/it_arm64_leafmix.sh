@@ -12,6 +12,9 @@
 variant=${1:?usage: it_arm64_leafmix.sh nofp|pac preload|linked|static}
 mode=${2:?usage: it_arm64_leafmix.sh nofp|pac preload|linked|static}
 QEMU=$(command -v qemu-aarch64) || fail "qemu-aarch64 not found (tests/deps.sh --arch arm64)"
+suffix=_$mode
+[ "$mode" = preload ] && suffix=
+[ -x "$WL/a64_leafmix_$variant$suffix" ] || fail "$WL/a64_leafmix_$variant$suffix not built"
 mkdir -p "$T/prof"
 env=(-E "PUSHPROF_OUTPUT=$T/prof/leafmix-%p.pb.gz" -E PUSHPROF_HZ=250)
 rc=0
