@@ -8,21 +8,9 @@
 #include <time.h>
 
 #include "pushprof.h"
+#include "wl_common.h"
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-__attribute__((noipa)) static uint64_t conserve_work(double seconds) {
-  volatile uint64_t acc = 0;
-  double end = thread_cpu() + seconds;
-  while (thread_cpu() < end)
-    for (uint64_t i = 0; i < 200000; i++)
-      acc += i * 2654435761u;
-  return acc;
-}
+WL_SPIN_FN(conserve_work)
 
 int main(int argc, char **argv) {
   if (argc != 3) {

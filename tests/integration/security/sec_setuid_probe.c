@@ -18,22 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-    return 0;
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "wl_common.h"
 
-/* CPU a running profiler would sample, and time for its threads to start. */
-__attribute__((noipa)) static uint64_t spin(double seconds) {
-  volatile uint64_t acc = 0;
-  double end = thread_cpu() + seconds;
-  while (thread_cpu() < end)
-    for (uint64_t i = 0; i < 200000; i++)
-      acc += i * 2654435761u;
-  return acc;
-}
+/* spin: CPU a running profiler would sample, and time for its threads to
+ * start. */
+WL_SPIN_FN(spin)
 
 static int count_tasks(void) {
   DIR *d = opendir("/proc/self/task");
