@@ -21,6 +21,7 @@
 #include "collector.h"
 #include "pp_parse_ref.h"
 #include "sampler_internal.h"
+#include "sigprof_test_util.h"
 #include "threads_linux.h"
 #include "unwind_tables.h"
 #include "bench_clock.h"
@@ -41,11 +42,7 @@ static int g_round_trip;
 static double measure_here(void) {
   ucontext_t uc;
   siginfo_t si;
-  threads_slot *s = threads_self;
-  memset(&si, 0, sizeof si);
-  si.si_signo = SIGPROF;
-  si.si_code = SI_TIMER;
-  si.si_value.sival_ptr = threads_cookie((uint32_t)(s - threads_table), atomic_load(&s->gen));
+  sigprof_forge_self(&si);
   if (getcontext(&uc) != 0)
     return -1;
   for (int b = 0; b < g_batches; b++) {

@@ -16,6 +16,7 @@
 #include "pushprof.h"
 #include "sampler.h"
 #include "sampler_internal.h"
+#include "sigprof_test_util.h"
 #include "threads_linux.h"
 
 /* The published set as "k=v,k=v" (what the handler would copy). */
@@ -313,11 +314,7 @@ static ucontext_t g_uc;
 
 static void forge_sample(void) {
   siginfo_t si;
-  threads_slot *s = threads_self;
-  memset(&si, 0, sizeof si);
-  si.si_signo = SIGPROF;
-  si.si_code = SI_TIMER;
-  si.si_value.sival_ptr = threads_cookie((uint32_t)(s - threads_table), atomic_load(&s->gen));
+  sigprof_forge_self(&si);
   sampler_handle_signal(SIGPROF, &si, &g_uc);
 }
 
