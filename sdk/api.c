@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "otel_foreign.h"
 #include "api_internal.h"
 #include "env_config.h"
 #include "otel_ctx.h"
@@ -328,6 +329,17 @@ int pushprof_flush(int timeout_ms) {
   return push_flush(timeout_ms);
 }
 
+/* With no service named (options, PUSHPROF_SERVICE, OTEL_SERVICE_NAME), a
+ * tracer's process context that owns otel_thread_ctx_v1 names it. */
+static void foreign_service(const pushprof_options *o, env_config *cfg) {
+  char svc[ENV_CONFIG_SERVICE_MAX + 1];
+  const char *e1 = getenv_cb(NULL, "PUSHPROF_SERVICE"), *e2 = getenv_cb(NULL, "OTEL_SERVICE_NAME");
+  if ((o->service && o->service[0]) || (e1 && e1[0]) || (e2 && e2[0]) || otel_records_ours())
+    return;
+  if (otel_foreign_load() == 0 && otel_foreign_service(svc, sizeof svc) == 0)
+    memcpy(cfg->service, svc, strlen(svc) + 1);
+}
+
 int pushprof_start(const pushprof_options *opts) {
   char err[512];
   env_config cfg;
@@ -340,6 +352,7 @@ int pushprof_start(const pushprof_options *opts) {
     sdk_log("pushprof: %s; profiling is off", err);
     return rc;
   }
+  foreign_service(&o, &cfg);
   if (!cfg.output_path[0] && !cfg.socket_path[0] && getauxval(AT_SECURE)) {
     sdk_log("pushprof: setuid/setgid program: the PUSHPROF_* environment is ignored and no "
             "output or socket was passed to pushprof_start; profiling is off");

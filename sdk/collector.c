@@ -24,6 +24,9 @@
 #include "profbuild.h"
 #include "pushprof.h"
 #include "deferred.h"
+#include "otel_ctx.h"
+#include "otel_foreign.h"
+#include "otel_read.h"
 #include "threads_linux.h"
 #include "unwind.h"
 #include "unwind_tables.h"
@@ -589,6 +592,48 @@ static size_t decode_labels(const agg_entry *e, pp_label *out) {
 #define NCOMMENTS 18
 #define COMMENT_LEN 200
 
+/* Names of another tracer's record attributes (otel_read.h) for one cut:
+ * state 0 not looked up, 1 named, 2 not in its key map. Under g_cut_mu. */
+static char g_attr_names[OTEL_KEYS_MAX][128];
+static uint8_t g_attr_state[OTEL_KEYS_MAX];
+static int g_attr_loaded;
+
+/* Gives the record attributes among l[0..n) their names from the tracer's
+ * key map and drops those it does not name, or whose name a pushprof label
+ * of the sample already has (the program's own labels win). Returns the
+ * new count. Caller holds g_cut_mu. */
+static size_t name_record_attrs(pp_label *l, size_t n) {
+  size_t out = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (l[i].key[0] != OTEL_ATTR_KEY) {
+      l[out++] = l[i];
+      continue;
+    }
+    unsigned idx = 0;
+    for (const char *d = l[i].key + 1; *d >= '0' && *d <= '9'; d++)
+      idx = idx * 10 + (unsigned)(*d - '0');
+    if (idx >= OTEL_KEYS_MAX)
+      continue;
+    if (!g_attr_loaded) {
+      (void)otel_foreign_load(); /* else the last map read stays */
+      g_attr_loaded = 1;
+    }
+    if (g_attr_state[idx] == 0)
+      g_attr_state[idx] =
+          otel_foreign_key(idx, g_attr_names[idx], sizeof g_attr_names[idx]) == 0 ? 1 : 2;
+    if (g_attr_state[idx] != 1)
+      continue;
+    int shadowed = 0;
+    for (size_t j = 0; j < n && !shadowed; j++)
+      shadowed = l[j].key[0] != OTEL_ATTR_KEY && strcmp(l[j].key, g_attr_names[idx]) == 0;
+    if (!shadowed) {
+      l[out] = l[i];
+      l[out++].key = g_attr_names[idx];
+    }
+  }
+  return out;
+}
+
 /* What a cut's comments and meta say besides its table. */
 typedef struct cut_info {
   int64_t t0, t1, cpu0, cpu1, own0, own1;
@@ -608,6 +653,8 @@ static int build_cut(const agg *ap, const cut_info *ci, uint8_t **out, size_t *l
   profbuild_stack *st = NULL;
   pp_label *labs = NULL;
   int rc = 0;
+  g_attr_loaded = 0; /* the tracer's key map may have grown since */
+  memset(g_attr_state, 0, sizeof g_attr_state);
 
   st = calloc(a.n + 3, sizeof *st);
   labs = calloc(a.n ? a.n : 1, (RING_MAX_LABELS + 1) * sizeof *labs);
@@ -621,7 +668,7 @@ static int build_cut(const agg *ap, const cut_info *ci, uint8_t **out, size_t *l
     if (!e)
       continue;
     pp_label *l = labs + ns * (RING_MAX_LABELS + 1);
-    size_t nl = decode_labels(e, l);
+    size_t nl = name_record_attrs(l, decode_labels(e, l));
     /* Partial stacks stay in the profile, marked, rather than vanish. */
     if (e->flags & RING_F_TRUNCATED)
       l[nl++] = (pp_label){.key = "pushprof_stack", .str = "truncated"};

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "otel_foreign.h"
 #include "collector.h"
 #include "handler.h"
 #include "heap.h"
@@ -116,6 +117,7 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen) {
     goto out;
   }
   threads_set_exit_owed_hook(handler_record_at_exit);
+  threads_set_tls_probe(otel_foreign_slot); /* another tracer's records, if it owns the name */
   rc = handler_install(cfg->signo, err, errlen);
   if (rc < 0)
     goto out;

@@ -155,6 +155,7 @@ static threads_slot *alloc_locked(pid_t tid, uintptr_t lo, uintptr_t hi) {
     atomic_store_explicit(&s->stack_lo, lo, memory_order_relaxed);
     atomic_store_explicit(&s->stack_hi, hi, memory_order_relaxed);
     atomic_store_explicit(&s->bounds_asked, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->otel_slot, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->gen, 1, memory_order_release);
     return s;
   }
@@ -211,7 +212,20 @@ static void init_once(void) {
   g_key_ok = pthread_key_create(&g_key, on_thread_exit) == 0;
 }
 
-static int register_self_locked(uintptr_t lo, uintptr_t hi) {
+static uintptr_t (*_Atomic g_tls_probe)(void);
+
+void threads_set_tls_probe(uintptr_t (*probe)(void)) {
+  atomic_store(&g_tls_probe, probe);
+}
+
+/* The calling thread's otel_slot value, computed outside the table lock
+ * (the probe may take the loader's lock). */
+static uintptr_t tls_probe(void) {
+  uintptr_t (*probe)(void) = atomic_load(&g_tls_probe);
+  return probe ? probe() : 0;
+}
+
+static int register_self_locked(uintptr_t lo, uintptr_t hi, uintptr_t otel_slot) {
   pid_t tid = gettid();
   if (excluded_locked(tid))
     return 0;
@@ -228,6 +242,7 @@ static int register_self_locked(uintptr_t lo, uintptr_t hi) {
     if (!s)
       return PUSHPROF_ELIMIT;
   }
+  atomic_store_explicit(&s->otel_slot, otel_slot, memory_order_release);
   threads_self = s;
   if (g_key_ok)
     pthread_setspecific(g_key, s);
@@ -287,8 +302,9 @@ int threads_register_self(void) {
   uintptr_t lo, hi;
   pthread_once(&g_once, init_once);
   threads_self_bounds(&lo, &hi);
+  uintptr_t otel_slot = tls_probe();
   pthread_mutex_lock(&g_lock);
-  int rc = register_self_locked(lo, hi);
+  int rc = register_self_locked(lo, hi, otel_slot);
   pthread_mutex_unlock(&g_lock);
   return rc;
 }
@@ -446,10 +462,11 @@ int threads_arm_all(int signo, int64_t period_ns, char *err, size_t errlen) {
   uintptr_t lo, hi;
   pthread_once(&g_once, init_once);
   threads_self_bounds(&lo, &hi);
+  uintptr_t otel_slot = tls_probe();
   pthread_mutex_lock(&g_lock);
   g_signo = signo;
   g_period_ns = period_ns;
-  int rc = register_self_locked(lo, hi);
+  int rc = register_self_locked(lo, hi, otel_slot);
   if (rc == 0 && !threads_self)
     rc = PUSHPROF_EINVAL; /* the collector thread cannot start sampling */
   if (rc < 0)

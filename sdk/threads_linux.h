@@ -22,6 +22,10 @@ typedef struct threads_slot {
   /* The interval of the slot's timer, ns: the handler stamps it on each
    * sample (its CPU time), as threads_set_period may change it. */
   _Atomic int64_t period_ns;
+  /* The address of the thread's own otel_thread_ctx_v1 when another
+   * library's definition of it is the one in force (threads_set_tls_probe),
+   * else 0: the handler reads that tracer's record through it. */
+  _Atomic uintptr_t otel_slot;
   /* Below: only under the table lock. */
   int state; /* THREADS_FREE, THREADS_LIVE */
   pid_t tid;
@@ -64,6 +68,9 @@ extern __thread uintptr_t threads_entry __attribute__((tls_model("initial-exec")
  * that timer had expired without a signal yet (see RING_F_AT_EXIT), with
  * threads_entry. Set once by the sampler before it arms timers. */
 void threads_set_exit_owed_hook(void (*hook)(uintptr_t entry));
+/* Called on each thread as it registers itself (before the table lock):
+ * its value becomes the slot's otel_slot. Set once by the sampler. */
+void threads_set_tls_probe(uintptr_t (*probe)(void));
 /* The main thread's stack bounds from AT_EXECFN and the stack rlimit, with
  * no file read (see threads_linux.c); -1 if the caller is not on it. */
 int threads_main_stack_bounds(uintptr_t *lo, uintptr_t *hi);

@@ -92,6 +92,11 @@ static void init_once(void) {
   (void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+int otel_records_ours(void) {
+  pthread_once(&g_once, init_once);
+  return atomic_load(&otel_records_on);
+}
+
 static void new_instance_id(void) {
   uint8_t r[16];
   if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {

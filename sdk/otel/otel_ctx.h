@@ -39,6 +39,8 @@ extern __thread otel_record *otel_thread_ctx_v1 __attribute__((visibility("defau
  * the name comes first in the process (a tracer's), whose pointer we leave
  * alone. */
 extern _Atomic int otel_records_on;
+/* otel_records_on, once the binding of the name was checked (first call). */
+int otel_records_ours(void);
 
 /* Publishes the process context, or updates it if already published.
  * labels holds nlabels "key\0value\0" pairs (service.name,

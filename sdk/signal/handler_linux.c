@@ -15,6 +15,7 @@
 
 #include "collector.h"
 #include "deferred.h"
+#include "otel_read.h"
 #include "handler.h"
 #include "labels.h"
 #include "pushprof.h"
@@ -408,6 +409,9 @@ void sampler_handle_signal(int signo, siginfo_t *si, void *uc) {
   else if (si->si_code == SI_KERNEL)
     rec->weight = itimer_weight();
   labels_snapshot(rec);
+  uintptr_t otel_slot = slot ? atomic_load_explicit(&slot->otel_slot, memory_order_acquire) : 0;
+  if (otel_slot)
+    otel_read_record(otel_slot, rec); /* another tracer's record for this thread */
   ring_commit(&collector_ring, pos);
   if (wake)
     collector_wake_from_signal(); /* after the commit: the drain sees the record */
