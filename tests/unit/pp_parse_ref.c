@@ -31,3 +31,16 @@ Perftools__Profiles__Profile *pp_ref_parse(const uint8_t *data, size_t len, size
   }
   return p;
 }
+
+bool pp_ref_ids_dense(const Perftools__Profiles__Profile *p) {
+  for (size_t i = 0; i < p->n_mapping; i++)
+    if (p->mapping[i]->id != i + 1)
+      return false;
+  for (size_t i = 0; i < p->n_function; i++)
+    if (p->function[i]->id != i + 1)
+      return false;
+  for (size_t i = 0; i < p->n_location; i++)
+    if (p->location[i]->id != i + 1)
+      return false;
+  return true;
+}

@@ -3,6 +3,7 @@
  * the code under test wrote. */
 #ifndef PP_PARSE_REF_H
 #define PP_PARSE_REF_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,4 +14,7 @@
  * perftools__profiles__profile__free_unpacked(p, NULL). */
 Perftools__Profiles__Profile *pp_ref_parse(const uint8_t *data, size_t len, size_t max_size,
                                            char *why, size_t whylen);
+/* Whether p's mappings, functions and locations have the ids 1..N in
+ * order, as pprof writers that number densely give them. */
+bool pp_ref_ids_dense(const Perftools__Profiles__Profile *p);
 #endif

@@ -3,6 +3,7 @@
  * the chunks a reset keeps for reuse. */
 #include "pp_builder_int.h"
 #include "pp_builder.h"
+#include "pp_parse_ref.h"
 #include "pp_validate.h"
 #include "pp_varint.h"
 #include "pprof_fixture.h"
@@ -259,12 +260,7 @@ static void test_builder_dedups_with_dense_ids(void) {
   PP_CHECK_INT(p->n_function, ==, 3);
   PP_CHECK_INT(p->n_location, ==, 4);
   PP_CHECK_INT(p->n_sample, ==, 3);
-  for (size_t i = 0; i < p->n_mapping; i++)
-    PP_CHECK_INT(p->mapping[i]->id, ==, i + 1);
-  for (size_t i = 0; i < p->n_function; i++)
-    PP_CHECK_INT(p->function[i]->id, ==, i + 1);
-  for (size_t i = 0; i < p->n_location; i++)
-    PP_CHECK_INT(p->location[i]->id, ==, i + 1);
+  PP_CHECK(pp_ref_ids_dense(p));
   PP_CHECK_INT(p->sample[0]->value[0], ==, 3);
   PP_CHECK_INT(p->sample[0]->value[1], ==, 300);
   PP_CHECK_INT(p->sample[0]->n_label, ==, 2);

@@ -83,12 +83,7 @@ static const Perftools__Profiles__Mapping *mapping_of_loc(const Profile *p, uint
 }
 
 static void check_dense_ids(const Profile *p) {
-  for (size_t i = 0; i < p->n_mapping; i++)
-    PP_CHECK_INT(p->mapping[i]->id, ==, i + 1);
-  for (size_t i = 0; i < p->n_location; i++)
-    PP_CHECK_INT(p->location[i]->id, ==, i + 1);
-  for (size_t i = 0; i < p->n_function; i++)
-    PP_CHECK_INT(p->function[i]->id, ==, i + 1);
+  PP_CHECK(pp_ref_ids_dense(p));
   PP_CHECK(p->n_string_table > 0 && p->string_table[0][0] == '\0');
 }
 
