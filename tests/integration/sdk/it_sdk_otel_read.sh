@@ -58,4 +58,17 @@ rm -f "$T"/prof/*
 PUSHPROF_WIN=1 PUSHPROF_OUTPUT="$T/prof/p-%p.pb.gz" PUSHPROF_HZ=200 LD_PRELOAD=$PRELOAD \
   "$WL/wl_otel_tracer" 2 >"$T/out" 2>"$T/err" || fail "wl_otel_tracer (PUSHPROF_WIN): $(cat "$T/err")"
 check "$(the_profile)" ours || fail "the program's pushprof label does not win over the record's"
+# Linked, pushprof starts after the tracer published its context: the
+# tracer's service.name names the profiles (none set), and records are read
+# the same way (the executable's otel_thread_ctx_v1 comes before the
+# library's).
+rm -f "$T"/prof/*
+PUSHPROF_OUTPUT="$T/prof/p-%p.pb.gz" PUSHPROF_HZ=200 "$WL/wl_otel_tracer_linked" 2 >"$T/out" \
+  2>"$T/err" || fail "wl_otel_tracer_linked: $(cat "$T/err")"
+check "$(the_profile)" acme || fail "linked: the tracer's records are not read right"
+start_sidecar tracer
+PUSHPROF_SOCKET=$SOCK "$WL/wl_otel_tracer_linked" 0.5 >"$T/out" 2>"$T/err" ||
+  fail "wl_otel_tracer_linked (socket): $(cat "$T/err")"
+stop_sidecar
+[ -d "$OUT/testnode/tracer-svc" ] || fail "the tracer's service.name is not the default service: $(ls "$OUT"/*)"
 echo pass

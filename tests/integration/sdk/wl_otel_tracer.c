@@ -4,7 +4,8 @@
  * key map trace_id, span_id, http.route, tenant) and attaches OTEP 4947
  * records to its threads. Profiled under LD_PRELOAD, it never calls
  * pushprof unless PUSHPROF_WIN is set (then, found with dlsym, it sets the
- * pushprof label tenant=ours on the span thread: ours must win).
+ * pushprof label tenant=ours on the span thread: ours must win). Linked
+ * (wl_otel_tracer_linked), it starts pushprof once its context is out.
  *   wl_otel_tracer [seconds, default 2]
  * Threads:
  *   span     alternates in_span() with a record attached (trace
@@ -173,6 +174,7 @@ static void *hostile_thread(void *arg) {
 int main(int argc, char **argv) {
   g_seconds = wl_arg(argc, argv, 2, 60, "wl_otel_tracer [seconds, 0..60]");
   publish_context();
+  wl_start(); /* linked: pushprof starts after the tracer published */
   pthread_t a, b;
   if (pthread_create(&a, NULL, span_thread, NULL) != 0 ||
       pthread_create(&b, NULL, hostile_thread, NULL) != 0)
