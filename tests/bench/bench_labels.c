@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
       printf(" %9.1f", r[i]);
     }
     printf(" %10.1f\n", bench_rows_median(r, (size_t)runs));
-    if (bench_rows_add(o.rows, names[k], labels[k], "<= 50", r, (size_t)runs, 1) != 0)
+    if (bench_rows_add(o.rows, names[k], labels[k], "<= 40", r, (size_t)runs, 1) != 0)
       rc = 1;
   }
   return bench_rows_finish(&o, "bench_labels", rc);
