@@ -725,7 +725,20 @@ void heap_stop(void) {
 
 /* ---- stack copies ---- */
 
+/* One resolver at a time (the collector after each drain, a cut before it
+ * reads the table): each takes the pending copies' list under g_mu but walks
+ * and frees them outside it, so two at once would free a copy twice. Taken
+ * before g_mu, never inside it. */
+static pthread_mutex_t g_resolve_mu = PTHREAD_MUTEX_INITIALIZER;
+static void resolve_pending_locked(void);
+
 void heap_resolve_pending(void) {
+  pthread_mutex_lock(&g_resolve_mu);
+  resolve_pending_locked();
+  pthread_mutex_unlock(&g_resolve_mu);
+}
+
+static void resolve_pending_locked(void) {
   enum { BATCH = 32 };
   struct {
     uint32_t idx;
@@ -966,6 +979,7 @@ void heap_atfork_child(void) {
    * copies are the child's too, walked by its collector. */
   pthread_mutex_init(&g_mu, NULL);
   pthread_mutex_init(&g_cut_mu, NULL);
+  pthread_mutex_init(&g_resolve_mu, NULL);
   for (size_t i = 0; i < g_nst; i++) {
     hstack *s = &g_st[i];
     if (!s->used)
