@@ -238,6 +238,43 @@ wait_spool_drained() {
   [ -z "${2:-}" ] || fail "$2: $(metric pushprof_spool_files) files still in the spool after $1 s"
 }
 
+# expect_metric NAME VALUE [WHAT]: the metric is VALUE now, else the test
+# fails naming WHAT (default: the metric).
+expect_metric() {
+  local v
+  v=$(metric "$1")
+  [ "$v" -eq "$2" ] 2>/dev/null || fail "${3:-$1} is $v, want $2"
+}
+
+# expect_retried FILE STATUSES I J RETRIES: a stand-in's request log FILE
+# holds the answers STATUSES in order, request J came at least 1.9 s after
+# the 429 I (Retry-After: 2), the batch was exported after RETRIES retries,
+# and nothing was sent after the success.
+expect_retried() {
+  local file=$1 want=$2 got
+  got=$(req_statuses "$file")
+  [ "$got" = "$want" ] || fail "request statuses $got, want $want"
+  got=$(req_gap_ms "$file" "$3" "$4")
+  [ "$got" -ge 1900 ] || fail "retried $got ms after a 429 with Retry-After: 2"
+  wait_metric pushprof_batches_exported_total 1 5
+  expect_metric pushprof_export_retries_total "$5" retries
+  sleep 1
+  got=$(wc -l <"$file")
+  [ "$got" -eq "$(wc -w <<<"$want")" ] || fail "requests after success: $got"
+}
+
+# expect_refused_for_good FILE PATTERN: the batch went to failed/ with a
+# reason matching PATTERN, counted as an export_permanent drop, after one
+# request to the stand-in (FILE: its request log) and no retry.
+expect_refused_for_good() {
+  local reason
+  reason=$(wait_failed_reason 10)
+  echo "$reason" | grep -q "$2" || fail "failed/ reason does not match \"$2\": $reason"
+  expect_metric 'pushprof_drops_total{reason="export_permanent"}' 1 "export_permanent drops"
+  sleep 1
+  [ "$(wc -l <"$1")" -eq 1 ] || fail "a batch refused for good was retried"
+}
+
 # wait_metric NAME VALUE SECONDS: until the metric reaches at least VALUE.
 wait_metric() {
   local i
