@@ -49,3 +49,12 @@ print(json.dumps({"total": total, "functions": sorted(funcs), "cum": cum, "label
 stop_and_export() {
   stop_sidecar
 }
+
+# expect_clean_run NAME LINE: the example NAME printed LINE first on its
+# stdout ($W/svc.out) and nothing on its stderr ($W/svc.err); then the
+# sidecar stops with everything exported.
+expect_clean_run() {
+  grep -q "^$2" "$W/svc.out" || fail "$1 printed: $(cat "$W/svc.out")"
+  [ ! -s "$W/svc.err" ] || fail "$1 stderr: $(cat "$W/svc.err")"
+  stop_and_export
+}

@@ -16,9 +16,7 @@ readelf -d "$W/cbuild/c_service" | grep -q 'libpushprof.so' || fail "c_service d
 start_sidecar csvc --batch-window 60
 PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=c-service PUSHPROF_UPLOAD_PERIOD=2 \
   "$W/cbuild/c_service" 600 4 >"$W/svc.out" 2>"$W/svc.err" || fail "c_service exited $?: $(cat "$W/svc.err")"
-grep -q '^c_service: 600 requests on 4 threads' "$W/svc.out" || fail "c_service printed: $(cat "$W/svc.out")"
-[ ! -s "$W/svc.err" ] || fail "c_service stderr: $(cat "$W/svc.err")"
-stop_and_export
+expect_clean_run c_service 'c_service: 600 requests on 4 threads'
 json=$(profiles_json c-service)
 python3 - "$json" <<'PY' || fail "exported profile: $json"
 import json, sys

@@ -14,10 +14,7 @@ readelf -d "$W/cpp_service" | grep -q 'libpushprof.so' || fail "cpp_service does
 start_sidecar cxx --batch-window 60
 LD_PRELOAD=$SAN_RUNTIME ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=cpp-service "$W/cpp_service" 500 4 >"$W/svc.out" 2>"$W/svc.err" ||
   fail "cpp_service exited $?: $(cat "$W/svc.err")"
-grep -q '^cpp_service: 500 requests on 4 threads, 100 rejected' "$W/svc.out" ||
-  fail "cpp_service printed: $(cat "$W/svc.out")"
-[ ! -s "$W/svc.err" ] || fail "cpp_service stderr: $(cat "$W/svc.err")"
-stop_and_export
+expect_clean_run cpp_service 'cpp_service: 500 requests on 4 threads, 100 rejected'
 json=$(profiles_json cpp-service)
 python3 - "$json" <<'PY' || fail "exported profile: $json"
 import json, re, sys
