@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -36,10 +37,12 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int read_all(int fd, uint8_t *buf, size_t len) {
+/* Reads into, or sends (out), all of buf[0..len), through EINTR; 0, or -1
+ * at the end of the stream or on an error. */
+static int io_all(int fd, uint8_t *buf, size_t len, bool out) {
   size_t off = 0;
   while (off < len) {
-    ssize_t n = read(fd, buf + off, len - off);
+    ssize_t n = out ? send(fd, buf + off, len - off, MSG_NOSIGNAL) : read(fd, buf + off, len - off);
     if (n <= 0) {
       if (n < 0 && errno == EINTR)
         continue;
@@ -50,18 +53,12 @@ static int read_all(int fd, uint8_t *buf, size_t len) {
   return 0;
 }
 
+static int read_all(int fd, uint8_t *buf, size_t len) {
+  return io_all(fd, buf, len, false);
+}
+
 static int write_all(int fd, const uint8_t *buf, size_t len) {
-  size_t off = 0;
-  while (off < len) {
-    ssize_t n = send(fd, buf + off, len - off, MSG_NOSIGNAL);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR)
-        continue;
-      return -1;
-    }
-    off += (size_t)n;
-  }
-  return 0;
+  return io_all(fd, (uint8_t *)buf, len, true);
 }
 
 static void send_reply(int fd, Pushprof__V1__PushReply__Code code, const char *reason,
@@ -202,84 +199,71 @@ static void test_encode_push_frame(void) {
   free(f);
 }
 
+/* Pushes a frame of pprof_bytes (sequence seq) to a server in mode, with
+ * timeout_ms: the client's status, its reply in *r, what the server saw in
+ * *s, the frame's length in *len. */
+static int push_once(server *s, enum mode mode, size_t pprof_bytes, uint64_t seq, int timeout_ms,
+                     pp_client_reply *r, size_t *len) {
+  PP_CHECK_INT(start_server(s, mode), ==, 0);
+  *len = 0;
+  uint8_t *f = make_frame(pprof_bytes, seq, len);
+  int st = pp_client_push_frame(sock_path, f, *len, timeout_ms, r);
+  stop_server(s);
+  free(f);
+  return st;
+}
+
 static void test_client_acked(void) {
   server s;
-  PP_CHECK_INT(start_server(&s, ACK), ==, 0);
-  size_t len = 0;
-  uint8_t *f = make_frame(4u << 20, 11, &len); /* 4 MiB: many partial sends */
   pp_client_reply r;
-  int st = pp_client_push_frame(sock_path, f, len, 10000, &r);
-  stop_server(&s);
+  size_t len;
+  int st = push_once(&s, ACK, 4u << 20, 11, 10000, &r, &len); /* 4 MiB: many partial sends */
   PP_CHECK_INT(st, ==, PP_CLIENT_ACKED);
   PP_CHECK_INT(r.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__OK);
   PP_CHECK_STR(r.push_id, "push-0001");
   PP_CHECK_INT(s.got_bytes, ==, len);
   PP_CHECK_INT(s.got_sequence, ==, 11);
   PP_CHECK_STR(s.got_service, "test-svc");
-  free(f);
 }
 
 static void test_client_refused_with_reason(void) {
   server s;
-  PP_CHECK_INT(start_server(&s, REFUSE), ==, 0);
-  size_t len = 0;
-  uint8_t *f = make_frame(100, 12, &len);
   pp_client_reply r;
-  int st = pp_client_push_frame(sock_path, f, len, 5000, &r);
-  stop_server(&s);
-  PP_CHECK_INT(st, ==, PP_CLIENT_REFUSED);
+  size_t len;
+  PP_CHECK_INT(push_once(&s, REFUSE, 100, 12, 5000, &r, &len), ==, PP_CLIENT_REFUSED);
   PP_CHECK_INT(r.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__RESOURCE_EXHAUSTED);
   PP_CHECK_STR(r.reason, "spool full (512 MiB): retry later");
-  free(f);
 }
 
 static void test_client_refused_before_payload_read(void) {
   server s;
-  PP_CHECK_INT(start_server(&s, REFUSE_EARLY), ==, 0);
-  size_t len = 0;
-  uint8_t *f = make_frame(8u << 20, 13, &len); /* more than the socket buffers hold */
   pp_client_reply r;
-  int st = pp_client_push_frame(sock_path, f, len, 5000, &r);
-  stop_server(&s);
-  PP_CHECK_INT(st, ==, PP_CLIENT_REFUSED);
+  size_t len; /* 8 MiB: more than the socket buffers hold */
+  PP_CHECK_INT(push_once(&s, REFUSE_EARLY, 8u << 20, 13, 5000, &r, &len), ==, PP_CLIENT_REFUSED);
   PP_CHECK_INT(r.code, ==, PUSHPROF__V1__PUSH_REPLY__CODE__PERMISSION_DENIED);
   PP_CHECK_STR(r.reason, "uid 1234 not allowed");
-  free(f);
 }
 
 static void test_client_silent_server_times_out(void) {
   server s;
-  PP_CHECK_INT(start_server(&s, SILENT), ==, 0);
-  size_t len = 0;
-  uint8_t *f = make_frame(100, 14, &len);
   pp_client_reply r;
+  size_t len;
   int64_t t0 = now_ms();
-  int st = pp_client_push_frame(sock_path, f, len, 300, &r);
+  PP_CHECK_INT(push_once(&s, SILENT, 100, 14, 300, &r, &len), ==, PP_CLIENT_TIMEOUT);
   int64_t took = now_ms() - t0;
-  stop_server(&s);
-  PP_CHECK_INT(st, ==, PP_CLIENT_TIMEOUT);
   PP_CHECK_INT(took, >=, 290);
   PP_CHECK_INT(took, <, 2000);
   PP_CHECK(strstr(r.reason, "no reply") && strstr(r.reason, "300 ms"));
-  free(f);
 }
 
 static void test_client_hang_up_and_garbage_are_io_errors(void) {
   server s;
-  size_t len = 0;
-  uint8_t *f = make_frame(100, 15, &len);
   pp_client_reply r;
-  PP_CHECK_INT(start_server(&s, HANG_UP), ==, 0);
-  int st = pp_client_push_frame(sock_path, f, len, 5000, &r);
-  stop_server(&s);
-  PP_CHECK_INT(st, ==, PP_CLIENT_IO_ERROR);
+  size_t len;
+  PP_CHECK_INT(push_once(&s, HANG_UP, 100, 15, 5000, &r, &len), ==, PP_CLIENT_IO_ERROR);
   PP_CHECK(strstr(r.reason, "closed the connection") != NULL);
-  PP_CHECK_INT(start_server(&s, GARBAGE), ==, 0);
-  st = pp_client_push_frame(sock_path, f, len, 5000, &r);
-  stop_server(&s);
-  PP_CHECK_INT(st, ==, PP_CLIENT_IO_ERROR);
+  PP_CHECK_INT(push_once(&s, GARBAGE, 100, 15, 5000, &r, &len), ==, PP_CLIENT_IO_ERROR);
   PP_CHECK(strstr(r.reason, "bad magic") != NULL);
-  free(f);
 }
 
 static void test_client_no_server_is_unavailable(void) {
