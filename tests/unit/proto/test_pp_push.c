@@ -20,6 +20,22 @@ static int decode_code(const uint8_t *f, size_t len, char *why, size_t wl) {
   return code;
 }
 
+/* Frames req and checks that pp_push_decode answers code (0: accepted); the
+ * reason, if refused, in why. */
+static void expect_code_at(const Pushprof__V1__PushRequest *req, int code, char *why, size_t wl,
+                           int line) {
+  size_t len = 0;
+  uint8_t *f = btu_frame_req(req, &len);
+  int got = decode_code(f, len, why, wl);
+  if (got != code) {
+    fprintf(stderr, "%s:%d: pp_push_decode answered %d, want %d (%s)\n", __FILE__, line, got, code,
+            why);
+    pp_test_failures++;
+  }
+  free(f);
+}
+#define EXPECT_CODE(req, code, why, wl) expect_code_at((req), (code), (why), (wl), __LINE__)
+
 static void test_decode_frame_validates_every_layer(void) {
   char why[256];
   size_t len, plen;
@@ -58,30 +74,19 @@ static void test_decode_frame_validates_every_layer(void) {
   req.service = "svc";
   req.pprof.data = pprof;
   req.pprof.len = plen;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
-  free(f);
+  EXPECT_CODE(&req, 0, why, sizeof why);
   req.service = "";
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   PP_CHECK(strstr(why, "service") != NULL);
-  free(f);
   char longsvc[PP_SERVICE_MAX + 2];
   memset(longsvc, 'a', sizeof longsvc - 1);
   longsvc[sizeof longsvc - 1] = '\0';
   req.service = longsvc;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   req.service = "svc";
   req.start_time_nanos = 10;
   req.end_time_nanos = 5;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   req.end_time_nanos = 10;
   /* labels: too many, empty key, long value */
   Pushprof__V1__Label ls[PP_LABELS_MAX + 1], *lp[PP_LABELS_MAX + 1];
@@ -93,42 +98,25 @@ static void test_decode_frame_validates_every_layer(void) {
   }
   req.labels = lp;
   req.n_labels = PP_LABELS_MAX + 1;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   req.n_labels = PP_LABELS_MAX;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==, 0);
-  free(f);
+  EXPECT_CODE(&req, 0, why, sizeof why);
   ls[3].key = "";
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   ls[3].key = "k";
   static char longval[PP_LABEL_VALUE_MAX + 2];
   memset(longval, 'v', sizeof longval - 1);
   ls[5].value = longval;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   req.n_labels = 0;
   /* no pprof */
   req.pprof.len = 0;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PUSH, why, sizeof why);
   /* a pprof go tool pprof would reject: not a protobuf at all */
   uint8_t junk[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   req.pprof.data = junk;
   req.pprof.len = sizeof junk;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF, why, sizeof why);
   /* a valid protobuf but an invalid pprof: string_table[0] not empty */
   Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
   char *strs[1] = {"notempty"};
@@ -139,10 +127,7 @@ static void test_decode_frame_validates_every_layer(void) {
   perftools__profiles__profile__pack(&p, pb);
   req.pprof.data = pb;
   req.pprof.len = pl;
-  f = btu_frame_req(&req, &len);
-  PP_CHECK_INT(decode_code(f, len, why, sizeof why), ==,
-               PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF);
-  free(f);
+  EXPECT_CODE(&req, PUSHPROF__V1__PUSH_REPLY__CODE__INVALID_PPROF, why, sizeof why);
   free(pb);
   free(pprof);
 }
