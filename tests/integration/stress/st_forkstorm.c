@@ -20,10 +20,7 @@ int main(void) {
       }
       _exit(0);
     }
-    int status;
-    ST_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      ok++;
+    ok += st_reap(pid);
   }
   printf("forks=100 ok=%d\n", ok);
   return ok == 100 ? 0 : 1;

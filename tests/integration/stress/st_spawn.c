@@ -8,12 +8,6 @@
 extern char **environ;
 WL_SPIN_FN(st_spawn_parent_spin)
 
-static int reap(pid_t pid) {
-  int status;
-  ST_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 /* Globals: locals would be clobbered across vfork. */
 static int ok, n;
 
@@ -27,17 +21,17 @@ int main(void) {
       execl("/bin/true", "true", (char *)NULL);
       _exit(127);
     }
-    ok += reap(pid), n++;
+    ok += st_reap(pid), n++;
     st_spawn_parent_spin(0.01);
     pid = vfork();
     ST_CHECK(pid >= 0, "vfork");
     if (pid == 0)
       _exit(0);
-    ok += reap(pid), n++;
+    ok += st_reap(pid), n++;
     st_spawn_parent_spin(0.01);
     char *argv[] = {"true", NULL};
     ST_CHECK(posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) == 0, "posix_spawn");
-    ok += reap(pid), n++;
+    ok += st_reap(pid), n++;
   }
   printf("children=%d ok=%d\n", n, ok);
   return ok == n ? 0 : 1;
