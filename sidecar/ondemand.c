@@ -95,16 +95,6 @@ static int64_t real_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int fail(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t whylen, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, whylen, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 /* ---- subscriptions ---- */
 
 static int send_control(int fd, Pushprof__V1__Control__Kind kind, uint64_t id, const char *type,
@@ -157,31 +147,31 @@ static bool type_name_ok(const char *t) {
 static sub *sub_from(const Pushprof__V1__Subscribe *m, char *why, size_t whylen) {
   size_t sl = m->service ? strlen(m->service) : 0;
   if (m->control_version < 1) {
-    fail(why, whylen, "control_version 0: this sidecar speaks version %d", PP_CONTROL_VERSION);
+    od_why(why, whylen, "control_version 0: this sidecar speaks version %d", PP_CONTROL_VERSION);
     return NULL;
   }
   if (sl < 1 || sl > PP_SERVICE_MAX) {
-    fail(why, whylen, "service must be 1..%d bytes", PP_SERVICE_MAX);
+    od_why(why, whylen, "service must be 1..%d bytes", PP_SERVICE_MAX);
     return NULL;
   }
   if (m->hostname && strlen(m->hostname) > PP_HOSTNAME_MAX) {
-    fail(why, whylen, "hostname over %d bytes", PP_HOSTNAME_MAX);
+    od_why(why, whylen, "hostname over %d bytes", PP_HOSTNAME_MAX);
     return NULL;
   }
   if (m->n_labels > PP_LABELS_MAX) {
-    fail(why, whylen, "more than %d labels", PP_LABELS_MAX);
+    od_why(why, whylen, "more than %d labels", PP_LABELS_MAX);
     return NULL;
   }
   for (size_t i = 0; i < m->n_labels; i++) {
     const char *k = m->labels[i]->key, *v = m->labels[i]->value;
     if (!k || !*k || strlen(k) > PP_LABEL_KEY_MAX || (v && strlen(v) > PP_LABEL_VALUE_MAX)) {
-      fail(why, whylen, "label %zu: key 1..%d bytes, value at most %d", i, PP_LABEL_KEY_MAX,
-           PP_LABEL_VALUE_MAX);
+      od_why(why, whylen, "label %zu: key 1..%d bytes, value at most %d", i, PP_LABEL_KEY_MAX,
+             PP_LABEL_VALUE_MAX);
       return NULL;
     }
   }
   if (m->n_profile_types > 16) {
-    fail(why, whylen, "more than 16 profile types");
+    od_why(why, whylen, "more than 16 profile types");
     return NULL;
   }
   sub *s = calloc(1, sizeof *s);
@@ -189,7 +179,7 @@ static sub *sub_from(const Pushprof__V1__Subscribe *m, char *why, size_t whylen)
     return NULL;
   for (size_t i = 0; i < m->n_profile_types; i++) {
     if (!type_name_ok(m->profile_types[i])) {
-      fail(why, whylen, "profile type %zu: 1..%d bytes of [a-z0-9_]", i, PP_PROFILE_TYPE_MAX);
+      od_why(why, whylen, "profile type %zu: 1..%d bytes of [a-z0-9_]", i, PP_PROFILE_TYPE_MAX);
       sub_free(s);
       return NULL;
     }
@@ -205,7 +195,7 @@ static sub *sub_from(const Pushprof__V1__Subscribe *m, char *why, size_t whylen)
   s->values = calloc(m->n_labels + 1, sizeof *s->values);
   if (!s->service || !s->hostname || !s->keys || !s->values) {
     sub_free(s);
-    fail(why, whylen, "out of memory");
+    od_why(why, whylen, "out of memory");
     return NULL;
   }
   for (size_t i = 0; i < m->n_labels; i++) {
@@ -214,7 +204,7 @@ static sub *sub_from(const Pushprof__V1__Subscribe *m, char *why, size_t whylen)
     s->nlabels = i + 1;
     if (!s->keys[i] || !s->values[i]) {
       sub_free(s);
-      fail(why, whylen, "out of memory");
+      od_why(why, whylen, "out of memory");
       return NULL;
     }
   }
@@ -450,7 +440,7 @@ void ondemand_seen(ondemand *od, const Pushprof__V1__PushRequest *req) {
 int ondemand_deliver(ondemand *od, const pp_push *push, char *why, size_t whylen) {
   const Pushprof__V1__PushRequest *req = push->req;
   if (!od)
-    return fail(why, whylen, "this sidecar runs no on-demand sessions");
+    return od_why(why, whylen, "this sidecar runs no on-demand sessions");
   pthread_mutex_lock(&od->mu);
   session *se = NULL;
   for (int t = 0; t < OD_NTYPES; t++)
@@ -462,18 +452,19 @@ int ondemand_deliver(ondemand *od, const pp_push *push, char *why, size_t whylen
     if (se->j[k].pid == req->pid && strcmp(se->j[k].service, req->service) == 0)
       j = &se->j[k];
   if (!se)
-    rc = fail(why, whylen, "session %" PRIu64 " is not running (it ended, or was never asked for)",
-              req->session_id);
+    rc =
+        od_why(why, whylen, "session %" PRIu64 " is not running (it ended, or was never asked for)",
+               req->session_id);
   else if (!j)
-    rc = fail(why, whylen, "process %u (%s) was not asked to join session %" PRIu64, req->pid,
-              req->service, req->session_id);
+    rc = od_why(why, whylen, "process %u (%s) was not asked to join session %" PRIu64, req->pid,
+                req->service, req->session_id);
   else if (j->delivered)
-    rc = fail(why, whylen, "process %u already delivered session %" PRIu64, req->pid,
-              req->session_id);
+    rc = od_why(why, whylen, "process %u already delivered session %" PRIu64, req->pid,
+                req->session_id);
   if (rc == 0 && !push->prof)
-    rc = fail(why, whylen, "an on-demand push must carry a profile");
+    rc = od_why(why, whylen, "an on-demand push must carry a profile");
   if (rc == 0 && !se->b && !(se->b = pp_builder_new()))
-    rc = fail(why, whylen, "out of memory");
+    rc = od_why(why, whylen, "out of memory");
   if (rc == 0 && pp_merge_add(se->b, pp_pprof_profile(push->prof), why, whylen) != 0) {
     snprintf(j->error, sizeof j->error, "%s", why);
     rc = -1;

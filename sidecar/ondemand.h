@@ -41,6 +41,9 @@ typedef struct od_request {
   char *keys[OD_SELECT_LABELS_MAX], *values[OD_SELECT_LABELS_MAX];
 } od_request;
 
+/* Writes a one-line reason into why (whylen bytes); returns -1. */
+int od_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Parses a POST body (JSON object: sampling_frequency, timeout_seconds,
  * archive, service, pid, labels; neon's defaults 100 Hz and 5 s; an empty
  * body takes them all). 0, or -1 with a one-line reason naming the field.

@@ -19,9 +19,7 @@ void od_request_free(od_request *rq) {
   memset(rq, 0, sizeof *rq);
 }
 
-static int fail(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t whylen, const char *fmt, ...) {
+int od_why(char *why, size_t whylen, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(why, whylen, fmt, ap);
@@ -32,7 +30,7 @@ static int fail(char *why, size_t whylen, const char *fmt, ...) {
 static int int_field(json_t *v, const char *name, long long lo, long long hi, long long *out,
                      char *why, size_t whylen) {
   if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-    return fail(why, whylen, "%s must be an integer %lld..%lld", name, lo, hi);
+    return od_why(why, whylen, "%s must be an integer %lld..%lld", name, lo, hi);
   *out = json_integer_value(v);
   return 0;
 }
@@ -51,16 +49,16 @@ int od_request_parse(const char *body, size_t len, enum od_type type, od_request
   json_error_t je;
   json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
   if (!j)
-    return fail(why, whylen, "the request body is not valid JSON: %s (line %d, column %d)", je.text,
-                je.line, je.column);
+    return od_why(why, whylen, "the request body is not valid JSON: %s (line %d, column %d)",
+                  je.text, je.line, je.column);
   int rc = 0;
   const char *key;
   json_t *v;
   long long n;
   if (!json_is_object(j)) {
-    rc = fail(why, whylen,
-              "the request body must be a JSON object, e.g. "
-              "{\"sampling_frequency\": 99, \"timeout_seconds\": 5}");
+    rc = od_why(why, whylen,
+                "the request body must be a JSON object, e.g. "
+                "{\"sampling_frequency\": 99, \"timeout_seconds\": 5}");
     goto out;
   }
   json_object_foreach(j, key, v) {
@@ -74,7 +72,7 @@ int od_request_parse(const char *body, size_t len, enum od_type type, od_request
       rq->seconds = (int)n;
     } else if (strcmp(key, "archive") == 0) {
       if (!json_is_boolean(v)) {
-        rc = fail(why, whylen, "archive must be true or false");
+        rc = od_why(why, whylen, "archive must be true or false");
         goto out;
       }
       rq->archive = json_is_true(v);
@@ -82,12 +80,12 @@ int od_request_parse(const char *body, size_t len, enum od_type type, od_request
       if (!json_is_string(v) || json_string_length(v) < 1 ||
           json_string_length(v) > PP_SERVICE_MAX ||
           strlen(json_string_value(v)) != json_string_length(v)) {
-        rc = fail(why, whylen, "service must be a string of 1..%d bytes", PP_SERVICE_MAX);
+        rc = od_why(why, whylen, "service must be a string of 1..%d bytes", PP_SERVICE_MAX);
         goto out;
       }
       free(rq->service);
       if (!(rq->service = strdup(json_string_value(v)))) {
-        rc = fail(why, whylen, "out of memory");
+        rc = od_why(why, whylen, "out of memory");
         goto out;
       }
     } else if (strcmp(key, "pid") == 0) {
@@ -98,10 +96,10 @@ int od_request_parse(const char *body, size_t len, enum od_type type, od_request
       const char *lk;
       json_t *lv;
       if (!json_is_object(v) || json_object_size(v) > OD_SELECT_LABELS_MAX) {
-        rc = fail(why, whylen,
-                  "labels must be an object of at most %d string values, e.g. "
-                  "{\"env\": \"prod\"}",
-                  OD_SELECT_LABELS_MAX);
+        rc = od_why(why, whylen,
+                    "labels must be an object of at most %d string values, e.g. "
+                    "{\"env\": \"prod\"}",
+                    OD_SELECT_LABELS_MAX);
         goto out;
       }
       json_object_foreach(v, lk, lv) {
@@ -109,22 +107,23 @@ int od_request_parse(const char *body, size_t len, enum od_type type, od_request
         if (kl < 1 || kl > PP_LABEL_KEY_MAX || !json_is_string(lv) ||
             json_string_length(lv) > PP_LABEL_VALUE_MAX ||
             strlen(json_string_value(lv)) != json_string_length(lv)) {
-          rc = fail(why, whylen, "labels.%.64s must be a string of at most %d bytes (keys 1..%d)",
-                    lk, PP_LABEL_VALUE_MAX, PP_LABEL_KEY_MAX);
+          rc = od_why(why, whylen, "labels.%.64s must be a string of at most %d bytes (keys 1..%d)",
+                      lk, PP_LABEL_VALUE_MAX, PP_LABEL_KEY_MAX);
           goto out;
         }
         rq->keys[rq->nlabels] = strdup(lk);
         rq->values[rq->nlabels] = strdup(json_string_value(lv));
         if (!rq->keys[rq->nlabels] || !rq->values[rq->nlabels++]) {
-          rc = fail(why, whylen, "out of memory");
+          rc = od_why(why, whylen, "out of memory");
           goto out;
         }
       }
     } else {
-      rc = fail(why, whylen,
-                "unknown field \"%.64s\" (accepted: sampling_frequency, timeout_seconds, archive, "
-                "service, pid, labels)",
-                key);
+      rc =
+          od_why(why, whylen,
+                 "unknown field \"%.64s\" (accepted: sampling_frequency, timeout_seconds, archive, "
+                 "service, pid, labels)",
+                 key);
       goto out;
     }
   }

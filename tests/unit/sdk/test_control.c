@@ -14,18 +14,10 @@
 #include "control.h"
 #include "pp_frame.h"
 #include "pp_test.h"
+#include "sock_test_util.h"
 #include "pushprof.pb-c.h"
 
 static char g_path[108];
-
-static int listen_at(const char *dir) {
-  snprintf(g_path, sizeof g_path, "%s/s.sock", dir);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  strcpy(a.sun_path, g_path);
-  PP_CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0);
-  return fd;
-}
 
 static int accept_within(int lfd, int ms) {
   struct pollfd p = {.fd = lfd, .events = POLLIN};
@@ -63,7 +55,7 @@ static int closed_within(int fd, int ms) {
 static void test_subscribes_and_ends_as_told(void) {
   char dir[64];
   pp_test_mkdtemp(dir, sizeof dir, "ctl");
-  int lfd = listen_at(dir);
+  int lfd = stu_listen(dir, g_path);
   env_config c;
   cfg_for(&c, 1);
   control_start(&c);

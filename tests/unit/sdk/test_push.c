@@ -15,19 +15,11 @@
 
 #include "pp_frame.h"
 #include "pp_test.h"
+#include "sock_test_util.h"
 #include "push.h"
 #include "pushprof.pb-c.h"
 
 static char g_path[108];
-
-static int listen_at(const char *dir) {
-  snprintf(g_path, sizeof g_path, "%s/s.sock", dir);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  strcpy(a.sun_path, g_path);
-  PP_CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0);
-  return fd;
-}
 
 /* The next PushRequest sent to lfd within ms, or NULL. */
 static Pushprof__V1__PushRequest *next_push(int lfd, int ms) {
@@ -91,7 +83,7 @@ static void test_labels_view(void) {
 static void test_empty_exit_sends_one_notice(void) {
   char dir[64], err[256];
   pp_test_mkdtemp(dir, sizeof dir, "push");
-  int lfd = listen_at(dir);
+  int lfd = stu_listen(dir, g_path);
   env_config c;
   cfg_for(&c);
   c.ondemand = 0;
