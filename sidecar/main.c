@@ -3,6 +3,7 @@
  * rescans the spool for files SDKs dropped in while we were unreachable. */
 #include <errno.h>
 #include <malloc.h>
+#include <openssl/crypto.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,10 @@ int main(int argc, char **argv) {
   char q1[512], q2[2200], q3[512];
 
   tune_malloc();
+  /* No OPENSSL_cleanup at exit: connection threads that are still ending
+   * then would lose their per-thread state (a leak LeakSanitizer reports),
+   * and the process is ending anyway. */
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
   int st = config_load(&cfg, argc, argv, err, sizeof err);
   if (st != CONFIG_OK) {
     if (st == CONFIG_ERROR)
