@@ -99,8 +99,9 @@ static void publish_context(void) {
   memcpy(m + 12, &size, 4);
   memcpy(m + 16, &at, 8);
   memcpy(m + 24, &addr, 8);
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  memcpy(m, "OTEL_CTX", 8); /* the signature last */
+  uint64_t sig;
+  memcpy(&sig, "OTEL_CTX", 8);
+  __atomic_store_n((uint64_t *)(void *)m, sig, __ATOMIC_RELEASE); /* the signature last */
 }
 
 static void set_id(uint8_t *out, const char *hex, size_t n) {
