@@ -15,6 +15,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "pushprof.h"
 
 #ifndef sigev_notify_thread_id
@@ -309,7 +313,21 @@ int threads_register_self(void) {
   return rc;
 }
 
+/* The SDK's own threads start past the sanitizer's pthread_create (see
+ * threads_spawn_internal), so AddressSanitizer does not clear their
+ * stack's shadow: a stack glibc reuses (a fork child restarting the
+ * collector takes a dead thread's) would keep the old frames' redzones. */
+static void own_stack_fresh(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  uintptr_t lo, hi;
+  threads_self_bounds(&lo, &hi);
+  if (lo && hi > lo)
+    __asan_unpoison_memory_region((void *)lo, hi - lo);
+#endif
+}
+
 void threads_exclude_self(void) {
+  own_stack_fresh();
   pid_t tid = gettid();
   threads_is_own = 1;
   pthread_mutex_lock(&g_lock);

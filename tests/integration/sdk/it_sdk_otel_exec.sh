@@ -18,11 +18,14 @@ ctx() { # ctx PID KEY: the value of KEY in PID's process context, waiting up to 
   done
   echo ""
 }
-ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK LD_PRELOAD=$PRELOAD sh -c 'sleep 0.5; exec sleep 3' &
+# sh waits for a file before it execs: both contexts are read at leisure.
+ASAN_OPTIONS=$HOST_ASAN PUSHPROF_SOCKET=$SOCK LD_PRELOAD=$PRELOAD \
+  sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done; exec sleep 3' sh "$T/go" &
 pid=$!
 id1=$(ctx $pid service.instance.id)
 svc1=$(ctx $pid service.name)
 [ "$svc1" = sh ] || fail "before exec the context names '$svc1', want sh"
+touch "$T/go"
 for _ in $(seq 40); do [ "$(tr -d '\0' </proc/$pid/cmdline)" = sleep3 ] && break; sleep 0.1; done
 sleep 0.3
 svc2=$(ctx $pid service.name)
