@@ -76,6 +76,11 @@ phase "arm64 (cross build, tests under qemu-user)"
 #                     process fails under qemu-user (its fork is emulated)
 #   test_elfsym[_nopie], test_elfsym_file*
 #                     x86-64 assembly (1-byte nops); the host's strip
+#   test_otel_read, test_otel_foreign
+#                     qemu-user answers process_vm_readv with ENOSYS, so
+#                     another tracer's records and context read as nothing
+#                     there (the safe outcome, which the tests' hostile
+#                     cases check on x86-64)
 t0=$(date +%s)
 bash tests/deps.sh --arch arm64
 command -v qemu-aarch64 >/dev/null || { echo "arm64: qemu-aarch64 missing after deps.sh" >&2; exit 1; }
@@ -83,7 +88,7 @@ build build-ci-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
 DESTDIR="$PWD/build-ci-arm64/staging" cmake --install build-ci-arm64 --prefix /usr/local >/dev/null
 readelf -h build-ci-arm64/staging/usr/local/bin/pushprof-sidecar | grep -q 'Machine: *AArch64' ||
   { echo "arm64: the installed sidecar is not an aarch64 program" >&2; exit 1; }
-arm64_skip='^(test_api|test_sampler_linux|test_otel_ctx|test_elfsym|test_elfsym_nopie|test_elfsym_file.*)$'
+arm64_skip='^(test_api|test_sampler_linux|test_otel_ctx|test_elfsym|test_elfsym_nopie|test_elfsym_file.*|test_otel_read|test_otel_foreign)$'
 ctest --test-dir build-ci-arm64 --output-on-failure --no-tests=error -j2 -L unit -L sdk -E "$arm64_skip"
 ctest --test-dir build-ci-arm64 --output-on-failure --no-tests=error -L arm64
 echo "arm64 phase: $(($(date +%s) - t0)) s"
