@@ -56,10 +56,12 @@ for name in ("site_sleep", "site_pipe", "site_lock", "locker", "clock_gettime"):
 for name, (w, on, off) in rows.items():
     check(abs(w - on - off) <= 0.01 * w + 10, f"{name}: wall {w} != on {on} + off {off}")
 # Waiting, almost never running. How long site_lock waits depends on how
-# the two lockers interleave, so only its share is checked.
+# the two lockers interleave, so only its share is checked, and it runs a
+# little in the lock's own path (5.7% of it under ASan on a busy machine).
 for name in ("site_sleep", "site_pipe", "site_lock"):
     w, on, off = rows[name]
-    check(off >= 0.95 * w and (name == "site_lock" or w > 0.3e9), f"{name} is not off-CPU: {rows[name]}")
+    share = 0.90 if name == "site_lock" else 0.95
+    check(off >= share * w and (name == "site_lock" or w > 0.3e9), f"{name} is not off-CPU: {rows[name]}")
 # The lockers spin holding the mutex (spin_for, inlined into locker): their
 # time outside site_lock is on-CPU, and most of all the CPU time.
 w, on, off = rows["locker"]
