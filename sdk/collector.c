@@ -253,6 +253,11 @@ static void agg_add_w(agg *a, const ring_record *r, int64_t w) {
   a->bytes += size;
 }
 
+/* The continuous rate's period: what one continuous sample stands for. */
+static int64_t cont_period_ns(int hz) {
+  return 1000000000LL / (hz > 0 ? hz : 100);
+}
+
 /* Takes n whole periods out of *credit after adding ns to it. */
 static int64_t take_credit(int64_t *credit, int64_t ns, int64_t period) {
   *credit += ns;
@@ -266,7 +271,7 @@ static int64_t take_credit(int64_t *credit, int64_t ns, int64_t period) {
 static void agg_add(const ring_record *r) {
   int64_t w = record_weight(r);
   int64_t p = r->period_ns > 0 ? r->period_ns : g_timer_period_ns;
-  int64_t cont = 1000000000LL / (g_hz > 0 ? g_hz : 100);
+  int64_t cont = cont_period_ns(g_hz);
   if (!g_sess.on && (p == cont || p <= 0)) {
     agg_add_w(&g_agg, r, w);
     return;
@@ -501,7 +506,7 @@ int collector_start(int hz, int signo, int mode, char *err, size_t errlen) {
   g_hz = hz;
   g_signo = signo;
   g_mode = mode;
-  g_timer_period_ns = 1000000000LL / (hz > 0 ? hz : 100);
+  g_timer_period_ns = cont_period_ns(hz);
   pthread_mutex_unlock(&g_mu);
   atomic_store(&g_sampling, 1);
 
@@ -837,7 +842,7 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   ci.hz = g_hz;
   ci.signo = g_signo;
   ci.mode = g_mode;
-  ci.period_ns = 1000000000LL / (g_hz > 0 ? g_hz : 100);
+  ci.period_ns = cont_period_ns(g_hz);
   pthread_mutex_unlock(&g_mu);
   resolve_bounds(pend, npend);
   int rc = build_cut(&a, &ci, out, len);
@@ -871,7 +876,7 @@ int collector_session_begin(uint64_t id, int hz) {
   g_sess.cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
   g_sess.own0 = own;
   memset(g_credit_sess, 0, sizeof g_credit_sess);
-  int64_t cont = 1000000000LL / (g_hz > 0 ? g_hz : 100);
+  int64_t cont = cont_period_ns(g_hz);
   int64_t want = g_sess.period_ns < cont ? g_sess.period_ns : cont;
   int timers = g_mode == COLLECTOR_MODE_TIMERS;
   pthread_mutex_unlock(&g_mu);
@@ -926,7 +931,7 @@ int collector_session_cut(uint64_t id, uint8_t **out, size_t *len, int64_t *star
   ci.mode = g_mode;
   ci.period_ns = g_sess.period_ns;
   int cont_hz = g_hz > 0 ? g_hz : 100;
-  int64_t cont = 1000000000LL / cont_hz;
+  int64_t cont = cont_period_ns(cont_hz);
   int timers = g_mode == COLLECTOR_MODE_TIMERS;
   snprintf(note, sizeof note,
            "pushprof: on-demand session %" PRIu64 " at %d Hz%s; its samples also count once in "
