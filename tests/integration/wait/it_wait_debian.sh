@@ -54,6 +54,12 @@ LD_PRELOAD=$PRELOAD_WAIT PUSHPROF_PROFILES=offcpu PUSHPROF_OFFCPU_RATE=50000 \
   --expect-function '^sqlite3WalFrames$' --expect-function '^sqlite3_step$' >"$T/sq.json" ||
   fail "sqlite3's off-CPU profile: $(cat "$T/sq.json")"
 rm -f "$T"/a.db*
+# Against perf only in the normal build: with the ASan runtime in sqlite3
+# its waits shift (about a third left in fdatasync's callers in one CI run).
+if [ -n "$SAN_RUNTIME" ]; then
+  echo "pass (sanitizer build: the pipeline and sqlite3's profile; perf's comparison in the normal build)"
+  exit 0
+fi
 if ! perf record -q -e sched:sched_switch -o "$T/probe.data" -- true >"$T/probe.log" 2>&1; then
   echo "SKIP: perf cannot record sched:sched_switch here (uid $(id -u)): $(head -c 300 "$T/probe.log")" >&2
   exit 77
