@@ -480,9 +480,9 @@ void heap_sample_slow(void *p, size_t size) {
     t->left = draw(t); /* our own allocations are not the program's */
     return;
   }
-  if (t->rng == 0) { /* a thread's first allocation: its first interval now */
-    t->left = draw(t) - (int64_t)size;
-    if (t->left > 0)
+  if (t->rng == 0) { /* a thread's first crossing: its first interval now */
+    t->left = draw(t);
+    if (!heap_fast_count(t, size))
       return;
   }
   t->busy = 1;

@@ -10,9 +10,13 @@
  * returning its hooks. The _v1 names this layout: a different layout gets a
  * different name, so an SDK never reads a layout it does not know. The SDK
  * looks the function up with dlsym when heap profiling starts, fills in its
- * slow paths, publishes the filter and then sets `on`. The interposers read
- * `on` and `filter` on every call and call the SDK only when an allocation
- * is sampled or a free may be of a sampled block. The slow paths, once set,
+ * slow paths, publishes the filter and then sets `on`. malloc counts every
+ * allocation against its thread's interval (`left`), on or off, and reads
+ * `on` only when the interval is crossed; the other allocation functions
+ * read `on` first; free reads `filter`. The SDK is called only when an
+ * allocation is sampled or a free may be of a sampled block. While heap
+ * profiling is off, a crossing only sets a short fixed interval, so a
+ * start is seen within that many bytes. The slow paths, once set,
  * are never cleared (stopping clears `on` and `filter` only), so an
  * interposer that read `on` just before a stop still calls valid code. */
 #ifndef PUSHPROF_HEAP_HOOKS_H
@@ -27,7 +31,7 @@
 
 /* One thread's sampling state, in the interposer library's TLS. */
 typedef struct heap_tls {
-  int64_t left;  /* bytes until the next sample */
+  int64_t left;  /* bytes until the next sample: >= 1, or 0 before the first */
   uint64_t rng;  /* 0: not seeded yet */
   uint32_t busy; /* inside the sampled path or the table */
   uint32_t nparked;
@@ -43,7 +47,7 @@ typedef int (*heap_ptr_fn)(void *p);
 typedef void (*heap_void_fn)(void *p);
 
 typedef struct heap_hooks {
-  /* Read on every allocation and free. */
+  /* Read on the interposers' paths (see above). */
   _Atomic int on;             /* 1 while heap profiling runs */
   _Atomic(uint64_t *) filter; /* one bit per filter slot while on, else NULL */
   /* Set by the interposer library. */
@@ -69,14 +73,16 @@ static inline int heap_fast_sampling(heap_hooks *h) {
   return atomic_load_explicit(&h->on, memory_order_relaxed);
 }
 
-/* Counts size bytes against the thread's interval while heap profiling
- * runs: 1 if this allocation crossed it and is to be sampled (then the
- * caller allocates and calls sample_slow with the block). */
+/* Counts size bytes against the thread's interval: 1 if this allocation
+ * reaches it and is to be sampled (the count is left as it is: the sampled
+ * path draws the next interval), else 0. `left` is at least 1 once the
+ * thread has allocated; a fresh thread's 0 makes its first allocation
+ * cross, which is where its first interval is drawn. */
 static inline int heap_fast_count(heap_tls *t, size_t size) {
-  if (size > (size_t)INT64_MAX / 2)
-    size = (size_t)INT64_MAX / 2;
+  if (__builtin_expect((uint64_t)size >= (uint64_t)t->left, 0))
+    return 1;
   t->left -= (int64_t)size;
-  return __builtin_expect(t->left <= 0, 0);
+  return 0;
 }
 
 /* After an allocation of size bytes returned p (p NULL: nothing). t is the

@@ -30,6 +30,7 @@ typedef void (*free_fn)(void *);
 typedef int (*posix_memalign_fn)(void **, size_t, size_t);
 typedef void *(*memalign_fn)(size_t, size_t);
 
+/* The next definitions; all NULL until resolved, free stored last. */
 static struct {
   _Atomic(malloc_fn) malloc;
   _Atomic(calloc_fn) calloc;
@@ -42,9 +43,23 @@ static struct {
 
 #define REAL(name) atomic_load_explicit(&R.name, memory_order_relaxed)
 
+static void *malloc_first(size_t n);
+static void free_first(void *p);
+
+/* Where malloc's and free's fast paths jump: never NULL. Until the next
+ * definitions are known, functions that resolve them first; then the
+ * allocator's own, except that free stays free_first for good if the
+ * bootstrap arena handed out a block (those must never reach the
+ * allocator). */
+static struct {
+  _Atomic(malloc_fn) malloc;
+  _Atomic(free_fn) free;
+} J = {malloc_first, free_first};
+
 /* ---- the bootstrap arena (during dlsym) ---- */
 
 static _Alignas(64) unsigned char g_boot[16384];
+#define BOOT_CLOSED SIZE_MAX /* g_boot_used once resolved: no new block */
 static _Atomic size_t g_boot_used;
 static _Atomic int g_resolving;
 
@@ -52,7 +67,8 @@ static inline int in_boot(const void *p) {
   return (uintptr_t)p - (uintptr_t)g_boot < sizeof g_boot;
 }
 
-/* Each block is preceded by its size (for realloc). */
+/* Each block is preceded by its size (for realloc). NULL when the arena is
+ * full or closed (then the next definitions are known: see ready). */
 static void *boot_alloc(size_t n, size_t align) {
   if (align < 16)
     align = 16;
@@ -60,6 +76,8 @@ static void *boot_alloc(size_t n, size_t align) {
     return NULL;
   size_t used = atomic_load(&g_boot_used), start, end;
   do {
+    if (used == BOOT_CLOSED)
+      return NULL;
     start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
     end = start + n;
     if (end > sizeof g_boot)
@@ -81,17 +99,25 @@ static void resolve(void) {
   atomic_store(&R.malloc, (malloc_fn)dlsym(RTLD_NEXT, "malloc"));
   atomic_store(&R.calloc, (calloc_fn)dlsym(RTLD_NEXT, "calloc"));
   atomic_store(&R.realloc, (realloc_fn)dlsym(RTLD_NEXT, "realloc"));
-  atomic_store(&R.free, (free_fn)dlsym(RTLD_NEXT, "free"));
   atomic_store(&R.posix_memalign, (posix_memalign_fn)dlsym(RTLD_NEXT, "posix_memalign"));
   atomic_store(&R.memalign, (memalign_fn)dlsym(RTLD_NEXT, "memalign"));
   atomic_store(&R.aligned_alloc, (memalign_fn)dlsym(RTLD_NEXT, "aligned_alloc"));
   atomic_store(&R.valloc, (malloc_fn)dlsym(RTLD_NEXT, "valloc"));
   atomic_store(&R.pvalloc, (malloc_fn)dlsym(RTLD_NEXT, "pvalloc"));
+  free_fn f = (free_fn)dlsym(RTLD_NEXT, "free");
+  atomic_store(&R.free, f);
+  if (f && REAL(malloc)) {
+    /* Closed after R is complete: a caller that finds it closed finds the
+     * next definitions known. */
+    size_t used = atomic_exchange(&g_boot_used, BOOT_CLOSED);
+    atomic_store(&J.free, used ? free_first : f);
+    atomic_store(&J.malloc, REAL(malloc));
+  }
   atomic_store(&g_resolving, 0);
 }
 
 /* 1 once the next definitions are known; 0 while dlsym runs (the caller
- * then uses the arena). */
+ * then uses the arena, or, if that is closed meanwhile, asks again). */
 static inline int ready(void) {
   if (__builtin_expect(REAL(free) != NULL, 1))
     return 1;
@@ -99,6 +125,15 @@ static inline int ready(void) {
     return 0;
   resolve();
   return REAL(free) != NULL;
+}
+
+/* A block from the arena while dlsym runs: 1 with *out set, else 0 (the
+ * next definitions are known by now, or nothing can be had). */
+static int boot_take(size_t n, size_t align, void **out) {
+  if (ready())
+    return 0;
+  *out = boot_alloc(n, align);
+  return *out != NULL || !ready();
 }
 
 /* ---- the hooks ---- */
@@ -128,65 +163,86 @@ heap_hooks *pushprof_heap_hooks_v1(void) {
 
 /* ---- the interposers ---- */
 
-/* malloc and free are the hot pair: their fast paths only tail-jump (to
- * the allocator's, or to an out-of-line case), so they need no frame; the
- * rarer cases (not resolved yet, a sample, a free that may be of a sampled
- * block) are out of line. */
+/* malloc and free are the hot pair. malloc's fast path is the jump
+ * target's load, the thread's byte count and the jump; free's, the jump
+ * target's and the filter's loads (and the filter bit while heap profiling
+ * runs) and the jump. Neither needs a frame; every rarer case (not
+ * resolved yet, a crossed interval, a free that may be of a sampled block)
+ * is out of line. */
 
-__attribute__((noinline)) static void *malloc_slow(size_t n) {
-  if (!ready())
-    return boot_alloc(n, 16);
-  void *p = REAL(malloc)(n);
-  after_alloc(p, n);
-  return p;
+/* While heap profiling is off, a crossing sets this interval: a start is
+ * seen within this many bytes of each thread's allocations, and only a
+ * block at least this large costs a call more. */
+#define OFF_INTERVAL ((int64_t)1 << 20)
+
+static void *malloc_first(size_t n) {
+  void *p;
+  if (boot_take(n, 16, &p))
+    return p;
+  malloc_fn f = REAL(malloc);
+  return f ? f(n) : NULL;
 }
 
-/* The allocation that crossed its thread's interval (already counted). */
-__attribute__((noinline)) static void *malloc_sampled(size_t n) {
-  void *p = REAL(malloc)(n);
-  heap_sample_fn f = atomic_load_explicit(&H.sample_slow, memory_order_relaxed);
-  if (p && f)
-    f(p, n);
+/* An allocation that reached its thread's interval (not counted). */
+__attribute__((noinline)) static void *malloc_cross(size_t n) {
+  malloc_fn f = atomic_load_explicit(&J.malloc, memory_order_relaxed);
+  heap_sample_fn s = atomic_load_explicit(&H.sample_slow, memory_order_relaxed);
+  if (f == malloc_first || !s || !heap_fast_sampling(&H)) {
+    if (f != malloc_first)
+      g_tls.left = OFF_INTERVAL;
+    return f(n);
+  }
+  void *p = f(n);
+  if (p)
+    s(p, n); /* draws the next interval */
   return p;
 }
 
 __attribute__((visibility("default"))) void *malloc(size_t n) {
-  malloc_fn f = REAL(malloc);
-  if (__builtin_expect(f == NULL, 0))
-    return malloc_slow(n);
-  if (__builtin_expect(heap_fast_sampling(&H), 0) && heap_fast_count(&g_tls, n))
-    return malloc_sampled(n);
+  malloc_fn f = atomic_load_explicit(&J.malloc, memory_order_relaxed);
+  if (__builtin_expect((uint64_t)n >= (uint64_t)g_tls.left, 0))
+    return malloc_cross(n);
+  g_tls.left -= (int64_t)n;
   return f(n);
 }
 
-__attribute__((noinline)) static void free_slow(void *p) {
-  if (heap_fast_before_free(&H, p))
-    return; /* parked: freed when this thread leaves the profiler */
+/* Frees before resolution, and for good once the arena was used. */
+static void free_first(void *p) {
   if (in_boot(p))
     return;
   if (ready())
     REAL(free)(p);
 }
 
+__attribute__((noinline)) static void free_slow(void *p) {
+  if (heap_fast_before_free(&H, p))
+    return; /* parked: freed when this thread leaves the profiler */
+  atomic_load_explicit(&J.free, memory_order_relaxed)(p);
+}
+
 __attribute__((visibility("default"))) void free(void *p) {
-  free_fn f = REAL(free);
-  if (__builtin_expect(f == NULL, 0) || __builtin_expect(heap_fast_filter_hit(&H, p), 0)) {
-    free_slow(p);
-    return;
+  free_fn f = atomic_load_explicit(&J.free, memory_order_relaxed);
+  uint64_t *flt = atomic_load_explicit(&H.filter, memory_order_relaxed);
+  if (flt) {
+    size_t s = heap_filter_slot(p);
+    uint64_t w = atomic_load_explicit((_Atomic uint64_t *)&flt[s >> 6], memory_order_relaxed);
+    if (__builtin_expect((w >> (s & 63)) & 1, 0)) {
+      free_slow(p);
+      return;
+    }
   }
-  if (__builtin_expect(in_boot(p), 0))
-    return;
   f(p);
 }
 
 __attribute__((visibility("default"))) void *calloc(size_t n, size_t size) {
-  if (__builtin_expect(!ready(), 0)) {
-    size_t bytes;
-    if (__builtin_mul_overflow(n, size, &bytes))
-      return NULL;
-    return boot_alloc(bytes, 16); /* static storage: already zero */
-  }
-  void *p = REAL(calloc)(n, size);
+  size_t bytes;
+  void *p;
+  if (__builtin_expect(!ready(), 0) && !__builtin_mul_overflow(n, size, &bytes) &&
+      boot_take(bytes, 16, &p))
+    return p; /* static storage: already zero */
+  if (!ready())
+    return NULL;
+  p = REAL(calloc)(n, size);
   after_alloc(p, n * size);
   return p;
 }
@@ -232,8 +288,8 @@ __attribute__((visibility("default"))) void *reallocarray(void *p, size_t n, siz
 }
 
 __attribute__((visibility("default"))) int posix_memalign(void **out, size_t align, size_t n) {
-  if (__builtin_expect(!ready(), 0)) {
-    void *p = boot_alloc(n, align);
+  void *p;
+  if (__builtin_expect(!ready(), 0) && boot_take(n, align, &p)) {
     if (!p)
       return ENOMEM;
     *out = p;
@@ -246,18 +302,20 @@ __attribute__((visibility("default"))) int posix_memalign(void **out, size_t ali
 }
 
 __attribute__((visibility("default"))) void *aligned_alloc(size_t align, size_t n) {
-  if (__builtin_expect(!ready(), 0))
-    return boot_alloc(n, align);
+  void *p;
+  if (__builtin_expect(!ready(), 0) && boot_take(n, align, &p))
+    return p;
   memalign_fn f = REAL(aligned_alloc) ? REAL(aligned_alloc) : REAL(memalign);
-  void *p = f(align, n);
+  p = f(align, n);
   after_alloc(p, n);
   return p;
 }
 
 __attribute__((visibility("default"))) void *memalign(size_t align, size_t n) {
-  if (__builtin_expect(!ready(), 0))
-    return boot_alloc(n, align);
-  void *p = REAL(memalign)(align, n);
+  void *p;
+  if (__builtin_expect(!ready(), 0) && boot_take(n, align, &p))
+    return p;
+  p = REAL(memalign)(align, n);
   after_alloc(p, n);
   return p;
 }
@@ -268,9 +326,10 @@ static size_t page_size(void) {
 }
 
 __attribute__((visibility("default"))) void *valloc(size_t n) {
-  if (__builtin_expect(!ready(), 0))
-    return boot_alloc(n, 4096);
-  void *p = REAL(valloc) ? REAL(valloc)(n) : REAL(memalign)(page_size(), n);
+  void *p;
+  if (__builtin_expect(!ready(), 0) && boot_take(n, 4096, &p))
+    return p;
+  p = REAL(valloc) ? REAL(valloc)(n) : REAL(memalign)(page_size(), n);
   after_alloc(p, n);
   return p;
 }
@@ -282,9 +341,10 @@ __attribute__((visibility("default"))) void *pvalloc(size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  if (__builtin_expect(!ready(), 0))
-    return boot_alloc(rounded, 4096);
-  void *p = REAL(pvalloc) ? REAL(pvalloc)(n) : REAL(memalign)(pg, rounded);
+  void *p;
+  if (__builtin_expect(!ready(), 0) && boot_take(rounded, 4096, &p))
+    return p;
+  p = REAL(pvalloc) ? REAL(pvalloc)(n) : REAL(memalign)(pg, rounded);
   after_alloc(p, rounded);
   return p;
 }
