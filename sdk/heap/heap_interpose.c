@@ -198,7 +198,9 @@ __attribute__((noinline)) static void *malloc_cross(size_t n) {
   return p;
 }
 
-__attribute__((visibility("default"))) void *malloc(size_t n) {
+/* Each of the pair starts a cache line: the PLT's jump lands on one line
+ * that holds the whole fast path. */
+__attribute__((visibility("default"), aligned(64))) void *malloc(size_t n) {
   malloc_fn f = atomic_load_explicit(&J.malloc, memory_order_relaxed);
   if (__builtin_expect((uint64_t)n >= (uint64_t)g_tls.left, 0))
     return malloc_cross(n);
@@ -220,7 +222,7 @@ __attribute__((noinline)) static void free_slow(void *p) {
   atomic_load_explicit(&J.free, memory_order_relaxed)(p);
 }
 
-__attribute__((visibility("default"))) void free(void *p) {
+__attribute__((visibility("default"), aligned(64))) void free(void *p) {
   free_fn f = atomic_load_explicit(&J.free, memory_order_relaxed);
   uint64_t *flt = atomic_load_explicit(&H.filter, memory_order_relaxed);
   if (flt) {
