@@ -89,17 +89,13 @@ static int encode_subscribe(const env_config *cfg) {
   s.n_profile_types = ntypes;
   s.profile_types = types;
   s.hz = (uint32_t)cfg->hz;
-  size_t n = pushprof__v1__subscribe__get_packed_size(&s);
-  if (n > PP_SUBSCRIBE_MAX)
-    return -1;
-  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
+  size_t n;
+  uint8_t *f = pp_frame_pack(PP_FRAME_SUBSCRIBE, &s.base, PP_SUBSCRIBE_MAX, &n);
   if (!f)
     return -1;
-  pp_frame_header_encode(f, PP_FRAME_SUBSCRIBE, (uint32_t)n);
-  pushprof__v1__subscribe__pack(&s, f + PP_FRAME_HEADER_SIZE);
   free(C.sub);
   C.sub = f;
-  C.sublen = PP_FRAME_HEADER_SIZE + n;
+  C.sublen = n;
   return 0;
 }
 

@@ -31,13 +31,11 @@ int listener_send_reply(int fd, int code, const char *reason, uint64_t seq, cons
   r.sequence = seq;
   if (push_id)
     r.push_id = (char *)push_id;
-  uint8_t buf[PP_FRAME_HEADER_SIZE + 1024];
-  size_t n = pushprof__v1__push_reply__get_packed_size(&r);
-  if (n > sizeof buf - PP_FRAME_HEADER_SIZE)
+  size_t total, off = 0;
+  uint8_t *buf = pp_frame_pack(PP_FRAME_REPLY, &r.base, 1024, &total);
+  if (!buf)
     return -1;
-  pushprof__v1__push_reply__pack(&r, buf + PP_FRAME_HEADER_SIZE);
-  pp_frame_header_encode(buf, PP_FRAME_REPLY, (uint32_t)n);
-  size_t total = n + PP_FRAME_HEADER_SIZE, off = 0;
+  int rc = -1;
   while (off < total) {
     ssize_t w = send(fd, buf + off, total - off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w > 0) {
@@ -49,13 +47,16 @@ int listener_send_reply(int fd, int code, const char *reason, uint64_t seq, cons
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       int64_t left = deadline - now_ms();
       if (left <= 0)
-        return -1;
+        goto fail;
       struct pollfd p = {.fd = fd, .events = POLLOUT};
       if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
-        return -1;
+        goto fail;
       continue;
     }
-    return -1;
+    goto fail;
   }
-  return 0;
+  rc = 0;
+fail:
+  free(buf);
+  return rc;
 }

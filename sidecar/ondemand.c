@@ -107,16 +107,15 @@ static int send_control(int fd, Pushprof__V1__Control__Kind kind, uint64_t id, c
   m.duration_ms = (uint32_t)duration_ms;
   m.reason = (char *)(reason ? reason : "");
   m.control_version = PP_CONTROL_VERSION;
-  size_t n = pushprof__v1__control__get_packed_size(&m);
-  uint8_t buf[PP_FRAME_HEADER_SIZE + PP_CONTROL_MAX];
-  if (n > PP_CONTROL_MAX)
+  size_t n;
+  uint8_t *f = pp_frame_pack(PP_FRAME_CONTROL, &m.base, PP_CONTROL_MAX, &n);
+  if (!f)
     return -1;
-  pp_frame_header_encode(buf, PP_FRAME_CONTROL, (uint32_t)n);
-  pushprof__v1__control__pack(&m, buf + PP_FRAME_HEADER_SIZE);
   /* The client reads its subscription at every drain and sends nothing on
    * it: a frame this small fits its empty socket buffer, never waits. */
-  ssize_t w = send(fd, buf, PP_FRAME_HEADER_SIZE + n, MSG_NOSIGNAL | MSG_DONTWAIT);
-  return w == (ssize_t)(PP_FRAME_HEADER_SIZE + n) ? 0 : -1;
+  ssize_t w = send(fd, f, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  free(f);
+  return w == (ssize_t)n ? 0 : -1;
 }
 
 static void sub_free(sub *s) {

@@ -27,19 +27,10 @@ static void say(pp_client_reply *r, const char *fmt, ...) {
 }
 
 int pp_client_encode_push(const Pushprof__V1__PushRequest *req, uint8_t **out, size_t *len) {
-  size_t size = pushprof__v1__push_request__get_packed_size(req);
-  if (size > UINT32_MAX)
+  uint8_t *f = pp_frame_pack(PP_FRAME_PUSH, &req->base, SIZE_MAX, len);
+  if (!f)
     return -1;
-  uint8_t *buf = malloc(PP_FRAME_HEADER_SIZE + size);
-  if (!buf)
-    return -1;
-  pp_frame_header_encode(buf, PP_FRAME_PUSH, (uint32_t)size);
-  if (pushprof__v1__push_request__pack(req, buf + PP_FRAME_HEADER_SIZE) != size) {
-    free(buf);
-    return -1;
-  }
-  *out = buf;
-  *len = PP_FRAME_HEADER_SIZE + size;
+  *out = f;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* The 12-byte frame header codec (layout in pp_frame.h and PROTOCOL.md). */
 #include "pp_frame.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void put_be16(uint8_t *p, uint16_t v) {
@@ -28,6 +29,23 @@ void pp_frame_header_encode(uint8_t out[PP_FRAME_HEADER_SIZE], uint16_t type, ui
   put_be16(out + 4, PP_FRAME_VERSION);
   put_be16(out + 6, type);
   put_be32(out + 8, length);
+}
+
+uint8_t *pp_frame_pack(uint16_t type, const ProtobufCMessage *msg, size_t max_payload,
+                       size_t *len) {
+  size_t n = protobuf_c_message_get_packed_size(msg);
+  if (n > max_payload || n > UINT32_MAX)
+    return NULL;
+  uint8_t *f = malloc(PP_FRAME_HEADER_SIZE + n);
+  if (!f)
+    return NULL;
+  pp_frame_header_encode(f, type, (uint32_t)n);
+  if (protobuf_c_message_pack(msg, f + PP_FRAME_HEADER_SIZE) != n) {
+    free(f);
+    return NULL;
+  }
+  *len = PP_FRAME_HEADER_SIZE + n;
+  return f;
 }
 
 int pp_frame_header_decode(const uint8_t in[PP_FRAME_HEADER_SIZE], uint32_t max_length,

@@ -5,9 +5,10 @@
  *   bytes 6..7  type, big-endian (1 = PushRequest, 2 = PushReply,
  *               3 = Subscribe, 4 = Control)
  *   bytes 8..11 payload length, big-endian
- * Pure functions: thread-safe, no allocation. */
+ * Thread-safe; only pp_frame_pack allocates. */
 #ifndef PP_FRAME_H
 #define PP_FRAME_H
+#include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,11 @@ typedef struct pp_frame_header {
 } pp_frame_header;
 
 void pp_frame_header_encode(uint8_t out[PP_FRAME_HEADER_SIZE], uint16_t type, uint32_t length);
+
+/* Packs msg as one frame of the given type: header, then msg's protobuf
+ * encoding. Returns a malloc'd buffer the caller frees, *len its size; NULL
+ * when the payload would exceed max_payload bytes or memory is short. */
+uint8_t *pp_frame_pack(uint16_t type, const ProtobufCMessage *msg, size_t max_payload, size_t *len);
 
 /* Decodes and validates a header against max_length. Returns 0, or -1 with
  * *why set to a static one-line reason ("bad magic", "frame too large", ...). */

@@ -1,6 +1,9 @@
-/* Frame header codec: round trip and each rejection. */
+/* Frame header codec: round trip and each rejection; frame packing. */
 #include "pp_frame.h"
 #include "pp_test.h"
+#include "pushprof.pb-c.h"
+
+#include <stdlib.h>
 
 static void test_frame_round_trip(void) {
   uint8_t h[PP_FRAME_HEADER_SIZE];
@@ -76,6 +79,39 @@ static void test_frame_rejects_too_large(void) {
   PP_CHECK_INT(pp_frame_header_decode(h, PP_FRAME_MAX_DEFAULT, &out, &why), ==, 0);
 }
 
+static void test_frame_pack_holds_header_and_message(void) {
+  Pushprof__V1__Control m = PUSHPROF__V1__CONTROL__INIT;
+  m.kind = PUSHPROF__V1__CONTROL__KIND__START;
+  m.session_id = 42;
+  m.profile_type = (char *)"cpu";
+  m.sampling_hz = 250;
+  m.control_version = PP_CONTROL_VERSION;
+  size_t n = pushprof__v1__control__get_packed_size(&m), len = 0;
+  uint8_t *f = pp_frame_pack(PP_FRAME_CONTROL, &m.base, n, &len);
+  PP_CHECK(f != NULL);
+  if (!f)
+    return;
+  PP_CHECK_INT(len, ==, PP_FRAME_HEADER_SIZE + n);
+  pp_frame_header h;
+  PP_CHECK_INT(pp_frame_header_decode(f, PP_CONTROL_MAX, &h, NULL), ==, 0);
+  PP_CHECK_INT(h.type, ==, PP_FRAME_CONTROL);
+  PP_CHECK_INT(h.length, ==, n);
+  Pushprof__V1__Control *back =
+      pushprof__v1__control__unpack(NULL, len - PP_FRAME_HEADER_SIZE, f + PP_FRAME_HEADER_SIZE);
+  PP_CHECK(back != NULL);
+  if (back) {
+    PP_CHECK_INT(back->kind, ==, PUSHPROF__V1__CONTROL__KIND__START);
+    PP_CHECK_INT(back->session_id, ==, 42);
+    PP_CHECK_STR(back->profile_type, "cpu");
+    PP_CHECK_INT(back->sampling_hz, ==, 250);
+    pushprof__v1__control__free_unpacked(back, NULL);
+  }
+  free(f);
+  len = 7;
+  PP_CHECK(pp_frame_pack(PP_FRAME_CONTROL, &m.base, n - 1, &len) == NULL);
+  PP_CHECK_INT(len, ==, 7); /* untouched on failure */
+}
+
 int main(void) {
   PP_RUN(test_frame_round_trip);
   PP_RUN(test_frame_rejects_bad_magic);
@@ -83,5 +119,6 @@ int main(void) {
   PP_RUN(test_frame_rejects_bad_type);
   PP_RUN(test_frame_takes_subscribe_and_control);
   PP_RUN(test_frame_rejects_too_large);
+  PP_RUN(test_frame_pack_holds_header_and_message);
   PP_DONE();
 }
