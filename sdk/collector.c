@@ -804,47 +804,82 @@ fail:
   return rc;
 }
 
-int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+/* Closes a window and builds its pprof: the continuous one (the next starts
+ * where it ends) or, when session, on-demand session id's (the session ends
+ * and the timers return to the continuous period). Takes g_cut_mu, then g_mu;
+ * PUSHPROF_ENOTSTARTED when there is no such window. */
+static int cut_window(int session, uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
+                      int64_t *end_ns) {
   pending_bounds pend[PENDING_MAX];
   size_t npend = 0;
   agg a;
   cut_info ci = {0};
+  char note[COMMENT_LEN];
+  int64_t cont = 0;
+  int timers = 0;
 
   *out = NULL;
   *len = 0;
   pthread_mutex_lock(&g_cut_mu);
   ci.own1 = threads_own_cpu_ns(); /* its lock is never taken inside g_mu */
   pthread_mutex_lock(&g_mu);
-  if (!g_inited) {
+  if (!g_inited || (session && (!g_sess.on || g_sess.id != id))) {
     pthread_mutex_unlock(&g_mu);
     pthread_mutex_unlock(&g_cut_mu);
     return PUSHPROF_ENOTSTARTED;
   }
   drain_locked(pend, &npend);
-  a = g_agg;
-  memset(&g_agg, 0, sizeof g_agg);
-  uint64_t d = ring_drops(&collector_ring);
-  ci.drops = d - g_drops_seen;
-  g_drops_seen = d;
-  uint64_t ls = labels_skipped();
-  ci.lskipped = ls - g_labels_skipped_seen;
-  g_labels_skipped_seen = ls;
-  ci.t0 = g_win_start_ns;
+  if (session) {
+    a = g_sess.a;
+    memset(&g_sess.a, 0, sizeof g_sess.a);
+    g_sess.on = 0;
+    ci.t0 = g_sess.t0;
+    ci.cpu0 = g_sess.cpu0;
+    ci.own0 = g_sess.own0;
+    ci.hz = g_sess.hz;
+    ci.period_ns = g_sess.period_ns;
+  } else {
+    a = g_agg;
+    memset(&g_agg, 0, sizeof g_agg);
+    uint64_t d = ring_drops(&collector_ring);
+    ci.drops = d - g_drops_seen;
+    g_drops_seen = d;
+    uint64_t ls = labels_skipped();
+    ci.lskipped = ls - g_labels_skipped_seen;
+    g_labels_skipped_seen = ls;
+    ci.t0 = g_win_start_ns;
+    ci.cpu0 = g_win_cpu_ns;
+    ci.own0 = g_win_own_ns;
+    ci.hz = g_hz;
+    ci.period_ns = cont_period_ns(g_hz);
+  }
   ci.t1 = clock_ns(CLOCK_REALTIME);
   if (ci.t1 < ci.t0)
     ci.t1 = ci.t0;
-  g_win_start_ns = ci.t1;
-  ci.cpu0 = g_win_cpu_ns;
   ci.cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  g_win_cpu_ns = ci.cpu1;
-  ci.own0 = g_win_own_ns;
-  g_win_own_ns = ci.own1;
-  ci.hz = g_hz;
   ci.signo = g_signo;
   ci.mode = g_mode;
-  ci.period_ns = cont_period_ns(g_hz);
+  if (session) {
+    int cont_hz = g_hz > 0 ? g_hz : 100;
+    cont = cont_period_ns(cont_hz);
+    timers = g_mode == COLLECTOR_MODE_TIMERS;
+    snprintf(note, sizeof note,
+             "pushprof: on-demand session %" PRIu64 " at %d Hz%s; its samples also count once "
+             "in the continuous profile, at its %d Hz",
+             id, ci.hz, timers ? "" : " (setitimer mode: sampled at the continuous rate)", cont_hz);
+    ci.note = note;
+  } else {
+    g_win_start_ns = ci.t1;
+    g_win_cpu_ns = ci.cpu1;
+    g_win_own_ns = ci.own1;
+  }
   pthread_mutex_unlock(&g_mu);
   resolve_bounds(pend, npend);
+  if (timers && threads_set_period(cont) == 0) {
+    pthread_mutex_lock(&g_mu);
+    g_timer_period_ns = cont;
+    pthread_mutex_unlock(&g_mu);
+  }
   int rc = build_cut(&a, &ci, out, len);
   if (rc == 0) {
     *start_ns = ci.t0;
@@ -853,6 +888,10 @@ int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns
   pthread_mutex_unlock(&g_cut_mu);
   agg_free(&a);
   return rc;
+}
+
+int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
+  return cut_window(0, 0, out, len, start_ns, end_ns);
 }
 
 int collector_session_begin(uint64_t id, int hz) {
@@ -900,59 +939,7 @@ uint64_t collector_session_id(void) {
 
 int collector_session_cut(uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
                           int64_t *end_ns) {
-  pending_bounds pend[PENDING_MAX];
-  size_t npend = 0;
-  agg a;
-  cut_info ci = {0};
-  char note[COMMENT_LEN];
-  *out = NULL;
-  *len = 0;
-  pthread_mutex_lock(&g_cut_mu);
-  ci.own1 = threads_own_cpu_ns();
-  pthread_mutex_lock(&g_mu);
-  if (!g_inited || !g_sess.on || g_sess.id != id) {
-    pthread_mutex_unlock(&g_mu);
-    pthread_mutex_unlock(&g_cut_mu);
-    return PUSHPROF_ENOTSTARTED;
-  }
-  drain_locked(pend, &npend);
-  a = g_sess.a;
-  memset(&g_sess.a, 0, sizeof g_sess.a);
-  g_sess.on = 0;
-  ci.t0 = g_sess.t0;
-  ci.t1 = clock_ns(CLOCK_REALTIME);
-  if (ci.t1 < ci.t0)
-    ci.t1 = ci.t0;
-  ci.cpu0 = g_sess.cpu0;
-  ci.cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-  ci.own0 = g_sess.own0;
-  ci.hz = g_sess.hz;
-  ci.signo = g_signo;
-  ci.mode = g_mode;
-  ci.period_ns = g_sess.period_ns;
-  int cont_hz = g_hz > 0 ? g_hz : 100;
-  int64_t cont = cont_period_ns(cont_hz);
-  int timers = g_mode == COLLECTOR_MODE_TIMERS;
-  snprintf(note, sizeof note,
-           "pushprof: on-demand session %" PRIu64 " at %d Hz%s; its samples also count once in "
-           "the continuous profile, at its %d Hz",
-           id, ci.hz, timers ? "" : " (setitimer mode: sampled at the continuous rate)", cont_hz);
-  ci.note = note;
-  pthread_mutex_unlock(&g_mu);
-  resolve_bounds(pend, npend);
-  if (timers && threads_set_period(cont) == 0) {
-    pthread_mutex_lock(&g_mu);
-    g_timer_period_ns = cont;
-    pthread_mutex_unlock(&g_mu);
-  }
-  int rc = build_cut(&a, &ci, out, len);
-  if (rc == 0) {
-    *start_ns = ci.t0;
-    *end_ns = ci.t1;
-  }
-  pthread_mutex_unlock(&g_cut_mu);
-  agg_free(&a);
-  return rc;
+  return cut_window(1, id, out, len, start_ns, end_ns);
 }
 
 int collector_build(const profbuild_stack *st, size_t n, const profbuild_meta *meta, uint8_t **out,
