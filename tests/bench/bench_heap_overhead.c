@@ -7,9 +7,11 @@
  * 8192 that live for a while (freed as a later operation takes its slot).
  * Every 64th operation also replaces one of 16384 long-lived blocks,
  * every 16th grows a block with realloc, every 8th makes and frees a
- * scratch string at once.
+ * scratch string at once. The work per operation, default 0, adds that
+ * many rounds of arithmetic on the new block's first byte (registers only),
+ * which sets the allocator's share of the CPU.
  *   bench_heap_overhead [operations per thread, in thousands, default 4000]
- *                       [threads, default 4]
+ *                       [threads, default 4] [work per operation, default 0]
  * Prints ops=N and checksum=X lines. */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,7 +23,7 @@
 #define LONG_SLOTS 16384
 
 typedef struct {
-  uint64_t ops, rng, sum;
+  uint64_t ops, rng, sum, work;
   void *slot[SLOTS];
   void *keep[LONG_SLOTS];
 } job;
@@ -67,12 +69,24 @@ __attribute__((noipa)) static unsigned char *make_string(const char *a, uint64_t
   return (unsigned char *)s;
 }
 
+/* rounds dependent multiply-xorshift steps from seed. */
+__attribute__((noipa)) static uint64_t busy(uint64_t seed, uint64_t rounds) {
+  uint64_t x = seed | 1;
+  for (uint64_t i = 0; i < rounds; i++) {
+    x *= 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+  }
+  return x;
+}
+
 static void *worker(void *arg) {
   job *j = arg;
   for (uint64_t i = 0; i < j->ops; i++) {
     uint64_t r = next(&j->rng);
     size_t n = pick_size(r);
     unsigned char *p = nest(4 + (unsigned)(r >> 40) % 8, n, r);
+    if (j->work)
+      j->sum += busy(p[0] + r, j->work);
     uint32_t k = (uint32_t)(r >> 20) % SLOTS;
     unsigned char *old = j->slot[k];
     if (old)
@@ -108,9 +122,10 @@ static void *worker(void *arg) {
 int main(int argc, char **argv) {
   long kops = argc > 1 ? atol(argv[1]) : 4000;
   int nthreads = argc > 2 ? atoi(argv[2]) : 4;
-  if (kops < 1 || kops > 10000000 || nthreads < 1 || nthreads > 64) {
+  long work = argc > 3 ? atol(argv[3]) : 0;
+  if (kops < 1 || kops > 10000000 || nthreads < 1 || nthreads > 64 || work < 0 || work > 100000) {
     fprintf(stderr, "usage: bench_heap_overhead [thousands of operations per thread, "
-                    "1..10000000] [threads, 1..64]\n");
+                    "1..10000000] [threads, 1..64] [work per operation, 0..100000]\n");
     return 2;
   }
   job *jobs = calloc((size_t)nthreads, sizeof *jobs);
@@ -119,6 +134,7 @@ int main(int argc, char **argv) {
     return 1;
   for (int i = 0; i < nthreads; i++) {
     jobs[i].ops = (uint64_t)kops * 1000;
+    jobs[i].work = (uint64_t)work;
     jobs[i].rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
   }
   for (int i = 0; i < nthreads; i++)
