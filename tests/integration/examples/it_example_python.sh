@@ -28,7 +28,12 @@ outer, inner, worker = route.get("/outer", 0), route.get("/inner", 0), route.get
 t1 = trace.get("t1", 0)
 assert inner >= 10 and worker >= 10 and outer >= 40, "route labels %s" % route
 # After the exception the labels were restored: /outer again, trace_id gone.
-assert outer >= 2 * inner, "route=/outer %d vs /inner %d: not restored after the exception?" % (outer, inner)
+# Not restored, /inner would hold 0.9 s and /outer 0.3 s. Restored, 0.3 and
+# 0.9, give or take what a stalled vCPU adds: the thread's CPU clock jumps
+# by the stall (0.4 s seen on a loaded 2-vCPU VM), the timer's merged
+# expiries land as one heavy sample on whatever label is set then, and the
+# script's own phases (timed by that clock) end early.
+assert outer > inner, "route=/outer %d vs /inner %d: not restored after the exception?" % (outer, inner)
 assert t1 <= inner + 3, "trace_id=t1 on %d samples, /inner on %d: trace_id not removed on exit" % (t1, inner)
 assert t1 >= inner - 3, "trace_id=t1 on %d samples, /inner on %d" % (t1, inner)
 assert list(trace) == ["t1"], "trace_ids %s" % trace
