@@ -202,6 +202,45 @@ static bool has_value(const Perftools__Profiles__Profile *p, const char *type, c
   return false;
 }
 
+static const Perftools__Profiles__Location *location_of(const Perftools__Profiles__Profile *p,
+                                                        uint64_t id) {
+  if (id >= 1 && id <= p->n_location && p->location[id - 1]->id == id)
+    return p->location[id - 1]; /* ids 1..n in order, as writers make them */
+  for (size_t i = 0; i < p->n_location; i++)
+    if (p->location[i]->id == id)
+      return p->location[i];
+  return NULL;
+}
+
+/* Go's mutex profile has its block profile's layout, and nothing in the file
+ * says which it is; but its samples are charged to the unlocker, so their
+ * innermost frame is an Unlock of package sync, which no block profile's
+ * blocked stack ends in. */
+static bool go_mutex_profile(const Perftools__Profiles__Profile *p) {
+  static const char *const unlock[] = {"sync.(*Mutex).Unlock", "sync.(*RWMutex).Unlock",
+                                       "sync.(*RWMutex).RUnlock"};
+  enum { NUNLOCK = sizeof unlock / sizeof *unlock };
+  uint64_t ids[NUNLOCK];
+  size_t nids = 0;
+  for (size_t i = 0; i < p->n_function && nids < NUNLOCK; i++) {
+    int64_t n = p->function[i]->name;
+    if (n < 0 || (size_t)n >= p->n_string_table)
+      continue;
+    for (size_t k = 0; k < NUNLOCK; k++)
+      if (strcmp(p->string_table[n], unlock[k]) == 0)
+        ids[nids++] = p->function[i]->id;
+  }
+  for (size_t i = 0; nids && i < p->n_sample; i++) {
+    const Perftools__Profiles__Sample *s = p->sample[i];
+    const Perftools__Profiles__Location *l =
+        s->n_location_id ? location_of(p, s->location_id[0]) : NULL;
+    for (size_t k = 0; l && l->n_line && k < nids; k++)
+      if (l->line[0]->function_id == ids[k])
+        return true;
+  }
+  return false;
+}
+
 view_kind view_profile_kind(const Perftools__Profiles__Profile *p) {
   if (has_value(p, "cpu", "nanoseconds"))
     return VIEW_KIND_CPU;
@@ -216,7 +255,7 @@ view_kind view_profile_kind(const Perftools__Profiles__Profile *p) {
         strncmp(p->string_table[c], lock, sizeof lock - 1) == 0)
       return VIEW_KIND_LOCK;
   }
-  return VIEW_KIND_OFFCPU;
+  return go_mutex_profile(p) ? VIEW_KIND_LOCK : VIEW_KIND_OFFCPU;
 }
 
 static bool time_matches(const Perftools__Profiles__Profile *p, const view_input_opts *o) {

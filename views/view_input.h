@@ -13,9 +13,10 @@
 #include "pp_merge.h"
 
 /* What a profile measures, told by its layout: CPU time (a cpu/nanoseconds
- * sample type), off-CPU time (delay/nanoseconds, Go's block profile layout,
- * unless its comments say pushprof's lock waits), lock waits, or another
- * type (heap, ...). */
+ * sample type), off-CPU time (delay/nanoseconds, Go's block profile layout),
+ * lock waits (that layout with pushprof's lock-waits comment, or Go's mutex
+ * profile, told by its samples' innermost frame, an Unlock of package
+ * sync), or another type (heap, ...). */
 typedef enum view_kind {
   VIEW_KIND_OTHER,
   VIEW_KIND_CPU,

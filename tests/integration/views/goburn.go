@@ -2,9 +2,12 @@
 // burn CPU in the proportions 1:2:3 under pprof labels route=/a, /b, /c
 // (alpha under /a, beta under /b, gamma under /c), and gamma recurses once.
 // With HEAP.pprof it also writes a heap profile (four sample types) of
-// hoard's allocations.
+// hoard's allocations; with BLOCK.pprof and MUTEX.pprof, Go's block and
+// mutex profiles of a wait: waiter blocks 3 x 100 ms receiving from a
+// channel, and locker blocks about 200 ms in sync.(*Mutex).Lock while
+// holder keeps the mutex (the mutex profile charges holder's Unlock).
 //
-//	go run goburn.go OUT.pprof [SECONDS [HEAP.pprof]]
+//	go run goburn.go OUT.pprof [SECONDS [HEAP.pprof [BLOCK.pprof MUTEX.pprof]]]
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -54,6 +58,60 @@ func hoard(n int) {
 	}
 }
 
+//go:noinline
+func waiter(c chan int) {
+	for i := 0; i < 3; i++ {
+		<-c
+	}
+}
+
+var mu sync.Mutex
+
+//go:noinline
+func holder(held chan struct{}) {
+	mu.Lock()
+	close(held)
+	time.Sleep(200 * time.Millisecond)
+	mu.Unlock()
+}
+
+//go:noinline
+func locker() {
+	mu.Lock()
+	mu.Unlock()
+}
+
+// waits makes the block and mutex profiles' events.
+func waits() {
+	c := make(chan int)
+	go func() {
+		for i := 0; i < 3; i++ {
+			time.Sleep(100 * time.Millisecond)
+			c <- i
+		}
+	}()
+	waiter(c)
+	held := make(chan struct{})
+	done := make(chan struct{})
+	go func() { holder(held); close(done) }()
+	<-held
+	locker()
+	<-done
+}
+
+func write(name, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		panic(err)
+	}
+	if err := f.Close(); err != nil {
+		panic(err)
+	}
+}
+
 func main() {
 	runtime.MemProfileRate = 4096
 	f, err := os.Create(os.Args[1])
@@ -91,5 +149,12 @@ func main() {
 		if err := h.Close(); err != nil {
 			panic(err)
 		}
+	}
+	if len(os.Args) > 5 {
+		runtime.SetBlockProfileRate(1)
+		runtime.SetMutexProfileFraction(1)
+		waits()
+		write("block", os.Args[4])
+		write("mutex", os.Args[5])
 	}
 }

@@ -56,7 +56,8 @@ expect_bad() {
 echo "== Go runtime profile"
 mkdir -p "$T/go"
 (cd "$T/go" && go build -o goburn "$S/goburn.go") || fail "cannot build goburn.go"
-"$T/go/goburn" "$T/go/cpu.pprof" 1.5 "$T/go/heap.pprof" || fail "goburn failed"
+"$T/go/goburn" "$T/go/cpu.pprof" 1.5 "$T/go/heap.pprof" "$T/go/block.pprof" "$T/go/mutex.pprof" ||
+  fail "goburn failed"
 pprof_same go "$T/go/cpu.pprof"
 grep -q "main.gamma" "$T/go.top" || fail "main.gamma missing from the Go profile's top"
 pprof_same go_label "$T/go/cpu.pprof" "--label route=/b" "-tagfocus=route=/b"
@@ -76,6 +77,41 @@ grep -q '^Type: inuse_space (bytes)' "$T/go_heap_default.top" ||
 # the same file uncompressed
 gzip -dc "$T/go/cpu.pprof" >"$T/go/plain.prof"
 "$P" folded "$T/go/plain.prof" | cmp -s - "$T/go.folded" || fail "plain and gzip files differ"
+
+# Go's block and mutex profiles: one layout (contentions/count, delay/ns),
+# read as pprof reads them; beside Go's CPU profile, the wall view counts the
+# block profile's waits as off-CPU time and leaves the mutex profile out, as
+# it does pushprof's lock profiles (it charges the unlocker, not a wait).
+pprof_same go_block "$T/go/block.pprof" "--value delay" "-sample_index=delay" top-only
+grep -q "main.waiter" "$T/go_block.top" || fail "main.waiter missing from the block profile's top"
+pprof_same go_mutex "$T/go/mutex.pprof" "--value delay" "-sample_index=delay" top-only
+grep -q "main.holder" "$T/go_mutex.top" || fail "main.holder missing from the mutex profile's top"
+mkdir -p "$T/gowall"
+cp "$T/go/cpu.pprof" "$T/go/block.pprof" "$T/go/mutex.pprof" "$T/gowall/"
+"$P" top --cum --nodecount 1000 "$T/gowall" >"$T/gowall.top" 2>"$T/gowall.err" ||
+  fail "top of Go's CPU, block and mutex profiles failed: $(cat "$T/gowall.err")"
+grep -q '^Type: wall (nanoseconds) = on-CPU (cpu of 1 CPU profile file) + off-CPU (delay of 1 off-CPU profile file), of 3 profile files$' "$T/gowall.top" ||
+  { cat "$T/gowall.top"; fail "top did not read Go's CPU and block profiles as wall time"; }
+"$P" folded --value wall -o "$T/gowall.folded" "$T/gowall" || fail "folded --value wall of Go's profiles"
+gcpu=$(pprof_totals "$T/go/cpu.pprof")
+gblock=$(pprof_totals "$T/go/block.pprof")
+[ "$(folded_total "$T/gowall.folded")" -eq $((${gcpu#* } + ${gblock#* })) ] ||
+  fail "Go wall total $(folded_total "$T/gowall.folded") is not cpu ${gcpu#* } + block ${gblock#* } ns"
+python3 - "$T/gowall.folded" <<'PY' || fail "Go wall view: the waits are not where goburn made them"
+import sys
+by = {}
+for line in open(sys.argv[1]):
+    stack, v = line.rsplit(None, 1)
+    for f in set(stack.split(";")):
+        by[f] = by.get(f, 0) + int(v)
+ms = lambda f: by.get(f, 0) / 1e6
+# waiter received 3 x 100 ms, locker waited ~200 ms for holder's Unlock
+assert 250 <= ms("main.waiter") <= 450, "main.waiter %.0f ms off-CPU" % ms("main.waiter")
+assert 150 <= ms("main.locker") <= 350, "main.locker %.0f ms off-CPU" % ms("main.locker")
+assert ms("main.holder") == 0, "the mutex profile was counted: main.holder %.0f ms" % ms("main.holder")
+assert ms("main.gamma") > 0, "no on-CPU time for main.gamma"
+print("Go wall view: waiter %.0f ms, locker %.0f ms off-CPU" % (ms("main.waiter"), ms("main.locker")))
+PY
 
 echo "== pushprof SDK profile (demo_work under LD_PRELOAD)"
 mkdir -p "$T/prof"
