@@ -399,9 +399,9 @@ void collector_wake_from_signal(void) {
   wake_thread(); /* an atomic add and a raw system call: async-signal-safe */
 }
 
-static void (*_Atomic g_tick)(void);        /* collector_set_tick */
-static void (*_Atomic g_after_drain)(void); /* collector_set_after_drain */
-static _Atomic int g_all_tables;            /* collector_want_all_tables */
+static void (*_Atomic g_tick)(void);                                   /* collector_set_tick */
+static void (*_Atomic g_after_drain[COLLECTOR_AFTER_DRAIN_MAX])(void); /* never removed */
+static _Atomic int g_all_tables; /* collector_want_all_tables */
 
 void collector_want_all_tables(void) {
   atomic_store(&g_all_tables, 1);
@@ -409,8 +409,13 @@ void collector_want_all_tables(void) {
     collector_wake_from_signal();
 }
 
-void collector_set_after_drain(void (*fn)(void)) {
-  atomic_store(&g_after_drain, fn);
+int collector_add_after_drain(void (*fn)(void)) {
+  for (int i = 0; i < COLLECTOR_AFTER_DRAIN_MAX; i++) {
+    void (*want)(void) = NULL;
+    if (atomic_compare_exchange_strong(&g_after_drain[i], &want, fn) || want == fn)
+      return 0;
+  }
+  return -1;
 }
 
 uint32_t collector_unwind_copy(const unwind_regs *regs, const uintptr_t *words, size_t len,
@@ -459,9 +464,12 @@ static void *collector_main(void *arg) {
      * and walked the same way, so a short process compiles no whole table
      * its samples do not need. */
     collector_drain();
-    void (*after)(void) = atomic_load(&g_after_drain);
-    if (after)
+    for (int i = 0; i < COLLECTOR_AFTER_DRAIN_MAX; i++) {
+      void (*after)(void) = atomic_load(&g_after_drain[i]);
+      if (!after)
+        break;
       after();
+    }
     void (*tick)(void) = atomic_load(&g_tick);
     if (tick)
       tick();

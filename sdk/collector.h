@@ -60,9 +60,13 @@ void collector_wake_from_signal(void);
  * COLLECTOR_DRAIN_MS, and at once after collector_wake_from_signal): the
  * push path starts its thread from there when first needed. NULL: none. */
 void collector_set_tick(void (*fn)(void));
-/* fn runs on the collector thread after each drain, before the tick: the
- * heap profiler walks its stack copies there. NULL: none. */
-void collector_set_after_drain(void (*fn)(void));
+/* Adds fn to the functions that run on the collector thread after each
+ * drain, in the order added, before the tick: the heap, off-CPU and lock
+ * profilers walk their stack copies there (stack_copy.h). Adding fn again
+ * changes nothing; a function stays for the life of the process. 0, or -1
+ * if COLLECTOR_AFTER_DRAIN_MAX functions are there already. Thread-safe. */
+#define COLLECTOR_AFTER_DRAIN_MAX 4
+int collector_add_after_drain(void (*fn)(void));
 /* Builds every loaded object's unwind table at the next wake-up (now),
  * not the executable's and libc's first: for the heap profiler, whose
  * stacks start with the process. */

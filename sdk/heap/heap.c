@@ -14,9 +14,9 @@
 #include "profbuild.h"
 #include "pushprof.h"
 #include "ring.h"
+#include "stack_copy.h"
 #include "threads_linux.h"
 #include "unwind.h"
-#include "unwind_tables.h"
 #include "walk_here.h"
 
 /* The interposer library's hooks once heap profiling has started (or the
@@ -34,7 +34,7 @@ static __thread heap_tls g_no_hooks_tls;
 typedef struct hstack {
   uintptr_t *pcs; /* return addresses, caller of malloc first; NULL while pending */
   uint32_t depth;
-  struct heap_copy *copy; /* non-NULL: the stack is this copy, walked later */
+  stack_copy *copy; /* non-NULL: the stack is this copy, walked later */
   uint64_t hash;
   unsigned truncated : 1;
   unsigned used : 1;
@@ -68,20 +68,9 @@ static int64_t g_win_start_ns;
 static uintptr_t g_own_lo, g_own_hi;
 static size_t g_npending; /* stacks whose copy waits to be walked; under g_mu */
 
-/* A copy of the stack above SP, taken when the tables its walk needs are
- * not built yet (the first milliseconds, a library just loaded) and walked
- * on the collector thread with them. At most HEAP_COPY_BYTES each, and
- * HEAP_COPIES_MAX bytes waiting in all: beyond, the walk stops where the
- * tables do (counted). */
-#define HEAP_COPY_BYTES (32u << 10)
-#define HEAP_COPIES_MAX (8u << 20)
-typedef struct heap_copy {
-  unwind_regs regs;
-  size_t len;
-  int partial;
-  uintptr_t words[];
-} heap_copy;
-static _Atomic size_t g_copy_bytes;
+/* The copies of stacks whose walk waits for tables (stack_copy.h), walked
+ * on the collector thread after each drain and before each cut. */
+static stack_copy_budget g_copies;
 static const pp_label truncated_label = {.key = "pushprof_stack", .str = "truncated"};
 
 static struct {
@@ -398,45 +387,13 @@ static void thread_bounds(heap_tls *t) {
   }
 }
 
-/* A word loop, not memcpy: a sanitizer's memcpy would check the stack's
- * redzones, and the bounds are ours to guarantee. */
-__attribute__((no_sanitize_address)) static heap_copy *copy_stack(const unwind_regs *r,
-                                                                  uintptr_t hi) {
-  uintptr_t sp = r->sp & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-  size_t len = hi - sp, room = len > HEAP_COPY_BYTES ? HEAP_COPY_BYTES : len;
-  size_t had = atomic_fetch_add(&g_copy_bytes, room);
-  if (had + room > HEAP_COPIES_MAX) {
-    atomic_fetch_sub(&g_copy_bytes, room);
-    return NULL;
-  }
-  heap_copy *c = malloc(sizeof *c + room);
-  if (!c) {
-    atomic_fetch_sub(&g_copy_bytes, room);
-    return NULL;
-  }
-  c->regs = *r;
-  c->regs.sp = sp;
-  c->len = room;
-  c->partial = len > room;
-  for (size_t i = 0; i < room / sizeof(uintptr_t); i++)
-    c->words[i] = ((const volatile uintptr_t *)sp)[i];
-  return c;
-}
-
-static void copy_free(heap_copy *c) {
-  if (c) {
-    atomic_fetch_sub(&g_copy_bytes, c->len);
-    free(c);
-  }
-}
-
 static uint32_t strip_own(const uintptr_t *raw, uint32_t n, uintptr_t *pcs) {
   return walk_here_strip(raw, n, g_own_lo, g_own_hi, pcs);
 }
 
 /* Walks the caller's stack into pcs (return addresses, the caller of malloc
  * first), or takes a copy (*copy) when the walk must wait for tables. */
-__attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, heap_copy **copy,
+__attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, stack_copy **copy,
                                                   int *truncated) {
   unwind_regs r = {0};
 #ifdef WALK_HERE_REGS
@@ -450,24 +407,15 @@ __attribute__((noinline)) static uint32_t capture(heap_tls *t, uintptr_t *pcs, h
   if (!hi || r.sp < lo || r.sp >= hi)
     return 0; /* another stack (a coroutine's): no walk */
   uintptr_t raw[MAX_DEPTH];
-  unsigned fl = 0;
-  uint32_t n = 0;
-  if (utab_ready()) {
-    n = unwind_stack(&r, lo, hi, raw, MAX_DEPTH, &fl);
-    if (!(fl & UNWIND_F_PENDING))
-      goto walked;
-  } else if (utab_want()) {
-    collector_wake_from_signal(); /* the first ask builds the tables */
-  }
-  *copy = copy_stack(&r, hi);
-  if (*copy) {
+  unsigned fl;
+  uint32_t n;
+  int how = stack_copy_capture(&r, lo, hi, &g_copies, raw, MAX_DEPTH, &n, &fl, copy);
+  if (how == STACK_COPIED) {
     atomic_fetch_add_explicit(&S.deferred, 1, memory_order_relaxed);
     return 0;
   }
-  atomic_fetch_add_explicit(&S.cut_short, 1, memory_order_relaxed);
-  if (n == 0)
-    n = unwind_stack(&r, lo, hi, raw, MAX_DEPTH, &fl); /* frame pointers where no table */
-walked:
+  if (how == STACK_CUT_SHORT)
+    atomic_fetch_add_explicit(&S.cut_short, 1, memory_order_relaxed);
   *truncated = (fl & UNWIND_F_TRUNCATED) != 0;
   return strip_own(raw, n, pcs);
 }
@@ -491,7 +439,7 @@ void heap_sample_slow(void *p, size_t size) {
   if (!t->stack_hi)
     thread_bounds(t);
   uintptr_t pcs[MAX_DEPTH];
-  heap_copy *copy;
+  stack_copy *copy;
   int truncated;
   uint32_t n = capture(t, pcs, &copy, &truncated);
   /* Sampled with probability 1 - exp(-size/rate): the sample stands for
@@ -503,7 +451,7 @@ void heap_sample_slow(void *p, size_t size) {
   pthread_mutex_lock(&g_mu);
   if (!is_on() || !g_filter_mem) {
     pthread_mutex_unlock(&g_mu);
-    copy_free(copy);
+    stack_copy_free(copy);
     leave_busy(t);
     return;
   }
@@ -523,7 +471,7 @@ void heap_sample_slow(void *p, size_t size) {
   if (idx < 0 || ((g_nlive + 1) * 10 > g_live_cap * 7 && live_grow(&g3) != 0)) {
     atomic_fetch_add_explicit(&S.table_oom, 1, memory_order_relaxed);
     pthread_mutex_unlock(&g_mu);
-    copy_free(copy);
+    stack_copy_free(copy);
     free(g1);
     free(g2);
     leave_busy(t);
@@ -670,6 +618,10 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
     return -1;
   }
   find_own(h->own_code);
+  if (collector_add_after_drain(heap_resolve_pending) != 0) {
+    snprintf(err, errlen, "the collector has no room for the heap profiler's stack copies");
+    return -1;
+  }
   pthread_mutex_lock(&g_mu);
   if (!g_filter_mem)
     g_filter_mem = calloc((size_t)1 << HEAP_FILTER_BITS, sizeof *g_filter_mem);
@@ -690,7 +642,6 @@ int heap_start(int64_t rate, char *err, size_t errlen) {
   atomic_store(&h->filter, g_filter_bits);
   atomic_store(&h->on, 1);
   pthread_mutex_unlock(&g_mu);
-  collector_set_after_drain(heap_resolve_pending);
   collector_want_all_tables(); /* stacks need every table from the start */
   return 0;
 }
@@ -742,7 +693,7 @@ static void resolve_pending_locked(void) {
   enum { BATCH = 32 };
   struct {
     uint32_t idx;
-    heap_copy *copy;
+    stack_copy *copy;
     uint32_t depth;
     int truncated;
     uintptr_t *pcs;
@@ -765,9 +716,7 @@ static void resolve_pending_locked(void) {
     for (size_t k = 0; k < n; k++) {
       uintptr_t raw[MAX_DEPTH], own[MAX_DEPTH];
       unsigned fl = 0;
-      const heap_copy *c = todo[k].copy;
-      uint32_t d =
-          collector_unwind_copy(&c->regs, c->words, c->len, c->partial, raw, MAX_DEPTH, &fl);
+      uint32_t d = stack_copy_walk(todo[k].copy, raw, MAX_DEPTH, &fl);
       d = strip_own(raw, d, own);
       todo[k].depth = d;
       todo[k].truncated = (fl & UNWIND_F_TRUNCATED) != 0;
@@ -791,7 +740,7 @@ static void resolve_pending_locked(void) {
     }
     pthread_mutex_unlock(&g_mu);
     for (size_t k = 0; k < n; k++)
-      copy_free(todo[k].copy);
+      stack_copy_free(todo[k].copy);
   }
   if (!was_busy)
     leave_busy(t);

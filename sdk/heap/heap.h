@@ -28,7 +28,7 @@
  *
  * Stacks are walked on the allocating thread with the DWARF unwinder; before
  * the unwind tables exist (the first milliseconds) or in an object whose
- * table is not built yet, a copy of the stack is taken (deferred.h) and
+ * table is not built yet, a copy of the stack is taken (stack_copy.h) and
  * walked on the collector thread.
  *
  * The interposers (heap_interpose.c, libpushprof_heap.so) reach this code
