@@ -15,9 +15,9 @@
 #include "profbuild.h"
 #include "pushprof.h"
 #include "ring.h"
+#include "stack_copy.h"
 #include "threads_linux.h"
 #include "unwind.h"
-#include "unwind_tables.h"
 #include "walk_here.h"
 
 #define MAX_DEPTH RING_MAX_DEPTH
@@ -43,8 +43,29 @@ typedef struct wtable {
   int64_t start_ns;
 } wtable;
 
+/* A wait whose stack is a copy not walked yet (stack_copy.h), with what it
+ * adds: walked on the collector thread after each drain, and by each cut
+ * of its kind before the window is read, then added to its kind's table as
+ * if it had been walked when it ended. */
+typedef struct wpending {
+  struct wpending *next;
+  stack_copy *copy;
+  int kind;
+  int64_t contentions, delay_ns;
+  uint16_t nlabels, labels_len;
+  char labels[]; /* labels_len bytes, as wentry's */
+} wpending;
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static wtable g_tab[WAIT_KINDS]; /* under g_mu */
+static wtable g_tab[WAIT_KINDS];      /* under g_mu */
+static wpending *g_pending;           /* under g_mu, newest first */
+static size_t g_npending[WAIT_KINDS]; /* under g_mu */
+static stack_copy_budget g_copies;
+/* One resolver at a time (the collector after a drain, a cut, the stop):
+ * each takes pending waits out of the list under g_mu and walks them
+ * outside it, and the cut and the stop must see no walk still in flight.
+ * Taken before g_mu, never inside it, never by a waiting thread. */
+static pthread_mutex_t g_resolve_mu = PTHREAD_MUTEX_INITIALIZER;
 static wait_hooks *_Atomic g_h;
 static wait_hooks *g_test_hooks;
 static uintptr_t g_own_lo, g_own_hi; /* the interposer library's code */
@@ -53,7 +74,9 @@ static __thread struct {
   uintptr_t lo, hi; /* this thread's stack, once known */
 } w_self;
 
-static struct { _Atomic uint64_t recorded[WAIT_KINDS], fp_walks, table_full, skipped_busy; } S;
+static struct {
+  _Atomic uint64_t recorded[WAIT_KINDS], deferred, cut_short, table_full, skipped_busy;
+} S;
 
 static const char *const kind_names[WAIT_KINDS] = {"off-CPU", "lock"};
 
@@ -75,26 +98,32 @@ int wait_running(int kind) {
 /* ---- the stack ---- */
 
 /* Walks the caller's stack into pcs, the waiting function's caller first
- * (walk_here_strip cuts the SDK's and the interposer's frames). */
-__attribute__((noinline)) static uint32_t capture(uintptr_t *pcs, int *truncated) {
+ * (walk_here_strip cuts the SDK's and the interposer's frames), or takes a
+ * copy (*copy) when the walk must wait for tables. */
+__attribute__((noinline)) static uint32_t capture(uintptr_t *pcs, stack_copy **copy,
+                                                  int *truncated) {
   unwind_regs r = {0};
 #ifdef WALK_HERE_REGS
   WALK_HERE_REGS(r);
 #else
   return 0;
 #endif
+  *copy = NULL;
   *truncated = 0;
   if (!w_self.hi && walk_here_bounds(&w_self.lo, &w_self.hi) != 0)
     return 0;
   if (r.sp < w_self.lo || r.sp >= w_self.hi)
     return 0; /* another stack (a coroutine's): no walk */
-  if (!utab_ready() && utab_want())
-    collector_wake_from_signal(); /* the first ask builds the tables */
   uintptr_t raw[MAX_DEPTH];
-  unsigned fl = 0;
-  uint32_t n = unwind_stack(&r, w_self.lo, w_self.hi, raw, MAX_DEPTH, &fl);
-  if (fl & (UNWIND_F_PENDING | UNWIND_F_NO_TABLE))
-    atomic_fetch_add_explicit(&S.fp_walks, 1, memory_order_relaxed);
+  unsigned fl;
+  uint32_t n;
+  int how = stack_copy_capture(&r, w_self.lo, w_self.hi, &g_copies, raw, MAX_DEPTH, &n, &fl, copy);
+  if (how == STACK_COPIED) {
+    atomic_fetch_add_explicit(&S.deferred, 1, memory_order_relaxed);
+    return 0;
+  }
+  if (how == STACK_CUT_SHORT)
+    atomic_fetch_add_explicit(&S.cut_short, 1, memory_order_relaxed);
   *truncated = (fl & UNWIND_F_TRUNCATED) != 0;
   return walk_here_strip(raw, n, g_own_lo, g_own_hi, pcs);
 }
@@ -115,32 +144,24 @@ static uint64_t entry_hash(const uintptr_t *pcs, uint32_t n, const char *labels,
   return h;
 }
 
-void wait_record(int kind, int64_t contentions, int64_t delay_ns) {
-  if (kind < 0 || kind >= WAIT_KINDS || threads_is_own)
-    return;
-  if (w_self.busy) { /* our own lock, or a wait inside the recorder */
-    atomic_fetch_add_explicit(&S.skipped_busy, 1, memory_order_relaxed);
-    return;
-  }
-  w_self.busy = 1;
-  uintptr_t pcs[MAX_DEPTH];
-  int truncated;
-  uint32_t n = capture(pcs, &truncated);
-  char labels[RING_LABEL_BYTES];
-  uint16_t nlabels = 0, len = 0;
-  labels_block *lb = labels_self_block();
-  if (lb && labels_copy(lb, labels, &nlabels, &len) != 0)
-    nlabels = len = 0;
+/* Adds one wait to t, merged into the entry of its (stack, labels) or in a
+ * new one (made outside mu). mu: t is g_tab[kind], under g_mu, and the
+ * wait counts only while kind runs; NULL: t is a cut's own. Counted as
+ * recorded, or as lost to a full table (or to memory). */
+static void table_add(wtable *t, pthread_mutex_t *mu, int kind, const uintptr_t *pcs, uint32_t n,
+                      int truncated, const char *labels, uint16_t nlabels, uint16_t len,
+                      int64_t contentions, int64_t delay_ns) {
   uint64_t h = entry_hash(pcs, n, labels, len);
   wentry *fresh = NULL;
   for (int pass = 0; pass < 2; pass++) {
-    pthread_mutex_lock(&g_mu);
-    wait_hooks *hk = atomic_load_explicit(&g_h, memory_order_relaxed);
-    if (!hk || !atomic_load_explicit(&hk->on[kind], memory_order_relaxed)) {
-      pthread_mutex_unlock(&g_mu);
-      break;
+    if (mu) {
+      pthread_mutex_lock(mu);
+      wait_hooks *hk = atomic_load_explicit(&g_h, memory_order_relaxed);
+      if (!hk || !atomic_load_explicit(&hk->on[kind], memory_order_relaxed)) {
+        pthread_mutex_unlock(mu);
+        break;
+      }
     }
-    wtable *t = &g_tab[kind];
     wentry **slot = &t->b[h % NBUCKETS], *e = *slot;
     while (e && !(e->hash == h && e->depth == n && e->labels_len == len &&
                   memcmp(e->pcs, pcs, n * sizeof *pcs) == 0 && memcmp(e->labels, labels, len) == 0))
@@ -158,10 +179,12 @@ void wait_record(int kind, int64_t contentions, int64_t delay_ns) {
       atomic_fetch_add_explicit(&S.recorded[kind], 1, memory_order_relaxed);
     } else if (pass == 1 || t->n >= WAIT_ENTRIES_MAX) {
       atomic_fetch_add_explicit(&S.table_full, 1, memory_order_relaxed);
-      pthread_mutex_unlock(&g_mu);
+      if (mu)
+        pthread_mutex_unlock(mu);
       break;
     }
-    pthread_mutex_unlock(&g_mu);
+    if (mu)
+      pthread_mutex_unlock(mu);
     if (e)
       break;
     /* A new (stack, labels): made outside the lock, then added. */
@@ -183,6 +206,120 @@ void wait_record(int kind, int64_t contentions, int64_t delay_ns) {
     memcpy(fresh->pcs, pcs, n * sizeof *pcs);
   }
   free(fresh);
+}
+
+/* Keeps a wait whose stack is copy until a resolver walks it; the copy is
+ * freed if kind no longer runs. Made outside g_mu, added under it. */
+static void pending_add(int kind, stack_copy *copy, const char *labels, uint16_t nlabels,
+                        uint16_t len, int64_t contentions, int64_t delay_ns) {
+  wpending *p = malloc(sizeof *p + len);
+  if (!p) {
+    stack_copy_free(copy);
+    atomic_fetch_add_explicit(&S.table_full, 1, memory_order_relaxed);
+    return;
+  }
+  p->copy = copy;
+  p->kind = kind;
+  p->contentions = contentions;
+  p->delay_ns = delay_ns;
+  p->nlabels = nlabels;
+  p->labels_len = len;
+  memcpy(p->labels, labels, len);
+  pthread_mutex_lock(&g_mu);
+  wait_hooks *hk = atomic_load_explicit(&g_h, memory_order_relaxed);
+  int on = hk && atomic_load_explicit(&hk->on[kind], memory_order_relaxed);
+  if (on) {
+    p->next = g_pending;
+    g_pending = p;
+    g_npending[kind]++;
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (!on) {
+    stack_copy_free(copy);
+    free(p);
+  }
+}
+
+/* Takes the pending waits of kind (-1: every kind) out of the list, oldest
+ * first. Under g_mu. */
+static wpending *pending_take_locked(int kind) {
+  wpending *out = NULL, **pp = &g_pending;
+  while (*pp) {
+    wpending *p = *pp;
+    if (kind < 0 || p->kind == kind) {
+      *pp = p->next;
+      p->next = out;
+      out = p;
+      g_npending[p->kind]--;
+    } else {
+      pp = &p->next;
+    }
+  }
+  return out;
+}
+
+static void pending_free(wpending *p) {
+  while (p) {
+    wpending *next = p->next;
+    stack_copy_free(p->copy);
+    free(p);
+    p = next;
+  }
+}
+
+/* Walks each wait of the list p (taken out of g_pending) and adds it to
+ * tab, a cut's own table, or (NULL) to its kind's g_tab; frees them. Under
+ * g_resolve_mu, not g_mu, with the thread's busy flag set. */
+static void pending_resolve(wpending *p, wtable *tab) {
+  while (p) {
+    wpending *next = p->next;
+    uintptr_t raw[MAX_DEPTH], pcs[MAX_DEPTH];
+    unsigned fl = 0;
+    uint32_t n = stack_copy_walk(p->copy, raw, MAX_DEPTH, &fl);
+    n = walk_here_strip(raw, n, g_own_lo, g_own_hi, pcs);
+    table_add(tab ? tab : &g_tab[p->kind], tab ? NULL : &g_mu, p->kind, pcs, n,
+              (fl & UNWIND_F_TRUNCATED) != 0, p->labels, p->nlabels, p->labels_len, p->contentions,
+              p->delay_ns);
+    stack_copy_free(p->copy);
+    free(p);
+    p = next;
+  }
+}
+
+void wait_resolve_pending(void) {
+  int was_busy = w_self.busy;
+  w_self.busy = 1;
+  pthread_mutex_lock(&g_resolve_mu);
+  pthread_mutex_lock(&g_mu);
+  wpending *p = pending_take_locked(-1);
+  pthread_mutex_unlock(&g_mu);
+  pending_resolve(p, NULL);
+  pthread_mutex_unlock(&g_resolve_mu);
+  w_self.busy = was_busy;
+}
+
+void wait_record(int kind, int64_t contentions, int64_t delay_ns) {
+  if (kind < 0 || kind >= WAIT_KINDS || threads_is_own)
+    return;
+  if (w_self.busy) { /* our own lock, or a wait inside the recorder */
+    atomic_fetch_add_explicit(&S.skipped_busy, 1, memory_order_relaxed);
+    return;
+  }
+  w_self.busy = 1;
+  uintptr_t pcs[MAX_DEPTH];
+  stack_copy *copy;
+  int truncated;
+  uint32_t n = capture(pcs, &copy, &truncated);
+  char labels[RING_LABEL_BYTES];
+  uint16_t nlabels = 0, len = 0;
+  labels_block *lb = labels_self_block();
+  if (lb && labels_copy(lb, labels, &nlabels, &len) != 0)
+    nlabels = len = 0;
+  if (copy)
+    pending_add(kind, copy, labels, nlabels, len, contentions, delay_ns);
+  else
+    table_add(&g_tab[kind], &g_mu, kind, pcs, n, truncated, labels, nlabels, len, contentions,
+              delay_ns);
   w_self.busy = 0;
 }
 
@@ -216,6 +353,10 @@ int wait_start(unsigned mask, int64_t offcpu_rate, int64_t lock_rate, char *err,
   }
   if (!g_own_hi)
     walk_here_code_range(h->own_code, &g_own_lo, &g_own_hi);
+  if (collector_add_after_drain(wait_resolve_pending) != 0) {
+    snprintf(err, errlen, "the collector has no room for the wait profiler's stack copies");
+    return -1;
+  }
   pthread_mutex_lock(&g_mu);
   int64_t now = now_ns(CLOCK_REALTIME);
   atomic_store(&h->record, wait_record);
@@ -243,6 +384,7 @@ static void table_free(wtable *t) {
 
 void wait_stop(void) {
   w_self.busy = 1;
+  pthread_mutex_lock(&g_resolve_mu); /* no walk in flight adds to a table after this */
   pthread_mutex_lock(&g_mu);
   wait_hooks *h = atomic_load(&g_h);
   for (int k = 0; k < WAIT_KINDS; k++) {
@@ -250,7 +392,10 @@ void wait_stop(void) {
       atomic_store(&h->on[k], 0);
     table_free(&g_tab[k]);
   }
+  wpending *p = pending_take_locked(-1);
   pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&g_resolve_mu);
+  pending_free(p);
   w_self.busy = 0;
 }
 
@@ -260,7 +405,7 @@ int wait_window_empty(int kind) {
   if (kind < 0 || kind >= WAIT_KINDS)
     return 1;
   pthread_mutex_lock(&g_mu);
-  int empty = g_tab[kind].n == 0;
+  int empty = g_tab[kind].n == 0 && g_npending[kind] == 0;
   pthread_mutex_unlock(&g_mu);
   return empty;
 }
@@ -277,15 +422,19 @@ int wait_cut(int kind, uint8_t **out, size_t *len, int64_t *start_ns, int64_t *e
     return PUSHPROF_ENOMEM;
   int was_busy = w_self.busy;
   w_self.busy = 1;
+  pthread_mutex_lock(&g_resolve_mu);
   pthread_mutex_lock(&g_mu);
   *tp = g_tab[kind];
   memset(g_tab[kind].b, 0, sizeof g_tab[kind].b);
   g_tab[kind].n = 0;
+  wpending *pend = pending_take_locked(kind); /* waits that ended in this window */
   int64_t t1 = now_ns(CLOCK_REALTIME), t0 = tp->start_ns ? tp->start_ns : t1;
   g_tab[kind].start_ns = t1;
   wait_hooks *h = atomic_load(&g_h);
   int64_t rate = h ? atomic_load(&h->rate[kind]) : WAIT_RATE_DEFAULT;
   pthread_mutex_unlock(&g_mu);
+  pending_resolve(pend, tp);
+  pthread_mutex_unlock(&g_resolve_mu);
 
   int rc = 0;
   size_t n = tp->n;
@@ -318,7 +467,7 @@ int wait_cut(int kind, uint8_t **out, size_t *len, int64_t *start_ns, int64_t *e
     }
   wait_stats ws;
   wait_get_stats(&ws);
-  char c0[256], c1[320];
+  char c0[256], c1[448];
   const char *cp[2] = {c0, c1};
   snprintf(c0, sizeof c0,
            "pushprof: %s waits kept by time waited, one per %" PRId64
@@ -327,11 +476,11 @@ int wait_cut(int kind, uint8_t **out, size_t *len, int64_t *start_ns, int64_t *e
            kind_names[kind], rate, total_d, total_c);
   snprintf(c1, sizeof c1,
            "pushprof: since the start %" PRIu64 " off-CPU and %" PRIu64
-           " lock waits recorded, %" PRIu64
-           " stacks walked with frame pointers before the unwind tables were built, %" PRIu64
+           " lock waits recorded (%" PRIu64 " stacks walked from a stack copy, %" PRIu64
+           " cut short where no unwind table was built yet), %" PRIu64
            " waits lost to a full table, %" PRIu64 " waits inside the profiler not recorded",
-           ws.recorded[WAIT_OFFCPU], ws.recorded[WAIT_LOCK], ws.fp_walks, ws.table_full,
-           ws.skipped_busy);
+           ws.recorded[WAIT_OFFCPU], ws.recorded[WAIT_LOCK], ws.deferred, ws.cut_short,
+           ws.table_full, ws.skipped_busy);
   profbuild_meta meta = {.time_nanos = t0,
                          .duration_nanos = t1 - t0,
                          .comments = cp,
@@ -359,7 +508,8 @@ done:
 void wait_get_stats(wait_stats *st) {
   for (int k = 0; k < WAIT_KINDS; k++)
     st->recorded[k] = atomic_load(&S.recorded[k]);
-  st->fp_walks = atomic_load(&S.fp_walks);
+  st->deferred = atomic_load(&S.deferred);
+  st->cut_short = atomic_load(&S.cut_short);
   st->table_full = atomic_load(&S.table_full);
   st->skipped_busy = atomic_load(&S.skipped_busy);
 }
@@ -377,12 +527,15 @@ void wait_atfork_parent(void) {
 }
 
 void wait_atfork_child(void) {
-  /* The parent's waits are not the child's: its windows start empty. */
+  /* The parent's waits are not the child's: its windows start empty, its
+   * pending waits go. */
   pthread_mutex_init(&g_mu, NULL);
+  pthread_mutex_init(&g_resolve_mu, NULL);
   int64_t now = now_ns(CLOCK_REALTIME);
   for (int k = 0; k < WAIT_KINDS; k++) {
     table_free(&g_tab[k]);
     g_tab[k].start_ns = now;
   }
+  pending_free(pending_take_locked(-1));
   w_self.busy = 0;
 }

@@ -5,11 +5,12 @@
  * The interposers (libpushprof_wait.so, wait_interpose.c) time the calls
  * that block and keep waits by time waited (wait_hooks.h). A kept wait is
  * recorded here on the thread that waited, after the wait: its stack walked
- * with the DWARF unwinder (frame pointers while the tables are not built,
- * counted), its labels copied, both added to the window's table under one
- * mutex. The SDK's own threads are never recorded. Each window is cut into
- * one profile per kind, as the CPU profile is: the values of the waits that
- * ended in it. */
+ * with the DWARF unwinder, its labels copied, both added to the window's
+ * table under one mutex. While a table the walk needs is not built yet, the
+ * stack is copied instead (stack_copy.h) and the wait kept pending, walked
+ * on the collector thread after a drain or by the next cut of its kind. The SDK's own threads are
+ * never recorded. Each window is cut into one profile per kind, as the CPU profile is: the values
+ * of the waits that ended in it. */
 #ifndef PUSHPROF_WAIT_H
 #define PUSHPROF_WAIT_H
 #include <stddef.h>
@@ -40,8 +41,15 @@ void wait_use_hooks(wait_hooks *h);
 /* The recorder the interposers call (wait_record_fn). */
 void wait_record(int kind, int64_t contentions, int64_t delay_ns);
 
+/* Collector thread, after each drain: walks the stack copies of pending
+ * waits and adds them to their windows. Not on a waiting thread. */
+void wait_resolve_pending(void);
+
+/* Statistics (tests, profile comments). deferred: waits kept with a stack
+ * copy; cut_short: copies refused (budget, memory), walked at once with
+ * frame-pointer steps where no table was built. */
 typedef struct wait_stats {
-  uint64_t recorded[WAIT_KINDS], fp_walks, table_full, skipped_busy;
+  uint64_t recorded[WAIT_KINDS], deferred, cut_short, table_full, skipped_busy;
 } wait_stats;
 void wait_get_stats(wait_stats *st);
 

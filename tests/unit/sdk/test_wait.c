@@ -1,8 +1,9 @@
 /* The off-CPU and lock profiles (sdk/wait/wait.c) driven directly, as the
  * interposers drive them through the hooks of wait_hooks.h (this test's
  * own, handed over with wait_use_hooks); the sampling decision
- * (wait_weigh) checked for bias. The profiles are read back with
- * protobuf-c (an independent parser). */
+ * (wait_weigh) checked for bias; waits recorded before any unwind table
+ * exists walked from copies of their stacks. The profiles are read back
+ * with protobuf-c (an independent parser). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -12,6 +13,7 @@
 #include "pushprof.h"
 #include "sampler.h"
 #include "threads_linux.h"
+#include "unwind_tables.h"
 #include "wait.h"
 
 static int always_ours(void) {
@@ -34,6 +36,9 @@ __attribute__((noinline)) void wait_site_b(int kind, int64_t c, int64_t d) {
   __asm__ volatile("" ::: "memory");
 }
 
+/* wait_nofp_sites.c, built without frame pointers. */
+void wait_nofp_outer(int kind, int64_t c, int64_t d);
+
 static Profile *cut(int kind) {
   pt_cut c = {0};
   return pt_parse_cut(wait_cut(kind, &c.raw, &c.len, &c.t0, &c.t1), &c);
@@ -45,6 +50,80 @@ static void start(unsigned mask) {
   PP_CHECK_INT(rc, ==, 0);
   if (rc)
     fprintf(stderr, "wait_start: %s\n", err);
+}
+
+/* Waits that end before the unwind tables exist (no collector has run in
+ * this process yet) are kept with a copy of their stack, walked later by
+ * the cut of their kind or by the collector after a drain
+ * (wait_resolve_pending, called here as the collector calls it): each
+ * wait, its values and its labels reach its window, with the callers a
+ * frame-pointer walk would have lost. */
+static void test_waits_before_the_tables_are_walked_from_stack_copies(void) {
+  PP_CHECK(!utab_ready());
+  start(1u << WAIT_OFFCPU | 1u << WAIT_LOCK);
+  wait_stats before, after;
+  wait_get_stats(&before);
+  PP_CHECK_INT(pushprof_label_set("route", "/early"), ==, 0);
+  for (int i = 0; i < 3; i++)
+    wait_nofp_outer(WAIT_OFFCPU, WAIT_ONE, 2000000);
+  pushprof_labels_clear();
+  wait_nofp_outer(WAIT_LOCK, 4 * WAIT_ONE, 1000000);
+  wait_get_stats(&after);
+  PP_CHECK_INT(after.deferred - before.deferred, ==, 4);
+  PP_CHECK_INT(after.cut_short, ==, before.cut_short);
+  /* Pending until a resolver walks them: no collector runs yet. */
+  PP_CHECK_INT(after.recorded[WAIT_OFFCPU], ==, before.recorded[WAIT_OFFCPU]);
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 0);
+  PP_CHECK_INT(wait_window_empty(WAIT_LOCK), ==, 0);
+  Profile *p = cut(WAIT_OFFCPU); /* walks the off-CPU waits, not the lock's */
+  if (p) {
+    PP_CHECK_INT(pt_sum(p, 0, "wait_nofp_outer"), ==, 3);
+    PP_CHECK_INT(pt_sum(p, 1, "wait_nofp_outer"), ==, 6000000);
+    PP_CHECK_INT(pt_sum(p, 1, "wait_nofp_mid"), ==, 6000000);
+    PP_CHECK_INT(pt_sum(p, 1, NULL), ==, 6000000);
+    for (size_t i = 0; i < p->n_sample; i++)
+      PP_CHECK_STR(pt_label(p, p->sample[i], "route"), "/early");
+    int said = 0;
+    for (size_t i = 0; i < p->n_comment; i++)
+      if (strstr(pt_str(p, p->comment[i]), "walked from a stack copy"))
+        said = 1;
+    PP_CHECK_INT(said, ==, 1);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 1);
+  wait_get_stats(&after);
+  PP_CHECK_INT(after.recorded[WAIT_OFFCPU] - before.recorded[WAIT_OFFCPU], ==, 3);
+  PP_CHECK_INT(after.recorded[WAIT_LOCK], ==, before.recorded[WAIT_LOCK]);
+  wait_resolve_pending();
+  wait_get_stats(&after);
+  PP_CHECK_INT(after.recorded[WAIT_LOCK] - before.recorded[WAIT_LOCK], ==, 1);
+  PP_CHECK_INT(wait_window_empty(WAIT_LOCK), ==, 0);
+  p = cut(WAIT_LOCK);
+  if (p) {
+    PP_CHECK_INT(pt_sum(p, 0, "wait_nofp_outer"), ==, 4);
+    PP_CHECK_INT(pt_sum(p, 1, "wait_nofp_outer"), ==, 1000000);
+    PP_CHECK_INT(pt_sum(p, 1, NULL), ==, 1000000);
+    perftools__profiles__profile__free_unpacked(p, NULL);
+  }
+  wait_stop();
+}
+
+/* A pending wait (no table yet) goes with the stop: nothing of it reaches
+ * the next start. */
+static void test_pending_waits_go_with_the_stop(void) {
+  PP_CHECK(!utab_ready());
+  wait_stats before, after;
+  wait_get_stats(&before);
+  start(1u << WAIT_OFFCPU);
+  wait_nofp_outer(WAIT_OFFCPU, WAIT_ONE, 2000000);
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 0);
+  wait_stop();
+  start(1u << WAIT_OFFCPU);
+  PP_CHECK_INT(wait_window_empty(WAIT_OFFCPU), ==, 1);
+  wait_stop();
+  wait_get_stats(&after);
+  PP_CHECK_INT(after.deferred - before.deferred, ==, 1);
+  PP_CHECK_INT(after.recorded[WAIT_OFFCPU], ==, before.recorded[WAIT_OFFCPU]);
 }
 
 static void test_layout_values_and_sites(void) {
@@ -179,6 +258,10 @@ static void test_missing_interposers_and_bad_rates_are_refused(void) {
 
 int main(void) {
   wait_use_hooks(&TH);
+  /* First: they need a process whose tables are not built yet (the
+   * collector's thread, which builds them, starts with the sampler). */
+  PP_RUN(test_pending_waits_go_with_the_stop);
+  PP_RUN(test_waits_before_the_tables_are_walked_from_stack_copies);
   char err[256];
   sampler_config sc = {.hz = 100, .signo = SIGPROF, .no_cpu = 1};
   if (sampler_start(&sc, err, sizeof err) != 0) { /* collector_build needs the collector */
