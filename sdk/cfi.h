@@ -84,6 +84,13 @@ enum cfi_source { CFI_EH_FRAME = 0, CFI_DEBUG_FRAME = 1 };
 int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
               enum cfi_source src, const _Atomic int *cancel, cfi_table **out, cfi_stats *st);
 
+/* Adds row for [lo, hi) (addresses) to *t where its CFI says nothing: a
+ * range no FDE covers, as aarch64's PLT, whose stubs have no FDE. *t is
+ * replaced (the old table freed). 0, or -1 when part of the range has a
+ * row of its own, the range does not fit the table's offsets, or memory
+ * runs out (then *t is unchanged). Not async-signal-safe. */
+int cfi_add_range(cfi_table **t, uintptr_t lo, uintptr_t hi, const cfi_row *row);
+
 /* An object's FDEs listed and sorted once (what cfi_build does before it
  * compiles them), so the rows of one FDE can be compiled when a PC needs
  * them: a short process that took a few samples unwinds them without

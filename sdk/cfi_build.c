@@ -837,6 +837,49 @@ static cfi_table *finish(row_vec *rv, uintptr_t base) {
   return t;
 }
 
+int cfi_add_range(cfi_table **tp, uintptr_t lo, uintptr_t hi, const cfi_row *row) {
+  const cfi_table *t = *tp;
+  uintptr_t base = t->base;
+  if (hi <= lo || lo < base || hi - base > UINT32_MAX)
+    return -1;
+  uint32_t a = (uint32_t)(lo - base), b = (uint32_t)(hi - base);
+  size_t n = t->nrows, i = 0;
+  while (i < n && t->rows[i].pc < a)
+    i++;
+  size_t j = i; /* the first row kept after the range */
+  if (j < n && t->rows[j].pc == a) {
+    if (t->rows[j].kind != CFI_GAP)
+      return -1; /* a row of the CFI's own starts at lo */
+    j++;
+  } else if (i > 0 && t->rows[i - 1].kind != CFI_GAP) {
+    return -1; /* a row of the CFI's own holds lo */
+  }
+  if (j < n && t->rows[j].pc < b)
+    return -1; /* the CFI covers part of the range */
+  row_vec rv = {0};
+  rv.cap = n + 2;
+  rv.block = malloc(sizeof(cfi_table) + rv.cap * sizeof(cfi_row));
+  if (!rv.block)
+    return -1;
+  rv.v = (cfi_row *)(rv.block + 1);
+  for (size_t k = 0; k < i; k++)
+    vec_push(&rv, t->rows[k].pc, &t->rows[k], 0);
+  vec_push(&rv, a, row, 0);
+  if (j >= n || t->rows[j].pc != b) {
+    cfi_row gap = {0, 0, CFI_FP_LOST, CFI_GAP, 0};
+    vec_push(&rv, b, &gap, 0);
+  }
+  for (size_t k = j; k < n; k++)
+    vec_push(&rv, t->rows[k].pc, &t->rows[k], 0);
+  cfi_table *out = rv.oom ? NULL : finish(&rv, base);
+  free(rv.block);
+  if (!out)
+    return -1;
+  free(*tp);
+  *tp = out;
+  return 0;
+}
+
 int cfi_build(const uint8_t *data, size_t len, uintptr_t data_addr, uintptr_t base,
               enum cfi_source src, const _Atomic int *cancel, cfi_table **out, cfi_stats *st) {
   cfi_stats dummy;

@@ -9,21 +9,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The .debug_frame of one file, compiled; -1 if it has none. */
-static int from_file(const char *path, uintptr_t bias, const _Atomic int *cancel, cfi_table **out,
-                     cfi_stats *st) {
-  int rc = -1;
+/* path opened for libelf (a regular file only): the descriptor, or -1. */
+static int open_elf(const char *path, Elf **elf, size_t *shstr) {
+  *elf = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return -1;
   struct stat sb;
-  Elf *elf = NULL;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || elf_version(EV_CURRENT) == EV_NONE)
-    goto done;
-  elf = elf_begin(fd, ELF_C_READ, NULL);
+  if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && elf_version(EV_CURRENT) != EV_NONE &&
+      (*elf = elf_begin(fd, ELF_C_READ, NULL)) != NULL && elf_kind(*elf) == ELF_K_ELF &&
+      elf_getshdrstrndx(*elf, shstr) == 0)
+    return fd;
+  if (*elf)
+    elf_end(*elf);
+  *elf = NULL;
+  close(fd);
+  return -1;
+}
+
+/* The .debug_frame of one file, compiled; -1 if it has none. */
+static int from_file(const char *path, uintptr_t bias, const _Atomic int *cancel, cfi_table **out,
+                     cfi_stats *st) {
+  int rc = -1;
+  Elf *elf;
   size_t shstr;
-  if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstr) != 0)
-    goto done;
+  int fd = open_elf(path, &elf, &shstr);
+  if (fd < 0)
+    return -1;
   for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr sh;
     const char *name;
@@ -42,9 +54,7 @@ static int from_file(const char *path, uintptr_t bias, const _Atomic int *cancel
     rc = b == 0 ? 0 : -1;
     break;
   }
-done:
-  if (elf)
-    elf_end(elf);
+  elf_end(elf);
   close(fd);
   return rc;
 }
@@ -63,4 +73,30 @@ int cfi_elf_debug_frame(const char *path, const char *build_id, const char *debu
   if (n < 0 || (size_t)n >= sizeof dbg)
     return -1;
   return from_file(dbg, bias, cancel, out, st);
+}
+
+int cfi_elf_plt(const char *path, uintptr_t bias, uintptr_t plt[2], uintptr_t sec[2]) {
+  Elf *elf;
+  size_t shstr;
+  int n = 0;
+  plt[0] = plt[1] = sec[0] = sec[1] = 0;
+  int fd = path && path[0] ? open_elf(path, &elf, &shstr) : -1;
+  if (fd < 0)
+    return 0;
+  for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    const char *name;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR) ||
+        sh.sh_size == 0 || !(name = elf_strptr(elf, shstr, sh.sh_name)))
+      continue;
+    uintptr_t *r = strcmp(name, ".plt") == 0 ? plt : strcmp(name, ".plt.sec") == 0 ? sec : NULL;
+    if (!r || r[1])
+      continue;
+    r[0] = bias + (uintptr_t)sh.sh_addr;
+    r[1] = r[0] + (uintptr_t)sh.sh_size;
+    n++;
+  }
+  elf_end(elf);
+  close(fd);
+  return n;
 }

@@ -13,4 +13,9 @@
  * 0 with *out set, or -1 (nothing found, or out of memory). */
 int cfi_elf_debug_frame(const char *path, const char *build_id, const char *debug_root,
                         uintptr_t bias, const _Atomic int *cancel, cfi_table **out, cfi_stats *st);
+
+/* path's .plt and .plt.sec as runtime address ranges [r[0], r[1]) (0, 0
+ * when absent): how many were found (0..2). For aarch64, whose linker
+ * gives its PLT stubs no FDE. */
+int cfi_elf_plt(const char *path, uintptr_t bias, uintptr_t plt[2], uintptr_t sec[2]);
 #endif

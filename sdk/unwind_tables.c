@@ -441,6 +441,30 @@ static int sparse_eh_frame(const pending *p, const _Atomic int *cancel, cfi_tabl
   return 0;
 }
 
+#if defined(__aarch64__)
+/* aarch64's linker gives PLT stubs no FDE. A stub moves neither SP nor x30,
+ * which still holds its caller's return address: CFA = SP, RA in the link
+ * register (followed only for the interrupted frame, where x30 is known).
+ * The lazy-binding header, the first 32 bytes of .plt, pushes x16 and x30
+ * with its first instruction: past it CFA = SP + 16, the RA at CFA - 8.
+ * Added where the CFI says nothing; a failure leaves the table as it was
+ * (those PCs then take a frame-pointer step). */
+static void add_plt_rows(const pending *p, cfi_table **t) {
+  uintptr_t plt[2], sec[2];
+  if (!p->path || cfi_elf_plt(p->path, p->bias, plt, sec) == 0)
+    return;
+  const cfi_row stub = {0, 0, CFI_FP_SAME, CFI_CFA_SP, CFI_RA_LINKREG};
+  const cfi_row pushed = {0, 16, CFI_FP_SAME, CFI_CFA_SP, -1};
+  if (plt[1] - plt[0] > 32) {
+    cfi_add_range(t, plt[0], plt[0] + 4, &stub);
+    cfi_add_range(t, plt[0] + 4, plt[0] + 32, &pushed);
+    cfi_add_range(t, plt[0] + 32, plt[1], &stub);
+  }
+  if (sec[1] > sec[0])
+    cfi_add_range(t, sec[0], sec[1], &stub);
+}
+#endif
+
 static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc, int max_prio) {
   unsigned long long c[2] = {0, 0};
   dlphdr_iterate(counters_cb, c);
@@ -492,6 +516,10 @@ static int refresh_locked(const _Atomic int *cancel, uintptr_t only_pc, int max_
       rc = cfi_elf_debug_frame(p->path, p->build_id, g_debug_root, p->bias, cancel, &t, &st);
     else
       rc = -1;
+#if defined(__aarch64__)
+    if (rc == 0)
+      add_plt_rows(p, &t);
+#endif
     g_stats.build_ns += (uint64_t)(now_ns() - t0);
     if (rc == -2)
       break; /* cancelled: not done, the next refresh retries */

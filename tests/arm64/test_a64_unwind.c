@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "cfi.h"
+#include "cfi_elf.h"
 #include "pp_test.h"
 #include "unwind.h"
 #include "unwind_tables.h"
@@ -117,6 +119,7 @@ static void test_a64_cfi_leaf_pac_and_big_frame_rows(void) {
 static uintptr_t g_lo, g_hi;
 static uintptr_t g_pcs[MAXS][DEPTH];
 static uint32_t g_depth[MAXS];
+static uintptr_t g_lr[MAXS]; /* x30 when the signal came */
 static _Atomic int g_n;
 volatile uint64_t a64_sink;
 
@@ -128,6 +131,7 @@ void a64_in_handler(int sig, siginfo_t *si, void *uc);
 uint64_t a64_nocfi_outer(uint64_t n); /* a64_nocfi.c: no CFI */
 uint64_t a64_nocfi_mid(uint64_t n);
 uint64_t a64_cfi_caller(uint64_t n);
+uint64_t a64_plt_caller(uint64_t n);
 void a64_interrupted(void);
 #pragma GCC visibility pop
 
@@ -139,6 +143,7 @@ static void on_prof(int sig, siginfo_t *si, void *uc) {
   unwind_regs r;
   unwind_regs_from_ucontext(uc, &r);
   unsigned flags;
+  g_lr[i] = r.lr;
   g_depth[i] = unwind_stack(&r, g_lo, g_hi, g_pcs[i], DEPTH, &flags);
 }
 
@@ -346,10 +351,68 @@ static void test_a64_through_a_vdso_like_signal_frame(void) {
   PP_CHECK_INT(through, ==, in_handler);
 }
 
+/* Calls getpagesize (a few instructions in libc) through the PLT, so that
+ * a good share of the samples land in its PLT stub. */
+__attribute__((noinline)) uint64_t a64_plt_caller(uint64_t n) {
+  uint64_t s = 0;
+  for (uint64_t i = 0; i < n; i++)
+    s += (uint64_t)getpagesize();
+  __asm__ volatile("" ::: "memory"); /* no tail call */
+  return s;
+}
+
+static int main_bias_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  *(uintptr_t *)arg = info->dlpi_addr;
+  return 1; /* the first object is the program */
+}
+
+/* aarch64's PLT stubs have no FDE; the table gets rows for them (the RA
+ * still in x30), so a sample inside a stub has the stub's caller as its
+ * next frame, not that caller's caller as a frame-pointer step gives. */
+static void test_a64_plt_stub_keeps_its_caller(void) {
+  uintptr_t bias = 0, plt[2], sec[2];
+  dl_iterate_phdr(main_bias_cb, &bias);
+  PP_CHECK_INT(cfi_elf_plt("/proc/self/exe", bias, plt, sec), >=, 1);
+  PP_CHECK(plt[1] > plt[0] + 32);
+  atomic_store(&g_n, 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    a64_sink += a64_plt_caller(20000 + (a64_sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1200000000L);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  int n = atomic_load(&g_n);
+  n = n < MAXS ? n : MAXS;
+  int in_stub = 0, kept = 0, ours = 0;
+  for (int s = 0; s < n; s++) {
+    uintptr_t pc = g_pcs[s][0];
+    int stub = (pc >= plt[0] + 32 && pc < plt[1]) || (pc >= sec[0] && pc < sec[1]);
+    if (!stub || g_depth[s] < 1)
+      continue;
+    in_stub++;
+    /* The stub's caller is where x30 returns to, whoever called it
+     * (a64_plt_caller, or this test's clock_gettime). */
+    kept += g_depth[s] >= 2 && g_pcs[s][1] == g_lr[s];
+    ours += g_depth[s] >= 2 && strcmp(fn_name(g_pcs[s][1]), "a64_plt_caller") == 0;
+  }
+  fprintf(stderr,
+          "PLT: %d samples, %d in a PLT stub, %d of them with the stub's caller next (%d in "
+          "getpagesize's, called by a64_plt_caller)\n",
+          n, in_stub, kept, ours);
+  PP_CHECK_INT(in_stub, >=, 1);
+  PP_CHECK_INT(kept, ==, in_stub);
+}
+
 int main(void) {
   PP_RUN(test_a64_cfi_leaf_pac_and_big_frame_rows);
   PP_RUN(test_a64_leaf_under_a_big_frame_gets_its_callers);
   PP_RUN(test_a64_frames_without_cfi_by_frame_pointers);
+  PP_RUN(test_a64_plt_stub_keeps_its_caller);
   PP_RUN(test_a64_through_a_vdso_like_signal_frame);
   PP_DONE();
 }

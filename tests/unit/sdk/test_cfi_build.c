@@ -1350,6 +1350,68 @@ static void test_cfi_random_byte_flips_build_or_fail_cleanly(void) {
   obj_close(&libc);
 }
 
+/* cfi_add_range on libc's table: a range in a gap between FDEs gets the
+ * row and nothing else changes; a range the CFI covers, even in part, is
+ * refused and leaves the table as it was. */
+static void test_cfi_add_range_fills_gaps_only(void) {
+  obj_file o;
+  cfi_table *t = NULL;
+  if (obj_open(libc_path(), &o) != 0 || !o.eh ||
+      cfi_build(o.eh, o.eh_len, o.eh_addr, 0, CFI_EH_FRAME, NULL, &t, NULL) != 0) {
+    PP_CHECK(!"libc's .eh_frame built");
+    obj_close(&o);
+    return;
+  }
+  obj_close(&o);
+  /* A gap of 16 bytes or more between two FDEs (alignment padding). */
+  uint32_t g = 0;
+  for (uint32_t i = 1; i + 1 < t->nrows && !g; i++)
+    if (t->rows[i].kind == CFI_GAP && t->rows[i + 1].pc - t->rows[i].pc >= 16)
+      g = i;
+  PP_CHECK(g != 0);
+  if (!g) {
+    free(t);
+    return;
+  }
+  uintptr_t lo = t->base + t->rows[g].pc + 4, hi = lo + 4;
+  uintptr_t before = t->base + t->rows[g - 1].pc, after = t->base + t->rows[g + 1].pc;
+  cfi_row was_before = *cfi_lookup(t, before), was_after = *cfi_lookup(t, after);
+  uint32_t n0 = t->nrows;
+  const cfi_row stub = {0, 0, CFI_FP_SAME, CFI_CFA_SP, CFI_RA_LINKREG};
+  /* Refused: a range starting in an FDE, one reaching into the next FDE. */
+  PP_CHECK_INT(cfi_add_range(&t, before, before + 4, &stub), ==, -1);
+  PP_CHECK_INT(cfi_add_range(&t, after - 8, after + 8, &stub), ==, -1);
+  PP_CHECK_INT(t->nrows, ==, n0);
+  PP_CHECK_INT(cfi_add_range(&t, lo, hi, &stub), ==, 0);
+  PP_CHECK_INT(t->nrows, ==, n0 + 2);
+  const cfi_row *r = cfi_lookup(t, lo), *end = cfi_lookup(t, hi - 1);
+  PP_CHECK(r && r->kind == CFI_CFA_SP && r->cfa_off == 0 && r->ra_off8 == CFI_RA_LINKREG &&
+           r->fp_off == CFI_FP_SAME);
+  PP_CHECK(end == r);
+  r = cfi_lookup(t, lo - 1);
+  PP_CHECK(r && r->kind == CFI_GAP);
+  r = cfi_lookup(t, hi);
+  PP_CHECK(r && r->kind == CFI_GAP);
+  r = cfi_lookup(t, before);
+  PP_CHECK(r && r->kind == was_before.kind && r->cfa_off == was_before.cfa_off &&
+           r->ra_off8 == was_before.ra_off8);
+  r = cfi_lookup(t, after);
+  PP_CHECK(r && r->kind == was_after.kind && r->cfa_off == was_after.cfa_off &&
+           r->ra_off8 == was_after.ra_off8);
+  /* Right against the next FDE: no closing gap row is needed. */
+  PP_CHECK_INT(cfi_add_range(&t, hi, after, &stub), ==, 0);
+  PP_CHECK_INT(t->nrows, ==, n0 + 1); /* one row from lo to the FDE: the same rule */
+  r = cfi_lookup(t, after - 1);
+  PP_CHECK(r && r->kind == CFI_CFA_SP && r->ra_off8 == CFI_RA_LINKREG);
+  /* Past the table's end. */
+  uintptr_t top = t->hi;
+  PP_CHECK_INT(cfi_add_range(&t, top + 64, top + 128, &stub), ==, 0);
+  r = cfi_lookup(t, top + 100);
+  PP_CHECK(r && r->kind == CFI_CFA_SP);
+  check_invariants(t, 20000, 7, "libc with added ranges");
+  free(t);
+}
+
 /* The hand-written sections use x86-64's DWARF register numbers (rsp 7,
  * rbp 6, rip 16); elsewhere the libdw oracle on real objects checks the
  * compiler's own CFI. */
@@ -1391,6 +1453,7 @@ int main(int argc, char **argv) {
   PP_RUN(test_cfi_empty_input_gives_an_empty_table);
   PP_RUN(test_cfi_cancel_stops_the_build);
   PP_RUN(test_cfi_libc_matches_libdw);
+  PP_RUN(test_cfi_add_range_fills_gaps_only);
   PP_RUN(test_cfi_libstdcxx_matches_libdw);
   PP_RUN(test_cfi_own_binary_matches_libdw);
   PP_RUN(test_cfi_omit_frame_pointer_object_matches_libdw);
