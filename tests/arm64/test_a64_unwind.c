@@ -186,6 +186,31 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size a64_sigreturn, .-a64_sigreturn\n");
 
+/* f(n), n varied a little so it is not folded, over and over for ms. */
+static void run_for(uint64_t (*f)(uint64_t), uint64_t n, long ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    a64_sink += f(n + (a64_sink & 1));
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ms * 1000000L);
+}
+
+/* The 1 ms profiling timer on, no sample kept yet. */
+static void timer_on(void) {
+  atomic_store(&g_n, 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
+}
+
+/* The timer off: how many samples were kept. */
+static int timer_off(void) {
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  int n = atomic_load(&g_n);
+  return n < MAXS ? n : MAXS;
+}
+
 static const char *fn_name(uintptr_t pc) {
   Dl_info di;
   return dladdr((void *)pc, &di) && di.dli_sname ? di.dli_sname : "?";
@@ -206,18 +231,9 @@ static void test_a64_leaf_under_a_big_frame_gets_its_callers(void) {
   sa.sa_sigaction = on_prof;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   PP_CHECK_INT(sigaction(SIGPROF, &sa, NULL), ==, 0);
-  struct itimerval it = {{0, 1000}, {0, 1000}};
-  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do {
-    a64_sink += a64_outer(100000 + (a64_sink & 1));
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_PROF, &off, NULL);
-  int n = atomic_load(&g_n);
-  n = n < MAXS ? n : MAXS;
+  timer_on();
+  run_for(a64_outer, 100000, 400);
+  int n = timer_off();
   int in_leaf = 0, full = 0;
   for (int s = 0; s < n; s++) {
     if (g_depth[s] < 1 || strcmp(fn_name(g_pcs[s][0]), "a64_leaf") != 0)
@@ -248,19 +264,9 @@ __attribute__((noinline)) uint64_t a64_cfi_caller(uint64_t n) {
  * unknown, and a64_cfi_caller's SP-based row must not be followed with a
  * guessed SP. */
 static void test_a64_frames_without_cfi_by_frame_pointers(void) {
-  atomic_store(&g_n, 0);
-  struct itimerval it = {{0, 1000}, {0, 1000}};
-  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do {
-    a64_sink += a64_cfi_caller(100000 + (a64_sink & 1));
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_PROF, &off, NULL);
-  int n = atomic_load(&g_n);
-  n = n < MAXS ? n : MAXS;
+  timer_on();
+  run_for(a64_cfi_caller, 100000, 400);
+  int n = timer_off();
   int in_leaf = 0, full = 0, first = 1;
   for (int s = 0; s < n; s++) {
     if (g_depth[s] < 1 || strcmp(fn_name(g_pcs[s][0]), "a64_leaf") != 0)
@@ -289,12 +295,8 @@ static void test_a64_frames_without_cfi_by_frame_pointers(void) {
 
 __attribute__((noinline)) void a64_in_handler(int sig, siginfo_t *si, void *uc) {
   (void)sig, (void)si, (void)uc;
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do {
-    a64_sink += a64_leaf(100000 + (a64_sink & 1));
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
+  run_for(a64_leaf, 100000, 400);
+  __asm__ volatile("" ::: "memory"); /* no tail call: this frame is in the stack */
 }
 
 __attribute__((noinline)) void a64_interrupted(void) {
@@ -322,14 +324,9 @@ static void test_a64_through_a_vdso_like_signal_frame(void) {
   PP_CHECK_INT(kind, ==, CFI_SIGNAL);
   struct a64_kernel_sigaction ka = {a64_in_handler, SA_SIGINFO | A64_SA_RESTORER, a64_sigreturn, 0};
   PP_CHECK_INT(syscall(SYS_rt_sigaction, SIGUSR2, &ka, NULL, 8), ==, 0);
-  atomic_store(&g_n, 0);
-  struct itimerval it = {{0, 1000}, {0, 1000}};
-  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
+  timer_on();
   a64_interrupted();
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_PROF, &off, NULL);
-  int n = atomic_load(&g_n);
-  n = n < MAXS ? n : MAXS;
+  int n = timer_off();
   int in_handler = 0, through = 0;
   for (int s = 0; s < n; s++) {
     int h = -1;
@@ -375,19 +372,9 @@ static void test_a64_plt_stub_keeps_its_caller(void) {
   dl_iterate_phdr(main_bias_cb, &bias);
   PP_CHECK_INT(cfi_elf_plt("/proc/self/exe", bias, plt, sec), >=, 1);
   PP_CHECK(plt[1] > plt[0] + 32);
-  atomic_store(&g_n, 0);
-  struct itimerval it = {{0, 1000}, {0, 1000}};
-  PP_CHECK_INT(setitimer(ITIMER_PROF, &it, NULL), ==, 0);
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do {
-    a64_sink += a64_plt_caller(20000 + (a64_sink & 1));
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1200000000L);
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_PROF, &off, NULL);
-  int n = atomic_load(&g_n);
-  n = n < MAXS ? n : MAXS;
+  timer_on();
+  run_for(a64_plt_caller, 20000, 1200);
+  int n = timer_off();
   int in_stub = 0, kept = 0, ours = 0;
   for (int s = 0; s < n; s++) {
     uintptr_t pc = g_pcs[s][0];
