@@ -13,6 +13,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -449,19 +450,30 @@ static int sparse_eh_frame(const pending *p, const _Atomic int *cancel, cfi_tabl
  * with its first instruction: past it CFA = SP + 16, the RA at CFA - 8.
  * Added where the CFI says nothing; a failure leaves the table as it was
  * (those PCs then take a frame-pointer step). */
+static const cfi_row g_plt_stub = {0, 0, CFI_FP_SAME, CFI_CFA_SP, CFI_RA_LINKREG};
+static const cfi_row g_plt_pushed = {0, 16, CFI_FP_SAME, CFI_CFA_SP, -1};
+
 static void add_plt_rows(const pending *p, cfi_table **t) {
   uintptr_t plt[2], sec[2];
   if (!p->path || cfi_elf_plt(p->path, p->bias, plt, sec) == 0)
     return;
-  const cfi_row stub = {0, 0, CFI_FP_SAME, CFI_CFA_SP, CFI_RA_LINKREG};
-  const cfi_row pushed = {0, 16, CFI_FP_SAME, CFI_CFA_SP, -1};
   if (plt[1] - plt[0] > 32) {
-    cfi_add_range(t, plt[0], plt[0] + 4, &stub);
-    cfi_add_range(t, plt[0] + 4, plt[0] + 32, &pushed);
-    cfi_add_range(t, plt[0] + 32, plt[1], &stub);
+    cfi_add_range(t, plt[0], plt[0] + 4, &g_plt_stub);
+    cfi_add_range(t, plt[0] + 4, plt[0] + 32, &g_plt_pushed);
+    cfi_add_range(t, plt[0] + 32, plt[1], &g_plt_stub);
   }
   if (sec[1] > sec[0])
-    cfi_add_range(t, sec[0], sec[1], &stub);
+    cfi_add_range(t, sec[0], sec[1], &g_plt_stub);
+}
+
+/* The PLT row of pc, for walks before the whole table (see add_plt_rows),
+ * or NULL when pc is in no PLT. */
+static const cfi_row *plt_row(const uintptr_t plt[2], const uintptr_t sec[2], uintptr_t pc) {
+  if (plt[1] - plt[0] > 32 && pc >= plt[0] + 4 && pc < plt[0] + 32)
+    return &g_plt_pushed;
+  if ((pc >= plt[0] && pc < plt[1]) || (pc >= sec[0] && pc < sec[1]))
+    return &g_plt_stub;
+  return NULL;
 }
 #endif
 
@@ -581,9 +593,10 @@ int utab_build_for(uintptr_t pc) {
  * FDEs walks needed compiled one by one (cfi_index). Owned by the deferred
  * walks (one at a time); freed by utab_on_demand_trim only. */
 typedef struct od_obj {
-  uintptr_t lo, hi; /* executable range */
-  cfi_index *ix;    /* NULL: no .eh_frame; rows only from a full build */
-  cfi_table **one;  /* the FDE tables compiled so far */
+  uintptr_t lo, hi;         /* executable range */
+  uintptr_t plt[2], sec[2]; /* aarch64: its .plt and .plt.sec (plt_row) */
+  cfi_index *ix;            /* NULL: no .eh_frame; rows only from a full build */
+  cfi_table **one;          /* the FDE tables compiled so far */
   size_t n, cap;
 } od_obj;
 
@@ -607,7 +620,8 @@ typedef struct od_scan {
   uint8_t *eh;
   size_t eh_len;
   uintptr_t eh_addr, bias;
-  int found;
+  int found, seen;
+  char path[4096]; /* the object's file, "" if it has none */
 } od_scan;
 
 static int od_scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
@@ -615,9 +629,13 @@ static int od_scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   uintptr_t lo, hi, hdr;
   (void)size;
   object_span(info, &lo, &hi, &hdr);
+  int first = sc->seen++ == 0;
   if (sc->pc < lo || sc->pc >= hi)
     return 0;
   sc->found = 1;
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  if (name[0] == '/' || (first && name[0] == '\0'))
+    snprintf(sc->path, sizeof sc->path, "%s", name[0] ? name : "/proc/self/exe");
   sc->o.lo = lo;
   sc->o.hi = hi;
   sc->bias = info->dlpi_addr;
@@ -671,6 +689,10 @@ static od_obj *od_object(uintptr_t pc) {
     return NULL;
   if (sc.eh && cfi_index_build(sc.eh, sc.eh_len, sc.eh_addr, sc.bias, CFI_EH_FRAME, &sc.o.ix) != 0)
     sc.o.ix = NULL; /* the copy was freed */
+#if defined(__aarch64__)
+  if (sc.path[0])
+    cfi_elf_plt(sc.path, sc.bias, sc.o.plt, sc.o.sec);
+#endif
   g_od[g_nod] = sc.o;
   return &g_od[g_nod++];
 }
@@ -704,6 +726,9 @@ const cfi_row *utab_row_on_demand(uintptr_t pc, int *known) {
     row = cfi_lookup(t, pc);
   } else {
     free(t); /* no FDE holds pc: as a gap in the whole table */
+#if defined(__aarch64__)
+    row = plt_row(o->plt, o->sec, pc);
+#endif
   }
   goto out;
 oom:

@@ -395,11 +395,31 @@ static void test_a64_plt_stub_keeps_its_caller(void) {
   PP_CHECK_INT(kept, ==, in_stub);
 }
 
+/* Before the whole table is built, deferred walks take rows one FDE at a
+ * time (utab_row_on_demand): the PLT gets the same rows there. */
+static void test_a64_plt_rows_before_the_table(void) {
+  uintptr_t bias = 0, plt[2], sec[2];
+  dl_iterate_phdr(main_bias_cb, &bias);
+  PP_CHECK_INT(cfi_elf_plt("/proc/self/exe", bias, plt, sec), >=, 1);
+  if (plt[1] < plt[0] + 48)
+    return;
+  int known = UTAB_UNKNOWN;
+  const cfi_row *r = utab_row_on_demand(plt[0] + 32, &known); /* a stub */
+  PP_CHECK(r && r->kind == CFI_CFA_SP && r->cfa_off == 0 && r->ra_off8 == CFI_RA_LINKREG &&
+           r->fp_off == CFI_FP_SAME);
+  PP_CHECK_INT(known, ==, UTAB_HAS_TABLE);
+  r = utab_row_on_demand(plt[0], &known); /* the header, before its push */
+  PP_CHECK(r && r->kind == CFI_CFA_SP && r->cfa_off == 0 && r->ra_off8 == CFI_RA_LINKREG);
+  r = utab_row_on_demand(plt[0] + 8, &known); /* past it */
+  PP_CHECK(r && r->kind == CFI_CFA_SP && r->cfa_off == 16 && r->ra_off8 == -1);
+}
+
 int main(void) {
   PP_RUN(test_a64_cfi_leaf_pac_and_big_frame_rows);
   PP_RUN(test_a64_leaf_under_a_big_frame_gets_its_callers);
   PP_RUN(test_a64_frames_without_cfi_by_frame_pointers);
   PP_RUN(test_a64_plt_stub_keeps_its_caller);
+  PP_RUN(test_a64_plt_rows_before_the_table);
   PP_RUN(test_a64_through_a_vdso_like_signal_frame);
   PP_DONE();
 }
