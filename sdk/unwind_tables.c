@@ -323,6 +323,15 @@ static uint64_t fnv1a(uint64_t h, const char *str) {
 
 /* Runs under the loader's lock: the object cannot be unmapped meanwhile,
  * so reading its .eh_frame here is safe. Copies only; compiles nothing. */
+
+/* The file of a loaded object (dl_iterate_phdr's name; first: the program,
+ * named ""), or NULL if it has none (the vDSO, whose name is no path). */
+static const char *object_file(const char *name, int first) {
+  if (name[0] == '/')
+    return name;
+  return first && name[0] == '\0' ? "/proc/self/exe" : NULL;
+}
+
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   scan *sc = data;
   (void)size;
@@ -366,9 +375,10 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
   }
   /* A file to fall back on if the .eh_frame turns out to cover little
-   * (sparse_eh_frame); never the vDSO, whose name is no path. */
-  if (name[0] == '/' || (first && name[0] == '\0'))
-    p->path = strdup(name[0] ? name : "/proc/self/exe");
+   * (sparse_eh_frame). */
+  const char *file = object_file(name, first);
+  if (file)
+    p->path = strdup(file);
   p->eh = copy_eh_frame(info, hdr, &p->eh_len, &p->eh_addr);
   return 0;
 }
@@ -633,9 +643,9 @@ static int od_scan_cb(struct dl_phdr_info *info, size_t size, void *data) {
   if (sc->pc < lo || sc->pc >= hi)
     return 0;
   sc->found = 1;
-  const char *name = info->dlpi_name ? info->dlpi_name : "";
-  if (name[0] == '/' || (first && name[0] == '\0'))
-    snprintf(sc->path, sizeof sc->path, "%s", name[0] ? name : "/proc/self/exe");
+  const char *file = object_file(info->dlpi_name ? info->dlpi_name : "", first);
+  if (file)
+    snprintf(sc->path, sizeof sc->path, "%s", file);
   sc->o.lo = lo;
   sc->o.hi = hi;
   sc->bias = info->dlpi_addr;

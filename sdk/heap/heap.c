@@ -496,6 +496,8 @@ void heap_sample_slow(void *p, size_t size) {
 }
 
 int heap_free_slow(void *p) {
+  if (!p)
+    return 0; /* the filter may hit NULL: no block to forget, nothing to park */
   heap_tls *t = self();
   if (t->busy) {
     if (t->nparked < HEAP_PARKED_MAX) {

@@ -97,10 +97,11 @@ static inline void heap_fast_after_alloc(heap_hooks *h, heap_tls *t, void *p, si
     f(p, size);
 }
 
-/* 1 if p may be a live sampled block (then the table knows), 0 if not. */
+/* 1 if p may be a live sampled block (then the table knows), 0 if not.
+ * NULL may hit too: the table holds no such block. */
 static inline int heap_fast_filter_hit(heap_hooks *h, const void *p) {
   uint64_t *f = atomic_load_explicit(&h->filter, memory_order_relaxed);
-  if (__builtin_expect(!f, 1) || !p)
+  if (__builtin_expect(!f, 1))
     return 0;
   size_t s = heap_filter_slot(p);
   _Atomic uint64_t *w = (_Atomic uint64_t *)&f[s >> 6];

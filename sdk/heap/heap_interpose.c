@@ -224,14 +224,9 @@ __attribute__((noinline)) static void free_slow(void *p) {
 
 __attribute__((visibility("default"), aligned(64))) void free(void *p) {
   free_fn f = atomic_load_explicit(&J.free, memory_order_relaxed);
-  uint64_t *flt = atomic_load_explicit(&H.filter, memory_order_relaxed);
-  if (flt) {
-    size_t s = heap_filter_slot(p);
-    uint64_t w = atomic_load_explicit((_Atomic uint64_t *)&flt[s >> 6], memory_order_relaxed);
-    if (__builtin_expect((w >> (s & 63)) & 1, 0)) {
-      free_slow(p);
-      return;
-    }
+  if (__builtin_expect(heap_fast_filter_hit(&H, p), 0)) {
+    free_slow(p);
+    return;
   }
   f(p);
 }

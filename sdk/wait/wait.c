@@ -156,8 +156,7 @@ static void table_add(wtable *t, pthread_mutex_t *mu, int kind, const uintptr_t 
   for (int pass = 0; pass < 2; pass++) {
     if (mu) {
       pthread_mutex_lock(mu);
-      wait_hooks *hk = atomic_load_explicit(&g_h, memory_order_relaxed);
-      if (!hk || !atomic_load_explicit(&hk->on[kind], memory_order_relaxed)) {
+      if (!wait_running(kind)) {
         pthread_mutex_unlock(mu);
         break;
       }
@@ -226,8 +225,7 @@ static void pending_add(int kind, stack_copy *copy, const char *labels, uint16_t
   p->labels_len = len;
   memcpy(p->labels, labels, len);
   pthread_mutex_lock(&g_mu);
-  wait_hooks *hk = atomic_load_explicit(&g_h, memory_order_relaxed);
-  int on = hk && atomic_load_explicit(&hk->on[kind], memory_order_relaxed);
+  int on = wait_running(kind);
   if (on) {
     p->next = g_pending;
     g_pending = p;
