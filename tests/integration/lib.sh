@@ -17,6 +17,8 @@ GEN=$B/tests/gen_pprof
 RAW="python3 $S/tests/integration/sidecar/rawclient.py"
 WL=$B/tests/sdk_workloads
 CHECK=(python3 "$S/tests/integration/pprof_check.py")
+# Python checkers import pprof_check (stat_bound: every statistical check).
+export PYTHONPATH="$S/tests/integration${PYTHONPATH:+:$PYTHONPATH}"
 
 # Loading the SDK into a process in the build under test (normal, ASan+UBSan
 # or TSan). ctest passes the values (tests/testing.cmake); a sanitizer build
@@ -328,5 +330,11 @@ the_profile() {
   echo "${files[0]}"
 }
 
-# expected N: "N:PCT" for --expect-total from cpu_seconds x hz.
+# calc EXPR: a Python arithmetic expression's value.
 calc() { python3 -c "print($1)"; }
+
+# bound GOT WANT TOL [--n N] [--rate R] [--share] [--what NAME]: a sampled
+# figure against the truth this run measured, within the stated tolerance
+# or 4.5 sigma of its sampling error (pprof_check.stat_bound); prints the
+# line, returns 1 if it fails.
+bound() { python3 "$S/tests/integration/pprof_check.py" bound "$@"; }

@@ -18,13 +18,29 @@ Output (stdout, one JSON object):
   mappings      [{"file":..., "build_id":..., "flags": "[FN]..."}]
 Values are those of --value (default: the first sample type).
 
+Statistical checks everywhere in tests/ go through stat_bound() (importable:
+lib.sh puts this folder on PYTHONPATH; shell scripts call `bound` in lib.sh):
+the truth comes from the same run, the tolerance is the stated one or 4.5
+sigma of the sampling error, whichever is wider, and the line printed says
+which sigma was used.
+
 Checks (each prints "ok ..." or "FAIL ..." on stderr):
   --min-samples N            total >= N
-  --expect-total N:PCT       total within PCT percent of N
+  --expect-total N:PCT       total within PCT percent of N, or within 4.5
+                             sigma of its sampling error if that is wider
+                             (see stat_bound: a count unless --rate)
+  --rate R                   the --value is a sum estimated by sampling one
+                             event per R of its units on average (a CPU
+                             period in ns, a heap or wait sampling rate)
   --shares F1,F2,...         the functions whose shares --expect-share uses
                              (commas inside (), <>, [] belong to the name)
                              (share = value / sum over these functions, by --by)
-  --expect-share F=P:TOL     share of F is P +- TOL percentage points
+  --expect-share F=P:TOL     share of F is P +- TOL percentage points, or
+                             +- 4.5 binomial sigma over the samples the
+                             --shares functions hold, if that is wider
+  --share-samples N          the number of samples the shares are drawn from
+                             (default: the --shares functions' total in the
+                             profile's first sample type when it is a count)
   --min-attributed FRAC      the --shares functions hold >= FRAC of the total
   --min-attributed-value N   the --shares functions hold >= N (in --value units)
   --expect-function REGEX    some function name matches (re.search)
@@ -39,6 +55,7 @@ pprof must not fill in (or demangle) names we failed to write. Use
 """
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -222,6 +239,86 @@ def summarize(prof, value_index=0):
     }
 
 
+SIGMAS = 4.5
+
+
+def stat_sigma(want, n=None, rate=None, share=False):
+    """The standard deviation of a sampled figure whose truth is want.
+    share:  want is a percentage of n samples (binomial), in points.
+    rate:   want is a sum estimated by sampling one event per rate of its
+            units on average, each kept event weighted to stand for rate
+            (CPU time at a timer period, bytes at a heap rate, wait time at
+            an off-CPU rate): variance <= rate * want.
+    else:   want is a count of independent events (Poisson): sqrt(want);
+            with n, an estimate made of n samples: want / sqrt(n)."""
+    if share:
+        if not n or n <= 0:
+            return 100.0
+        p = min(max(want / 100.0, 0.0), 1.0)
+        return 100.0 * math.sqrt(p * (1.0 - p) / n)
+    if rate:
+        return math.sqrt(max(rate * want, 0.0))
+    if n is not None:
+        return abs(want) / math.sqrt(n) if n > 0 else abs(want)
+    return math.sqrt(max(want, 0.0))
+
+
+def stat_bound(got, want, tol, n=None, rate=None, share=False, what="value", unit="",
+               side="both"):
+    """Checks a sampled figure against the truth measured in the same run.
+    tol is the stated tolerance: percentage points for a share, a fraction
+    of want otherwise. Passes within max(tol, 4.5 sigma) (stat_sigma says
+    which sigma) on both sides, or only below (side="low": got may exceed
+    want freely) or only above (side="high"); returns (ok, line), the line
+    naming both bounds so a wide sigma, which asks for more samples, is
+    visible in the log."""
+    sigma = stat_sigma(want, n=n, rate=rate, share=share)
+    stated = tol if share else tol * abs(want)
+    allowed = max(stated, SIGMAS * sigma)
+    dev = got - want
+    if side == "low":
+        ok = dev >= -allowed
+    elif side == "high":
+        ok = dev <= allowed
+    else:
+        ok = abs(dev) <= allowed
+    if share:
+        line = "%s %.2f%% is %.2f +- %.2f points (stated %g, 4.5 sigma %.2f over %s samples)" % (
+            what, got, want, allowed, tol, SIGMAS * sigma, n)
+    else:
+        rel = 100.0 * (got - want) / want if want else 0.0
+        src = ("sampled at rate %g" % rate) if rate else (
+            ("%g samples" % n) if n is not None else "Poisson")
+        line = "%s %.6g%s, truth %.6g%s (%+.1f%%), allowed +-%.1f%% (stated %g%%, 4.5 sigma %.1f%%, %s)" % (
+            what, got, unit, want, unit, rel, 100.0 * allowed / abs(want) if want else 0.0,
+            100.0 * tol, 100.0 * SIGMAS * sigma / abs(want) if want else 0.0, src)
+    if side != "both":
+        line += " (a %s bound)" % ("lower" if side == "low" else "upper")
+    if SIGMAS * sigma > stated:
+        line += " [4.5 sigma is wider than the stated tolerance: sample more]"
+    return ok, line
+
+
+def bound_main(argv):
+    """`pprof_check.py bound GOT WANT TOL [--n N] [--rate R] [--share]
+    [--side low|high] [--what NAME]`: stat_bound from a shell script; exit 1
+    if it fails."""
+    ap = argparse.ArgumentParser(prog="pprof_check.py bound")
+    ap.add_argument("got", type=float)
+    ap.add_argument("want", type=float)
+    ap.add_argument("tol", type=float)
+    ap.add_argument("--n", type=float)
+    ap.add_argument("--rate", type=float)
+    ap.add_argument("--share", action="store_true")
+    ap.add_argument("--side", choices=["both", "low", "high"], default="both")
+    ap.add_argument("--what", default="value")
+    a = ap.parse_args(argv)
+    ok, line = stat_bound(a.got, a.want, a.tol, n=a.n, rate=a.rate, share=a.share, what=a.what,
+                          side=a.side)
+    print(("ok   " if ok else "FAIL ") + line)
+    return 0 if ok else 1
+
+
 class Checker:
     def __init__(self):
         self.failed = 0
@@ -241,6 +338,8 @@ def main(argv=None):
     ap.add_argument("--by", choices=["self", "cum"], default="cum")
     ap.add_argument("--min-samples", type=float)
     ap.add_argument("--expect-total")
+    ap.add_argument("--rate", type=float)
+    ap.add_argument("--share-samples", type=float)
     ap.add_argument("--shares")
     ap.add_argument("--expect-share", action="append", default=[])
     ap.add_argument("--min-attributed", type=float)
@@ -265,9 +364,7 @@ def main(argv=None):
         c.check(total >= a.min_samples, "total %d >= %g" % (total, a.min_samples))
     if a.expect_total:
         n, pct = (float(x) for x in a.expect_total.split(":"))
-        c.check(abs(total - n) <= n * pct / 100.0,
-                "total %d within %g%% of %.1f (%+.1f%%)" % (total, pct, n,
-                                                            100.0 * (total - n) / n if n else 0))
+        c.check(*stat_bound(total, n, pct / 100.0, rate=a.rate, what="total"))
     counts = rep[a.by]
     if a.shares:
         names = split_names(a.shares)
@@ -280,13 +377,19 @@ def main(argv=None):
         if a.min_attributed_value is not None:
             c.check(denom >= a.min_attributed_value,
                     "%s hold %d (>= %g)" % (a.shares, denom, a.min_attributed_value))
+        nshare = a.share_samples
+        if nshare is None and a.expect_share:
+            if not prof["sample_types"][0].endswith("/count"):
+                raise SystemExit("pprof_check: --expect-share on %s needs --share-samples"
+                                 % prof["sample_types"][0])
+            nshare = sum(summarize(prof, 0)[a.by].get(f, 0) for f in names)
         for spec in a.expect_share:
             fn, rest = spec.rsplit("=", 1)
             p, tol = (float(x) for x in rest.split(":"))
             got = rep["shares"].get(fn, 0.0)
-            c.check(abs(got - p) <= tol,
-                    "share of %s %.2f%% is %g +- %g (%d of %d by %s)"
-                    % (fn, got, p, tol, counts.get(fn, 0), denom, a.by))
+            c.check(*stat_bound(got, p, tol, n=nshare, share=True,
+                                what="share of %s (%d of %d by %s)" % (fn, counts.get(fn, 0),
+                                                                      denom, a.by)))
     elif a.expect_share or a.min_attributed is not None or a.min_attributed_value is not None:
         raise SystemExit("pprof_check: --expect-share/--min-attributed(-value) need --shares")
     for rx in a.expect_function:
@@ -305,4 +408,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["bound"]:
+        sys.exit(bound_main(sys.argv[2:]))
     sys.exit(main())

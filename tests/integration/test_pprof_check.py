@@ -90,6 +90,46 @@ def build_profile():
     return p, tail, s
 
 
+def check_stat_bound():
+    """stat_bound's arithmetic, and the shell entry lib.sh's `bound` uses."""
+    sys.path.insert(0, HERE)
+    from pprof_check import stat_bound, stat_sigma
+    failed = 0
+    cases = [
+        # (args, kwargs, ok)
+        ((846, 1200, 0.2), {}, False),                  # the on-demand window's old truth
+        ((846, 846 * 1.05, 0.1), {}, True),
+        ((100, 130, 0.1), {}, True),                    # 4.5 sigma of 130 is 51.3
+        ((100, 160, 0.1), {}, False),
+        ((46, 50, 2), {"n": 1200, "share": True}, True),  # 4.5 sigma 6.50 points
+        ((43, 50, 2), {"n": 1200, "share": True}, False),
+        ((48.5, 50, 2), {"n": 10 ** 6, "share": True}, True),
+        ((47.5, 50, 2), {"n": 10 ** 6, "share": True}, False),
+        ((0.36e9, 0.264e9, 0.35), {"rate": 1e7}, True),   # 26 waits sampled at 10 ms
+        ((0.36e9, 0.264e9, 0.35), {"rate": 1e5}, False),
+        ((80, 100, 0.1), {"n": 10 ** 6, "side": "low"}, False),
+        ((80, 100, 0.1), {"n": 100, "side": "low"}, True),   # 4.5 sigma of 100 samples: 45%
+        ((200, 100, 0.1), {"side": "low"}, True),
+        ((200, 100, 0.1), {"side": "high"}, False),
+    ]
+    for args, kw, want in cases:
+        ok, line = stat_bound(*args, **kw)
+        good = ok == want
+        print(("ok   " if good else "FAIL ") + "stat_bound%s %s -> %s: %s" % (args, kw, ok, line))
+        failed += not good
+    for got, want in ((stat_sigma(100), 10.0), (stat_sigma(50, n=100, share=True), 5.0),
+                      (stat_sigma(4e8, rate=1e6), 2e7)):
+        good = abs(got - want) < 1e-9 * want
+        print(("ok   " if good else "FAIL ") + "stat_sigma %g (want %g)" % (got, want))
+        failed += not good
+    for argv, status in ((["bound", "846", "1200", "0.2"], 1), (["bound", "1150", "1200", "0.1"], 0)):
+        got = subprocess.run(CHECK + argv, stdout=subprocess.DEVNULL).returncode
+        good = got == status
+        print(("ok   " if good else "FAIL ") + "%s -> exit %d (want %d)" % (" ".join(argv), got, status))
+        failed += not good
+    return failed
+
+
 def main():
     body, tail, s = build_profile()
     data = body + b"".join(field_bytes(6, x.encode()) for x in s.table) + tail
@@ -126,12 +166,23 @@ def main():
 
         # Expectations pass and fail when they should (exit status 0 / 1).
         cases = [
-            (["--expect-total", "10:1"], 0), (["--expect-total", "20:10"], 1),
+            (["--expect-total", "10:1"], 0), (["--expect-total", "100:10"], 1),
+            # 20 +- 10% is 18..22, but 4.5 Poisson sigma of 20 samples is 20.1
+            (["--expect-total", "20:10"], 0),
+            # 100 ms against 80 ms +- 10%, sampled at 1 ms: within 4.5 sigma (50.3%)
+            (["--value", "cpu/nanoseconds", "--expect-total", "80000000:10", "--rate", "1000000"], 0),
+            (["--value", "cpu/nanoseconds", "--expect-total", "80000000:10", "--rate", "1"], 1),
             (["--min-samples", "10"], 0), (["--min-samples", "11"], 1),
             (["--shares", "helper_inlined,ns::caller(int, char)", "--by", "self",
               "--expect-share", "helper_inlined=62.5:0.1"], 0),
             (["--shares", "helper_inlined,ns::caller(int, char)", "--by", "self",
-              "--expect-share", "helper_inlined=50:2"], 1),
+              "--share-samples", "100000", "--expect-share", "helper_inlined=50:2"], 1),
+            # 8 samples: 4.5 binomial sigma around 50% is 79.5 points
+            (["--shares", "helper_inlined,ns::caller(int, char)", "--by", "self",
+              "--expect-share", "helper_inlined=50:2"], 0),
+            # shares of nanoseconds still count the samples of the first type (8)
+            (["--value", "cpu/nanoseconds", "--shares", "helper_inlined,ns::caller(int, char)",
+              "--by", "self", "--expect-share", "helper_inlined=50:2"], 0),
             (["--shares", "main", "--min-attributed", "1.0"], 0),
             (["--shares", "leaf_fn", "--min-attributed", "0.6"], 1),
             (["--shares", "leaf_fn,helper_inlined", "--by", "self",
@@ -149,6 +200,7 @@ def main():
             ok = got == status
             print(("ok   " if ok else "FAIL ") + "%s -> exit %d (want %d)" % (" ".join(args), got, status))
             failed += not ok
+    failed += check_stat_bound()
     print("%d failed" % failed)
     return 1 if failed else 0
 
