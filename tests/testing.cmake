@@ -17,6 +17,7 @@ target_link_libraries(pushprof_test_ref PUBLIC pushprof_proto_read pushprof_prot
 
 # pushprof_unit_test(NAME test_ring SOURCES test_ring.c LIBS pushprof_sdk_objs
 #                    [LABELS tsan] [TIMEOUT s]): labels unit, the folder, LABELS.
+# Exit 77 is a skip (every case PP_SKIPped, unit/pp_test.h), as for scripts.
 function(pushprof_unit_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -28,7 +29,7 @@ function(pushprof_unit_test)
   endif()
   pp_folder_label(folder)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "unit;${folder};${T_LABELS}"
-    TIMEOUT ${T_TIMEOUT})
+    TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77)
 endfunction()
 
 # What a script test needs to load the SDK into a process the build did not
@@ -60,6 +61,8 @@ if(PP_TEST_SAN_FLAGS)
 endif()
 
 # pushprof_script_test(NAME it_x COMMAND bash script args... LABELS integration)
+# A script that cannot check what it means here prints one line saying why
+# and exits 77: ctest reports it as skipped ("Not Run"), never as passed.
 function(pushprof_script_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
   # Output also lands in build/test-logs/NAME/ (run_logged.sh), which
@@ -74,5 +77,14 @@ function(pushprof_script_test)
   pp_folder_label(folder)
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS};${folder}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "PUSHPROF_BUILD_DIR=${CMAKE_BINARY_DIR};PUSHPROF_SOURCE_DIR=${CMAKE_SOURCE_DIR};PUSHPROF_TEST_LOG_DIR=${CMAKE_BINARY_DIR}/test-logs;PUSHPROF_TEST_NAME=${T_NAME};PUSHPROF_TEST_PRELOAD=${PP_TEST_PRELOAD_LIB};PUSHPROF_TEST_SAN_RUNTIME=${PP_TEST_SAN_RUNTIME};PUSHPROF_TEST_SAN_FLAGS=${PP_TEST_SAN_FLAGS};${T_ENVIRONMENT}"
-    FIXTURES_REQUIRED pushprof_test_logs)
+    FIXTURES_REQUIRED pushprof_test_logs SKIP_RETURN_CODE 77)
+endfunction()
+
+# pp_stat_tests(NAME...): labels tests whose checks are statistical or
+# timed (a share, a total, a rate, a delay against the run's own truth), so
+# tests/repeat.sh --label stat runs exactly them in a flake census.
+function(pp_stat_tests)
+  foreach(t ${ARGN})
+    set_property(TEST ${t} APPEND PROPERTY LABELS stat)
+  endforeach()
 endfunction()
