@@ -29,6 +29,8 @@ Checks (each prints "ok ..." or "FAIL ..." on stderr):
   --expect-total N:PCT       total within PCT percent of N, or within 4.5
                              sigma of its sampling error if that is wider
                              (see stat_bound: a count unless --rate)
+  --side low|high            --expect-total and --expect-attributed check one
+                             side only (low: at least N less the bound)
   --rate R                   the --value is a sum estimated by sampling one
                              event per R of its units on average (a CPU
                              period in ns, a heap or wait sampling rate)
@@ -43,6 +45,7 @@ Checks (each prints "ok ..." or "FAIL ..." on stderr):
                              profile's first sample type when it is a count)
   --min-attributed FRAC      the --shares functions hold >= FRAC of the total
   --min-attributed-value N   the --shares functions hold >= N (in --value units)
+  --expect-attributed N:PCT  the --shares functions hold N, as --expect-total
   --expect-function REGEX    some function name matches (re.search)
   --forbid-function REGEX    no function name matches
   --expect-system-name REGEX some function's system_name (shown by pprof
@@ -339,6 +342,8 @@ def main(argv=None):
     ap.add_argument("--min-samples", type=float)
     ap.add_argument("--expect-total")
     ap.add_argument("--rate", type=float)
+    ap.add_argument("--side", choices=["both", "low", "high"], default="both")
+    ap.add_argument("--expect-attributed")
     ap.add_argument("--share-samples", type=float)
     ap.add_argument("--shares")
     ap.add_argument("--expect-share", action="append", default=[])
@@ -364,7 +369,7 @@ def main(argv=None):
         c.check(total >= a.min_samples, "total %d >= %g" % (total, a.min_samples))
     if a.expect_total:
         n, pct = (float(x) for x in a.expect_total.split(":"))
-        c.check(*stat_bound(total, n, pct / 100.0, rate=a.rate, what="total"))
+        c.check(*stat_bound(total, n, pct / 100.0, rate=a.rate, what="total", side=a.side))
     counts = rep[a.by]
     if a.shares:
         names = split_names(a.shares)
@@ -374,6 +379,10 @@ def main(argv=None):
             frac = denom / total if total else 0.0
             c.check(frac >= a.min_attributed,
                     "%s hold %.3f of all samples (>= %g)" % (a.shares, frac, a.min_attributed))
+        if a.expect_attributed:
+            n, pct = (float(x) for x in a.expect_attributed.split(":"))
+            c.check(*stat_bound(denom, n, pct / 100.0, rate=a.rate, side=a.side,
+                                what="%s hold" % a.shares))
         if a.min_attributed_value is not None:
             c.check(denom >= a.min_attributed_value,
                     "%s hold %d (>= %g)" % (a.shares, denom, a.min_attributed_value))
@@ -390,8 +399,10 @@ def main(argv=None):
             c.check(*stat_bound(got, p, tol, n=nshare, share=True,
                                 what="share of %s (%d of %d by %s)" % (fn, counts.get(fn, 0),
                                                                       denom, a.by)))
-    elif a.expect_share or a.min_attributed is not None or a.min_attributed_value is not None:
-        raise SystemExit("pprof_check: --expect-share/--min-attributed(-value) need --shares")
+    elif (a.expect_share or a.min_attributed is not None or a.min_attributed_value is not None
+          or a.expect_attributed):
+        raise SystemExit("pprof_check: --expect-share/--expect-attributed/--min-attributed(-value)"
+                         " need --shares")
     for rx in a.expect_function:
         hit = [f for f in rep["functions"] if re.search(rx, f)]
         c.check(bool(hit), "a function matches /%s/ (%s)" % (rx, ", ".join(hit[:3]) or "none"))

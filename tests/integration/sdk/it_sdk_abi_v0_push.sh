@@ -10,10 +10,15 @@ start_sidecar abi --batch-window 60
   fail "wl_abi_v0 exited $?: $(cat "$W/app.out" "$W/app.err")"
 stop_and_export
 json=$(profiles_json "$svc")
-python3 - "$json" <<'PY' || fail "the $svc profile: $json"
+cpu=$(sed -n 's/^cpu_seconds=//p' "$W/app.out")
+python3 - "$json" "$cpu" <<'PY' || fail "the $svc profile: $json"
 import json, sys
+from pprof_check import stat_bound
 r = json.loads(sys.argv[1])
-assert r["total"] >= 25, "%d samples for 0.5 s at 100 Hz" % r["total"]
+ok, line = stat_bound(r["total"], float(sys.argv[2]) * 100, 0.5, side="low",
+                      what="samples for %s CPU s at 100 Hz" % sys.argv[2])
+print(("ok   " if ok else "FAIL ") + line)
+assert ok
 assert "abi_v0_spin" in r["functions"], r["functions"][:20]
 print("ok %d samples pushed as the 0.1 struct's service" % r["total"])
 PY

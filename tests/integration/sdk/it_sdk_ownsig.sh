@@ -35,9 +35,9 @@ own=$(out_value own_signals)
 foreign=$(out_value foreign_signals)
 echo "cpu ${cpu}s, own signals $own, foreign signals $foreign"
 [ "$foreign" -eq 0 ] || fail "$foreign of our signals reached the program's handler (or its setup failed)"
-python3 -c "import sys; sys.exit(0 if $own >= 0.3*$cpu*100 else 1)" ||
+bound "$own" "$(calc "$cpu*100")" 0.7 --side low --what "the program's own signals" ||
   fail "the program received $own of its own signals, expected >= 30% of $(calc "$cpu*100")"
 prof=$(the_profile)
-"${CHECK[@]}" "$prof" --value samples/count --min-samples "$(calc "0.7*$cpu*100")" \
+"${CHECK[@]}" "$prof" --value samples/count --expect-total "$(calc "$cpu*100")":30 --side low \
   --shares ownsig_spin --min-attributed 0.9 >"$T/report.json"
 echo "pass ($mode, $sig${late:+, installed late})"
