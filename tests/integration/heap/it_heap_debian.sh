@@ -10,7 +10,7 @@
 # samples per run; the default rate is the same estimator with fewer.
 . "$(dirname "$0")/../lib.sh"
 PRELOAD=$PRELOAD_HEAP # the SDK and libpushprof_heap.so
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's malloc comes first (see it_heap_sites)"; exit 0; }
+[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's malloc comes first (see it_heap_sites)"; exit 77; }
 command -v heaptrack >/dev/null || fail "heaptrack not found (bash tests/deps.sh installs it)"
 command -v sqlite3 >/dev/null || fail "sqlite3 not found (bash tests/deps.sh installs it)"
 D=$(dirname "$0")

@@ -5,7 +5,7 @@
 # with the workload's known sites and live heap.
 . "$(dirname "$0")/../lib.sh"
 PRELOAD=$PRELOAD_HEAP # the SDK and libpushprof_heap.so
-[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's malloc comes first (see it_heap_sites)"; exit 0; }
+[ -n "$SAN_RUNTIME" ] && { echo "skip: a sanitizer's malloc comes first (see it_heap_sites)"; exit 77; }
 start_sidecar heap --batch-window 1
 export PUSHPROF_SOCKET=$SOCK PUSHPROF_SERVICE=heapsvc PUSHPROF_PROFILES=cpu,heap \
   PUSHPROF_HEAP_RATE=65536 PUSHPROF_EXIT_TIMEOUT_MS=10000
