@@ -428,8 +428,7 @@ static void *register_and_wait(void *arg) {
 
 static void case_thread_register_elimit_past_the_thread_table(void) {
 #if defined(__SANITIZE_THREAD__)
-  fprintf(stderr, "  skipped under TSan (4200 threads)\n");
-  return;
+  PP_SKIP("under TSan (4200 threads)");
 #endif
   pushprof_options o = PUSHPROF_OPTIONS_INIT;
   o.output_path = "/tmp/pushprof-test-api-many.pb.gz";
