@@ -19,6 +19,21 @@ build() { # build DIR [cmake args...]
   cmake --build "$dir" -j"$jobs"
 }
 
+# run_ctest WHAT [ctest args...]: ctest, then how many of WHAT's tests
+# skipped (exit 77) and which, so that a skip is never read as a pass (each
+# says why in its output: Testing/Temporary/LastTest.log of the build).
+# Returns ctest's exit status.
+run_ctest() {
+  local what=$1 log rc=0 skipped
+  shift
+  log=$(mktemp /tmp/pushprof-ctest.XXXXXX)
+  ctest "$@" | tee "$log" || rc=$?
+  skipped=$(sed -n 's/^[[:space:]]*[0-9][0-9]* - \(.*\) (Skipped)$/\1/p' "$log" | paste -sd' ' -)
+  rm -f "$log"
+  echo "$what: $(wc -w <<<"$skipped") skipped${skipped:+: $skipped}"
+  return "$rc"
+}
+
 phase "clang-format"
 # The checked-in .clang-format is the style; a file that differs fails CI.
 git ls-files '*.c' '*.h' '*.cpp' | xargs clang-format --dry-run --Werror
@@ -26,7 +41,7 @@ echo "clang-format: $(git ls-files '*.c' '*.h' '*.cpp' | wc -l) files clean"
 
 phase "normal build"
 build build-ci
-ctest --test-dir build-ci --output-on-failure -j2
+run_ctest "normal build" --test-dir build-ci --output-on-failure -j2
 
 phase "ASan+UBSan"
 # Unit, fuzz-corpus and integration tests, the SDK's stress cases included:
@@ -54,12 +69,13 @@ t0=$(date +%s)
 # RUNS: it_example_batch_job's job count (50 by default, ~90 s under ASan on
 # 2 busy cores, near its 120 s limit); 15 check the same path.
 RUNS=15 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-ci-asan --output-on-failure -L 'unit|fuzz|integration' -E "$asan_skip" -j2
+  run_ctest "ASan+UBSan" --test-dir build-ci-asan --output-on-failure -L 'unit|fuzz|integration' \
+    -E "$asan_skip" -j2
 echo "ASan+UBSan tests: $(($(date +%s) - t0)) s"
 
 phase "TSan"
 build build-ci-tsan -DPUSHPROF_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-ci-tsan --output-on-failure -L tsan -j2
+TSAN_OPTIONS=halt_on_error=1 run_ctest TSan --test-dir build-ci-tsan --output-on-failure -L tsan -j2
 phase "arm64 (cross build, tests under qemu-user)"
 # The whole tree cross-built for aarch64 (cmake/aarch64-linux-gnu.cmake),
 # the SDK, sidecar and command installed; then, under qemu-aarch64, the
@@ -89,8 +105,9 @@ DESTDIR="$PWD/build-ci-arm64/staging" cmake --install build-ci-arm64 --prefix /u
 readelf -h build-ci-arm64/staging/usr/local/bin/pushprof-sidecar | grep -q 'Machine: *AArch64' ||
   { echo "arm64: the installed sidecar is not an aarch64 program" >&2; exit 1; }
 arm64_skip='^(test_api|test_sampler_linux|test_otel_ctx|test_elfsym|test_elfsym_nopie|test_elfsym_file.*|test_otel_read|test_otel_foreign)$'
-ctest --test-dir build-ci-arm64 --output-on-failure --no-tests=error -j2 -L unit -L sdk -E "$arm64_skip"
-ctest --test-dir build-ci-arm64 --output-on-failure --no-tests=error -L arm64
+run_ctest "arm64 SDK unit" --test-dir build-ci-arm64 --output-on-failure --no-tests=error -j2 -L unit -L sdk \
+  -E "$arm64_skip"
+run_ctest arm64 --test-dir build-ci-arm64 --output-on-failure --no-tests=error -L arm64
 echo "arm64 phase: $(($(date +%s) - t0)) s"
 
 phase "done"
