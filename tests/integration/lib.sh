@@ -72,7 +72,7 @@ on_exit() {
     mkdir -p "$PUSHPROF_TEST_LOG_DIR/$PUSHPROF_TEST_NAME" &&
       cp "$W"/sidecar*.log "$PUSHPROF_TEST_LOG_DIR/$PUSHPROF_TEST_NAME/" 2>/dev/null || true
   fi
-  if [ $rc -ne 0 ]; then
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then # 77: skipped, nothing to show
     echo "--- sidecar logs ($W) ---" >&2
     for f in "$W"/sidecar*.log; do if [ -f "$f" ]; then echo "== $f" >&2; tail -40 "$f" >&2; fi; done
   else
