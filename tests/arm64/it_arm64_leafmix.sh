@@ -3,7 +3,9 @@
 # aarch64 -O2 -fomit-frame-pointer, run under qemu-aarch64 with the SDK
 # preloaded, linked with libpushprof.so or with libpushprof.a. The profile
 # must give func_a/b/c their measured shares (+-3 points: emulation adds
-# jitter to the CPU clocks), `leaf` its caller in every sample, and every
+# jitter to the CPU clocks; or 4.5 binomial sigma over the samples if wider,
+# ~8 points at 3 s x 250 Hz: sk_leafmix_check.py prints the bound used),
+# `leaf` its caller in every sample, and every
 # such stack `worker` and the thread's root in libc above it.
 #   it_arm64_leafmix.sh nofp|pac preload|linked|static
 # pac: also -mbranch-protection=pac-ret (return addresses signed; qemu's

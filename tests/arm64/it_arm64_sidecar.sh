@@ -3,7 +3,9 @@
 # the 50/30/20 workload (linked) pushes through the socket to an aarch64
 # pushprof-sidecar exporting to file://, and the aarch64 `pushprof top`
 # reads the export back; it must agree with go tool pprof -top on the same
-# file and show `leaf` with most of the samples.
+# file and show `leaf` with most of the samples; func_a/b/c get the shares
+# the workload measured (sk_leafmix_check.py: 3 points, or 4.5 binomial
+# sigma over the samples if wider).
 . "$(dirname "$0")/../integration/lib.sh"
 QEMU=$(command -v qemu-aarch64) || fail "qemu-aarch64 not found (tests/deps.sh --arch arm64)"
 # lib.sh runs "$SIDECAR" and "$CLI": wrappers that run them under qemu.
