@@ -165,7 +165,9 @@ static double root(double x) {
     r = 0.5 * (r + x / r);
   return r;
 }
-static double larger(double a, double b) { return a > b ? a : b; }
+static double larger(double a, double b) {
+  return a > b ? a : b;
+}
 
 static void test_estimates_are_unbiased(void) {
   start(4096);
@@ -202,8 +204,8 @@ static void test_estimates_are_unbiased(void) {
            so = root(var_oa);
     double ba = larger(0.05 * (double)truth_a, 4.5 * sa),
            bb = larger(0.05 * (double)truth_b, 4.5 * sb), bo = larger(0.05 * (double)n_a, 4.5 * so);
-    fprintf(stderr, "  sigma: bytes a %.0f, b %.0f, objects a %.0f; allowed +-%.0f, %.0f, %.0f\n", sa,
-            sb, so, ba, bb, bo);
+    fprintf(stderr, "  sigma: bytes a %.0f, b %.0f, objects a %.0f; allowed +-%.0f, %.0f, %.0f\n",
+            sa, sb, so, ba, bb, bo);
     PP_CHECK(ea >= (double)truth_a - ba && ea <= (double)truth_a + ba);
     PP_CHECK(eb >= (double)truth_b - bb && eb <= (double)truth_b + bb);
     PP_CHECK(oa >= (double)n_a - bo && oa <= (double)n_a + bo);
