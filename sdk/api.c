@@ -33,6 +33,7 @@ static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static env_config api_cfg;       /* guarded by api_lock */
 static atomic_int api_started;   /* written under api_lock */
 static atomic_int api_pid;       /* the process that started profiling */
+static int api_forked;           /* a forked child's profile (fork handler, then api_lock) */
 static int api_atexit_installed; /* guarded by api_lock */
 
 /* In a setuid/setgid program (AT_SECURE) the environment belongs to the
@@ -177,21 +178,35 @@ static void api_at_exit(void) {
   (void)api_final_flush();
 }
 
+/* 1 if no profile type has anything to push or write. */
+static int nothing_to_write(int pushing) {
+  if (pushing)
+    return push_nothing_to_send();
+  for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1)
+    if ((api_cfg.profiles & bit) && !profiles_window_empty(bit))
+      return 0;
+  return 1;
+}
+
 int api_final_flush(void) {
   /* A forked child that did not restart, or a vfork/posix_spawn child
    * (which shares our memory): its profile is not ours to write. */
   if (!atomic_load(&api_started) || getpid() != (pid_t)atomic_load(&api_pid))
     return 0;
-  /* Nothing sampled and nothing waiting (most short commands): no profile,
-   * no helper thread, and the SDK's threads are left to the exit rather
-   * than woken and joined (each join waits for the scheduler). */
-  if (push_active()) {
+  /* Nothing sampled and nothing waiting (most short commands, most forked
+   * children): no push and no file (a standalone parent still writes its
+   * possibly empty profile, as gperftools does), no helper thread, and the
+   * SDK's threads are left to the exit rather than woken and joined (each
+   * join waits for the scheduler). */
+  int pushing = push_active();
+  if (pushing || api_forked) {
     sampler_quiesce(); /* no sample after the check below */
-    if (push_nothing_to_send() && pthread_mutex_lock(&api_lock) == 0) {
+    if (nothing_to_write(pushing) && pthread_mutex_lock(&api_lock) == 0) {
       int left = 0;
-      if (atomic_load(&api_started) && push_nothing_to_send()) {
+      if (atomic_load(&api_started) && nothing_to_write(pushing)) {
         sampler_leave();
-        (void)push_leave_empty();
+        if (pushing)
+          (void)push_leave_empty();
         atomic_store(&api_started, 0);
         left = 1;
       }
@@ -278,7 +293,8 @@ static void publish_otel_ctx(const env_config *cfg) {
 }
 
 /* fork(): the child gets a fresh profile of its own (its pid, its threads,
- * none of the parent's samples) and pushes it at its own exit. */
+ * none of the parent's samples) and pushes or writes it at its own exit,
+ * exec or _exit, unless it has nothing in it. */
 static void api_atfork_prepare(void) {
   pthread_mutex_lock(&api_lock);
 }
@@ -291,13 +307,9 @@ static void api_atfork_child(void) {
   pthread_mutex_unlock(&api_lock);
   if (!atomic_load(&api_started))
     return;
-  if (!api_cfg.socket_path[0]) { /* standalone: the child writes nothing */
-    heap_stop();
-    wait_stop();
-    return;
-  }
   char err[256];
-  push_atfork_child();
+  if (api_cfg.socket_path[0])
+    push_atfork_child();
   atomic_store(&api_started, 0);
   sampler_stop();
   sampler_config sc = {.hz = api_cfg.hz,
@@ -318,6 +330,7 @@ static void api_atfork_child(void) {
     return;
   publish_otel_ctx(&api_cfg);
   atomic_store(&api_pid, (int)getpid());
+  api_forked = 1;
   atomic_store(&api_started, 1);
 }
 

@@ -3,6 +3,8 @@
 # Shared by the README's two commands (examples/demo.sh and tests/ci.sh).
 # chromium (test-only): it_views_browser opens the flame graphs in it.
 # heaptrack (test-only): it_heap_debian compares heap profiles with it.
+# nginx-light, apache2-utils (test-only): it_sdk_fork_nginx profiles nginx's
+# forked workers under ab's load.
 # libjemalloc2 (test-only): heap_overhead_bench.py runs jemalloc's heap profiler beside pushprof's.
 # python3-protobuf (test-only): the OTLP receiver of tests/integration/otlp decodes with it.
 # --arch arm64 adds what the aarch64 cross build (cmake/aarch64-linux-gnu.cmake)
@@ -22,7 +24,8 @@ pkgs=(cmake make gcc g++ pkg-config git protobuf-c-compiler libprotobuf-c-dev zl
   python3-protobuf
   libelf-dev libdw-dev libmicrohttpd-dev libinih-dev libssl-dev libcurl4-openssl-dev libjansson-dev libxml2-dev
   golang-go libgoogle-perftools-dev python3 python3-yaml clang clang-format libclang-rt-14-dev curl
-  util-linux procps xz-utils sqlite3 linux-perf binutils chromium heaptrack libjemalloc2)
+  util-linux procps xz-utils sqlite3 linux-perf binutils chromium heaptrack libjemalloc2
+  nginx-light apache2-utils)
 # npm (test-only: s3rver) may come from Debian or from a NodeSource nodejs that
 # bundles it and conflicts with Debian's npm package: ask only when it is absent.
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

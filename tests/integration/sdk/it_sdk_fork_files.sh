@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Standalone files of forked children (PUSHPROF_OUTPUT with %p, no
+# sidecar): wl_fork_children forks two children that burn 1 s of CPU in
+# child_work() (200 Hz: ~200 samples, 4.5 Poisson sigma 32%) and end by exit(), by returning from main, by _exit()
+# (preload library only) or after forking a grandchild of their own. Each
+# child and grandchild writes its own file, named by its pid, holding its
+# own function and none of its parent's, with child_work's samples within
+# 10% (or 4.5 Poisson sigma) of the CPU wait4 measured for it x 200 Hz.
+# A child that exits before its first sample writes nothing. The parent
+# writes its own file as always.
+#   it_sdk_fork_files.sh preload|linked
+. "$(dirname "$0")/../lib.sh"
+mode=$1
+mkdir -p "$T/prof"
+export PUSHPROF_OUTPUT="$T/prof/fk-%p.pb.gz" PUSHPROF_HZ=200
+hows="exit return grandchild"
+[ "$mode" = preload ] && hows="$hows _exit"
+for how in $hows quick; do
+  rm -f "$T"/prof/*
+  run_workload "$mode" wl_fork_children "$how" 2 1
+  files=$(ls "$T/prof")
+  # The parent's own file, then one per child (and grandchild) that worked.
+  kids=$(sed -n 's/^\(grand\)\{0,1\}child=\([0-9]*\) .*/\2/p' "$T/out")
+  want=$((1 + $(wc -w <<<"$kids")))
+  [ "$how" = quick ] && want=1
+  [ "$(wc -w <<<"$files")" -eq "$want" ] ||
+    fail "$how: want $want files (the parent's and one per working child), got: $files ($(cat "$T/out"))"
+  ls "$T"/prof/*.tmp.* >/dev/null 2>&1 && fail "$how: a temporary file was left behind"
+  [ "$how" = quick ] && { echo "ok $how: only the parent's file ($files)"; continue; }
+  while read -r who pid cpu; do
+    f=$T/prof/fk-$pid.pb.gz
+    [ -s "$f" ] || fail "$how: no file for $who $pid: $files"
+    fn=child_work
+    [ "$who" = grandchild ] && fn=grandchild_work
+    "${CHECK[@]}" "$f" --value samples/count --shares "$fn" --expect-attributed "$(calc "$cpu*200")":10 \
+      --forbid-function '^parent_work$' --quiet || fail "$how: $who $pid's profile ($cpu CPU s)"
+  done < <(sed -n 's/^\(child\|grandchild\)=\([0-9]*\) cpu_seconds=\(.*\)/\1 \2 \3/p' "$T/out")
+  echo "ok $how: $(wc -w <<<"$files") files, each child's own"
+done
+echo "pass ($mode)"
