@@ -22,6 +22,7 @@
 #include "options.h"
 #include "pp_gzip.h"
 #include "profiles.h"
+#include "term.h"
 #include "push.h"
 #include "sdk_log.h"
 #include "threads_linux.h"
@@ -127,6 +128,7 @@ done:
 /* Stops sampling and writes the last window. Caller holds api_lock. */
 static int stop_locked(void) {
   int rc = 0;
+  term_disarm();
   sampler_stop();
   atomic_store(&api_started, 0);
   if (push_active()) /* the sidecar path owns the last window */
@@ -308,6 +310,7 @@ static void api_atfork_child(void) {
   if (!atomic_load(&api_started))
     return;
   char err[256];
+  term_atfork_child();
   if (api_cfg.socket_path[0])
     push_atfork_child();
   atomic_store(&api_started, 0);
@@ -414,6 +417,8 @@ int pushprof_start(const pushprof_options *opts) {
     wait_stop();
     goto out;
   }
+  if (!cfg.socket_path[0] && cfg.handle_term_signals)
+    term_arm(api_on_term);
   api_cfg = cfg;
   publish_otel_ctx(&cfg);
   atomic_store(&api_pid, (int)getpid());

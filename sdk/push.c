@@ -780,7 +780,7 @@ static void term_handler(int signo) {
 }
 
 void push_install_term_handlers(void) {
-  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
     struct sigaction old;
     if (sampler_own_sigaction(sigs[i], NULL, &old) != 0)

@@ -91,7 +91,7 @@ typedef struct pushprof_options {
   const char *socket_path;  /* push to the sidecar at this Unix socket */
   int upload_period_s;      /* seconds between pushes (default 10) */
   int exit_timeout_ms;      /* bound on the flush at exit (default 2000) */
-  int handle_term_signals;  /* 1: flush on SIGTERM/SIGINT/SIGHUP left at default */
+  int handle_term_signals;  /* 1: flush on SIGTERM/INT/HUP/QUIT left at default */
   const char *spool_dir;    /* sidecar spool to write into if it is down at exit */
   int backlog;              /* unsent profiles kept in memory (default 6) */
   int reserved0;            /* must be 0 (a later version's field) */

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # Standalone files of forked children (PUSHPROF_OUTPUT with %p, no
 # sidecar): wl_fork_children forks two children that burn 1 s of CPU in
-# child_work() (200 Hz: ~200 samples, 4.5 Poisson sigma 32%) and end by exit(), by returning from main, by _exit()
-# (preload library only) or after forking a grandchild of their own. Each
-# child and grandchild writes its own file, named by its pid, holding its
-# own function and none of its parent's, with child_work's samples within
-# 10% (or 4.5 Poisson sigma) of the CPU wait4 measured for it x 200 Hz.
-# A child that exits before its first sample writes nothing. The parent
-# writes its own file as always.
+# child_work() (200 Hz: ~200 samples, 4.5 Poisson sigma 32%) and end by
+# exit(), by returning from main, after forking a grandchild of their own,
+# and in the preload library (where the handlers are on by default) by
+# _exit() or killed by SIGTERM, SIGINT or SIGQUIT left at their default
+# action (each must still die of its signal, its profile written first).
+# Each child and grandchild writes its own file, named by its pid, holding
+# its own function and none of its parent's, with child_work's samples
+# within 10% (or 4.5 Poisson sigma) of the CPU wait4 measured for it x
+# 200 Hz. A child that exits before its first sample writes nothing. The
+# parent writes its own file as always.
 #   it_sdk_fork_files.sh preload|linked
 . "$(dirname "$0")/../lib.sh"
 mode=$1
 mkdir -p "$T/prof"
 export PUSHPROF_OUTPUT="$T/prof/fk-%p.pb.gz" PUSHPROF_HZ=200
 hows="exit return grandchild"
-[ "$mode" = preload ] && hows="$hows _exit"
+[ "$mode" = preload ] && hows="$hows _exit SIGTERM SIGINT SIGQUIT"
 for how in $hows quick; do
   rm -f "$T"/prof/*
   run_workload "$mode" wl_fork_children "$how" 2 1

@@ -4,12 +4,14 @@
  * HOW: exit (exit(0) in the child's function), return (main's return,
  * which ends in exit), _exit, quick (exit(0) at once: no CPU, so no
  * sample), grandchild (each child forks a grandchild that works, then
- * works itself). The parent works a little itself (parent_work) and waits
- * for every child; for each it prints child=PID cpu_seconds=S (the child's
- * CPU from wait4's rusage, less its grandchild's: the truth its profile is
- * checked against), and grandchild=PID cpu_seconds=S as the child reports
- * it through a pipe.
- * Exits 0 when every child exited 0. */
+ * works itself), SIGTERM, SIGINT, SIGQUIT (the child works on until the
+ * parent, told it worked that long, sends the signal, left at its default
+ * action; the child must die of it, without a core). The parent works a little itself (parent_work)
+ * and waits for every child; for each it prints child=PID cpu_seconds=S (the child's CPU from
+ * wait4's rusage, less its grandchild's: the truth its profile is checked against), and
+ * grandchild=PID cpu_seconds=S as the child reports it through a pipe. Exits 0 when every child
+ * exited 0. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,21 +30,39 @@ static double rusage_cpu(const struct rusage *ru) {
          (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
 }
 
-/* Waits for pid; its CPU, or -1 if it did not exit 0. */
-static double reap(pid_t pid) {
+/* Waits for pid; its CPU, or -1 if it did not exit 0 (die of signal sig,
+ * if not 0). */
+static double reap(pid_t pid, int sig) {
   int st = 0;
   struct rusage ru;
-  if (wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+  if (wait4(pid, &st, 0, &ru) != pid ||
+      !(sig ? WIFSIGNALED(st) && WTERMSIG(st) == sig : WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
     fprintf(stderr, "wl_fork_children: child %d ended with status 0x%x\n", (int)pid, st);
     return -1;
   }
   return rusage_cpu(&ru);
 }
 
+static int how_signal(const char *how) {
+  return strcmp(how, "SIGTERM") == 0   ? SIGTERM
+         : strcmp(how, "SIGINT") == 0  ? SIGINT
+         : strcmp(how, "SIGQUIT") == 0 ? SIGQUIT
+                                       : 0;
+}
+
 /* The child's life; returns only for HOW=return. */
-static void child(const char *how, double seconds, int report_fd) {
+static void child(const char *how, double seconds, int report_fd, int ready_fd) {
   if (strcmp(how, "quick") == 0)
     exit(0);
+  if (how_signal(how)) {
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    child_work(seconds);
+    if (write(ready_fd, "r", 1) != 1)
+      exit(1);
+    for (;;)
+      child_work(1.0);
+  }
   if (strcmp(how, "grandchild") == 0) {
     pid_t g = fork();
     if (g < 0)
@@ -52,7 +72,7 @@ static void child(const char *how, double seconds, int report_fd) {
       exit(0);
     }
     child_work(seconds);
-    double cpu = reap(g);
+    double cpu = reap(g, 0);
     dprintf(report_fd, "%d %d %.6f\n", (int)getpid(), (int)g, cpu);
     exit(cpu < 0);
   }
@@ -65,21 +85,22 @@ static void child(const char *how, double seconds, int report_fd) {
 
 int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "";
-  static const char *const hows[] = {"exit", "return", "_exit", "quick", "grandchild"};
+  static const char *const hows[] = {"exit",       "return",  "_exit",  "quick",
+                                     "grandchild", "SIGTERM", "SIGINT", "SIGQUIT"};
   int known = 0;
   for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++)
     known |= strcmp(how, hows[i]) == 0;
   int n = argc > 2 ? atoi(argv[2]) : 2;
   double seconds = argc > 3 ? atof(argv[3]) : 0.2;
   if (!known || n < 1 || n > 1000 || !(seconds >= 0 && seconds <= 60)) {
-    fprintf(stderr, "usage: wl_fork_children exit|return|_exit|quick|grandchild [1..1000 "
-                    "children] [0..60 seconds each]\n");
+    fprintf(stderr, "usage: wl_fork_children exit|return|_exit|quick|grandchild|SIGTERM|SIGINT|"
+                    "SIGQUIT [1..1000 children] [0..60 seconds each]\n");
     return 2;
   }
   wl_start();
   parent_work(0.05);
-  int fds[2];
-  if (pipe(fds) != 0) {
+  int fds[2], ready[2];
+  if (pipe(fds) != 0 || pipe(ready) != 0) {
     perror("wl_fork_children: pipe");
     return 1;
   }
@@ -95,17 +116,26 @@ int main(int argc, char **argv) {
     }
     if (kids[i] == 0) {
       close(fds[0]);
-      child(how, seconds, fds[1]);
+      close(ready[0]);
+      child(how, seconds, fds[1], ready[1]);
       return 0; /* HOW=return: main's return runs exit */
     }
   }
   close(fds[1]);
+  close(ready[1]);
+  int sig = how_signal(how);
+  char r;
+  for (int i = 0; sig && i < n; i++)
+    if (read(ready[0], &r, 1) != 1)
+      return 1;
+  for (int i = 0; sig && i < n; i++)
+    kill(kids[i], sig);
   int bad = 0;
   double *cpu = calloc((size_t)n, sizeof *cpu);
   if (!cpu)
     return 1;
   for (int i = 0; i < n; i++) {
-    cpu[i] = reap(kids[i]);
+    cpu[i] = reap(kids[i], sig);
     bad |= cpu[i] < 0;
   }
   /* A reaped grandchild's CPU is in its parent's rusage: take it out. */

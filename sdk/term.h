@@ -1,0 +1,25 @@
+/* Termination signals for standalone profiling: a SIGTERM, SIGINT, SIGHUP or
+ * SIGQUIT that the program leaves at its default action first writes the
+ * last window, then kills the process exactly as the default action would
+ * (same signal, same exit status, a core for SIGQUIT where cores are on).
+ * The push path has its own (push_install_term_handlers): this module is
+ * for a process with no sidecar. */
+#ifndef PUSHPROF_TERM_H
+#define PUSHPROF_TERM_H
+
+/* Installs the handlers on the signals still at SIG_DFL and arms them:
+ * on_term runs once, on a thread of the SDK's own, then the signal is
+ * raised again at its default action. Call with profiling started (the
+ * collector thread, woken by the handler, starts that thread). Not
+ * thread-safe against term_disarm; call under the API's lock. */
+void term_arm(void (*on_term)(void));
+
+/* After a stop: a term signal takes its default action at once (the
+ * handlers stay installed, forwarding). Idempotent. */
+void term_disarm(void);
+
+/* In a forked child, before it arms again: forgets a signal its parent
+ * caught. */
+void term_atfork_child(void);
+
+#endif
