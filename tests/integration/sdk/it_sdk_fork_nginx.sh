@@ -9,6 +9,9 @@
 #          (nogroup) and their uid allowed (--allow-uid): each worker's
 #          push is accepted under its pid, and the service's merged
 #          profile holds the processes' CPU together.
+# files, then: a directory the workers may not write in gets each worker
+#          one line on its stderr (nginx's error log) naming the path and
+#          the reason, and the master's file is still written.
 # Either way the profiles name nginx's request path (ngx_http_*) and hold
 # the CPU x 250 Hz (read from /proc/PID/stat before the stop) within 10%,
 # or 4.5 Poisson sigma: 200,000 requests give each worker ~1.5 s of CPU,
@@ -52,16 +55,20 @@ if [ "$mode" = sidecar ]; then
   chmod 755 "$(dirname "$SOCK")"
   env_mode=(PUSHPROF_SOCKET="$SOCK" PUSHPROF_SERVICE=nginx)
 fi
-env "${env_mode[@]}" LD_PRELOAD="$PRELOAD" nginx -p "$W" -c "$W/nginx.conf" -g 'daemon off;' \
-  >"$W/nginx.out" 2>&1 &
-master=$!
-for _ in $(seq 100); do
-  curl -sf -o /dev/null "http://127.0.0.1:$port/index.html" && break
-  kill -0 "$master" 2>/dev/null || fail "nginx exited at start: $(cat "$W/nginx.out" "$W/logs/error.log")"
-  sleep 0.1
-done
-workers=$(pgrep -P "$master" | sort -n | paste -sd' ')
-[ "$(wc -w <<<"$workers")" -eq 2 ] || fail "want 2 workers of $master, got '$workers'"
+# start_nginx ENV...: nginx under LD_PRELOAD with ENV; sets master, workers.
+start_nginx() {
+  env "$@" LD_PRELOAD="$PRELOAD" nginx -p "$W" -c "$W/nginx.conf" -g 'daemon off;' \
+    >"$W/nginx.out" 2>&1 &
+  master=$!
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$port/index.html" && break
+    kill -0 "$master" 2>/dev/null || fail "nginx exited at start: $(cat "$W/nginx.out" "$W/logs/error.log")"
+    sleep 0.1
+  done
+  workers=$(pgrep -P "$master" | sort -n | paste -sd' ')
+  [ "$(wc -w <<<"$workers")" -eq 2 ] || fail "want 2 workers of $master, got '$workers'"
+}
+start_nginx "${env_mode[@]}"
 ab -q -k -n 200000 -c 8 "http://127.0.0.1:$port/index.html" >"$W/ab.out" 2>&1 ||
   fail "ab: $(tail -5 "$W/ab.out")"
 grep -q '^Failed requests: *0' "$W/ab.out" || fail "ab saw failed requests: $(grep -i failed "$W/ab.out")"
@@ -105,6 +112,19 @@ if [ "$mode" = files ]; then
     [ "$(stat -c %U "$f")" = nobody ] || fail "worker $p's file is not its own: $(stat -c %U "$f")"
     check "worker $p" "${cpu[$p]}" "$f"
   done
+  mkdir -m 755 "$W/closed"
+  : >"$W/logs/error.log"
+  start_nginx PUSHPROF_OUTPUT="$W/closed/ng-%p.pb.gz"
+  ab -q -k -n 20000 -c 4 "http://127.0.0.1:$port/index.html" >"$W/ab.out" 2>&1 || fail "ab: $(tail -3 "$W/ab.out")"
+  kill -QUIT "$master"
+  wait "$master" || fail "nginx exited with $? after SIGQUIT (closed directory)"
+  for p in $workers; do
+    n=$(grep -c "pushprof: cannot write the profile to $W/closed/ng-$p.pb.gz: Permission denied" \
+      "$W/logs/error.log" "$W/nginx.out" | awk -F: '{ s += $NF } END { print s }')
+    [ "$n" -eq 1 ] || fail "worker $p: want one line saying why its file is missing, got $n: $(cat "$W/logs/error.log")"
+  done
+  [ -s "$W/closed/ng-$master.pb.gz" ] || fail "the master's file is missing: $(ls "$W/closed")"
+  echo "ok a closed directory: one line per worker, the master's file written"
 else
   stop_sidecar
   for p in $workers; do
