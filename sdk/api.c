@@ -7,6 +7,7 @@
 #include <sys/auxv.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "heap.h"
 #include "options.h"
 #include "pp_gzip.h"
+#include "procstat.h"
 #include "profiles.h"
 #include "term.h"
 #include "push.h"
@@ -58,6 +60,30 @@ static int write_all(int fd, const uint8_t *p, size_t len) {
   return 0;
 }
 
+/* An exec'd program keeps its process's pid, so its %p name may hold the
+ * file an earlier program of this process wrote at its exec: a file written
+ * since the process started is kept, and this program's goes to the first
+ * free name with ".execN" put in (N = 1, 2, ...). Older files (another
+ * process that had the pid) are replaced as always. */
+static void skip_earlier_images(char *path, size_t len) {
+  char base[PATH_MAX];
+  struct stat st;
+  int64_t since = procstat_start_ns();
+  snprintf(base, sizeof base, "%s", path);
+  for (int n = 1; n < 100; n++) {
+    if (stat(path, &st) != 0 ||
+        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < since)
+      return;
+    char tag[16];
+    snprintf(tag, sizeof tag, "exec%d", n);
+    snprintf(path, len, "%s", base);
+    if (env_config_output_tag(path, tag, len) != 0) {
+      snprintf(path, len, "%s", base);
+      return;
+    }
+  }
+}
+
 /* Temp file then rename, so a reader never sees half a profile. No fsync:
  * standalone files are the ad-hoc path; the sidecar path is the durable one. */
 static int write_profile(const char *tmpl, unsigned profiles, unsigned bit, const uint8_t *data,
@@ -70,6 +96,8 @@ static int write_profile(const char *tmpl, unsigned profiles, unsigned bit, cons
             tmpl);
     return PUSHPROF_EINVAL;
   }
+  if (env_config_output_has_pid(tmpl))
+    skip_earlier_images(path, sizeof path);
   int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
   if (n < 0 || (size_t)n >= sizeof tmp) {
     sdk_log("pushprof: cannot write the profile to %s: path too long (set PUSHPROF_OUTPUT to a "

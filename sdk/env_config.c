@@ -133,21 +133,36 @@ int env_config_output_for(const char *tmpl, pid_t pid, unsigned profiles, unsign
   unsigned first = profiles & -profiles; /* the lowest type on: cpu if on */
   if (has_t || bit == first)
     return 0;
-  size_t n = strlen(out), tl = strlen(type);
+  return env_config_output_tag(out, type, outlen);
+}
+
+int env_config_output_tag(char *path, const char *tag, size_t outlen) {
+  size_t n = strlen(path), tl = strlen(tag);
   static const char *const exts[] = {".pb.gz", ".pprof"};
   size_t at = n;
   for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
     size_t el = strlen(exts[i]);
-    if (n > el && strcmp(out + n - el, exts[i]) == 0) {
+    if (n > el && strcmp(path + n - el, exts[i]) == 0) {
       at = n - el;
       break;
     }
   }
   if (n + 1 + tl >= outlen)
     return -1;
-  memmove(out + at + 1 + tl, out + at, n - at + 1);
-  out[at] = '.';
-  memcpy(out + at + 1, type, tl);
+  memmove(path + at + 1 + tl, path + at, n - at + 1);
+  path[at] = '.';
+  memcpy(path + at + 1, tag, tl);
+  return 0;
+}
+
+int env_config_output_has_pid(const char *tmpl) {
+  for (const char *p = tmpl; *p; p++)
+    if (*p == '%') {
+      if (p[1] == 'p')
+        return 1;
+      if (p[1])
+        p++;
+    }
   return 0;
 }
 

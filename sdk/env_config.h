@@ -100,4 +100,9 @@ int env_config_expand_output(const char *tmpl, pid_t pid, const char *type, char
  * trailing ".pb.gz" or ".pprof" (else appended). 0 or -1 as above. */
 int env_config_output_for(const char *tmpl, pid_t pid, unsigned profiles, unsigned bit, char *out,
                           size_t outlen);
+/* Puts ".TAG" into path (a buffer of outlen bytes) before a trailing
+ * ".pb.gz" or ".pprof" (else appends it). 0, or -1 if it does not fit. */
+int env_config_output_tag(char *path, const char *tag, size_t outlen);
+/* 1 if the template holds %p. */
+int env_config_output_has_pid(const char *tmpl);
 #endif

@@ -16,6 +16,7 @@
 
 #include "api_internal.h"
 #include "control.h"
+#include "procstat.h"
 #include "profiles.h"
 #include "sdk_log.h"
 #include "pp_client.h"
@@ -152,7 +153,6 @@ static void log_once_locked(const char *what, const char *reason) {
 
 /* ---- one push ---- */
 
-static int64_t process_start_ns(void);
 static _Atomic int64_t g_process_start_ns; /* 0: not read yet (reset by push_start) */
 
 /* When the process started: read from /proc at the first push (a process
@@ -160,7 +160,7 @@ static _Atomic int64_t g_process_start_ns; /* 0: not read yet (reset by push_sta
 static int64_t process_start_once(void) {
   int64_t v = atomic_load(&g_process_start_ns);
   if (v == 0) {
-    v = process_start_ns();
+    v = procstat_start_ns();
     atomic_store(&g_process_start_ns, v);
   }
   return v;
@@ -516,38 +516,6 @@ static void *pusher_main(void *arg) {
   }
   threads_exclude_end();
   return NULL;
-}
-
-/* ---- process facts ---- */
-
-static int64_t process_start_ns(void) {
-  /* /proc/self/stat field 22 (ticks since boot) + /proc/stat btime. */
-  char buf[1024];
-  long long btime = -1;
-  unsigned long long start = 0;
-  FILE *f = fopen("/proc/self/stat", "re");
-  if (!f)
-    return now_ns(CLOCK_REALTIME);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  for (int field = 2; p && field < 22; field++)
-    p = strchr(p + 1, ' ');
-  if (!p || sscanf(p + 1, "%llu", &start) != 1)
-    return now_ns(CLOCK_REALTIME);
-  f = fopen("/proc/stat", "re");
-  if (f) {
-    char line[256];
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "btime %lld", &btime) == 1)
-        break;
-    fclose(f);
-  }
-  long hz = sysconf(_SC_CLK_TCK);
-  if (btime < 0 || hz <= 0)
-    return now_ns(CLOCK_REALTIME);
-  return (int64_t)btime * 1000000000 + (int64_t)(start * (1000000000ULL / (unsigned long)hz));
 }
 
 /* ---- public to the SDK ---- */

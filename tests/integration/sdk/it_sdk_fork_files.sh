@@ -10,7 +10,10 @@
 # its own function and none of its parent's, with child_work's samples
 # within 10% (or 4.5 Poisson sigma) of the CPU wait4 measured for it x
 # 200 Hz. A child that exits before its first sample writes nothing. The
-# parent writes its own file as always.
+# parent writes its own file as always. Preloaded, a child that execs (the
+# same pid, a second program) keeps its file under its pid and the exec'd
+# program writes beside it with ".exec1" put in: each holds its own
+# program's function, and both together the CPU wait4 measured.
 #   it_sdk_fork_files.sh preload|linked
 . "$(dirname "$0")/../lib.sh"
 mode=$1
@@ -40,4 +43,31 @@ for how in $hows quick; do
   done < <(sed -n 's/^\(child\|grandchild\)=\([0-9]*\) cpu_seconds=\(.*\)/\1 \2 \3/p' "$T/out")
   echo "ok $how: $(wc -w <<<"$files") files, each child's own"
 done
+if [ "$mode" = preload ]; then
+  rm -f "$T"/prof/*
+  run_workload "$mode" wl_fork_children exec 2 1
+  files=$(ls "$T/prof")
+  [ "$(wc -w <<<"$files")" -eq 5 ] || fail "exec: want 5 files (the parent's, two per child), got: $files"
+  while read -r pid cpu; do
+    pre=$T/prof/fk-$pid.pb.gz post=$T/prof/fk-$pid.exec1.pb.gz
+    [ -s "$pre" ] && [ -s "$post" ] || fail "exec: child $pid's two files are not both there: $files"
+    python3 - "$pre" "$post" "$cpu" <<'PY' || fail "exec: child $pid's two profiles"
+import sys
+from pprof_check import parse_raw, run_pprof, summarize, stat_bound
+pre, post = (summarize(parse_raw(run_pprof(f))) for f in sys.argv[1:3])
+ok = True
+for name, rep, mine, other in (("pre-exec", pre, "child_work", "exec_work"),
+                               ("exec'd", post, "exec_work", "child_work")):
+    if not rep["cum"].get(mine) or rep["cum"].get(other):
+        print("FAIL the %s profile holds %s %s, %s %s" % (name, mine, rep["cum"].get(mine), other,
+                                                         rep["cum"].get(other)))
+        ok = False
+n = pre["total"]["samples/count"] + post["total"]["samples/count"]
+good, line = stat_bound(n, float(sys.argv[3]) * 200, 0.10, what="both programs' samples")
+print(("ok   " if good else "FAIL ") + line)
+sys.exit(0 if ok and good else 1)
+PY
+  done < <(sed -n 's/^child=\([0-9]*\) cpu_seconds=\(.*\)/\1 \2/p' "$T/out")
+  echo "ok exec: each child's two programs in two files"
+fi
 echo "pass ($mode)"

@@ -6,7 +6,9 @@
  * sample), grandchild (each child forks a grandchild that works, then
  * works itself), SIGTERM, SIGINT, SIGQUIT (the child works on until the
  * parent, told it worked that long, sends the signal, left at its default
- * action; the child must die of it, without a core). The parent works a little itself (parent_work)
+ * action; the child must die of it, without a core), exec (the child
+ * works, then execs this program as "execd SECONDS", which works in
+ * exec_work and exits: one process, two programs). The parent works a little itself (parent_work)
  * and waits for every child; for each it prints child=PID cpu_seconds=S (the child's CPU from
  * wait4's rusage, less its grandchild's: the truth its profile is checked against), and
  * grandchild=PID cpu_seconds=S as the child reports it through a pipe. Exits 0 when every child
@@ -24,6 +26,7 @@
 WL_SPIN_FN(child_work)
 WL_SPIN_FN(grandchild_work)
 WL_SPIN_FN(parent_work)
+WL_SPIN_FN(exec_work)
 
 static double rusage_cpu(const struct rusage *ru) {
   return (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6 +
@@ -77,6 +80,12 @@ static void child(const char *how, double seconds, int report_fd, int ready_fd) 
     exit(cpu < 0);
   }
   child_work(seconds);
+  if (strcmp(how, "exec") == 0) {
+    char arg[32];
+    snprintf(arg, sizeof arg, "%.3f", seconds);
+    execl("/proc/self/exe", "wl_fork_children", "execd", arg, (char *)NULL);
+    exit(1);
+  }
   if (strcmp(how, "_exit") == 0)
     _exit(0);
   if (strcmp(how, "exit") == 0)
@@ -85,8 +94,13 @@ static void child(const char *how, double seconds, int report_fd, int ready_fd) 
 
 int main(int argc, char **argv) {
   const char *how = argc > 1 ? argv[1] : "";
-  static const char *const hows[] = {"exit",       "return",  "_exit",  "quick",
-                                     "grandchild", "SIGTERM", "SIGINT", "SIGQUIT"};
+  if (strcmp(how, "execd") == 0 && argc == 3) {
+    wl_start();
+    exec_work(atof(argv[2]));
+    return 0;
+  }
+  static const char *const hows[] = {"exit",    "return", "_exit",   "quick", "grandchild",
+                                     "SIGTERM", "SIGINT", "SIGQUIT", "exec"};
   int known = 0;
   for (size_t i = 0; i < sizeof hows / sizeof hows[0]; i++)
     known |= strcmp(how, hows[i]) == 0;
@@ -94,7 +108,7 @@ int main(int argc, char **argv) {
   double seconds = argc > 3 ? atof(argv[3]) : 0.2;
   if (!known || n < 1 || n > 1000 || !(seconds >= 0 && seconds <= 60)) {
     fprintf(stderr, "usage: wl_fork_children exit|return|_exit|quick|grandchild|SIGTERM|SIGINT|"
-                    "SIGQUIT [1..1000 children] [0..60 seconds each]\n");
+                    "SIGQUIT|exec [1..1000 children] [0..60 seconds each]\n");
     return 2;
   }
   wl_start();

@@ -217,6 +217,26 @@ static void test_env_config_expands_pid_and_percent(void) {
   PP_CHECK_INT(env_config_expand_output("ab%p", 123, NULL, out, 5), ==, -1);
 }
 
+/* The tag an exec'd program's file takes, and which templates hold %p. */
+static void test_env_config_tags_and_finds_pid(void) {
+  char p[32] = "/tmp/p-7.pb.gz";
+  PP_CHECK_INT(env_config_output_tag(p, "exec1", sizeof p), ==, 0);
+  PP_CHECK_STR(p, "/tmp/p-7.exec1.pb.gz");
+  snprintf(p, sizeof p, "/tmp/p-7.pprof");
+  PP_CHECK_INT(env_config_output_tag(p, "exec2", sizeof p), ==, 0);
+  PP_CHECK_STR(p, "/tmp/p-7.exec2.pprof");
+  snprintf(p, sizeof p, "/tmp/p-7");
+  PP_CHECK_INT(env_config_output_tag(p, "exec1", sizeof p), ==, 0);
+  PP_CHECK_STR(p, "/tmp/p-7.exec1");
+  char small[16] = "/tmp/p-7.pb.gz";
+  PP_CHECK_INT(env_config_output_tag(small, "exec1", sizeof small), ==, -1);
+  PP_CHECK_STR(small, "/tmp/p-7.pb.gz");
+  PP_CHECK_INT(env_config_output_has_pid("/tmp/p-%p.pb.gz"), ==, 1);
+  PP_CHECK_INT(env_config_output_has_pid("/tmp/p-%%p.pb.gz"), ==, 0);
+  PP_CHECK_INT(env_config_output_has_pid("/tmp/p-%t-%p"), ==, 1);
+  PP_CHECK_INT(env_config_output_has_pid("/tmp/p.pb.gz%"), ==, 0);
+}
+
 static void test_env_config_profiles_and_heap_rate(void) {
   env_config c;
   char err[256];
@@ -405,6 +425,7 @@ int main(void) {
   PP_RUN(test_env_config_rejects_bad_options_with_einval);
   PP_RUN(test_env_config_parses_signal_names_and_numbers);
   PP_RUN(test_env_config_expands_pid_and_percent);
+  PP_RUN(test_env_config_tags_and_finds_pid);
   PP_RUN(test_env_config_profiles_and_heap_rate);
   PP_RUN(test_env_config_wait_profiles_and_rates);
   PP_RUN(test_env_config_output_per_profile_type);
