@@ -54,8 +54,8 @@ FDE_RE = re.compile(r"\bFDE cie=[0-9a-f]+ pc=([0-9a-f]+)\.\.([0-9a-f]+)")
 LOAD_RE = re.compile(r"^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+0x([0-9a-f]+)")
 PERF_FRAME_RE = re.compile(r"^\s+([0-9a-f]+) (.*) \((.*)\)$")
 KERNEL_MIN = 0xFFFF800000000000
-MIN_LEAF_SAMPLES = 5  # a leaf's callers are compared when each side has this many
-MIN_P = 0.01  # a caller's two counts less likely than this under one share differ
+MIN_LEAF_SAMPLES = 20  # a leaf's callers are compared when each side has this many
+MIN_P = 6.8e-6  # two-sided 4.5 sigma: two counts less likely under one share differ
 
 
 class Elf:
