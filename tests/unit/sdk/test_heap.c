@@ -3,6 +3,7 @@
  * with heap_use_hooks): each allocation here is followed by
  * heap_fast_after_alloc and each free preceded by heap_fast_before_free.
  * The profiles are read back with protobuf-c (an independent parser). */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -158,17 +159,6 @@ static uint64_t lcg(uint64_t *s) {
   return *s >> 33;
 }
 
-/* Square root and larger of two, without libm (this test does not link it). */
-static double root(double x) {
-  double r = x > 1 ? x : 1;
-  for (int i = 0; i < 100; i++)
-    r = 0.5 * (r + x / r);
-  return r;
-}
-static double larger(double a, double b) {
-  return a > b ? a : b;
-}
-
 static void test_estimates_are_unbiased(void) {
   start(4096);
   uint64_t seed = 42, truth_a = 0, truth_b = 0, n_a = 0;
@@ -200,10 +190,10 @@ static void test_estimates_are_unbiased(void) {
     /* About 40,000 samples: within 5% or 4.5 sigma, whichever is wider
      * (tests/integration/pprof_check.py stat_bound's rule); 4.5 sigma is
      * near 2.7% on a's bytes, 4.6% on b's, 3.8% on a's objects. */
-    double sa = root(4096.0 * (double)truth_a), sb = root(4096.0 * (double)truth_b),
-           so = root(var_oa);
-    double ba = larger(0.05 * (double)truth_a, 4.5 * sa),
-           bb = larger(0.05 * (double)truth_b, 4.5 * sb), bo = larger(0.05 * (double)n_a, 4.5 * so);
+    double sa = sqrt(4096.0 * (double)truth_a), sb = sqrt(4096.0 * (double)truth_b),
+           so = sqrt(var_oa);
+    double ba = fmax(0.05 * (double)truth_a, 4.5 * sa), bb = fmax(0.05 * (double)truth_b, 4.5 * sb),
+           bo = fmax(0.05 * (double)n_a, 4.5 * so);
     fprintf(stderr, "  sigma: bytes a %.0f, b %.0f, objects a %.0f; allowed +-%.0f, %.0f, %.0f\n",
             sa, sb, so, ba, bb, bo);
     PP_CHECK(ea >= (double)truth_a - ba && ea <= (double)truth_a + ba);
