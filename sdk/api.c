@@ -351,12 +351,8 @@ static void api_atfork_child(void) {
     wait_stop();
     return; /* the child runs unprofiled; the parent is unaffected */
   }
-  /* The parent's window is not ours: drop what the cut holds. */
-  uint8_t *junk = NULL;
-  size_t jl;
-  int64_t a, b;
-  if (sampler_cut(&junk, &jl, &a, &b) == 0)
-    free(junk);
+  /* The parent's window is not ours. */
+  (void)sampler_discard();
   if (start_push_locked(&api_cfg, err, sizeof err) != 0)
     return;
   publish_otel_ctx(&api_cfg);

@@ -816,8 +816,10 @@ fail:
  * where it ends) or, when session, on-demand session id's (the session ends
  * and the timers return to the continuous period). Takes g_cut_mu, then g_mu;
  * PUSHPROF_ENOTSTARTED when there is no such window. */
-static int cut_window(int session, uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
-                      int64_t *end_ns) {
+/* discard: the window ends and its samples go without a profile being
+ * built (*out stays NULL). */
+static int cut_window(int session, int discard, uint64_t id, uint8_t **out, size_t *len,
+                      int64_t *start_ns, int64_t *end_ns) {
   pending_bounds pend[PENDING_MAX];
   size_t npend = 0;
   agg a;
@@ -888,7 +890,7 @@ static int cut_window(int session, uint64_t id, uint8_t **out, size_t *len, int6
     g_timer_period_ns = cont;
     pthread_mutex_unlock(&g_mu);
   }
-  int rc = build_cut(&a, &ci, out, len);
+  int rc = discard ? 0 : build_cut(&a, &ci, out, len);
   if (rc == 0) {
     *start_ns = ci.t0;
     *end_ns = ci.t1;
@@ -899,7 +901,14 @@ static int cut_window(int session, uint64_t id, uint8_t **out, size_t *len, int6
 }
 
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) {
-  return cut_window(0, 0, out, len, start_ns, end_ns);
+  return cut_window(0, 0, 0, out, len, start_ns, end_ns);
+}
+
+int collector_discard(void) {
+  uint8_t *out = NULL;
+  size_t len = 0;
+  int64_t a, b;
+  return cut_window(0, 1, 0, &out, &len, &a, &b);
 }
 
 int collector_session_begin(uint64_t id, int hz) {
@@ -947,7 +956,7 @@ uint64_t collector_session_id(void) {
 
 int collector_session_cut(uint64_t id, uint8_t **out, size_t *len, int64_t *start_ns,
                           int64_t *end_ns) {
-  return cut_window(1, id, out, len, start_ns, end_ns);
+  return cut_window(1, 0, id, out, len, start_ns, end_ns);
 }
 
 int collector_build(const profbuild_stack *st, size_t n, const profbuild_meta *meta, uint8_t **out,

@@ -34,6 +34,8 @@ void collector_stop(void);
 void collector_leave(void);
 /* See sampler_cut(). PUSHPROF_ENOTSTARTED before the first start. */
 int collector_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* See sampler_discard(). */
+int collector_discard(void);
 /* On-demand sessions: from collector_session_begin to collector_session_cut
  * every sample also goes to the session's own table at hz (1 ..
  * COLLECTOR_SESSION_HZ_MAX; the threads' timers run at the faster of hz and

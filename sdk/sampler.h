@@ -30,6 +30,10 @@ int sampler_start(const sampler_config *cfg, char *err, size_t errlen);
  * Window bounds are returned in ns since the epoch. Works after
  * sampler_stop() too (returns what was left). 0 or a negative code. */
 int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns);
+/* Ends the window as a cut would, dropping its samples without building a
+ * profile (a forked child's share of its parent's window). 0 or a negative
+ * code. */
+int sampler_discard(void);
 
 /* 1 if a cut now would hold no sample (nothing handled or dropped since the
  * last cut): the exit path skips building and pushing such a profile. */

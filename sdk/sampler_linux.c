@@ -216,6 +216,10 @@ int sampler_cut(uint8_t **out, size_t *len, int64_t *start_ns, int64_t *end_ns) 
   return collector_cut(out, len, start_ns, end_ns);
 }
 
+int sampler_discard(void) {
+  return collector_discard();
+}
+
 int sampler_thread_register(void) {
   return threads_register_self();
 }
