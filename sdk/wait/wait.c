@@ -371,6 +371,8 @@ int wait_start(unsigned mask, int64_t offcpu_rate, int64_t lock_rate, char *err,
 }
 
 static void table_free(wtable *t) {
+  if (!t->n) /* nothing to free: not a page of the buckets touched (a forked child's are COW) */
+    return;
   for (size_t i = 0; i < NBUCKETS; i++)
     while (t->b[i]) {
       wentry *e = t->b[i];
