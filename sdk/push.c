@@ -24,6 +24,7 @@
 #include "push.h"
 #include "pushprof.h"
 #include "sampler.h"
+#include "term.h"
 #include "threads_linux.h"
 #include "pp_hex.h"
 
@@ -497,12 +498,7 @@ static void *pusher_main(void *arg) {
        * were not here. */
       if (P.on_term)
         P.on_term();
-      sampler_own_default(term);
-      sigset_t set;
-      sigemptyset(&set);
-      sigaddset(&set, term);
-      pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-      raise(term);
+      term_die_of(term);
       break; /* not reached unless the signal was ignored meanwhile */
     }
     if (sessions)
@@ -741,27 +737,13 @@ static void term_handler(int signo) {
     sampler_wake_from_signal(); /* its tick starts the pusher if it is not running */
   } else {
     /* Nobody to flush: behave exactly as the default action would. */
-    sampler_own_default(signo);
-    raise(signo);
+    term_die_of(signo);
   }
   errno = saved;
 }
 
 void push_install_term_handlers(void) {
-  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-    struct sigaction old;
-    if (sampler_own_sigaction(sigs[i], NULL, &old) != 0)
-      continue;
-    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-      continue; /* the program handles (or ignores) it: not ours */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = term_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sampler_own_sigaction(sigs[i], &sa, NULL);
-  }
+  term_install(term_handler);
 }
 
 void push_atfork_child(void) {

@@ -18,15 +18,13 @@
 #include "sdk_log.h"
 #include "threads_linux.h"
 
-static const int term_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 static void (*_Atomic g_on_term)(void);
 static atomic_int g_signo;   /* the first term signal caught; 0: none */
 static atomic_int g_armed;   /* the handler may defer to the collector */
 static atomic_int g_started; /* the stopping thread was started */
 static int g_hooked;         /* after_drain registered (once per process) */
 
-/* Dies of signo as if nobody had caught it. */
-static void die_of(int signo) {
+void term_die_of(int signo) {
   sampler_own_default(signo);
   sigset_t set;
   sigemptyset(&set);
@@ -42,7 +40,7 @@ static void term_handler(int signo) {
   if (atomic_load(&g_armed))
     sampler_wake_from_signal();
   else
-    die_of(signo);
+    term_die_of(signo);
   errno = saved;
 }
 
@@ -53,7 +51,7 @@ static void *term_main(void *arg) {
   if (fn)
     fn();
   threads_exclude_end();
-  die_of(signo);
+  term_die_of(signo);
   return NULL; /* only if the program ignored the signal meanwhile */
 }
 
@@ -74,7 +72,7 @@ static void term_after_drain(void) {
     sdk_log("pushprof: cannot start a thread to write the profile on signal %d: %s; the last "
             "window is lost",
             signo, strerror(rc));
-    die_of(signo);
+    term_die_of(signo);
   }
 }
 
@@ -84,22 +82,27 @@ void term_arm(void (*on_term)(void)) {
     g_hooked = 1;
   if (!g_hooked)
     return; /* no way to run on_term: leave the default actions alone */
-  for (size_t i = 0; i < sizeof term_sigs / sizeof term_sigs[0]; i++) {
+  term_install(term_handler);
+  atomic_store(&g_armed, 1);
+}
+
+void term_install(void (*handler)(int)) {
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
     struct sigaction old;
-    if (sampler_own_sigaction(term_sigs[i], NULL, &old) != 0)
+    if (sampler_own_sigaction(sigs[i], NULL, &old) != 0)
       continue;
-    if (old.sa_handler == term_handler && !(old.sa_flags & SA_SIGINFO))
-      continue; /* ours already (armed before, or inherited over fork) */
+    if (old.sa_handler == handler && !(old.sa_flags & SA_SIGINFO))
+      continue; /* ours already (installed before, or inherited over fork) */
     if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
       continue; /* the program handles (or ignores) it: not ours */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = term_handler;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sampler_own_sigaction(term_sigs[i], &sa, NULL);
+    sampler_own_sigaction(sigs[i], &sa, NULL);
   }
-  atomic_store(&g_armed, 1);
 }
 
 void term_disarm(void) {

@@ -7,7 +7,16 @@
 #ifndef PUSHPROF_TERM_H
 #define PUSHPROF_TERM_H
 
-/* Installs the handlers on the signals still at SIG_DFL and arms them:
+/* Installs handler on SIGTERM, SIGINT, SIGHUP and SIGQUIT where the
+ * program left the default action (or handler is there already); the push
+ * path's handlers and this module's own. Not async-signal-safe. */
+void term_install(void (*handler)(int));
+
+/* Dies of signo as if nobody had caught it: its default action restored,
+ * unblocked on this thread, raised. Async-signal-safe. */
+void term_die_of(int signo);
+
+/* Installs this module's handlers (term_install) and arms them:
  * on_term runs once, on a thread of the SDK's own, then the signal is
  * raised again at its default action. Call with profiling started (the
  * collector thread, woken by the handler, starts that thread). Not
