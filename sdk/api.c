@@ -234,6 +234,7 @@ int api_final_flush(void) {
     if (nothing_to_write(pushing) && pthread_mutex_lock(&api_lock) == 0) {
       int left = 0;
       if (atomic_load(&api_started) && nothing_to_write(pushing)) {
+        term_disarm();
         sampler_leave();
         if (pushing)
           (void)push_leave_empty();
@@ -338,6 +339,8 @@ static void api_atfork_child(void) {
   if (!atomic_load(&api_started))
     return;
   char err[256];
+  /* Until the child samples again a term signal takes its default action. */
+  term_disarm();
   term_atfork_child();
   if (api_cfg.socket_path[0])
     push_atfork_child();
@@ -355,6 +358,8 @@ static void api_atfork_child(void) {
   (void)sampler_discard();
   if (start_push_locked(&api_cfg, err, sizeof err) != 0)
     return;
+  if (!api_cfg.socket_path[0] && api_cfg.handle_term_signals)
+    term_arm(api_on_term);
   publish_otel_ctx(&api_cfg);
   atomic_store(&api_pid, (int)getpid());
   api_forked = 1;
