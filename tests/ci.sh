@@ -4,7 +4,7 @@
 #   2. ASan+UBSan, the unit, fuzz-corpus and integration tests (SDK stress included);
 #   3. TSan, the threaded unit tests;
 #   4. the aarch64 cross build, its unwinder and arm64 tests under qemu-user.
-# Usage: bash tests/ci.sh            (from a clean clone; ~20 min on 2 idle cores)
+# Usage: bash tests/ci.sh            (from a clean clone; ~25 min on 2 idle cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci_t0=$(date +%s)
