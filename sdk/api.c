@@ -210,12 +210,7 @@ static void api_at_exit(void) {
 
 /* 1 if no profile type has anything to push or write. */
 static int nothing_to_write(int pushing) {
-  if (pushing)
-    return push_nothing_to_send();
-  for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1)
-    if ((api_cfg.profiles & bit) && !profiles_window_empty(bit))
-      return 0;
-  return 1;
+  return pushing ? push_nothing_to_send() : profiles_windows_empty(api_cfg.profiles);
 }
 
 int api_final_flush(void) {

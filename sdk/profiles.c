@@ -32,6 +32,13 @@ int profiles_window_empty(unsigned bit) {
   }
 }
 
+int profiles_windows_empty(unsigned profiles) {
+  for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1)
+    if ((profiles & bit) && !profiles_window_empty(bit))
+      return 0;
+  return 1;
+}
+
 unsigned profiles_wait_mask(unsigned profiles) {
   return (profiles & PUSHPROF_PROFILE_OFFCPU ? 1u << WAIT_OFFCPU : 0) |
          (profiles & PUSHPROF_PROFILE_LOCK ? 1u << WAIT_LOCK : 0);

@@ -23,6 +23,8 @@ int profiles_session_cut(unsigned bit, uint64_t id, uint8_t **out, size_t *len, 
                          int64_t *end_ns);
 /* 1 if bit's window holds nothing. */
 int profiles_window_empty(unsigned bit);
+/* 1 if the window of every type in profiles holds nothing. */
+int profiles_windows_empty(unsigned profiles);
 /* The wait profiler's kinds (1 << WAIT_*) for the bits in profiles. */
 unsigned profiles_wait_mask(unsigned profiles);
 #endif

@@ -641,10 +641,7 @@ int push_nothing_to_send(void) {
   pthread_mutex_unlock(&push_lock);
   if (backlog)
     return 0;
-  for (unsigned bit = PROFILES_FIRST; bit <= PROFILES_LAST; bit <<= 1)
-    if ((P.profiles & bit) && !profiles_window_empty(bit))
-      return 0;
-  return 1;
+  return profiles_windows_empty(P.profiles);
 }
 
 int push_leave_empty(void) {
