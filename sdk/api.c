@@ -68,11 +68,14 @@ static int write_all(int fd, const uint8_t *p, size_t len) {
 static void skip_earlier_images(char *path, size_t len) {
   char base[PATH_MAX];
   struct stat st;
-  int64_t since = procstat_start_ns();
+  int64_t since = -1; /* read from /proc only if the name is taken */
   snprintf(base, sizeof base, "%s", path);
   for (int n = 1; n < 100; n++) {
-    if (stat(path, &st) != 0 ||
-        (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < since)
+    if (stat(path, &st) != 0)
+      return;
+    if (since < 0)
+      since = procstat_start_ns();
+    if ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < since)
       return;
     char tag[16];
     snprintf(tag, sizeof tag, "exec%d", n);
