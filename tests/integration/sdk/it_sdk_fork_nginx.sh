@@ -65,7 +65,12 @@ start_nginx() {
     kill -0 "$master" 2>/dev/null || fail "nginx exited at start: $(cat "$W/nginx.out" "$W/logs/error.log")"
     sleep 0.1
   done
-  workers=$(pgrep -P "$master" | sort -n | paste -sd' ')
+  # One worker may answer before the master has forked the other.
+  for _ in $(seq 100); do
+    workers=$(pgrep -P "$master" | sort -n | paste -sd' ')
+    [ "$(wc -w <<<"$workers")" -ge 2 ] && break
+    sleep 0.05
+  done
   [ "$(wc -w <<<"$workers")" -eq 2 ] || fail "want 2 workers of $master, got '$workers'"
 }
 start_nginx "${env_mode[@]}"
